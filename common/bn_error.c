@@ -1,0 +1,30 @@
+/*  bn_error: text and names for banyan's error codes.  */
+#include "bn_error.h"
+
+const char *
+bn_strerror (int code)
+{
+    switch (code) {
+    case 0:
+        return "success";
+#define BN_ERR_TEXT(name, value, text)                                         \
+    case value:                                                                \
+        return text;
+        BN_ERRNO_MAP (BN_ERR_TEXT)
+#undef BN_ERR_TEXT
+    }
+    return "unknown error";
+}
+
+const char *
+bn_err_name (int code)
+{
+    switch (code) {
+#define BN_ERR_NAME(name, value, text)                                         \
+    case value:                                                                \
+        return "BN_" #name;
+        BN_ERRNO_MAP (BN_ERR_NAME)
+#undef BN_ERR_NAME
+    }
+    return "BN_UNKNOWN";
+}

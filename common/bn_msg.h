@@ -1,0 +1,142 @@
+/*  bn_msg: one Jupyter wire message (WIRE.md 1) as libzmq frames: routing
+    idents, signature, four JSON parts parsed only on demand, and buffers
+    that are moved between sockets without copying.  */
+#ifndef BN_MSG_H_INCLUDED
+#define BN_MSG_H_INCLUDED
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <zmq.h>
+
+#include "bn_session.h"
+
+typedef struct _bn_msg_t bn_msg_t;
+
+//  The four signed JSON parts, in wire order.
+typedef enum {
+    BN_PART_HEADER = 0,
+    BN_PART_PARENT = 1,
+    BN_PART_METADATA = 2,
+    BN_PART_CONTENT = 3
+} bn_part_t;
+
+//  Receive one whole multipart message from a libzmq socket handle (use
+//  zsock_resolve on a zsock_t). Never fails on content: a message with no
+//  delimiter or too few frames is returned and refused by bn_msg_verify.
+//  Returns NULL if nothing could be received (EAGAIN, EINTR, ETERM).
+bn_msg_t *bn_msg_recv (void *socket);
+
+//  Same, with flags passed to zmq_msg_recv for the first frame
+//  (ZMQ_DONTWAIT).
+bn_msg_t *bn_msg_recv_flags (void *socket, int flags);
+
+//  Create a message of msg_type with a fresh header from session, parent
+//  `{}`, metadata `{}`, content `{}`, no idents and no buffers. msg_type
+//  must be a plain ASCII identifier. Returns NULL on allocation failure.
+bn_msg_t *bn_msg_new (bn_session_t *session, const char *msg_type);
+
+//  Create a reply to request: fresh header of msg_type from session, parent
+//  = the request's header frame as received (shared, not copied), and the
+//  request's idents. Returns NULL on allocation failure.
+bn_msg_t *bn_msg_new_reply (bn_session_t *session, bn_msg_t *request,
+                            const char *msg_type);
+
+//  Destroy a message and release its frames; NULL-safe.
+void bn_msg_destroy (bn_msg_t **self_p);
+
+//  A copy that shares every frame's bytes with the original (libzmq
+//  reference counting). Parsed JSON is not copied. NULL on failure.
+bn_msg_t *bn_msg_dup (bn_msg_t *self);
+
+//  Check framing (delimiter, signature frame, four JSON parts) and the
+//  signature with session (recording it against replays when record).
+//  Returns 0, BN_EPROTO, BN_ESIGNATURE or BN_EREPLAY.
+int bn_msg_verify (bn_msg_t *self, bn_session_t *session, bool record);
+
+//  True when the message had a delimiter and the five frames after it.
+bool bn_msg_well_framed (bn_msg_t *self);
+
+//  Routing idents (frames before the delimiter).
+size_t bn_msg_nidents (bn_msg_t *self);
+const void *bn_msg_ident (bn_msg_t *self, size_t index, size_t *size);
+bool bn_msg_ident_is (bn_msg_t *self, size_t index, const void *data,
+                      size_t size);
+//  The ident at index as a malloc'd NUL-terminated string, or NULL.
+char *bn_msg_ident_strdup (bn_msg_t *self, size_t index);
+
+//  Put an ident first; returns -1 on allocation failure.
+int bn_msg_push_ident (bn_msg_t *self, const void *data, size_t size);
+//  Append an ident after the existing ones; -1 on failure.
+int bn_msg_append_ident (bn_msg_t *self, const void *data, size_t size);
+//  Remove the first ident (no-op without idents).
+void bn_msg_pop_ident (bn_msg_t *self);
+//  Swap the first two idents (no-op with fewer than two).
+void bn_msg_swap_idents (bn_msg_t *self);
+//  Drop all idents.
+void bn_msg_clear_idents (bn_msg_t *self);
+//  Replace idents with shared copies of other's; -1 on failure.
+int bn_msg_copy_idents (bn_msg_t *self, bn_msg_t *other);
+
+//  Raw bytes of a JSON part as received or last serialised.
+const void *bn_msg_part_data (bn_msg_t *self, bn_part_t part, size_t *size);
+
+//  A JSON part, parsed on first use (borrowed reference, owned by the
+//  message). NULL if the part is missing, not JSON, or not an object.
+json_t *bn_msg_part (bn_msg_t *self, bn_part_t part);
+json_t *bn_msg_header (bn_msg_t *self);
+json_t *bn_msg_parent (bn_msg_t *self);
+json_t *bn_msg_metadata (bn_msg_t *self);
+json_t *bn_msg_content (bn_msg_t *self);
+
+//  Header fields, or NULL when absent or not strings.
+const char *bn_msg_type (bn_msg_t *self);
+const char *bn_msg_id (bn_msg_t *self);
+const char *bn_msg_session (bn_msg_t *self);
+//  parent_header.msg_id, or NULL.
+const char *bn_msg_parent_id (bn_msg_t *self);
+
+//  Replace a JSON part (takes ownership of value, which must be an object);
+//  it is serialised and the message re-signed when sent.
+void bn_msg_set_part (bn_msg_t *self, bn_part_t part, json_t *value);
+void bn_msg_set_metadata (bn_msg_t *self, json_t *value);
+void bn_msg_set_content (bn_msg_t *self, json_t *value);
+
+//  Mark a parsed part as changed in place (after editing the object
+//  returned by bn_msg_part); it is re-serialised and re-signed on send.
+void bn_msg_touch (bn_msg_t *self, bn_part_t part);
+
+//  Give the message a fresh header (new msg_id and date from session,
+//  same other keys) as a relay does when it rewrites a request; msg_id
+//  may be given, or NULL for a fresh one. Returns -1 on failure.
+int bn_msg_set_msg_id (bn_msg_t *self, const char *msg_id);
+
+//  Buffers (frames after the four JSON parts).
+size_t bn_msg_nbuffers (bn_msg_t *self);
+zmq_msg_t *bn_msg_buffer (bn_msg_t *self, size_t index);
+//  Append a copy of the bytes; -1 on failure.
+int bn_msg_add_buffer (bn_msg_t *self, const void *data, size_t size);
+//  Append a frame sharing the bytes of frame (no copy); -1 on failure.
+int bn_msg_add_buffer_msg (bn_msg_t *self, zmq_msg_t *frame);
+//  Append a frame that takes ownership of malloc'd data (freed with free).
+int bn_msg_add_buffer_owned (bn_msg_t *self, void *data, size_t size);
+//  Drop all buffers.
+void bn_msg_clear_buffers (bn_msg_t *self);
+
+//  Serialise changed parts, sign them with session (a received message
+//  that was not changed keeps its signature and session may be NULL),
+//  send every frame on a libzmq socket handle and destroy the message.
+//  Returns 0, or -1 if the send failed (the message is destroyed anyway).
+int bn_msg_send (bn_msg_t **self_p, void *socket, bn_session_t *session);
+
+//  Same, with extra zmq_msg_send flags (ZMQ_DONTWAIT).
+int bn_msg_send_flags (bn_msg_t **self_p, void *socket, bn_session_t *session,
+                       int flags);
+
+//  Total bytes on the wire (idents, delimiter, signature, parts, buffers).
+size_t bn_msg_size (bn_msg_t *self);
+
+//  Print the message's frames to stderr, for debugging.
+void bn_msg_print (bn_msg_t *self);
+
+#endif

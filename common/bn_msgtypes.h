@@ -1,0 +1,71 @@
+/*  bn_msgtypes: every message type and fixed wire string banyan speaks
+    (WIRE.md); the only place these strings are spelled.  */
+#ifndef BN_MSGTYPES_H_INCLUDED
+#define BN_MSGTYPES_H_INCLUDED
+
+#define BN_DELIM "<IDS|MSG>"
+#define BN_DELIM_SIZE 9
+#define BN_PROTOCOL_VERSION "5.3"
+
+//  Shell
+#define BN_MSG_APPLY_REQUEST "apply_request"
+#define BN_MSG_APPLY_REPLY "apply_reply"
+#define BN_MSG_EXECUTE_REQUEST "execute_request"
+#define BN_MSG_EXECUTE_REPLY "execute_reply"
+#define BN_MSG_KERNEL_INFO_REQUEST "kernel_info_request"
+#define BN_MSG_KERNEL_INFO_REPLY "kernel_info_reply"
+
+//  Control
+#define BN_MSG_CLEAR_REQUEST "clear_request"
+#define BN_MSG_CLEAR_REPLY "clear_reply"
+#define BN_MSG_ABORT_REQUEST "abort_request"
+#define BN_MSG_ABORT_REPLY "abort_reply"
+#define BN_MSG_SHUTDOWN_REQUEST "shutdown_request"
+#define BN_MSG_SHUTDOWN_REPLY "shutdown_reply"
+#define BN_MSG_SIGNAL_REQUEST "signal_request"
+#define BN_MSG_SIGNAL_REPLY "signal_reply"
+
+//  IOPub
+#define BN_MSG_STATUS "status"
+#define BN_MSG_STREAM "stream"
+#define BN_MSG_EXECUTE_INPUT "execute_input"
+#define BN_MSG_EXECUTE_RESULT "execute_result"
+#define BN_MSG_DISPLAY_DATA "display_data"
+#define BN_MSG_ERROR "error"
+#define BN_MSG_DATA_MESSAGE "data_message"
+
+//  Hub queries and registration
+#define BN_MSG_REGISTRATION_REQUEST "registration_request"
+#define BN_MSG_REGISTRATION_REPLY "registration_reply"
+#define BN_MSG_UNREGISTRATION_REQUEST "unregistration_request"
+#define BN_MSG_CONNECTION_REQUEST "connection_request"
+#define BN_MSG_CONNECTION_REPLY "connection_reply"
+#define BN_MSG_QUEUE_REQUEST "queue_request"
+#define BN_MSG_QUEUE_REPLY "queue_reply"
+#define BN_MSG_RESULT_REQUEST "result_request"
+#define BN_MSG_HISTORY_REQUEST "history_request"
+#define BN_MSG_DB_REQUEST "db_request"
+#define BN_MSG_PURGE_REQUEST "purge_request"
+#define BN_MSG_RESUBMIT_REQUEST "resubmit_request"
+#define BN_MSG_HUB_ERROR "hub_error"
+
+//  Hub notifications
+#define BN_MSG_REGISTRATION_NOTIFICATION "registration_notification"
+#define BN_MSG_UNREGISTRATION_NOTIFICATION "unregistration_notification"
+#define BN_MSG_SHUTDOWN_NOTIFICATION "shutdown_notification"
+
+//  Fixed routing ids of the controller's engine-facing ROUTERs (WIRE.md 3)
+#define BN_ROUTING_MUX_OUT "mux_out"
+#define BN_ROUTING_CONTROL_OUT "control_out"
+#define BN_ROUTING_TASK_OUT "task_out"
+#define BN_ROUTING_MUX_IN "mux_in"
+#define BN_ROUTING_CONTROL_IN "control_in"
+#define BN_ROUTING_TASK_IN "task_in"
+#define BN_ROUTING_SCHEDULER_PREFIX "sub_scheduler_"
+
+//  Status strings
+#define BN_STATUS_OK "ok"
+#define BN_STATUS_ERROR "error"
+#define BN_STATUS_ABORTED "aborted"
+
+#endif

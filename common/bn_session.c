@@ -1,0 +1,282 @@
+/*  bn_session: a Jupyter session: identity, message ids, HMAC-SHA256
+    signing and verification with replay rejection.  */
+#include "bn_session.h"
+#include "bn_error.h"
+
+#include <assert.h>
+#include <jansson.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+//  Replay history: two generations of open-addressed digest sets. A digest
+//  is looked up in both; when the current one holds BN_HISTORY/2 digests it
+//  becomes the previous one and the old previous one is forgotten. So
+//  between BN_HISTORY/2 and BN_HISTORY of the most recent digests are kept,
+//  as Python's 65536-entry history with culling does. Tables start small and
+//  grow, so that a process with many logical engines stays small.
+#define BN_HISTORY 65536
+#define BN_DIGEST 32
+
+typedef struct {
+    uint8_t *digests; //  slots * BN_DIGEST bytes
+    uint8_t *used;    //  slots flags
+    size_t slots;     //  capacity, a power of two
+    size_t count;     //  entries in this generation
+} s_generation_t;
+
+struct _bn_session_t {
+    char id[64];                        //  session id
+    char *username_json;                //  escaped user name
+    bool signing;                       //  key is not empty
+    crypto_auth_hmacsha256_state keyed; //  state after the key, copied per use
+    uint64_t counter;                   //  next message id counter
+    int pid;                            //  process id in message ids
+    s_generation_t gen[2];              //  replay history
+    int current;                        //  index of the current generation
+};
+
+static void
+s_generation_clear (s_generation_t *gen)
+{
+    if (gen->used)
+        memset (gen->used, 0, gen->slots);
+    gen->count = 0;
+}
+
+static bool
+s_generation_has (s_generation_t *gen, const uint8_t *digest)
+{
+    if (!gen->used)
+        return false;
+    uint64_t hash;
+    memcpy (&hash, digest, sizeof hash);
+    for (size_t i = 0; i < gen->slots; i++) {
+        size_t slot = (hash + i) & (gen->slots - 1);
+        if (!gen->used[slot])
+            return false;
+        if (memcmp (gen->digests + slot * BN_DIGEST, digest, BN_DIGEST) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void
+s_generation_insert (s_generation_t *gen, const uint8_t *digest)
+{
+    uint64_t hash;
+    memcpy (&hash, digest, sizeof hash);
+    for (size_t i = 0; i < gen->slots; i++) {
+        size_t slot = (hash + i) & (gen->slots - 1);
+        if (!gen->used[slot]) {
+            gen->used[slot] = 1;
+            memcpy (gen->digests + slot * BN_DIGEST, digest, BN_DIGEST);
+            gen->count++;
+            return;
+        }
+    }
+}
+
+//  Add a digest, growing the table to keep it at most half full; on
+//  allocation failure the digest is not remembered.
+static void
+s_generation_add (s_generation_t *gen, const uint8_t *digest)
+{
+    if (gen->count * 2 >= gen->slots) {
+        size_t slots = gen->slots ? gen->slots * 2 : 64;
+        s_generation_t bigger = {malloc (slots * BN_DIGEST), calloc (slots, 1),
+                                 slots, 0};
+        if (!bigger.digests || !bigger.used) {
+            free (bigger.digests);
+            free (bigger.used);
+            return;
+        }
+        for (size_t slot = 0; slot < gen->slots; slot++)
+            if (gen->used[slot])
+                s_generation_insert (&bigger, gen->digests + slot * BN_DIGEST);
+        free (gen->digests);
+        free (gen->used);
+        *gen = bigger;
+    }
+    s_generation_insert (gen, digest);
+}
+
+void
+bn_session_new_id (char *buf)
+{
+    uint8_t raw[16];
+    randombytes_buf (raw, sizeof raw);
+    char hex[33];
+    sodium_bin2hex (hex, sizeof hex, raw, sizeof raw);
+    memcpy (buf, hex, 8);
+    buf[8] = '-';
+    memcpy (buf + 9, hex + 8, 24);
+    buf[33] = 0;
+}
+
+bn_session_t *
+bn_session_new (const char *key, const char *id)
+{
+    if (sodium_init () < 0)
+        return NULL;
+    if (id) {
+        size_t len = strlen (id);
+        if (len == 0 || len >= 64)
+            return NULL;
+        for (size_t i = 0; i < len; i++)
+            if (id[i] < 0x20 || id[i] > 0x7e || id[i] == '"' || id[i] == '\\')
+                return NULL;
+    }
+    bn_session_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    if (id)
+        snprintf (self->id, sizeof self->id, "%s", id);
+    else
+        bn_session_new_id (self->id);
+
+    const char *user = getenv ("USER");
+    if (!user || !*user)
+        user = "username";
+    json_t *name = json_string (user);
+    if (!name)
+        name = json_string ("username");
+    char *quoted = json_dumps (name, JSON_ENCODE_ANY);
+    json_decref (name);
+    if (quoted) {
+        //  strip the quotes jansson adds
+        size_t len = strlen (quoted);
+        memmove (quoted, quoted + 1, len - 2);
+        quoted[len - 2] = 0;
+    }
+    self->username_json = quoted;
+    self->signing = key && *key;
+    if (self->signing)
+        crypto_auth_hmacsha256_init (&self->keyed, (const uint8_t *)key,
+                                     strlen (key));
+    self->pid = (int)getpid ();
+    if (!self->username_json) {
+        bn_session_destroy (&self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+bn_session_destroy (bn_session_t **self_p)
+{
+    assert (self_p);
+    bn_session_t *self = *self_p;
+    if (!self)
+        return;
+    for (int i = 0; i < 2; i++) {
+        free (self->gen[i].digests);
+        free (self->gen[i].used);
+    }
+    free (self->username_json);
+    sodium_memzero (&self->keyed, sizeof self->keyed);
+    free (self);
+    *self_p = NULL;
+}
+
+const char *
+bn_session_id (bn_session_t *self)
+{
+    assert (self);
+    return self->id;
+}
+
+const char *
+bn_session_username_json (bn_session_t *self)
+{
+    assert (self);
+    return self->username_json;
+}
+
+bool
+bn_session_signing (bn_session_t *self)
+{
+    assert (self);
+    return self->signing;
+}
+
+size_t
+bn_session_msg_id (bn_session_t *self, char *buf)
+{
+    assert (self);
+    int len = snprintf (buf, BN_MSG_ID_SIZE, "%s_%d_%llu", self->id, self->pid,
+                        (unsigned long long)self->counter++);
+    return (size_t)len;
+}
+
+size_t
+bn_session_date (char *buf)
+{
+    struct timeval tv;
+    gettimeofday (&tv, NULL);
+    struct tm tm;
+    gmtime_r (&tv.tv_sec, &tm);
+    return (size_t)snprintf (
+        buf, BN_DATE_SIZE, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
+        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+        tm.tm_sec, (long)tv.tv_usec);
+}
+
+static void
+s_digest (bn_session_t *self, const void *const parts[4], const size_t sizes[4],
+          uint8_t *digest)
+{
+    crypto_auth_hmacsha256_state state = self->keyed;
+    for (int i = 0; i < 4; i++)
+        crypto_auth_hmacsha256_update (&state, parts[i], sizes[i]);
+    crypto_auth_hmacsha256_final (&state, digest);
+}
+
+void
+bn_session_sign (bn_session_t *self, const void *const parts[4],
+                 const size_t sizes[4], char *hex)
+{
+    assert (self);
+    if (!self->signing) {
+        hex[0] = 0;
+        return;
+    }
+    uint8_t digest[BN_DIGEST];
+    s_digest (self, parts, sizes, digest);
+    sodium_bin2hex (hex, BN_SIGNATURE_SIZE + 1, digest, sizeof digest);
+}
+
+int
+bn_session_verify (bn_session_t *self, const void *sig, size_t sig_size,
+                   const void *const parts[4], const size_t sizes[4],
+                   bool record)
+{
+    assert (self);
+    if (!self->signing)
+        return 0;
+    if (sig_size != BN_SIGNATURE_SIZE)
+        return BN_ESIGNATURE;
+    uint8_t digest[BN_DIGEST];
+    s_digest (self, parts, sizes, digest);
+    char hex[BN_SIGNATURE_SIZE + 1];
+    sodium_bin2hex (hex, sizeof hex, digest, sizeof digest);
+    if (sodium_memcmp (hex, sig, BN_SIGNATURE_SIZE) != 0)
+        return BN_ESIGNATURE;
+    if (!record)
+        return 0;
+    if (s_generation_has (&self->gen[0], digest) ||
+        s_generation_has (&self->gen[1], digest))
+        return BN_EREPLAY;
+    s_generation_t *gen = &self->gen[self->current];
+    if (gen->count >= BN_HISTORY / 2) {
+        self->current ^= 1;
+        gen = &self->gen[self->current];
+        s_generation_clear (gen);
+    }
+    s_generation_add (gen, digest);
+    return 0;
+}

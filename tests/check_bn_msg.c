@@ -1,0 +1,261 @@
+/*  check_bn_msg: framing, lazy parsing, idents, buffers, signing on send.  */
+#include "bn_error.h"
+#include "bn_msg.h"
+#include "bn_msgtypes.h"
+
+#include <check.h>
+#include <czmq.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *s_key = "e05ab558-73805a94e21c7ce24a0654fe";
+static zsock_t *s_out, *s_in;
+static void *s_rout, *s_rin;
+static bn_session_t *s_session;
+
+static void
+s_setup (void)
+{
+    char endpoint[64];
+    snprintf (endpoint, sizeof endpoint, "inproc://check-msg-%d", rand ());
+    s_in = zsock_new_pull (endpoint);
+    s_out = zsock_new_push (endpoint);
+    ck_assert_ptr_nonnull (s_in);
+    ck_assert_ptr_nonnull (s_out);
+    zsock_set_rcvtimeo (s_in, 2000);
+    s_rin = zsock_resolve (s_in);
+    s_rout = zsock_resolve (s_out);
+    s_session = bn_session_new (s_key, NULL);
+}
+
+static void
+s_teardown (void)
+{
+    bn_session_destroy (&s_session);
+    zsock_destroy (&s_out);
+    zsock_destroy (&s_in);
+}
+
+START_TEST (test_usage)
+{
+    bn_msg_t *msg = bn_msg_new (s_session, BN_MSG_EXECUTE_REQUEST);
+    ck_assert_ptr_nonnull (msg);
+    bn_msg_push_ident (msg, "engine-1", 8);
+    json_t *content = json_pack ("{s:s, s:b}", "code", "hostname", "silent", 0);
+    bn_msg_set_content (msg, content);
+    bn_msg_add_buffer (msg, "payload", 7);
+    ck_assert_int_eq (bn_msg_send (&msg, s_rout, s_session), 0);
+    ck_assert_ptr_null (msg);
+
+    bn_msg_t *got = bn_msg_recv (s_rin);
+    ck_assert_ptr_nonnull (got);
+    ck_assert (bn_msg_well_framed (got));
+    ck_assert_int_eq (bn_msg_verify (got, s_session, true), 0);
+    ck_assert_uint_eq (bn_msg_nidents (got), 1);
+    ck_assert (bn_msg_ident_is (got, 0, "engine-1", 8));
+    ck_assert_str_eq (bn_msg_type (got), "execute_request");
+    ck_assert_str_eq (bn_msg_session (got), bn_session_id (s_session));
+    json_t *header = bn_msg_header (got);
+    ck_assert_str_eq (json_string_value (json_object_get (header, "version")),
+                      "5.3");
+    ck_assert_ptr_nonnull (json_object_get (header, "date"));
+    ck_assert_ptr_nonnull (json_object_get (header, "username"));
+    ck_assert_str_eq (
+        json_string_value (json_object_get (bn_msg_content (got), "code")),
+        "hostname");
+    ck_assert_uint_eq (json_object_size (bn_msg_parent (got)), 0);
+    ck_assert_uint_eq (bn_msg_nbuffers (got), 1);
+    zmq_msg_t *buffer = bn_msg_buffer (got, 0);
+    ck_assert_uint_eq (zmq_msg_size (buffer), 7);
+    ck_assert (memcmp (zmq_msg_data (buffer), "payload", 7) == 0);
+    //  delivering the same bytes again is a replay
+    bn_msg_t *again = bn_msg_dup (got);
+    ck_assert_int_eq (bn_msg_verify (again, s_session, true), BN_EREPLAY);
+    bn_msg_destroy (&again);
+    bn_msg_destroy (&got);
+}
+END_TEST
+
+START_TEST (test_reply_parent_is_request_header)
+{
+    bn_msg_t *request = bn_msg_new (s_session, BN_MSG_APPLY_REQUEST);
+    bn_msg_push_ident (request, "client", 6);
+    bn_msg_push_ident (request, "mux_out", 7);
+    size_t size;
+    const void *data = bn_msg_part_data (request, BN_PART_HEADER, &size);
+    char *expected = strndup (data, size);
+    bn_msg_t *reply = bn_msg_new_reply (s_session, request, BN_MSG_APPLY_REPLY);
+    bn_msg_destroy (&request);
+    ck_assert_uint_eq (bn_msg_nidents (reply), 2);
+    ck_assert (bn_msg_ident_is (reply, 0, "mux_out", 7));
+    ck_assert (bn_msg_ident_is (reply, 1, "client", 6));
+    ck_assert_int_eq (bn_msg_send (&reply, s_rout, s_session), 0);
+    bn_msg_t *got = bn_msg_recv (s_rin);
+    ck_assert_int_eq (bn_msg_verify (got, s_session, true), 0);
+    data = bn_msg_part_data (got, BN_PART_PARENT, &size);
+    ck_assert_uint_eq (size, strlen (expected));
+    ck_assert (memcmp (data, expected, size) == 0);
+    ck_assert_str_eq (bn_msg_type (got), "apply_reply");
+    ck_assert_ptr_nonnull (bn_msg_parent_id (got));
+    free (expected);
+    bn_msg_destroy (&got);
+}
+END_TEST
+
+START_TEST (test_idents)
+{
+    bn_msg_t *msg = bn_msg_new (s_session, BN_MSG_APPLY_REQUEST);
+    for (int i = 0; i < 10; i++) {
+        char ident[8];
+        snprintf (ident, sizeof ident, "id%d", i);
+        ck_assert_int_eq (bn_msg_append_ident (msg, ident, strlen (ident)), 0);
+    }
+    ck_assert_uint_eq (bn_msg_nidents (msg), 10);
+    bn_msg_swap_idents (msg);
+    ck_assert (bn_msg_ident_is (msg, 0, "id1", 3));
+    ck_assert (bn_msg_ident_is (msg, 1, "id0", 3));
+    bn_msg_pop_ident (msg);
+    ck_assert (bn_msg_ident_is (msg, 0, "id0", 3));
+    ck_assert_uint_eq (bn_msg_nidents (msg), 9);
+    bn_msg_push_ident (msg, "first", 5);
+    char *first = bn_msg_ident_strdup (msg, 0);
+    ck_assert_str_eq (first, "first");
+    free (first);
+    ck_assert_ptr_null (bn_msg_ident_strdup (msg, 99));
+    bn_msg_clear_idents (msg);
+    ck_assert_uint_eq (bn_msg_nidents (msg), 0);
+    bn_msg_pop_ident (msg);
+    bn_msg_swap_idents (msg);
+    bn_msg_destroy (&msg);
+}
+END_TEST
+
+START_TEST (test_rewrite_resigns)
+{
+    bn_msg_t *msg = bn_msg_new (s_session, BN_MSG_APPLY_REQUEST);
+    ck_assert_int_eq (bn_msg_send (&msg, s_rout, s_session), 0);
+    bn_msg_t *got = bn_msg_recv (s_rin);
+    ck_assert_int_eq (bn_msg_verify (got, s_session, true), 0);
+    //  a relay rewrites the header and metadata: new signature, same buffers
+    ck_assert_int_eq (bn_msg_set_msg_id (got, "orig_engine"), 0);
+    json_object_set_new (bn_msg_metadata (got), "original_msg_id",
+                         json_string ("orig"));
+    bn_msg_touch (got, BN_PART_METADATA);
+    ck_assert_int_eq (bn_msg_send (&got, s_rout, s_session), 0);
+    got = bn_msg_recv (s_rin);
+    ck_assert_int_eq (bn_msg_verify (got, s_session, true), 0);
+    ck_assert_str_eq (bn_msg_id (got), "orig_engine");
+    ck_assert_str_eq (json_string_value (json_object_get (bn_msg_metadata (got),
+                                                          "original_msg_id")),
+                      "orig");
+    bn_msg_destroy (&got);
+}
+END_TEST
+
+START_TEST (test_buffers_shared)
+{
+    size_t big = 1 << 20;
+    char *payload = malloc (big);
+    memset (payload, 'x', big);
+    bn_msg_t *msg = bn_msg_new (s_session, BN_MSG_APPLY_REQUEST);
+    ck_assert_int_eq (bn_msg_add_buffer_owned (msg, payload, big), 0);
+    bn_msg_t *copy = bn_msg_dup (msg);
+    //  the copy refers to the same bytes
+    ck_assert_ptr_eq (zmq_msg_data (bn_msg_buffer (copy, 0)), payload);
+    bn_msg_t *third = bn_msg_new (s_session, BN_MSG_APPLY_REPLY);
+    bn_msg_add_buffer_msg (third, bn_msg_buffer (msg, 0));
+    ck_assert_ptr_eq (zmq_msg_data (bn_msg_buffer (third, 0)), payload);
+    ck_assert_uint_eq (bn_msg_size (third) > big, 1);
+    bn_msg_destroy (&msg);
+    ck_assert_int_eq (bn_msg_send (&copy, s_rout, s_session), 0);
+    bn_msg_t *got = bn_msg_recv (s_rin);
+    ck_assert_uint_eq (zmq_msg_size (bn_msg_buffer (got, 0)), big);
+    bn_msg_clear_buffers (got);
+    ck_assert_uint_eq (bn_msg_nbuffers (got), 0);
+    bn_msg_destroy (&got);
+    bn_msg_destroy (&third);
+}
+END_TEST
+
+static bn_msg_t *
+s_send_raw (int count, const char **frames)
+{
+    zmsg_t *raw = zmsg_new ();
+    for (int i = 0; i < count; i++)
+        zmsg_addstr (raw, frames[i]);
+    zmsg_send (&raw, s_out);
+    return bn_msg_recv (s_rin);
+}
+
+START_TEST (test_bad_framing)
+{
+    const char *nodelim[] = {"a", "b", "c"};
+    bn_msg_t *msg = s_send_raw (3, nodelim);
+    ck_assert_ptr_nonnull (msg);
+    ck_assert (!bn_msg_well_framed (msg));
+    ck_assert_int_eq (bn_msg_verify (msg, s_session, true), BN_EPROTO);
+    ck_assert_ptr_null (bn_msg_header (msg));
+    ck_assert_ptr_null (bn_msg_type (msg));
+    bn_msg_destroy (&msg);
+
+    const char *truncated[] = {"id", BN_DELIM, "sig", "{}", "{}"};
+    msg = s_send_raw (5, truncated);
+    ck_assert_int_eq (bn_msg_verify (msg, s_session, true), BN_EPROTO);
+    bn_msg_destroy (&msg);
+
+    const char *badsig[] = {BN_DELIM, "deadbeef", "{}", "{}", "{}", "{}"};
+    msg = s_send_raw (6, badsig);
+    ck_assert_int_eq (bn_msg_verify (msg, s_session, true), BN_ESIGNATURE);
+    bn_msg_destroy (&msg);
+
+    const char *nosig[] = {BN_DELIM, "", "{}", "{}", "{}", "{}"};
+    msg = s_send_raw (6, nosig);
+    ck_assert_int_eq (bn_msg_verify (msg, s_session, true), BN_ESIGNATURE);
+    bn_msg_destroy (&msg);
+
+    const char *badjson[] = {
+        BN_DELIM, "", "{\"msg_type\":", "[]", "3", "{\"a\":1}"};
+    msg = s_send_raw (6, badjson);
+    ck_assert (bn_msg_well_framed (msg));
+    ck_assert_ptr_null (bn_msg_header (msg));
+    ck_assert_ptr_null (bn_msg_parent (msg));
+    ck_assert_ptr_null (bn_msg_metadata (msg));
+    ck_assert_ptr_nonnull (bn_msg_content (msg));
+    bn_msg_destroy (&msg);
+
+    const char *wrongtype[] = {BN_DELIM, "",   "{\"msg_type\":7,\"msg_id\":[]}",
+                               "{}",     "{}", "{}"};
+    msg = s_send_raw (6, wrongtype);
+    ck_assert_ptr_nonnull (bn_msg_header (msg));
+    ck_assert_ptr_null (bn_msg_type (msg));
+    ck_assert_ptr_null (bn_msg_id (msg));
+    bn_msg_destroy (&msg);
+}
+END_TEST
+
+START_TEST (test_recv_nothing)
+{
+    ck_assert_ptr_null (bn_msg_recv_flags (s_rin, ZMQ_DONTWAIT));
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("bn_msg");
+    TCase *tc = tcase_create ("core");
+    tcase_add_checked_fixture (tc, s_setup, s_teardown);
+    tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_reply_parent_is_request_header);
+    tcase_add_test (tc, test_idents);
+    tcase_add_test (tc, test_rewrite_resigns);
+    tcase_add_test (tc, test_buffers_shared);
+    tcase_add_test (tc, test_bad_framing);
+    tcase_add_test (tc, test_recv_nothing);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

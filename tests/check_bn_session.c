@@ -1,0 +1,190 @@
+/*  check_bn_session: signing, verification, replay rejection, ids.  */
+#include "bn_error.h"
+#include "bn_session.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *s_key = "e05ab558-73805a94e21c7ce24a0654fe";
+
+static void
+s_parts (const char *header, const void *parts[4], size_t sizes[4])
+{
+    static const char *rest[] = {"{}", "{}", "{\"code\":\"hostname\"}"};
+    parts[0] = header;
+    sizes[0] = strlen (header);
+    for (int i = 1; i < 4; i++) {
+        parts[i] = rest[i - 1];
+        sizes[i] = strlen (rest[i - 1]);
+    }
+}
+
+START_TEST (test_usage)
+{
+    bn_session_t *session = bn_session_new (s_key, NULL);
+    ck_assert_ptr_nonnull (session);
+    ck_assert (bn_session_signing (session));
+    const void *parts[4];
+    size_t sizes[4];
+    s_parts ("{\"msg_id\":\"x\"}", parts, sizes);
+    char hex[BN_SIGNATURE_SIZE + 1];
+    bn_session_sign (session, parts, sizes, hex);
+    //  the digest Python's hmac.new(key, digestmod=sha256) gives
+    ck_assert_str_eq (
+        hex,
+        "65717fd47f6bd68406fc1cdd38af4d8abf74dfa69b986cd9aafc6c5a1c3129b2");
+    ck_assert_int_eq (bn_session_verify (session, hex, 64, parts, sizes, true),
+                      0);
+    bn_session_destroy (&session);
+    ck_assert_ptr_null (session);
+    bn_session_destroy (&session);
+}
+END_TEST
+
+START_TEST (test_bad_signatures)
+{
+    bn_session_t *session = bn_session_new (s_key, NULL);
+    const void *parts[4];
+    size_t sizes[4];
+    s_parts ("{\"msg_id\":\"y\"}", parts, sizes);
+    char hex[BN_SIGNATURE_SIZE + 1];
+    bn_session_sign (session, parts, sizes, hex);
+    ck_assert_int_eq (bn_session_verify (session, "", 0, parts, sizes, true),
+                      BN_ESIGNATURE);
+    ck_assert_int_eq (bn_session_verify (session, hex, 63, parts, sizes, true),
+                      BN_ESIGNATURE);
+    char upper[BN_SIGNATURE_SIZE + 1];
+    for (int i = 0; i <= BN_SIGNATURE_SIZE; i++)
+        upper[i] = (char)(hex[i] >= 'a' ? hex[i] - 32 : hex[i]);
+    ck_assert_int_eq (
+        bn_session_verify (session, upper, 64, parts, sizes, true),
+        BN_ESIGNATURE);
+    bn_session_t *other = bn_session_new ("another key", NULL);
+    char theirs[BN_SIGNATURE_SIZE + 1];
+    bn_session_sign (other, parts, sizes, theirs);
+    ck_assert_int_eq (
+        bn_session_verify (session, theirs, 64, parts, sizes, true),
+        BN_ESIGNATURE);
+    bn_session_destroy (&other);
+    bn_session_destroy (&session);
+}
+END_TEST
+
+START_TEST (test_replay)
+{
+    bn_session_t *session = bn_session_new (s_key, NULL);
+    bn_session_t *sender = bn_session_new (s_key, NULL);
+    const void *parts[4];
+    size_t sizes[4];
+    char header[64];
+    char hex[BN_SIGNATURE_SIZE + 1];
+    //  many distinct messages pass; each one replayed is refused
+    for (int i = 0; i < 3000; i++) {
+        snprintf (header, sizeof header, "{\"msg_id\":\"m%d\"}", i);
+        s_parts (header, parts, sizes);
+        bn_session_sign (sender, parts, sizes, hex);
+        ck_assert_int_eq (
+            bn_session_verify (session, hex, 64, parts, sizes, true), 0);
+        ck_assert_int_eq (
+            bn_session_verify (session, hex, 64, parts, sizes, true),
+            BN_EREPLAY);
+    }
+    //  an unrecorded check does not count as seen
+    snprintf (header, sizeof header, "{\"msg_id\":\"fresh\"}");
+    s_parts (header, parts, sizes);
+    bn_session_sign (sender, parts, sizes, hex);
+    ck_assert_int_eq (bn_session_verify (session, hex, 64, parts, sizes, false),
+                      0);
+    ck_assert_int_eq (bn_session_verify (session, hex, 64, parts, sizes, true),
+                      0);
+    bn_session_destroy (&sender);
+    bn_session_destroy (&session);
+}
+END_TEST
+
+START_TEST (test_history_bounded)
+{
+    //  the history forgets the oldest digests after a generation turns over
+    bn_session_t *session = bn_session_new (s_key, NULL);
+    const void *parts[4];
+    size_t sizes[4];
+    char header[64];
+    char hex[BN_SIGNATURE_SIZE + 1];
+    char first[BN_SIGNATURE_SIZE + 1];
+    for (int i = 0; i < 70000; i++) {
+        snprintf (header, sizeof header, "{\"msg_id\":\"h%d\"}", i);
+        s_parts (header, parts, sizes);
+        bn_session_sign (session, parts, sizes, hex);
+        if (i == 0)
+            memcpy (first, hex, sizeof first);
+        ck_assert_int_eq (
+            bn_session_verify (session, hex, 64, parts, sizes, true), 0);
+    }
+    s_parts ("{\"msg_id\":\"h0\"}", parts, sizes);
+    ck_assert_int_eq (
+        bn_session_verify (session, first, 64, parts, sizes, true), 0);
+    bn_session_destroy (&session);
+}
+END_TEST
+
+START_TEST (test_unsigned)
+{
+    bn_session_t *session = bn_session_new ("", NULL);
+    ck_assert (!bn_session_signing (session));
+    const void *parts[4];
+    size_t sizes[4];
+    s_parts ("{}", parts, sizes);
+    char hex[BN_SIGNATURE_SIZE + 1];
+    bn_session_sign (session, parts, sizes, hex);
+    ck_assert_str_eq (hex, "");
+    //  empty key: any signature is accepted, as Python does
+    ck_assert_int_eq (bn_session_verify (session, "zz", 2, parts, sizes, true),
+                      0);
+    bn_session_destroy (&session);
+}
+END_TEST
+
+START_TEST (test_ids)
+{
+    bn_session_t *session = bn_session_new (s_key, NULL);
+    const char *id = bn_session_id (session);
+    ck_assert_uint_eq (strlen (id), 33);
+    ck_assert_int_eq (id[8], '-');
+    char a[BN_MSG_ID_SIZE], b[BN_MSG_ID_SIZE];
+    bn_session_msg_id (session, a);
+    bn_session_msg_id (session, b);
+    ck_assert_str_ne (a, b);
+    ck_assert (strncmp (a, id, 33) == 0);
+    char date[BN_DATE_SIZE];
+    ck_assert_uint_eq (bn_session_date (date), 27);
+    ck_assert_int_eq (date[10], 'T');
+    ck_assert_int_eq (date[26], 'Z');
+    bn_session_t *named = bn_session_new (s_key, "engine-uuid-1");
+    ck_assert_str_eq (bn_session_id (named), "engine-uuid-1");
+    bn_session_destroy (&named);
+    ck_assert_ptr_null (bn_session_new (s_key, "bad\"id"));
+    ck_assert_ptr_null (bn_session_new (s_key, ""));
+    bn_session_destroy (&session);
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("bn_session");
+    TCase *tc = tcase_create ("core");
+    tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_bad_signatures);
+    tcase_add_test (tc, test_replay);
+    tcase_add_test (tc, test_history_bounded);
+    tcase_add_test (tc, test_unsigned);
+    tcase_add_test (tc, test_ids);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
