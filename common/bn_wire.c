@@ -1,0 +1,69 @@
+/*  bn_wire: small shared pieces of the IPython Parallel protocol.  */
+#include "bn_wire.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+json_t *
+bn_wire_error (const char *ename, const char *evalue, json_t *engine_info,
+               json_t *traceback)
+{
+    if (!traceback) {
+        char line[1024];
+        snprintf (line, sizeof line, "%s: %s", ename, evalue);
+        traceback = json_pack ("[s]", line);
+    }
+    if (!engine_info)
+        engine_info = json_object ();
+    return json_pack ("{s:s, s:s, s:s, s:o, s:o}", "status", "error", "ename",
+                      ename, "evalue", evalue, "traceback", traceback,
+                      "engine_info", engine_info);
+}
+
+json_t *
+bn_wire_errorf (const char *ename, json_t *engine_info, const char *format, ...)
+{
+    char evalue[1024];
+    va_list args;
+    va_start (args, format);
+    vsnprintf (evalue, sizeof evalue, format, args);
+    va_end (args);
+    return bn_wire_error (ename, evalue, engine_info, NULL);
+}
+
+int
+bn_wire_reply_type (const char *request_type, char *buf, size_t size)
+{
+    size_t len = strlen (request_type);
+    const char *suffix = "_request";
+    size_t slen = strlen (suffix);
+    int written;
+    if (len >= slen && strcmp (request_type + len - slen, suffix) == 0)
+        written =
+            snprintf (buf, size, "%.*s_reply", (int)(len - slen), request_type);
+    else
+        written = snprintf (buf, size, "%s_reply", request_type);
+    return written < 0 || (size_t)written >= size ? -1 : 0;
+}
+
+int
+bn_wire_url (const char *interface, int port, char *buf, size_t size)
+{
+    int written = snprintf (buf, size, "%s:%d", interface, port);
+    return written < 0 || (size_t)written >= size ? -1 : 0;
+}
+
+int
+bn_wire_endpoint_port (const char *endpoint)
+{
+    const char *colon = endpoint ? strrchr (endpoint, ':') : NULL;
+    if (!colon || !colon[1])
+        return -1;
+    char *end;
+    long port = strtol (colon + 1, &end, 10);
+    if (*end || port <= 0 || port > 65535)
+        return -1;
+    return (int)port;
+}

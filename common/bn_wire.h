@@ -1,0 +1,36 @@
+/*  bn_wire: small pieces of the IPython Parallel protocol that several
+    processes build: error content (wrap_exception), reply type names,
+    endpoint strings.  */
+#ifndef BN_WIRE_H_INCLUDED
+#define BN_WIRE_H_INCLUDED
+
+#include <jansson.h>
+#include <stddef.h>
+
+//  Reply content as IPython Parallel's wrap_exception makes it:
+//  {"status": "error", "ename", "evalue", "traceback": [...],
+//  "engine_info": {...}}. engine_info is taken (NULL gives {}); traceback
+//  is one line "ename: evalue" unless tb (taken) is given. Returns NULL on
+//  allocation failure.
+json_t *bn_wire_error (const char *ename, const char *evalue,
+                       json_t *engine_info, json_t *traceback);
+
+//  Same, with a printf-style evalue.
+json_t *bn_wire_errorf (const char *ename, json_t *engine_info,
+                        const char *format, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
+//  The reply type of a request type: "apply_request" gives "apply_reply";
+//  a type not ending in "_request" gets "_reply" appended. Writes into buf
+//  (size bytes); returns -1 if it does not fit.
+int bn_wire_reply_type (const char *request_type, char *buf, size_t size);
+
+//  "tcp://127.0.0.1" + 5555 gives "tcp://127.0.0.1:5555" in buf; -1 if it
+//  does not fit.
+int bn_wire_url (const char *interface, int port, char *buf, size_t size);
+
+//  The port a bound endpoint ends with ("tcp://127.0.0.1:41235" gives
+//  41235), or -1.
+int bn_wire_endpoint_port (const char *endpoint);
+
+#endif
