@@ -1,0 +1,453 @@
+/*  bn_shell: one shell command run asynchronously in a zloop.
+
+    The child is started with posix_spawn (no code runs between fork and
+    exec in this multi-threaded process) in its own process group, so a
+    time limit or a signal reaches everything it started. Its exit is
+    watched through a pidfd, or a polling timer where pidfds are missing;
+    no SIGCHLD handler, which would be process-wide.  */
+#define _GNU_SOURCE
+#include "bn_shell.h"
+#include "bn_log.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define S_READ_SIZE 65536     //  bytes read per readable event
+#define S_DRAIN_LIMIT 1048576 //  bytes read from a pipe after the exit
+#define S_WAIT_POLL_MS 20     //  exit polling period without a pidfd
+
+//  One output pipe and the partial character it carries.
+typedef struct {
+    int fd;              //  read end, -1 once closed
+    const char *name;    //  "stdout" or "stderr"
+    zmq_pollitem_t item; //  registered with the loop
+    char carry[4];       //  bytes of a character split between reads
+    size_t ncarry;       //  bytes in carry
+} s_pipe_t;
+
+struct _bn_shell_t {
+    zloop_t *loop;            //  watches the pipes and the exit
+    pid_t pid;                //  shell process (and process group)
+    int pidfd;                //  readable when the child exits, or -1
+    zmq_pollitem_t pid_item;  //  registered pidfd
+    int wait_timer;           //  exit polling timer, or -1
+    int limit_timer;          //  time limit timer, or -1
+    s_pipe_t pipes[2];        //  stdout, stderr
+    bool running;             //  not yet reaped
+    bn_shell_status_t status; //  how it ended
+    bn_shell_output_fn *on_output;
+    bn_shell_exit_fn *on_exit;
+    void *arg;
+};
+
+//  Length of a valid UTF-8 sequence starting at data (size bytes left):
+//  n > 0 for a complete character, 0 for a valid but incomplete start,
+//  -1 for an invalid byte.
+static int
+s_utf8_char (const unsigned char *data, size_t size)
+{
+    unsigned char c = data[0];
+    int length;
+    unsigned char low = 0x80, high = 0xBF;
+    if (c < 0x80)
+        return 1;
+    else if (c >= 0xC2 && c <= 0xDF)
+        length = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        length = 3;
+        if (c == 0xE0)
+            low = 0xA0;
+        else if (c == 0xED)
+            high = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        length = 4;
+        if (c == 0xF0)
+            low = 0x90;
+        else if (c == 0xF4)
+            high = 0x8F;
+    } else
+        return -1;
+    for (int i = 1; i < length; i++) {
+        if ((size_t)i >= size)
+            return 0;
+        unsigned char next = data[i];
+        if (i == 1 ? (next < low || next > high) : (next < 0x80 || next > 0xBF))
+            return -1;
+    }
+    return length;
+}
+
+//  Deliver data (carry first) as valid UTF-8; keep an incomplete last
+//  character in the carry unless at_eof.
+static void
+s_deliver (bn_shell_t *self, s_pipe_t *pipe_, const char *data, size_t size,
+           bool at_eof)
+{
+    size_t total = pipe_->ncarry + size;
+    if (total == 0)
+        return;
+    //  Worst case every byte becomes a 3-byte replacement character.
+    unsigned char *in = malloc (total);
+    char *out = malloc (total * 3);
+    if (!in || !out) {
+        free (in);
+        free (out);
+        bn_log_error ("shell: out of memory, %zu bytes of output lost", size);
+        pipe_->ncarry = 0;
+        return;
+    }
+    memcpy (in, pipe_->carry, pipe_->ncarry);
+    memcpy (in + pipe_->ncarry, data, size);
+    pipe_->ncarry = 0;
+    size_t outsize = 0;
+    size_t pos = 0;
+    while (pos < total) {
+        int length = s_utf8_char (in + pos, total - pos);
+        if (length > 0) {
+            memcpy (out + outsize, in + pos, length);
+            outsize += length;
+            pos += length;
+        } else if (length == 0 && !at_eof) {
+            pipe_->ncarry = total - pos;
+            memcpy (pipe_->carry, in + pos, pipe_->ncarry);
+            break;
+        } else {
+            memcpy (out + outsize, "\xEF\xBF\xBD", 3);
+            outsize += 3;
+            pos++;
+        }
+    }
+    free (in);
+    if (outsize)
+        self->on_output (self, pipe_->name, out, outsize, self->arg);
+    free (out);
+}
+
+static void
+s_pipe_close (bn_shell_t *self, s_pipe_t *pipe_)
+{
+    if (pipe_->fd < 0)
+        return;
+    s_deliver (self, pipe_, NULL, 0, true);
+    zloop_poller_end (self->loop, &pipe_->item);
+    close (pipe_->fd);
+    pipe_->fd = -1;
+}
+
+//  Read what the pipe holds now, up to limit bytes; closes it at EOF.
+static void
+s_pipe_read (bn_shell_t *self, s_pipe_t *pipe_, size_t limit)
+{
+    char buffer[S_READ_SIZE];
+    size_t got = 0;
+    while (pipe_->fd >= 0 && got < limit) {
+        ssize_t rc = read (pipe_->fd, buffer, sizeof buffer);
+        if (rc > 0) {
+            s_deliver (self, pipe_, buffer, rc, false);
+            got += rc;
+        } else if (rc == 0)
+            s_pipe_close (self, pipe_);
+        else if (errno == EINTR)
+            continue;
+        else {
+            if (errno != EAGAIN && errno != EWOULDBLOCK) {
+                bn_log_warn ("shell: read from %s: %s", pipe_->name,
+                             strerror (errno));
+                s_pipe_close (self, pipe_);
+            }
+            break;
+        }
+    }
+}
+
+static int
+s_pipe_event (zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    bn_shell_t *self = (bn_shell_t *)arg;
+    s_pipe_t *pipe_ =
+        item->fd == self->pipes[0].fd ? &self->pipes[0] : &self->pipes[1];
+    //  One read per event keeps the loop fair to other engines.
+    s_pipe_read (self, pipe_, 1);
+    return 0;
+}
+
+static void
+s_unwatch (bn_shell_t *self)
+{
+    if (self->pidfd >= 0) {
+        zloop_poller_end (self->loop, &self->pid_item);
+        close (self->pidfd);
+        self->pidfd = -1;
+    }
+    if (self->wait_timer >= 0) {
+        zloop_timer_end (self->loop, self->wait_timer);
+        self->wait_timer = -1;
+    }
+    if (self->limit_timer >= 0) {
+        zloop_timer_end (self->loop, self->limit_timer);
+        self->limit_timer = -1;
+    }
+}
+
+//  Reap the child if it has ended; then deliver the rest of its output
+//  (what its own writes left in the pipes) and report the exit.
+static void
+s_check_exit (bn_shell_t *self)
+{
+    int wstatus;
+    pid_t rc;
+    do
+        rc = waitpid (self->pid, &wstatus, WNOHANG);
+    while (rc < 0 && errno == EINTR);
+    if (rc == 0)
+        return;
+    self->running = false;
+    if (rc < 0) {
+        bn_log_warn ("shell: waitpid %d: %s", (int)self->pid, strerror (errno));
+        self->status.exit_code = -1;
+    } else if (WIFEXITED (wstatus))
+        self->status.exit_code = WEXITSTATUS (wstatus);
+    else if (WIFSIGNALED (wstatus)) {
+        self->status.exit_code = -1;
+        self->status.signal = WTERMSIG (wstatus);
+    }
+    s_unwatch (self);
+    //  Background processes it left may hold the pipes open: take what is
+    //  there now and stop listening.
+    for (int i = 0; i < 2; i++) {
+        s_pipe_read (self, &self->pipes[i], S_DRAIN_LIMIT);
+        s_pipe_close (self, &self->pipes[i]);
+    }
+    bn_shell_status_t status = self->status;
+    self->on_exit (self, &status, self->arg);
+}
+
+static int
+s_pidfd_event (zloop_t *loop, zmq_pollitem_t *item, void *arg)
+{
+    s_check_exit ((bn_shell_t *)arg);
+    return 0;
+}
+
+static int
+s_wait_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    s_check_exit ((bn_shell_t *)arg);
+    return 0;
+}
+
+static int
+s_limit_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    bn_shell_t *self = (bn_shell_t *)arg;
+    self->limit_timer = -1;
+    if (self->running) {
+        self->status.timed_out = true;
+        kill (-self->pid, SIGKILL);
+    }
+    return 0;
+}
+
+static int
+s_pidfd_open (pid_t pid)
+{
+#ifdef SYS_pidfd_open
+    int fd = (int)syscall (SYS_pidfd_open, pid, 0);
+    if (fd >= 0)
+        fcntl (fd, F_SETFD, FD_CLOEXEC);
+    return fd;
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+//  Spawn the child with its ends of the pipes; returns its pid or -1.
+static pid_t
+s_spawn (const char *command, const char *cwd, char *const envp[], int out_fd,
+         int err_fd)
+{
+    posix_spawn_file_actions_t actions;
+    posix_spawnattr_t attr;
+    pid_t pid = -1;
+    int rc = posix_spawn_file_actions_init (&actions);
+    if (rc) {
+        errno = rc;
+        return -1;
+    }
+    rc = posix_spawnattr_init (&attr);
+    if (rc) {
+        posix_spawn_file_actions_destroy (&actions);
+        errno = rc;
+        return -1;
+    }
+    sigset_t defaults, empty;
+    sigemptyset (&empty);
+    sigemptyset (&defaults);
+    int reset[] = {SIGINT,  SIGTERM, SIGQUIT, SIGPIPE,
+                   SIGCHLD, SIGHUP,  SIGUSR1, SIGUSR2};
+    for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
+        sigaddset (&defaults, reset[i]);
+    rc = posix_spawn_file_actions_addopen (&actions, 0, "/dev/null", O_RDONLY,
+                                           0);
+    if (!rc)
+        rc = posix_spawn_file_actions_adddup2 (&actions, out_fd, 1);
+    if (!rc)
+        rc = posix_spawn_file_actions_adddup2 (&actions, err_fd, 2);
+    if (!rc && cwd && *cwd)
+        rc = posix_spawn_file_actions_addchdir_np (&actions, cwd);
+    if (!rc)
+        rc = posix_spawnattr_setpgroup (&attr, 0);
+    if (!rc)
+        rc = posix_spawnattr_setsigdefault (&attr, &defaults);
+    if (!rc)
+        rc = posix_spawnattr_setsigmask (&attr, &empty);
+    if (!rc)
+        rc = posix_spawnattr_setflags (&attr, POSIX_SPAWN_SETPGROUP |
+                                                  POSIX_SPAWN_SETSIGDEF |
+                                                  POSIX_SPAWN_SETSIGMASK);
+    if (!rc) {
+        char *argv[] = {"/bin/sh", "-c", (char *)command, NULL};
+        rc = posix_spawn (&pid, "/bin/sh", &actions, &attr, argv,
+                          envp ? envp : environ);
+    }
+    posix_spawnattr_destroy (&attr);
+    posix_spawn_file_actions_destroy (&actions);
+    if (rc) {
+        errno = rc;
+        return -1;
+    }
+    return pid;
+}
+
+bn_shell_t *
+bn_shell_new (zloop_t *loop, const char *command, const char *cwd,
+              char *const envp[], double time_limit,
+              bn_shell_output_fn *on_output, bn_shell_exit_fn *on_exit,
+              void *arg)
+{
+    assert (loop);
+    assert (command);
+    assert (on_output);
+    assert (on_exit);
+    int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+    if (pipe2 (out_pipe, O_CLOEXEC) || pipe2 (err_pipe, O_CLOEXEC)) {
+        int saved = errno;
+        for (int i = 0; i < 2; i++) {
+            if (out_pipe[i] >= 0)
+                close (out_pipe[i]);
+        }
+        errno = saved;
+        return NULL;
+    }
+    pid_t pid = s_spawn (command, cwd, envp, out_pipe[1], err_pipe[1]);
+    int saved = errno;
+    close (out_pipe[1]);
+    close (err_pipe[1]);
+    bn_shell_t *self = pid > 0 ? calloc (1, sizeof *self) : NULL;
+    if (!self) {
+        close (out_pipe[0]);
+        close (err_pipe[0]);
+        if (pid > 0) {
+            kill (-pid, SIGKILL);
+            waitpid (pid, NULL, 0);
+            saved = ENOMEM;
+        }
+        errno = saved;
+        return NULL;
+    }
+    self->loop = loop;
+    self->pid = pid;
+    self->running = true;
+    self->status.exit_code = -1;
+    self->on_output = on_output;
+    self->on_exit = on_exit;
+    self->arg = arg;
+    self->wait_timer = -1;
+    self->limit_timer = -1;
+    const char *names[] = {"stdout", "stderr"};
+    int fds[] = {out_pipe[0], err_pipe[0]};
+    for (int i = 0; i < 2; i++) {
+        s_pipe_t *pipe_ = &self->pipes[i];
+        pipe_->fd = fds[i];
+        pipe_->name = names[i];
+        fcntl (pipe_->fd, F_SETFL, fcntl (pipe_->fd, F_GETFL) | O_NONBLOCK);
+        pipe_->item = (zmq_pollitem_t){NULL, pipe_->fd, ZMQ_POLLIN, 0};
+        zloop_poller (loop, &pipe_->item, s_pipe_event, self);
+        zloop_poller_set_tolerant (loop, &pipe_->item);
+    }
+    self->pidfd = s_pidfd_open (pid);
+    if (self->pidfd >= 0) {
+        self->pid_item = (zmq_pollitem_t){NULL, self->pidfd, ZMQ_POLLIN, 0};
+        zloop_poller (loop, &self->pid_item, s_pidfd_event, self);
+        zloop_poller_set_tolerant (loop, &self->pid_item);
+    } else
+        self->wait_timer =
+            zloop_timer (loop, S_WAIT_POLL_MS, 0, s_wait_timer, self);
+    if (time_limit > 0) {
+        double ms = time_limit * 1000.0;
+        self->limit_timer = zloop_timer (loop,
+                                         ms < 1     ? 1
+                                         : ms > 1e9 ? 1000000000
+                                                    : (size_t)ms,
+                                         1, s_limit_timer, self);
+    }
+    return self;
+}
+
+void
+bn_shell_destroy (bn_shell_t **self_p)
+{
+    assert (self_p);
+    bn_shell_t *self = *self_p;
+    if (!self)
+        return;
+    s_unwatch (self);
+    for (int i = 0; i < 2; i++) {
+        if (self->pipes[i].fd >= 0) {
+            zloop_poller_end (self->loop, &self->pipes[i].item);
+            close (self->pipes[i].fd);
+        }
+    }
+    if (self->running) {
+        //  SIGKILL cannot be ignored, so this wait is short.
+        kill (-self->pid, SIGKILL);
+        while (waitpid (self->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    }
+    free (self);
+    *self_p = NULL;
+}
+
+int
+bn_shell_signal (bn_shell_t *self, int sig)
+{
+    assert (self);
+    if (!self->running)
+        return -1;
+    return kill (-self->pid, sig);
+}
+
+pid_t
+bn_shell_pid (bn_shell_t *self)
+{
+    assert (self);
+    return self->pid;
+}
+
+bool
+bn_shell_running (bn_shell_t *self)
+{
+    assert (self);
+    return self->running;
+}

@@ -1,0 +1,54 @@
+/*  bn_shell: one shell command run asynchronously in a zloop, its output
+    streamed as it arrives, with an optional time limit.  */
+#ifndef BN_SHELL_H_INCLUDED
+#define BN_SHELL_H_INCLUDED
+
+#include <czmq.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+typedef struct _bn_shell_t bn_shell_t;
+
+//  How the command ended.
+typedef struct {
+    int exit_code;  //  exit status if it exited, else -1
+    int signal;     //  signal that killed it, else 0
+    bool timed_out; //  killed because its time limit passed
+} bn_shell_status_t;
+
+//  Called with each piece of output, as valid UTF-8 (invalid bytes become
+//  U+FFFD; a character split between reads is held until complete). name
+//  is "stdout" or "stderr".
+typedef void (bn_shell_output_fn) (bn_shell_t *shell, const char *name,
+                                   const char *text, size_t size, void *arg);
+
+//  Called once when the command has ended and its output was delivered.
+//  The callback may destroy the shell.
+typedef void (bn_shell_exit_fn) (bn_shell_t *shell,
+                                 const bn_shell_status_t *status, void *arg);
+
+//  Start `/bin/sh -c command` in its own process group, in folder cwd
+//  (NULL: the current one), stdin from /dev/null, environment envp (NULL:
+//  this process's), killed with its group after time_limit seconds (0: no
+//  limit). Its pipes and exit are watched by loop. Returns NULL (errno
+//  set) if the process cannot be started.
+bn_shell_t *bn_shell_new (zloop_t *loop, const char *command, const char *cwd,
+                          char *const envp[], double time_limit,
+                          bn_shell_output_fn *on_output,
+                          bn_shell_exit_fn *on_exit, void *arg);
+
+//  Stop watching the command; one still running is killed with its
+//  process group and reaped. NULL-safe; NULLs the caller's reference.
+void bn_shell_destroy (bn_shell_t **self_p);
+
+//  Send a signal to the command's process group; returns -1 if it has
+//  already ended or the signal cannot be sent.
+int bn_shell_signal (bn_shell_t *self, int sig);
+
+//  Process id of the shell (also its process group id).
+pid_t bn_shell_pid (bn_shell_t *self);
+
+//  True while the command has not ended.
+bool bn_shell_running (bn_shell_t *self);
+
+#endif
