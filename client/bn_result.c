@@ -1,0 +1,635 @@
+/*  bn_result: what a call returns: one item per request (per engine or
+    task), filled in by the client's I/O thread as replies and output
+    arrive, read by the caller once complete.
+
+    Every field of an item is written with the client's lock held and
+    never again once the item is complete, so accessors take the lock
+    only to see that the item is complete and then read without it.  */
+#include "bn_client_private.h"
+#include "bn_log.h"
+#include "bn_msgtypes.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+//  Growing text (stdout or stderr).
+typedef struct {
+    char *data; //  NUL-terminated, or NULL when empty
+    size_t len; //  bytes used
+    size_t cap; //  bytes allocated
+} s_text_t;
+
+struct _bn_item_t {
+    bn_result_t *result;  //  owner
+    size_t index;         //  place in the result
+    bn_item_kind_t kind;  //  what the request is
+    char *msg_id;         //  the request's msg_id
+    char *engine_uuid;    //  engine, once known
+    int engine_id;        //  its id, or -1
+    bool replied;         //  the reply (or a failure) has been recorded
+    bool idle;            //  the engine reported idle for the request
+    bool complete;        //  nothing more will change
+    int status;           //  0 or a BN_E* code
+    char *submitted;      //  request date
+    char *started;        //  reply metadata.started
+    char *completed;      //  reply header.date
+    json_t *content;      //  reply content
+    char *content_text;   //  the same as JSON, made on demand
+    bn_value_t *value;    //  decoded apply result
+    char *execute_result; //  text/plain of execute_result
+    int execution_count;  //  from an execute_reply, or -1
+    char *ename;          //  exception name of a failure
+    char *evalue;         //  exception value
+    char *traceback;      //  traceback lines joined by newlines
+    s_text_t out;         //  stdout
+    s_text_t err;         //  stderr
+};
+
+struct _bn_result_t {
+    bn_client_t *client; //  reference held
+    bn_item_t *items;    //  capacity items, count in use
+    size_t count;        //  items in use
+    size_t capacity;     //  items allocated
+    size_t *order;       //  indexes in completion order
+    size_t ncomplete;    //  complete items
+    size_t handed;       //  items handed out by bn_result_next
+    double sent;         //  clock when the first item was added
+    double done;         //  clock when the last item completed
+};
+
+//  -------------------------------------------------------------------
+//  Internal API
+
+bn_result_t *
+bn_result_new (bn_client_t *client, size_t capacity)
+{
+    assert (client);
+    bn_result_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->items = calloc (capacity ? capacity : 1, sizeof *self->items);
+    self->order = calloc (capacity ? capacity : 1, sizeof *self->order);
+    if (!self->items || !self->order) {
+        free (self->items);
+        free (self->order);
+        free (self);
+        return NULL;
+    }
+    self->capacity = capacity;
+    self->client = client;
+    bn_client_ref (client);
+    return self;
+}
+
+bn_item_t *
+bn_result_add (bn_result_t *self, const char *msg_id, const char *date,
+               int engine_id, const char *uuid, bn_item_kind_t kind)
+{
+    assert (self);
+    assert (msg_id);
+    if (self->count == self->capacity)
+        return NULL;
+    bn_item_t *item = &self->items[self->count];
+    item->msg_id = strdup (msg_id);
+    item->submitted = date ? strdup (date) : NULL;
+    item->engine_uuid = uuid ? strdup (uuid) : NULL;
+    if (!item->msg_id || (date && !item->submitted) ||
+        (uuid && !item->engine_uuid)) {
+        free (item->msg_id);
+        free (item->submitted);
+        free (item->engine_uuid);
+        memset (item, 0, sizeof *item);
+        return NULL;
+    }
+    item->result = self;
+    item->index = self->count;
+    item->kind = kind;
+    item->engine_id = engine_id;
+    item->execution_count = -1;
+    if (self->count == 0)
+        self->sent = bn_client_clock ();
+    self->count++;
+    return item;
+}
+
+bn_item_t *
+bn_result_item (bn_result_t *self, size_t index)
+{
+    assert (self);
+    assert (index < self->count);
+    return &self->items[index];
+}
+
+json_t *
+bn_result_reply (bn_result_t *self, size_t index)
+{
+    assert (self);
+    if (index >= self->count)
+        return NULL;
+    bn_item_t *item = &self->items[index];
+    bn_client_lock (self->client);
+    json_t *content = item->complete ? item->content : NULL;
+    bn_client_unlock (self->client);
+    return content;
+}
+
+const char *
+bn_item_msg_id (bn_item_t *self)
+{
+    return self->msg_id;
+}
+
+const char *
+bn_item_engine_uuid (bn_item_t *self)
+{
+    return self->engine_uuid;
+}
+
+bool
+bn_item_replied (bn_item_t *self)
+{
+    return self->replied;
+}
+
+bool
+bn_item_complete (bn_item_t *self)
+{
+    return self->complete;
+}
+
+bn_item_kind_t
+bn_item_kind (bn_item_t *self)
+{
+    return self->kind;
+}
+
+static bool
+s_complete (bn_item_t *self)
+{
+    assert (!self->complete);
+    self->complete = true;
+    bn_result_t *result = self->result;
+    result->order[result->ncomplete++] = self->index;
+    result->done = bn_client_clock ();
+    return true;
+}
+
+static char *
+s_strdup_json (json_t *value)
+{
+    const char *text = json_string_value (value);
+    return text ? strdup (text) : NULL;
+}
+
+static void
+s_set_error (bn_item_t *self, int code, const char *ename, const char *evalue)
+{
+    self->status = code;
+    free (self->ename);
+    free (self->evalue);
+    self->ename = strdup (ename ? ename : "Error");
+    self->evalue = strdup (evalue ? evalue : "");
+}
+
+//  Traceback lines joined by newlines (lines that end in one keep it).
+static char *
+s_join_traceback (json_t *lines)
+{
+    size_t size = 1;
+    size_t index;
+    json_t *line;
+    json_array_foreach (lines, index, line) size +=
+        json_string_length (line) + 1;
+    char *text = malloc (size);
+    if (!text)
+        return NULL;
+    size_t at = 0;
+    json_array_foreach (lines, index, line)
+    {
+        const char *piece = json_string_value (line);
+        if (!piece)
+            continue;
+        size_t len = json_string_length (line);
+        memcpy (text + at, piece, len);
+        at += len;
+        if (len == 0 || piece[len - 1] != '\n')
+            text[at++] = '\n';
+    }
+    //  No newline after the last line
+    if (at > 0 && text[at - 1] == '\n')
+        at--;
+    text[at] = 0;
+    return text;
+}
+
+bool
+bn_item_on_reply (bn_item_t *self, bn_msg_t *msg, bn_value_t *value,
+                  int decode_error, const char *why, int engine_id)
+{
+    if (self->replied || self->complete) {
+        bn_value_destroy (&value);
+        return false;
+    }
+    json_t *content = bn_msg_content (msg);
+    json_t *metadata = bn_msg_metadata (msg);
+    const char *status =
+        json_string_value (json_object_get (content, "status"));
+    //  The Python client ignores these too: a resubmitted task's reply
+    //  comes to the hub, not to us.
+    if (status && strcmp (status, "resubmitted") == 0) {
+        bn_value_destroy (&value);
+        return false;
+    }
+    if (!self->engine_uuid) {
+        self->engine_uuid =
+            s_strdup_json (json_object_get (metadata, "engine"));
+        self->engine_id = engine_id;
+    }
+    free (self->started);
+    self->started = s_strdup_json (json_object_get (metadata, "started"));
+    free (self->completed);
+    self->completed =
+        s_strdup_json (json_object_get (bn_msg_header (msg), "date"));
+    json_decref (self->content);
+    self->content = json_incref (content);
+    json_t *count = json_object_get (content, "execution_count");
+    if (json_is_integer (count))
+        self->execution_count = (int)json_integer_value (count);
+
+    bool output = false;
+    if (!status)
+        s_set_error (self, BN_EPROTO, "ProtocolError",
+                     "the reply has no status");
+    else if (strcmp (status, BN_STATUS_OK) == 0) {
+        output = true;
+        if (decode_error)
+            s_set_error (self, decode_error, "UnpicklingError", why);
+        self->value = value;
+        value = NULL;
+    } else if (strcmp (status, BN_STATUS_ABORTED) == 0)
+        s_set_error (self, BN_EABORTED, "TaskAborted", self->msg_id);
+    else if (strcmp (status, BN_STATUS_ERROR) == 0) {
+        s_set_error (self, BN_EREMOTE,
+                     json_string_value (json_object_get (content, "ename")),
+                     json_string_value (json_object_get (content, "evalue")));
+        json_t *traceback = json_object_get (content, "traceback");
+        if (json_is_array (traceback))
+            self->traceback = s_join_traceback (traceback);
+        //  A failure the engine itself reports comes with output; one
+        //  from the hub or a scheduler (no engine_info) does not.
+        json_t *info = json_object_get (content, "engine_info");
+        output = json_is_object (info) && json_object_size (info) > 0;
+    } else
+        s_set_error (self, BN_EPROTO, "ProtocolError", status);
+    bn_value_destroy (&value);
+    self->replied = true;
+    if (self->kind != BN_ITEM_SHELL || !output || self->idle)
+        return s_complete (self);
+    return false;
+}
+
+static int
+s_append (s_text_t *text, const char *data, size_t len)
+{
+    if (text->len + len + 1 > text->cap) {
+        size_t cap = text->cap ? text->cap * 2 : 256;
+        while (cap < text->len + len + 1)
+            cap *= 2;
+        char *bigger = realloc (text->data, cap);
+        if (!bigger)
+            return -1;
+        text->data = bigger;
+        text->cap = cap;
+    }
+    memcpy (text->data + text->len, data, len);
+    text->len += len;
+    text->data[text->len] = 0;
+    return 0;
+}
+
+bool
+bn_item_on_iopub (bn_item_t *self, const char *msg_type, json_t *content)
+{
+    if (self->complete)
+        return false;
+    if (strcmp (msg_type, BN_MSG_STREAM) == 0) {
+        const char *name =
+            json_string_value (json_object_get (content, "name"));
+        json_t *text = json_object_get (content, "text");
+        if (name && json_is_string (text)) {
+            s_text_t *into =
+                strcmp (name, "stderr") == 0 ? &self->err : &self->out;
+            if (s_append (into, json_string_value (text),
+                          json_string_length (text)) != 0)
+                bn_log_warn ("client: out of memory for output");
+        }
+    } else if (strcmp (msg_type, BN_MSG_EXECUTE_RESULT) == 0) {
+        json_t *data = json_object_get (content, "data");
+        char *plain = s_strdup_json (json_object_get (data, "text/plain"));
+        if (plain) {
+            free (self->execute_result);
+            self->execute_result = plain;
+        }
+    } else if (strcmp (msg_type, BN_MSG_STATUS) == 0) {
+        const char *state =
+            json_string_value (json_object_get (content, "execution_state"));
+        if (state && strcmp (state, "idle") == 0) {
+            self->idle = true;
+            if (self->replied)
+                return s_complete (self);
+        }
+    }
+    return false;
+}
+
+bool
+bn_item_fail (bn_item_t *self, int code, const char *ename, const char *evalue)
+{
+    if (self->complete)
+        return false;
+    if (!self->replied) {
+        s_set_error (self, code, ename, evalue);
+        self->replied = true;
+    }
+    return s_complete (self);
+}
+
+bool
+bn_item_engine_died (bn_item_t *self, int id)
+{
+    if (self->complete || self->kind == BN_ITEM_QUERY)
+        return false;
+    if (self->kind == BN_ITEM_SHUTDOWN) {
+        self->replied = true;
+        return s_complete (self);
+    }
+    char evalue[256];
+    snprintf (evalue, sizeof evalue, "Engine %d died while running task '%s'",
+              id, self->msg_id);
+    return bn_item_fail (self, BN_EENGINEDIED, "EngineError", evalue);
+}
+
+//  -------------------------------------------------------------------
+//  Public API
+
+void
+bn_result_destroy (bn_result_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    bn_result_t *self = *self_p;
+    *self_p = NULL;
+    bn_client_lock (self->client);
+    for (size_t i = 0; i < self->count; i++)
+        if (!self->items[i].complete)
+            bn_client_untrack (self->client, &self->items[i]);
+    bn_client_unlock (self->client);
+    for (size_t i = 0; i < self->count; i++) {
+        bn_item_t *item = &self->items[i];
+        free (item->msg_id);
+        free (item->engine_uuid);
+        free (item->submitted);
+        free (item->started);
+        free (item->completed);
+        json_decref (item->content);
+        free (item->content_text);
+        bn_value_destroy (&item->value);
+        free (item->execute_result);
+        free (item->ename);
+        free (item->evalue);
+        free (item->traceback);
+        free (item->out.data);
+        free (item->err.data);
+    }
+    free (self->items);
+    free (self->order);
+    bn_client_unref (&self->client);
+    free (self);
+}
+
+size_t
+bn_result_count (bn_result_t *self)
+{
+    return self ? self->count : 0;
+}
+
+size_t
+bn_result_progress (bn_result_t *self)
+{
+    if (!self)
+        return 0;
+    bn_client_lock (self->client);
+    size_t done = self->ncomplete;
+    bn_client_unlock (self->client);
+    return done;
+}
+
+bool
+bn_result_ready (bn_result_t *self)
+{
+    return self && bn_result_progress (self) == self->count;
+}
+
+int
+bn_result_wait (bn_result_t *self, double timeout)
+{
+    if (!self)
+        return BN_EINVAL;
+    double deadline = bn_client_deadline (timeout);
+    int rc = 0;
+    bn_client_lock (self->client);
+    while (self->ncomplete < self->count && rc == 0)
+        rc = bn_client_wait_change (self->client, deadline);
+    bn_client_unlock (self->client);
+    return rc;
+}
+
+int
+bn_result_get (bn_result_t *self, double timeout)
+{
+    int rc = bn_result_wait (self, timeout);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < self->count; i++)
+        if (self->items[i].status != 0)
+            return self->items[i].status;
+    return 0;
+}
+
+int
+bn_result_next (bn_result_t *self, double timeout)
+{
+    if (!self)
+        return BN_EINVAL;
+    double deadline = bn_client_deadline (timeout);
+    int rc = 0;
+    bn_client_lock (self->client);
+    while (true) {
+        if (self->handed < self->ncomplete) {
+            rc = (int)self->order[self->handed++];
+            break;
+        }
+        if (self->handed == self->count) {
+            rc = BN_ENOENT;
+            break;
+        }
+        rc = bn_client_wait_change (self->client, deadline);
+        if (rc != 0)
+            break;
+    }
+    bn_client_unlock (self->client);
+    return rc;
+}
+
+double
+bn_result_elapsed (bn_result_t *self)
+{
+    if (!self || self->count == 0)
+        return 0;
+    bn_client_lock (self->client);
+    double end =
+        self->ncomplete == self->count ? self->done : bn_client_clock ();
+    bn_client_unlock (self->client);
+    return end - self->sent;
+}
+
+//  The item at index if it is complete, else NULL.
+static bn_item_t *
+s_complete_item (bn_result_t *self, size_t index)
+{
+    if (!self || index >= self->count)
+        return NULL;
+    bn_item_t *item = &self->items[index];
+    bn_client_lock (self->client);
+    bool complete = item->complete;
+    bn_client_unlock (self->client);
+    return complete ? item : NULL;
+}
+
+const char *
+bn_result_msg_id (bn_result_t *self, size_t index)
+{
+    return self && index < self->count ? self->items[index].msg_id : NULL;
+}
+
+int
+bn_result_status (bn_result_t *self, size_t index)
+{
+    if (!self || index >= self->count)
+        return BN_EINVAL;
+    bn_item_t *item = s_complete_item (self, index);
+    return item ? item->status : BN_ENOTREADY;
+}
+
+int
+bn_result_engine_id (bn_result_t *self, size_t index)
+{
+    if (!self || index >= self->count)
+        return -1;
+    bn_client_lock (self->client);
+    int id = self->items[index].engine_id;
+    bn_client_unlock (self->client);
+    return id;
+}
+
+const char *
+bn_result_engine_uuid (bn_result_t *self, size_t index)
+{
+    if (!self || index >= self->count)
+        return NULL;
+    bn_client_lock (self->client);
+    const char *uuid = self->items[index].engine_uuid;
+    bn_client_unlock (self->client);
+    return uuid;
+}
+
+const char *
+bn_result_submitted (bn_result_t *self, size_t index)
+{
+    return self && index < self->count ? self->items[index].submitted : NULL;
+}
+
+const char *
+bn_result_started (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item ? item->started : NULL;
+}
+
+const char *
+bn_result_completed (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item ? item->completed : NULL;
+}
+
+const char *
+bn_result_stdout (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item ? (item->out.data ? item->out.data : "") : NULL;
+}
+
+const char *
+bn_result_stderr (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item ? (item->err.data ? item->err.data : "") : NULL;
+}
+
+const bn_value_t *
+bn_result_value (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item ? item->value : NULL;
+}
+
+const char *
+bn_result_execute_result (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item ? item->execute_result : NULL;
+}
+
+int
+bn_result_execution_count (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item ? item->execution_count : -1;
+}
+
+const char *
+bn_result_ename (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item && item->status ? item->ename : NULL;
+}
+
+const char *
+bn_result_evalue (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item && item->status ? item->evalue : NULL;
+}
+
+const char *
+bn_result_traceback (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item && item->status ? item->traceback : NULL;
+}
+
+const char *
+bn_result_content (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    if (!item || !item->content)
+        return NULL;
+    //  Made once, under the lock, so that concurrent callers agree.
+    bn_client_lock (self->client);
+    if (!item->content_text)
+        item->content_text = json_dumps (item->content, JSON_COMPACT);
+    bn_client_unlock (self->client);
+    return item->content_text;
+}

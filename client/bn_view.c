@@ -1,0 +1,493 @@
+/*  bn_view: how requests reach engines (direct, broadcast, load-balanced)
+    and the calls made through them: execute, apply, push, pull, abort,
+    clear, shutdown.  */
+#include "bn_client_private.h"
+#include "bn_log.h"
+#include "bn_msgtypes.h"
+#include "bn_pickle.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct _bn_view_t {
+    bn_client_t *client; //  reference held
+    bn_view_kind_t kind; //  direct, broadcast or load-balanced
+    int *targets;        //  engine ids, or NULL for all engines
+    size_t ntargets;     //  entries in targets
+    bool coalescing;     //  broadcast: merge replies in the tree
+    bool silent;         //  execute_request silent flag
+};
+
+//  The function an apply calls and its arguments.
+typedef struct {
+    const char *module;       //  module of a GLOBAL, or NULL: Reference
+    const char *name;         //  function name (or Reference name)
+    const bn_value_t *args;   //  LIST or TUPLE, or NULL
+    const bn_value_t *kwargs; //  DICT, or NULL
+} s_apply_t;
+
+bn_view_t *
+bn_view_new (bn_client_t *client, bn_view_kind_t kind)
+{
+    if (!client || kind < BN_VIEW_DIRECT || kind > BN_VIEW_LOAD_BALANCED)
+        return NULL;
+    bn_view_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->client = client;
+    self->kind = kind;
+    self->silent = true;
+    bn_client_ref (client);
+    return self;
+}
+
+void
+bn_view_destroy (bn_view_t **self_p)
+{
+    if (!self_p || !*self_p)
+        return;
+    bn_view_t *self = *self_p;
+    *self_p = NULL;
+    bn_client_unref (&self->client);
+    free (self->targets);
+    free (self);
+}
+
+bn_view_kind_t
+bn_view_kind (bn_view_t *self)
+{
+    assert (self);
+    return self->kind;
+}
+
+//  Replace the target list (NULL: all engines); the client lock guards
+//  the view's settings, so that calls in other threads see whole lists.
+static void
+s_set_targets (bn_view_t *self, int *ids, size_t count)
+{
+    bn_client_lock (self->client);
+    free (self->targets);
+    self->targets = ids;
+    self->ntargets = count;
+    bn_client_unlock (self->client);
+}
+
+int
+bn_view_set_targets (bn_view_t *self, bn_idset_t *targets)
+{
+    if (!self)
+        return BN_EINVAL;
+    if (!targets) {
+        s_set_targets (self, NULL, 0);
+        return 0;
+    }
+    size_t count = bn_idset_count (targets);
+    int *ids = malloc ((count ? count : 1) * sizeof *ids);
+    if (!ids)
+        return BN_ENOMEM;
+    size_t k = 0;
+    for (int id = bn_idset_first (targets); id >= 0 && k < count;
+         id = bn_idset_next (targets, id))
+        ids[k++] = id;
+    s_set_targets (self, ids, k);
+    return 0;
+}
+
+int
+bn_view_set_target_list (bn_view_t *self, const int *ids, size_t count)
+{
+    if (!self || (count && !ids))
+        return BN_EINVAL;
+    for (size_t i = 0; i < count; i++)
+        if (ids[i] < 0)
+            return BN_EINVAL;
+    int *copy = malloc ((count ? count : 1) * sizeof *copy);
+    if (!copy)
+        return BN_ENOMEM;
+    if (count)
+        memcpy (copy, ids, count * sizeof *ids);
+    s_set_targets (self, copy, count);
+    return 0;
+}
+
+int
+bn_view_set_coalescing (bn_view_t *self, bool coalescing)
+{
+    if (!self || self->kind != BN_VIEW_BROADCAST)
+        return BN_EINVAL;
+    bn_client_lock (self->client);
+    self->coalescing = coalescing;
+    bn_client_unlock (self->client);
+    return 0;
+}
+
+int
+bn_view_set_silent (bn_view_t *self, bool silent)
+{
+    if (!self)
+        return BN_EINVAL;
+    bn_client_lock (self->client);
+    self->silent = silent;
+    bn_client_unlock (self->client);
+    return 0;
+}
+
+static bn_sock_t
+s_socket_of (bn_view_kind_t kind)
+{
+    return kind == BN_VIEW_DIRECT      ? BN_SOCK_MUX
+           : kind == BN_VIEW_BROADCAST ? BN_SOCK_BROADCAST
+                                       : BN_SOCK_TASK;
+}
+
+//  Fill msg's buffers with an apply of apply's function.
+static int
+s_pack (bn_msg_t *msg, const s_apply_t *apply)
+{
+    int rc = apply->module
+                 ? bn_apply_add_global (msg, apply->module, apply->name,
+                                        apply->args, apply->kwargs)
+                 : bn_apply_add_reference (msg, apply->name, apply->args,
+                                           apply->kwargs);
+    return rc == 0 ? 0 : BN_EPICKLE;
+}
+
+//  Request metadata of a broadcast or load-balanced view.
+static json_t *
+s_metadata (bn_view_t *self, bn_target_t *targets, size_t ntargets)
+{
+    json_t *list = json_array ();
+    if (!list)
+        return NULL;
+    for (size_t i = 0; i < ntargets; i++)
+        json_array_append_new (
+            list, self->kind == BN_VIEW_BROADCAST
+                      ? json_pack ("[si]", targets[i].uuid, targets[i].id)
+                      : json_string (targets[i].uuid));
+    if (self->kind == BN_VIEW_BROADCAST)
+        return json_pack ("{s:o, s:b, s:b}", "targets", list, "is_broadcast", 1,
+                          "is_coalescing", self->coalescing);
+    return json_pack ("{s:[], s:[], s:f, s:o, s:i}", "after", "follow",
+                      "timeout", 0.0, "targets", list, "retries", 0);
+}
+
+//  Build the messages of a shell request of type with content (taken)
+//  and, for an apply, buffers; register their items in a new result and
+//  hand the messages to the I/O thread.
+static int
+s_submit (bn_view_t *self, const char *type, json_t *content,
+          const s_apply_t *apply, bn_result_t **result_p)
+{
+    bn_client_t *client = self->client;
+    bn_sock_t sock = s_socket_of (self->kind);
+    *result_p = NULL;
+    bn_msg_t *first = NULL;
+    bn_client_lock (client);
+    int rc = bn_client_state (client);
+    if (rc == 0 && !bn_client_has_port (client, sock))
+        rc = BN_ENOTSUP;
+    if (rc == 0 && !(first = bn_msg_new (bn_client_tx_session (client), type)))
+        rc = BN_ENOMEM;
+    bn_client_unlock (client);
+    //  Pickling may be long: done without the lock, once for every target
+    if (rc == 0 && apply)
+        rc = s_pack (first, apply);
+
+    bn_target_t *targets = NULL;
+    size_t ntargets = 0;
+    bn_msg_t **msgs = NULL;
+    size_t nmsgs = 0;
+    bn_result_t *result = NULL;
+    bn_client_lock (client);
+    if (rc == 0)
+        rc = bn_client_state (client);
+    if (rc == 0) {
+        bool all = !self->targets;
+        if (self->kind == BN_VIEW_LOAD_BALANCED && all)
+            rc = 0;
+        else
+            rc = bn_client_resolve (client, self->targets, self->ntargets,
+                                    &targets, &ntargets);
+    }
+    size_t nitems = self->kind == BN_VIEW_LOAD_BALANCED ? 1 : ntargets;
+    nmsgs = self->kind == BN_VIEW_DIRECT ? ntargets : 1;
+    if (rc == 0) {
+        msgs = calloc (nmsgs, sizeof *msgs);
+        result = bn_result_new (client, nitems);
+        if (!msgs || !result)
+            rc = BN_ENOMEM;
+    }
+    for (size_t i = 0; rc == 0 && i < nmsgs; i++) {
+        bn_msg_t *msg = first;
+        if (i > 0) {
+            msg = bn_msg_new (bn_client_tx_session (client), type);
+            for (size_t b = 0; msg && b < bn_msg_nbuffers (first); b++)
+                if (bn_msg_add_buffer_msg (msg, bn_msg_buffer (first, b)))
+                    bn_msg_destroy (&msg);
+            if (!msg) {
+                rc = BN_ENOMEM;
+                break;
+            }
+        }
+        msgs[i] = msg;
+        bn_msg_set_content (msg, json_incref (content));
+        if (self->kind == BN_VIEW_DIRECT) {
+            if (bn_msg_push_ident (msg, targets[i].uuid,
+                                   strlen (targets[i].uuid)) != 0)
+                rc = BN_ENOMEM;
+        } else {
+            json_t *metadata = s_metadata (self, targets, ntargets);
+            if (metadata)
+                bn_msg_set_metadata (msg, metadata);
+            else
+                rc = BN_ENOMEM;
+        }
+    }
+    if (msgs && msgs[0] == first)
+        first = NULL;
+    //  Items are tracked before anything is sent, so no reply can come
+    //  first.
+    for (size_t i = 0; rc == 0 && i < nitems; i++) {
+        bn_msg_t *msg = msgs[self->kind == BN_VIEW_DIRECT ? i : 0];
+        const char *msg_id = bn_msg_id (msg);
+        const char *date =
+            json_string_value (json_object_get (bn_msg_header (msg), "date"));
+        char sub_id[512];
+        if (self->kind == BN_VIEW_BROADCAST) {
+            //  The tree gives each engine's copy this msg_id (WIRE.md 7.3)
+            snprintf (sub_id, sizeof sub_id, "%s_%s", msg_id, targets[i].uuid);
+            msg_id = sub_id;
+        }
+        bn_item_t *item =
+            self->kind == BN_VIEW_LOAD_BALANCED
+                ? bn_result_add (result, msg_id, date, -1, NULL, BN_ITEM_SHELL)
+                : bn_result_add (result, msg_id, date, targets[i].id,
+                                 targets[i].uuid, BN_ITEM_SHELL);
+        if (!item || bn_client_track (client, item) != 0)
+            rc = BN_ENOMEM;
+    }
+    bn_client_unlock (client);
+    json_decref (content);
+    free (targets);
+    bn_msg_destroy (&first);
+    if (rc == 0)
+        rc = bn_client_send (client, sock, msgs, nmsgs);
+    else if (msgs)
+        for (size_t i = 0; i < nmsgs; i++)
+            bn_msg_destroy (&msgs[i]);
+    free (msgs);
+    if (rc != 0) {
+        bn_result_destroy (&result);
+        return rc;
+    }
+    *result_p = result;
+    return 0;
+}
+
+int
+bn_view_execute (bn_view_t *self, const char *code, bn_result_t **result_p)
+{
+    if (!self || !code || !result_p)
+        return BN_EINVAL;
+    bn_client_lock (self->client);
+    bool silent = self->silent;
+    bn_client_unlock (self->client);
+    json_t *content = json_pack ("{s:s, s:b, s:{}}", "code", code, "silent",
+                                 silent, "user_expressions");
+    if (!content) {
+        //  json_pack refuses text that is not UTF-8
+        *result_p = NULL;
+        return BN_EINVAL;
+    }
+    return s_submit (self, BN_MSG_EXECUTE_REQUEST, content, NULL, result_p);
+}
+
+static bool
+s_valid_args (const bn_value_t *args, const bn_value_t *kwargs)
+{
+    if (args && bn_value_type (args) != BN_VALUE_LIST &&
+        bn_value_type (args) != BN_VALUE_TUPLE)
+        return false;
+    if (kwargs) {
+        if (bn_value_type (kwargs) != BN_VALUE_DICT)
+            return false;
+        for (size_t i = 0; i < bn_value_size (kwargs); i++)
+            if (bn_value_type (bn_value_dict_key (kwargs, i)) != BN_VALUE_STR)
+                return false;
+    }
+    return true;
+}
+
+static int
+s_apply (bn_view_t *self, const s_apply_t *apply, bn_result_t **result_p)
+{
+    json_t *content = json_object ();
+    if (!content)
+        return BN_ENOMEM;
+    return s_submit (self, BN_MSG_APPLY_REQUEST, content, apply, result_p);
+}
+
+int
+bn_view_apply (bn_view_t *self, const char *function, const bn_value_t *args,
+               const bn_value_t *kwargs, bn_result_t **result_p)
+{
+    if (result_p)
+        *result_p = NULL;
+    if (!self || !function || !*function || !result_p ||
+        !s_valid_args (args, kwargs))
+        return BN_EINVAL;
+    const char *dot = strrchr (function, '.');
+    if (!dot) {
+        s_apply_t apply = {NULL, function, args, kwargs};
+        return s_apply (self, &apply, result_p);
+    }
+    if (dot == function || dot[1] == 0)
+        return BN_EINVAL;
+    char *module = strndup (function, (size_t)(dot - function));
+    if (!module)
+        return BN_ENOMEM;
+    s_apply_t apply = {module, dot + 1, args, kwargs};
+    int rc = s_apply (self, &apply, result_p);
+    free (module);
+    return rc;
+}
+
+int
+bn_view_push (bn_view_t *self, const bn_value_t *ns, bn_result_t **result_p)
+{
+    if (result_p)
+        *result_p = NULL;
+    if (!self || !ns || !result_p || bn_value_type (ns) != BN_VALUE_DICT ||
+        !s_valid_args (NULL, ns))
+        return BN_EINVAL;
+    s_apply_t apply = {"ipyparallel.util", "_push", NULL, ns};
+    return s_apply (self, &apply, result_p);
+}
+
+int
+bn_view_pull (bn_view_t *self, const bn_value_t *names, bn_result_t **result_p)
+{
+    if (result_p)
+        *result_p = NULL;
+    if (!self || !names || !result_p)
+        return BN_EINVAL;
+    bn_value_type_t type = bn_value_type (names);
+    if (type == BN_VALUE_LIST || type == BN_VALUE_TUPLE) {
+        for (size_t i = 0; i < bn_value_size (names); i++)
+            if (bn_value_type (bn_value_item (names, i)) != BN_VALUE_STR)
+                return BN_EINVAL;
+    } else if (type != BN_VALUE_STR)
+        return BN_EINVAL;
+    bn_value_t *args = bn_value_new_tuple ();
+    bn_value_t *copy = bn_value_dup (names);
+    if (!args || !copy || bn_value_append (args, copy) != 0) {
+        bn_value_destroy (&args);
+        return BN_ENOMEM;
+    }
+    s_apply_t apply = {"ipyparallel.util", "_pull", args, NULL};
+    int rc = s_apply (self, &apply, result_p);
+    bn_value_destroy (&args);
+    return rc;
+}
+
+//  Send a control request of type with content (taken) to each target
+//  (all engines for a load-balanced view without targets) and wait for
+//  the replies. Returns 0 or the first error.
+static int
+s_control (bn_view_t *self, const char *type, json_t *content,
+           bn_item_kind_t kind, double timeout)
+{
+    bn_client_t *client = self->client;
+    bn_target_t *targets = NULL;
+    size_t ntargets = 0;
+    bn_msg_t **msgs = NULL;
+    bn_result_t *result = NULL;
+    bn_client_lock (client);
+    int rc = bn_client_state (client);
+    if (rc == 0)
+        rc = bn_client_resolve (client, self->targets, self->ntargets, &targets,
+                                &ntargets);
+    if (rc == 0) {
+        msgs = calloc (ntargets, sizeof *msgs);
+        result = bn_result_new (client, ntargets);
+        if (!msgs || !result)
+            rc = BN_ENOMEM;
+    }
+    for (size_t i = 0; rc == 0 && i < ntargets; i++) {
+        bn_msg_t *msg = bn_msg_new (bn_client_tx_session (client), type);
+        msgs[i] = msg;
+        if (!msg || bn_msg_push_ident (msg, targets[i].uuid,
+                                       strlen (targets[i].uuid)) != 0) {
+            rc = BN_ENOMEM;
+            break;
+        }
+        bn_msg_set_content (msg, json_incref (content));
+        bn_item_t *item = bn_result_add (
+            result, bn_msg_id (msg),
+            json_string_value (json_object_get (bn_msg_header (msg), "date")),
+            targets[i].id, targets[i].uuid, kind);
+        if (!item || bn_client_track (client, item) != 0)
+            rc = BN_ENOMEM;
+    }
+    bn_client_unlock (client);
+    json_decref (content);
+    free (targets);
+    if (rc == 0)
+        rc = bn_client_send (client, BN_SOCK_CONTROL, msgs, ntargets);
+    else if (msgs)
+        for (size_t i = 0; i < ntargets; i++)
+            bn_msg_destroy (&msgs[i]);
+    free (msgs);
+    if (rc == 0)
+        rc = bn_result_get (result, timeout);
+    bn_result_destroy (&result);
+    return rc;
+}
+
+int
+bn_view_abort (bn_view_t *self, bn_result_t *result, double timeout)
+{
+    if (!self)
+        return BN_EINVAL;
+    json_t *ids;
+    if (result) {
+        ids = json_array ();
+        for (size_t i = 0; ids && i < bn_result_count (result); i++)
+            json_array_append_new (ids,
+                                   json_string (bn_result_msg_id (result, i)));
+    } else {
+        bn_client_lock (self->client);
+        ids = bn_client_outstanding (self->client);
+        bn_client_unlock (self->client);
+    }
+    json_t *content = ids ? json_pack ("{s:o}", "msg_ids", ids) : NULL;
+    if (!content)
+        return BN_ENOMEM;
+    return s_control (self, BN_MSG_ABORT_REQUEST, content, BN_ITEM_CONTROL,
+                      timeout);
+}
+
+int
+bn_view_clear (bn_view_t *self, double timeout)
+{
+    if (!self)
+        return BN_EINVAL;
+    json_t *content = json_object ();
+    if (!content)
+        return BN_ENOMEM;
+    return s_control (self, BN_MSG_CLEAR_REQUEST, content, BN_ITEM_CONTROL,
+                      timeout);
+}
+
+int
+bn_view_shutdown (bn_view_t *self, double timeout)
+{
+    if (!self)
+        return BN_EINVAL;
+    json_t *content = json_pack ("{s:b}", "restart", 0);
+    if (!content)
+        return BN_ENOMEM;
+    return s_control (self, BN_MSG_SHUTDOWN_REQUEST, content, BN_ITEM_SHUTDOWN,
+                      timeout);
+}

@@ -1,0 +1,350 @@
+/*  banyan.h: libbanyan, the C client of a banyan or IPython Parallel 7.1
+    controller: connect, follow engines, run commands and named functions
+    on them through views, and collect their results.
+
+    Build with `pkg-config --cflags --libs libbanyan`.
+
+    Quick start (error checks left out; see examples/bn_example.c):
+
+        int rc;
+        bn_client_t *client = bn_client_new (NULL, 10, &rc);
+        bn_client_wait_for_engines (client, 4, 30);
+        bn_view_t *view = bn_view_new (client, BN_VIEW_DIRECT);
+        bn_result_t *result;
+        bn_view_execute (view, "hostname", &result);
+        if (bn_result_get (result, 10) == 0)
+            for (size_t i = 0; i < bn_result_count (result); i++)
+                printf ("%d: %s", bn_result_engine_id (result, i),
+                        bn_result_stdout (result, i));
+        bn_result_destroy (&result);
+        bn_view_destroy (&view);
+        bn_client_destroy (&client);
+
+    Errors. Functions return 0 or a negative BN_E* code (bn_error.h; text
+    from bn_strerror). Constructors return NULL and put the code in their
+    `error` argument when it is not NULL. Nothing in the library calls
+    abort () on bad input or on anything a peer does.
+
+    Timeouts. Every call that waits takes a timeout in seconds; a negative
+    timeout waits without limit (for as long as the controller is there).
+    A controller that goes away (its connection drops, or it announces its
+    shutdown) fails every outstanding request with BN_ENOCONTROLLER at once,
+    so no wait outlives the controller.
+
+    Threads. All functions are thread-safe: a client, its views and its
+    results may be used from any number of threads at once; each client
+    serialises access to its state with its own mutex, and waits sleep on
+    a condition variable, so several threads can wait on different results
+    together. Pointers returned by result accessors stay valid until the
+    result is destroyed.
+
+    Design: each client owns one background I/O thread, its own libzmq
+    context and its own sockets; nothing is global, so several clients in
+    one process do not share anything, and the library does not touch
+    czmq's global context or signal handlers (a program that does not
+    otherwise use czmq sees no czmq side effects). The I/O thread was
+    chosen over a poll loop run inside each wait because (1) engine
+    (un)registration notifications and output must be consumed while the
+    program is busy elsewhere, or the engine list goes stale and the
+    subscriber queues grow without bound; (2) any number of threads can
+    then wait on results with plain condition variables, none of them
+    owning the sockets; (3) a lost controller is noticed as it happens
+    (socket monitor and ZMTP heartbeats), not at the next wait. The cost
+    is one in-process hop (a pointer passed over an inproc pipe) per
+    submitted batch of messages and one wake-up per reply.
+
+    Lifetimes. Views and results keep their client's memory alive:
+    bn_client_destroy disconnects at once (requests still outstanding
+    complete with BN_ECLOSED), and the last of the client, its views and
+    its results to be destroyed frees it.  */
+#ifndef BANYAN_H_INCLUDED
+#define BANYAN_H_INCLUDED
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "banyan/bn_error.h"
+#include "banyan/bn_idset.h"
+#include "banyan/bn_value.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BANYAN_VERSION_MAJOR 0
+#define BANYAN_VERSION_MINOR 1
+#define BANYAN_VERSION_PATCH 0
+
+typedef struct _bn_client_t bn_client_t;
+typedef struct _bn_view_t bn_view_t;
+typedef struct _bn_result_t bn_result_t;
+
+//  ---------------------------------------------------------------------
+//  Client: one connection to a controller.
+
+//  Connect to a controller. source names its client connection file:
+//    NULL       $BANYAN_CONNECTION_INFO, else $IPP_CONNECTION_INFO (each
+//               connection JSON or the path of a file), else the default
+//               profile (settings profile.name, profile.dir_root,
+//               cluster.id, with their BANYAN_* variables);
+//    "{...}"    the connection JSON itself;
+//    a path     of a connection file, or of a profile folder (its
+//               security/ipcontroller-client.json);
+//    a name     of a profile (<profile.dir_root>/profile_<name>).
+//  Waits up to timeout seconds (0: the client.timeout setting, 10 s) for
+//  the file to appear and the controller to answer. Returns NULL on
+//  failure with *error (if error is not NULL) set to BN_ENOENT (no file),
+//  BN_ECONNFILE (unreadable or wrong kind of file), BN_ETIMEDOUT (no
+//  answer), BN_ECONNECT (the controller refused) or BN_ENOMEM.
+bn_client_t *bn_client_new (const char *source, double timeout, int *error);
+
+//  Connect from a profile (a name or a folder; NULL: the default) and a
+//  cluster id (NULL: the cluster.id setting, "" for none), as
+//  bn_client_new does. Returns NULL on failure, with *error set.
+bn_client_t *bn_client_new_profile (const char *profile, const char *cluster_id,
+                                    double timeout, int *error);
+
+//  Disconnect (outstanding requests complete with BN_ECLOSED) and drop the
+//  caller's reference; NULLs *self_p; NULL-safe.
+void bn_client_destroy (bn_client_t **self_p);
+
+//  0 while the controller is there; BN_ENOCONTROLLER once it has gone,
+//  BN_ECLOSED after bn_client_destroy.
+int bn_client_status (bn_client_t *self);
+
+//  The client's session id, as it appears in `header.session`.
+const char *bn_client_session (bn_client_t *self);
+
+//  The ids of the registered engines, as a new set for the caller to
+//  destroy; NULL if out of memory.
+bn_idset_t *bn_client_ids (bn_client_t *self);
+
+//  Number of registered engines.
+size_t bn_client_engine_count (bn_client_t *self);
+
+//  Wait until at least count engines are registered. Returns 0,
+//  BN_ETIMEDOUT, BN_ENOCONTROLLER or BN_ECLOSED.
+int bn_client_wait_for_engines (bn_client_t *self, size_t count,
+                                double timeout);
+
+//  Copy the uuid (identity) of engine id into buf (size bytes, 64 are
+//  enough). Returns 0, BN_ENOENGINE if no such engine is registered, or
+//  BN_EINVAL if buf is too small.
+int bn_client_engine_uuid (bn_client_t *self, int id, char *buf, size_t size);
+
+//  One engine's queue as the hub counts it.
+typedef struct {
+    int engine_id; //  engine id
+    int queue;     //  direct requests waiting or running on it
+    int completed; //  requests it has completed
+    int tasks;     //  load-balanced tasks assigned to it, unfinished
+} bn_queue_status_t;
+
+//  Ask the hub for the queue of each engine in targets (NULL: all). On
+//  success *status is a malloc'd array of *count entries, ascending by
+//  engine id, for the caller to free (), and *unassigned (if not NULL)
+//  the load-balanced tasks not yet given to an engine. Returns 0,
+//  BN_ENOENGINE, BN_ETIMEDOUT, BN_ENOCONTROLLER, BN_EREMOTE, BN_EPROTO,
+//  BN_ECLOSED or BN_ENOMEM.
+int bn_client_queue_status (bn_client_t *self, bn_idset_t *targets,
+                            double timeout, bn_queue_status_t **status,
+                            size_t *count, int *unassigned);
+
+//  Shut down every engine (through their control channel) and, when hub
+//  is true, the controller too; waits for their replies. Returns 0, or
+//  the first error (BN_ETIMEDOUT, BN_ENOCONTROLLER, BN_EREMOTE...).
+int bn_client_shutdown (bn_client_t *self, bool hub, double timeout);
+
+//  Messages the client received and dropped: bad signature, replayed,
+//  malformed, or unexpected.
+size_t bn_client_dropped (bn_client_t *self);
+
+//  ---------------------------------------------------------------------
+//  Views: how requests reach engines (IPython Parallel's DirectView,
+//  BroadcastView, LoadBalancedView).
+
+typedef enum {
+    BN_VIEW_DIRECT,       //  one request per target engine, via the mux
+    BN_VIEW_BROADCAST,    //  one request to the broadcast scheduler tree
+    BN_VIEW_LOAD_BALANCED //  one task, run by one engine the scheduler picks
+} bn_view_kind_t;
+
+//  Create a view of kind on client, targeting all engines (the engines
+//  registered when each call is made). Returns NULL if out of memory.
+bn_view_t *bn_view_new (bn_client_t *client, bn_view_kind_t kind);
+
+//  Destroy a view; NULLs *self_p; NULL-safe.
+void bn_view_destroy (bn_view_t **self_p);
+
+//  What kind of view this is.
+bn_view_kind_t bn_view_kind (bn_view_t *self);
+
+//  Target the engines in targets (copied; NULL: all engines). A direct or
+//  broadcast call fails with BN_ENOENGINE if a target is not registered;
+//  a load-balanced call runs on one of them. Returns 0 or BN_ENOMEM.
+int bn_view_set_targets (bn_view_t *self, bn_idset_t *targets);
+
+//  Target a list of engine ids, in this order (duplicates allowed, as in
+//  IPython Parallel). Returns 0, BN_EINVAL (a negative id) or BN_ENOMEM.
+int bn_view_set_target_list (bn_view_t *self, const int *ids, size_t count);
+
+//  Broadcast views: let the scheduler tree merge the replies into one
+//  message (IPython Parallel's is_coalescing; default false). Results
+//  look the same either way. Returns 0, or BN_EINVAL on other views.
+int bn_view_set_coalescing (bn_view_t *self, bool coalescing);
+
+//  Execute requests: silent (the default, as DirectView.execute) or not
+//  (as %px: a Python engine then publishes execute_result and counts the
+//  execution). Returns 0.
+int bn_view_set_silent (bn_view_t *self, bool silent);
+
+//  Run code on the targets: a shell command line on banyan engines,
+//  Python source on IPython engines (an execute_request). On success
+//  *result_p is a new result for the caller to destroy. Returns 0,
+//  BN_EINVAL, BN_ENOENGINE (a target is not registered, or no engines),
+//  BN_ENOTSUP (the controller has no scheduler for this kind of view),
+//  BN_ENOCONTROLLER, BN_ECLOSED or BN_ENOMEM.
+int bn_view_execute (bn_view_t *self, const char *code, bn_result_t **result_p);
+
+//  Call a function on the targets with positional args (a LIST or TUPLE,
+//  or NULL for none) and keyword args (a DICT with STR keys, or NULL);
+//  both are borrowed. function is a name: without a dot ("echo") it is
+//  sent as IPython Parallel's Reference(name), which a banyan engine
+//  looks up in its function table and a Python engine evaluates in its
+//  namespace; with dots ("builtins.sum", "math.sqrt") it is a reference
+//  to an attribute of a module (a pickle GLOBAL), which a Python engine
+//  imports. Arguments are pickled as IPython Parallel does (BYTES larger
+//  than 1 KiB travel as separate frames, not copied into the pickle).
+//  Returns as bn_view_execute, or BN_EPICKLE if an argument cannot be
+//  pickled.
+int bn_view_apply (bn_view_t *self, const char *function,
+                   const bn_value_t *args, const bn_value_t *kwargs,
+                   bn_result_t **result_p);
+
+//  Assign names in the targets' namespaces: ns is a DICT of STR names to
+//  values (borrowed). Sent as the IPython Parallel client does, an apply
+//  of ipyparallel.util._push, which banyan and Python engines both run.
+//  Returns as bn_view_apply.
+int bn_view_push (bn_view_t *self, const bn_value_t *ns,
+                  bn_result_t **result_p);
+
+//  Fetch values from the targets' namespaces: names is a STR (each
+//  engine's result is that value) or a LIST or TUPLE of STR (each result
+//  is a LIST of values), borrowed. An apply of ipyparallel.util._pull.
+//  Returns as bn_view_apply.
+int bn_view_pull (bn_view_t *self, const bn_value_t *names,
+                  bn_result_t **result_p);
+
+//  Ask the targets (all engines for a load-balanced view without
+//  targets) to abort the requests of result, or, when result is NULL,
+//  every request of this client still outstanding; waits for their
+//  replies. Aborted requests that had not started complete with
+//  BN_EABORTED. Returns 0, or the first error.
+int bn_view_abort (bn_view_t *self, bn_result_t *result, double timeout);
+
+//  Clear the targets' namespaces; waits for their replies. Returns 0, or
+//  the first error.
+int bn_view_clear (bn_view_t *self, double timeout);
+
+//  Shut down the target engines; waits for their replies. Returns 0, or
+//  the first error.
+int bn_view_shutdown (bn_view_t *self, double timeout);
+
+//  ---------------------------------------------------------------------
+//  Results: what a call returns (IPython Parallel's AsyncResult). A
+//  result holds one item per request: one per target engine for direct
+//  and broadcast views, one task for a load-balanced view. An item is
+//  complete when its reply arrived and, if it ran, when the engine has
+//  reported itself idle for it, so its output is complete too.
+
+//  Destroy a result (a pending request is forgotten, not aborted); NULLs
+//  *self_p; NULL-safe.
+void bn_result_destroy (bn_result_t **self_p);
+
+//  Number of items.
+size_t bn_result_count (bn_result_t *self);
+
+//  Number of complete items (IPython Parallel's progress).
+size_t bn_result_progress (bn_result_t *self);
+
+//  True when every item is complete.
+bool bn_result_ready (bn_result_t *self);
+
+//  Wait until every item is complete. Returns 0 (complete, whatever the
+//  outcome) or BN_ETIMEDOUT.
+int bn_result_wait (bn_result_t *self, double timeout);
+
+//  Wait, then return 0 if every item succeeded, else the error of the
+//  first item (in index order) that failed: BN_EREMOTE (the function or
+//  command raised; see bn_result_ename), BN_EABORTED, BN_EENGINEDIED,
+//  BN_ENOCONTROLLER, BN_ECLOSED, BN_EPICKLE (a result pickle this library
+//  cannot read); or BN_ETIMEDOUT.
+int bn_result_get (bn_result_t *self, double timeout);
+
+//  Partial results: wait for the next item to complete (items are handed
+//  out once each, in the order they complete) and return its index;
+//  BN_ETIMEDOUT if none completed in time, BN_ENOENT once every item has
+//  been handed out.
+int bn_result_next (bn_result_t *self, double timeout);
+
+//  Seconds since the request was sent, or from then to the completion of
+//  the last item once the result is ready.
+double bn_result_elapsed (bn_result_t *self);
+
+//  Per-item accessors. index must be below bn_result_count. Accessors
+//  marked (complete) return NULL, -1 or BN_ENOTREADY until the item is
+//  complete.
+
+//  The request's msg_id.
+const char *bn_result_msg_id (bn_result_t *self, size_t index);
+
+//  Outcome (complete): 0, BN_ENOTREADY while pending, or the item's error
+//  as listed for bn_result_get.
+int bn_result_status (bn_result_t *self, size_t index);
+
+//  The engine's id, or -1 when not known (a load-balanced task before its
+//  reply) (complete, except for direct and broadcast views).
+int bn_result_engine_id (bn_result_t *self, size_t index);
+
+//  The engine's uuid, or NULL when not known.
+const char *bn_result_engine_uuid (bn_result_t *self, size_t index);
+
+//  Timestamps as ISO-8601 UTC text, as IPython Parallel's metadata:
+//  when the client sent the request, when the engine started it, when it
+//  completed (the reply's date); NULL when not known (complete).
+const char *bn_result_submitted (bn_result_t *self, size_t index);
+const char *bn_result_started (bn_result_t *self, size_t index);
+const char *bn_result_completed (bn_result_t *self, size_t index);
+
+//  Output the engine wrote to stdout and stderr for this request, "" if
+//  none (complete).
+const char *bn_result_stdout (bn_result_t *self, size_t index);
+const char *bn_result_stderr (bn_result_t *self, size_t index);
+
+//  The value an apply returned, decoded from its pickle; NULL for
+//  execute, for errors, or when the pickle could not be read (complete).
+const bn_value_t *bn_result_value (bn_result_t *self, size_t index);
+
+//  The text/plain form of an execute_result (a Python engine evaluating
+//  an expression, not silent), or NULL (complete).
+const char *bn_result_execute_result (bn_result_t *self, size_t index);
+
+//  An execute's execution_count, or -1 (complete).
+int bn_result_execution_count (bn_result_t *self, size_t index);
+
+//  A failed item's exception name ("ZeroDivisionError", "EngineError",
+//  "TaskAborted"...), value, and traceback lines joined with newlines;
+//  NULL when the item did not fail (complete).
+const char *bn_result_ename (bn_result_t *self, size_t index);
+const char *bn_result_evalue (bn_result_t *self, size_t index);
+const char *bn_result_traceback (bn_result_t *self, size_t index);
+
+//  The reply's content as JSON text (for keys this API does not name), or
+//  NULL when no reply arrived (complete).
+const char *bn_result_content (bn_result_t *self, size_t index);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
