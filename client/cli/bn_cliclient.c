@@ -1,0 +1,291 @@
+/*  bn_cliclient: connecting, calling and collecting for the commands.  */
+#include "bn_cliclient.h"
+#include "bn_cmd.h"
+#include "bn_interrupt.h"
+#include "bn_progress.h"
+
+#include <assert.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+//  Seconds to wait for abort replies
+#define S_ABORT_TIMEOUT 2.0
+
+bn_client_t *
+bn_cliclient_connect (bn_cliopts_t *opts, int *status)
+{
+    assert (opts);
+    assert (status);
+    const char *file = bn_cliopts_client_file (opts);
+    //  bn_client_new would wait for the file to appear: a missing one
+    //  means there is no cluster, now
+    if (access (file, F_OK) != 0) {
+        bn_cliopts_error (opts,
+                          "no cluster: %s does not exist (start one with "
+                          "'banyan cluster start -n N%s')",
+                          file, bn_cliopts_selection (opts));
+        *status = BN_EXIT_NO_CLUSTER;
+        return NULL;
+    }
+    int error = 0;
+    double timeout = bn_cliopts_timeout (opts);
+    bn_client_t *client =
+        bn_client_new (file, timeout > 0 ? timeout : 0.001, &error);
+    if (!client) {
+        if (error == BN_ETIMEDOUT || error == BN_ECONNECT) {
+            bn_cliopts_error (opts,
+                              "no cluster: no controller answers at %s "
+                              "(waited %g s)",
+                              file, timeout);
+            *status = BN_EXIT_NO_CLUSTER;
+        } else {
+            bn_cliopts_error (opts, "cannot connect with %s: %s", file,
+                              bn_strerror (error));
+            *status = BN_EXIT_FAILURE;
+        }
+    }
+    return client;
+}
+
+int
+bn_cliclient_targets (bn_cliopts_t *opts, const char *text,
+                      bn_idset_t **targets_p)
+{
+    assert (opts);
+    assert (targets_p);
+    bn_idset_t *targets = bn_idset_parse (text);
+    if (!targets || bn_idset_count (targets) == 0) {
+        bn_cliopts_usage_error (opts,
+                                "-t: '%s' is not a set of engine ids such as "
+                                "0-7,12",
+                                text);
+        bn_idset_destroy (&targets);
+        return -1;
+    }
+    bn_idset_destroy (targets_p);
+    *targets_p = targets;
+    return 0;
+}
+
+//  Name the targets that are not registered, for BN_ENOENGINE.
+static void
+s_report_missing (bn_cliopts_t *opts, bn_client_t *client, bn_idset_t *targets)
+{
+    bn_idset_t *ids = bn_client_ids (client);
+    if (!ids)
+        return;
+    if (bn_idset_count (ids) == 0)
+        bn_cliopts_error (opts, "no engines are registered");
+    else if (targets) {
+        bn_idset_t *missing = bn_idset_dup (targets);
+        for (int id = bn_idset_first (ids); missing && id >= 0;
+             id = bn_idset_next (ids, id))
+            bn_idset_remove (missing, id);
+        char *text = missing ? bn_idset_format (missing) : NULL;
+        char *known = bn_idset_format (ids);
+        bn_cliopts_error (opts, "not registered: %s (registered: %s)",
+                          text ? text : "?", known ? known : "?");
+        free (text);
+        free (known);
+        bn_idset_destroy (&missing);
+    } else
+        bn_cliopts_error (opts, "no such engine");
+    bn_idset_destroy (&ids);
+}
+
+int
+bn_cliclient_call (bn_cliopts_t *opts, bn_client_t *client, bn_idset_t *targets,
+                   bool broadcast, bn_cliclient_call_fn *call, void *data,
+                   bn_view_t **view_p, bn_result_t **result_p)
+{
+    assert (opts);
+    assert (client);
+    assert (call);
+    if (bn_client_engine_count (client) == 0) {
+        bn_cliopts_error (opts, "no engines are registered");
+        return -1;
+    }
+    bn_view_kind_t kinds[2] = {BN_VIEW_BROADCAST, BN_VIEW_DIRECT};
+    int rc = BN_ENOMEM;
+    for (int attempt = broadcast ? 0 : 1; attempt < 2; attempt++) {
+        bn_view_t *view = bn_view_new (client, kinds[attempt]);
+        if (!view || bn_view_set_targets (view, targets) != 0) {
+            bn_view_destroy (&view);
+            rc = BN_ENOMEM;
+            break;
+        }
+        rc = call (view, data, result_p);
+        if (rc == 0) {
+            *view_p = view;
+            return 0;
+        }
+        bn_view_destroy (&view);
+        //  A controller without a broadcast scheduler still has the mux
+        if (rc != BN_ENOTSUP)
+            break;
+    }
+    if (rc == BN_ENOENGINE)
+        s_report_missing (opts, client, targets);
+    else if (rc == BN_ENOCONTROLLER)
+        bn_cliopts_error (opts, "the controller went away");
+    else
+        bn_cliopts_error (opts, "cannot send the request: %s",
+                          bn_strerror (rc));
+    return -1;
+}
+
+static double
+s_now (void)
+{
+    struct timespec now;
+    clock_gettime (CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+//  Engines of the items still pending, as a new set.
+static bn_idset_t *
+s_pending (bn_result_t *result)
+{
+    bn_idset_t *pending = bn_idset_new ();
+    size_t count = bn_result_count (result);
+    for (size_t index = 0; pending && index < count; index++)
+        if (bn_result_status (result, index) == BN_ENOTREADY) {
+            int id = bn_result_engine_id (result, index);
+            if (id >= 0)
+                bn_idset_add (pending, id);
+        }
+    return pending;
+}
+
+int
+bn_cliclient_collect (bn_cliopts_t *opts, bn_view_t *view, bn_result_t *result,
+                      double timeout, bn_cliclient_item_fn *on_item, void *data)
+{
+    assert (opts);
+    assert (result);
+    assert (on_item);
+    bn_interrupt_install ();
+    size_t count = bn_result_count (result);
+    bool *handed = calloc (count + 1, sizeof *handed);
+    bn_progress_t *progress = bn_progress_new (stderr, "", 1.0);
+    double deadline = timeout >= 0 ? s_now () + timeout : -1;
+    int interrupts = 0;
+    int status = BN_EXIT_OK;
+    while (true) {
+        int index = bn_result_next (result, 0.1);
+        if (index == BN_ENOENT)
+            break;
+        if (index >= 0) {
+            if (progress)
+                bn_progress_clear (progress);
+            if (handed)
+                handed[index] = true;
+            on_item (result, (size_t)index, false, data);
+        }
+        if (progress)
+            bn_progress_update (progress, bn_result_progress (result), count);
+        int now_interrupts = bn_interrupt_count ();
+        if (now_interrupts != interrupts) {
+            interrupts = now_interrupts;
+            if (progress)
+                bn_progress_clear (progress);
+            bn_idset_t *pending = s_pending (result);
+            char *text = pending ? bn_idset_format (pending) : NULL;
+            if (interrupts >= 2) {
+                bn_cliopts_error (opts, "aborting %s", text ? text : "");
+                if (view)
+                    bn_view_abort (view, result, S_ABORT_TIMEOUT);
+                status = BN_EXIT_INTERRUPTED;
+            } else
+                bn_cliopts_error (opts,
+                                  "still running on %s; press Ctrl-C "
+                                  "again to abort",
+                                  text ? text : "");
+            free (text);
+            bn_idset_destroy (&pending);
+            if (status != BN_EXIT_OK)
+                break;
+        }
+        if (deadline >= 0 && s_now () > deadline) {
+            if (progress)
+                bn_progress_clear (progress);
+            if (view)
+                bn_view_abort (view, result, S_ABORT_TIMEOUT);
+            for (size_t item = 0; item < count; item++)
+                if (handed && !handed[item] &&
+                    bn_result_status (result, item) == BN_ENOTREADY)
+                    on_item (result, item, true, data);
+            //  Items that completed during the abort still count
+            while ((index = bn_result_next (result, 0)) >= 0)
+                if (handed && !handed[index] &&
+                    bn_result_status (result, (size_t)index) != BN_ENOTREADY)
+                    on_item (result, (size_t)index, false, data);
+            break;
+        }
+    }
+    bn_progress_destroy (&progress);
+    free (handed);
+    return status;
+}
+
+//  The returncode of a banyan engine's execute reply, or 0.
+static int
+s_returncode (bn_result_t *result, size_t index)
+{
+    const char *content = bn_result_content (result, index);
+    if (!content)
+        return 0;
+    json_t *root = json_loads (content, 0, NULL);
+    json_t *code = root ? json_object_get (root, "returncode") : NULL;
+    int returncode =
+        json_is_integer (code) ? (int)json_integer_value (code) : 0;
+    json_decref (root);
+    return returncode;
+}
+
+void
+bn_cliclient_describe (bn_result_t *result, size_t index, bool timed_out,
+                       char *text, size_t size, int *code, bool *failed)
+{
+    assert (result);
+    assert (text);
+    *code = 0;
+    *failed = false;
+    text[0] = 0;
+    if (timed_out) {
+        snprintf (text, size, "timed out");
+        *failed = true;
+        return;
+    }
+    int status = bn_result_status (result, index);
+    if (status == 0)
+        return;
+    const char *ename = bn_result_ename (result, index);
+    const char *evalue = bn_result_evalue (result, index);
+    if (status == BN_EREMOTE && ename &&
+        strcmp (ename, "CalledProcessError") == 0) {
+        int returncode = s_returncode (result, index);
+        if (returncode > 0) {
+            snprintf (text, size, "exited with exit code %d", returncode);
+            *code = returncode;
+            return;
+        }
+        if (returncode < 0) {
+            snprintf (text, size, "killed by signal %d (%s)", -returncode,
+                      strsignal (-returncode));
+            *code = 128 - returncode;
+            return;
+        }
+    }
+    *failed = true;
+    if (ename && evalue && *evalue)
+        snprintf (text, size, "%s: %s", ename, evalue);
+    else if (ename)
+        snprintf (text, size, "%s", ename);
+    else
+        snprintf (text, size, "%s", bn_strerror (status));
+}

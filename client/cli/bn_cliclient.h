@@ -1,0 +1,60 @@
+/*  bn_cliclient: what the commands that talk to a cluster share: connect
+    (exit status 12 when there is no cluster), parse -t, start a call on a
+    view, collect its results with progress, Ctrl-C handling and a
+    deadline, and describe how each engine fared.  */
+#ifndef BN_CLICLIENT_H_INCLUDED
+#define BN_CLICLIENT_H_INCLUDED
+
+#include "banyan.h"
+#include "bn_cliopts.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+
+//  Connect to the controller the options select. On failure prints why
+//  and sets *status: 12 when there is no connection file or no controller
+//  answers in time, else 1. Returns NULL on failure.
+bn_client_t *bn_cliclient_connect (bn_cliopts_t *opts, int *status);
+
+//  Parse -t text into a new set. Returns 0, or -1 after a usage error.
+int bn_cliclient_targets (bn_cliopts_t *opts, const char *text,
+                          bn_idset_t **targets_p);
+
+//  Starts a call on view; returns 0 or a BN_E* code, as bn_view_apply.
+typedef int (bn_cliclient_call_fn) (bn_view_t *view, void *data,
+                                    bn_result_t **result_p);
+
+//  Make a view of targets (NULL: all engines; a direct view, or with
+//  broadcast a broadcast view unless the controller has no broadcast
+//  scheduler) and start call on it. Returns 0 with *view_p and *result_p
+//  set, or -1 after printing why (no engines, unknown targets...).
+int bn_cliclient_call (bn_cliopts_t *opts, bn_client_t *client,
+                       bn_idset_t *targets, bool broadcast,
+                       bn_cliclient_call_fn *call, void *data,
+                       bn_view_t **view_p, bn_result_t **result_p);
+
+//  Called with each item of a result as it completes, or when it did not
+//  complete in time (then timed_out is true).
+typedef void (bn_cliclient_item_fn) (bn_result_t *result, size_t index,
+                                     bool timed_out, void *data);
+
+//  Wait for every item of result, handing each to on_item as it
+//  completes. Shows "12/16" on a terminal after a second. timeout < 0
+//  waits without limit; items still pending then are handed over as
+//  timed out (and asked to abort). The first Ctrl-C prints the engines
+//  still running; the second asks them to abort and returns 130. Returns
+//  0, or 130.
+int bn_cliclient_collect (bn_cliopts_t *opts, bn_view_t *view,
+                          bn_result_t *result, double timeout,
+                          bn_cliclient_item_fn *on_item, void *data);
+
+//  How an item ended, for people and for exit statuses: text is "" on
+//  success, else e.g. "exited with exit code 3", "killed by signal 9
+//  (Killed)", "EngineError: engine 3 died"; *code is the exit status of a
+//  shell command (128 + n for signal n), 0 otherwise; *failed is true when
+//  the request did not run to its end (an error other than a command's
+//  exit status, an abort, a dead engine, a timeout).
+void bn_cliclient_describe (bn_result_t *result, size_t index, bool timed_out,
+                            char *text, size_t size, int *code, bool *failed);
+
+#endif

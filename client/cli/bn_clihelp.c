@@ -1,0 +1,366 @@
+/*  bn_clihelp: help texts, one table for --help and the man pages.
+
+    The layout is fixed so that help2man.cmake can turn it into a man page:
+    a "Usage:" line, a description, then sections whose title is a line
+    ending in ':' with option lines indented by two spaces.  */
+#include "bn_clihelp.h"
+
+#include <assert.h>
+#include <string.h>
+
+#ifndef BANYAN_VERSION
+#define BANYAN_VERSION "unknown"
+#endif
+
+typedef struct {
+    const char *name;        //  "" for banyan itself
+    const char *usage;       //  After "Usage: banyan "
+    const char *summary;     //  One line, no final period
+    const char *description; //  Paragraphs after the summary, or ""
+    const char *options;     //  The command's own options, or NULL
+    bool cluster_options;    //  Takes the options that find a cluster
+    bool file_option;        //  Takes --file
+    const char *exit_status; //  Exit status lines, or NULL
+    const char *examples;    //  Example lines
+    const char *timeout;     //  What --timeout bounds, or NULL for the
+                             //  connection only
+} s_help_t;
+
+#define S_COMMON_EXIT                                                          \
+    "  0   success\n"                                                          \
+    "  1   failure (reported on stderr)\n"                                     \
+    "  2   usage error\n"                                                      \
+    "  12  no cluster: no connection file or no controller answers\n"
+
+static const s_help_t s_helps[] = {
+    {"", "COMMAND [OPTIONS] [ARGS...]",
+     "start, use and stop banyan clusters of engines",
+     "banyan starts a controller and engines as one process group, runs\n"
+     "shell commands and named functions on the engines, and stops them\n"
+     "again. It is modelled on ipcluster and on clush/pdsh.\n"
+     "\n"
+     "Commands:\n"
+     "  cluster start   start a controller and N engines\n"
+     "  cluster stop    stop a cluster and every process of it\n"
+     "  cluster list    list the clusters of a profile or of all profiles\n"
+     "  cluster clean   remove stale pid and connection files\n"
+     "  engines         list the registered engines\n"
+     "  px              run a shell command on engines\n"
+     "  apply           call a named function on engines\n"
+     "  push            store a file's bytes under a name on engines\n"
+     "  pull            print a named value from engines\n"
+     "  status          summary of a cluster\n"
+     "  config show     effective settings and where each came from\n"
+     "\n"
+     "Run 'banyan COMMAND --help' for the options of a command.\n",
+     "  -h, --help              print this help and exit\n"
+     "      --version           print the version and exit\n",
+     false, false, NULL,
+     "  banyan cluster start -n 8\n"
+     "  banyan px -b uname -r\n"
+     "  banyan cluster stop\n",
+     NULL},
+
+    {"cluster", "cluster {start|stop|list|clean} [OPTIONS]",
+     "manage clusters: a controller and its engines, as one process group",
+     "Commands:\n"
+     "  start   start a controller and N engines\n"
+     "  stop    stop a cluster and every process of it\n"
+     "  list    list the clusters of a profile or of all profiles\n"
+     "  clean   remove stale pid and connection files\n"
+     "\n"
+     "Run 'banyan cluster COMMAND --help' for the options of a command.\n",
+     "  -h, --help              print this help and exit\n"
+     "      --version           print the version and exit\n",
+     false, false, NULL,
+     "  banyan cluster start -n 4 --profile-dir /tmp/p\n"
+     "  banyan cluster list\n"
+     "  banyan cluster stop --profile-dir /tmp/p\n",
+     NULL},
+
+    {"cluster start", "cluster start -n N [OPTIONS]",
+     "start a controller and N engines",
+     "Starts banyan-controller and N engines (ceil(N/K) banyan-engine\n"
+     "processes of K engines each) as one process group under a small\n"
+     "supervisor, and returns once all N engines are registered: the\n"
+     "cluster keeps running in the background until 'banyan cluster stop'.\n"
+     "(This differs from ipcluster, which stays in the foreground unless\n"
+     "given --daemonize; use --foreground for that behaviour.) The\n"
+     "supervisor notices at once when a process of the cluster exits, and\n"
+     "stops the whole cluster if the controller does.\n"
+     "\n"
+     "The programs are taken from the folder of the banyan executable, else\n"
+     "from PATH. Their output goes to <profile_dir>/log/; the cluster is\n"
+     "recorded in <profile_dir>/pid/ for stop, list and clean. If a process\n"
+     "fails or the engines do not register in time, the cluster is stopped\n"
+     "and nothing is left behind.\n",
+     "  -n, --n N               engines to start (required; 0 starts only the\n"
+     "                          controller)\n"
+     "  -k, --engines-per-process K\n"
+     "                          logical engines per banyan-engine process\n"
+     "                          (default: 1)\n"
+     "      --depth D           depth of the broadcast scheduler tree\n"
+     "                          (default: controller.depth, 1)\n"
+     "      --ip IP             address the controller binds to (default:\n"
+     "                          controller.ip, 127.0.0.1)\n"
+     "      --no-wait           return once the processes are started,\n"
+     "                          without waiting for the engines to register\n"
+     "      --daemonize         start the cluster in a session of its own, so\n"
+     "                          that it is not tied to this terminal\n"
+     "      --foreground        stay in the foreground once the engines are\n"
+     "                          registered, and stop the cluster on Ctrl-C\n"
+     "                          (ipcluster's default)\n"
+     "  -q, --quiet             print nothing but errors\n",
+     true, false,
+     "  0   the cluster is running (with --foreground: it was stopped)\n"
+     "  1   the cluster could not be started; nothing is left running\n"
+     "  2   usage error\n"
+     "  10  a cluster with this profile and cluster id is already running\n",
+     "  banyan cluster start -n 8\n"
+     "  banyan cluster start -n 1024 -k 64 --profile-dir /tmp/big\n"
+     "  banyan cluster start -n 4 --cluster-id a --depth 2\n",
+     "seconds to wait for the connection file and for\n"
+     "                          the engines to register (default: 60)\n"},
+
+    {"cluster stop", "cluster stop [OPTIONS]",
+     "stop a cluster and every process of it",
+     "Asks the cluster's supervisor to stop it (SIGTERM): the engines\n"
+     "first, so that they unregister, then the controller, then every other\n"
+     "process descended from them (commands that engines started in groups\n"
+     "of their own included). Whatever is left after --timeout seconds\n"
+     "(default 10) gets SIGKILL, and the command returns when nothing is\n"
+     "left. Removes the cluster's record, its controller pid file and its\n"
+     "connection files.\n",
+     "  -q, --quiet             print nothing but errors\n", true, false,
+     "  0   the cluster was stopped\n"
+     "  1   some process could not be stopped\n"
+     "  2   usage error\n"
+     "  11  no cluster was running (stale files were removed)\n",
+     "  banyan cluster stop\n"
+     "  banyan cluster stop --profile-dir /tmp/p --cluster-id a\n",
+     "seconds the processes get to end after SIGTERM,\n"
+     "                          before SIGKILL (default: 5)\n"},
+
+    {"cluster list", "cluster list [OPTIONS]", "list clusters",
+     "Lists the clusters recorded in the given profile, or with no profile\n"
+     "option in every profile under profile.dir_root: profile, cluster id,\n"
+     "state (starting, running, broken: the controller is gone but other\n"
+     "processes are not, stale: nothing runs), engines asked for, live\n"
+     "engine processes and the process group id. Also lists controllers\n"
+     "started by hand (from their pid files).\n",
+     NULL, true, false, NULL,
+     "  banyan cluster list\n"
+     "  banyan cluster list --profile-dir /tmp/p\n",
+     NULL},
+
+    {"cluster clean", "cluster clean [OPTIONS]",
+     "remove stale pid and connection files",
+     "Removes the records of clusters none of whose processes runs, and the\n"
+     "controller pid files and connection files that belong to no running\n"
+     "controller, in the given profile (default: the default profile).\n"
+     "Running clusters are left alone.\n",
+     "  -q, --quiet             print nothing but errors\n", true, false, NULL,
+     "  banyan cluster clean\n"
+     "  banyan cluster clean --profile-dir /tmp/p\n",
+     NULL},
+
+    {"engines", "engines [OPTIONS]", "list the registered engines",
+     "Prints one line per registered engine: id, uuid, host, pid, state\n"
+     "and queue length. The controller tells uuids and queues; host and pid\n"
+     "are known for engines of a cluster started by 'banyan cluster start'\n"
+     "on this host, and shown as '-' otherwise.\n",
+     "  -t, --targets SET       list only these engines, e.g. 0-7,12\n", true,
+     true, S_COMMON_EXIT,
+     "  banyan engines\n"
+     "  banyan engines -t 0-3 --profile-dir /tmp/p\n",
+     NULL},
+
+    {"px", "px [OPTIONS] COMMAND [ARGS...]", "run a shell command on engines",
+     "Runs COMMAND (its words joined by spaces, run by /bin/sh -c) on every\n"
+     "engine or on the engines of -t, and prints what each wrote. Each line\n"
+     "is prefixed with the engine that wrote it, as IPython's %px does:\n"
+     "\"[stdout:3] ...\" on stdout, \"[stderr:3] ...\" and, for a command\n"
+     "that failed, \"[status:3] exited with exit code 2\" on stderr. An\n"
+     "engine's output is printed when its command has ended.\n"
+     "\n"
+     "With -b, engines whose output and status are identical are printed\n"
+     "once, as clush -b does, under a header naming them:\n"
+     "\n"
+     "  ---------------\n"
+     "  engines[0-3] (4)\n"
+     "  ---------------\n"
+     "  output\n"
+     "\n"
+     "followed by their stderr lines tagged \"[stderr] \" and their status\n"
+     "tagged \"[status] \". On a terminal, a progress count appears after a\n"
+     "second. The first Ctrl-C prints which engines are still running, the\n"
+     "second aborts their commands and exits with status 130.\n",
+     "  -t, --targets SET       engines to run on, e.g. 0-7,12 (default: all)\n"
+     "  -b, --gather            group engines with identical output and\n"
+     "                          status\n"
+     "  -S, --max-status        exit with the largest exit status of the\n"
+     "                          command on any engine\n"
+     "  -q, --quiet             print no status lines, only output\n"
+     "      --broadcast         send one request through the controller's\n"
+     "                          broadcast scheduler tree instead of one per\n"
+     "                          engine through the mux\n",
+     true, true,
+     "  0    every engine ran the command, whatever its exit status; with -S,\n"
+     "       the largest exit status of the command on any engine\n"
+     "  1    some engine could not run it: it died, timed out or was\n"
+     "       aborted (with -S: 255)\n"
+     "  2    usage error\n"
+     "  12   no cluster\n"
+     "  130  aborted by a second Ctrl-C\n",
+     "  banyan px hostname\n"
+     "  banyan px -b uname -r\n"
+     "  banyan px -t 0-3 -S 'test -d /scratch'\n"
+     "  banyan px --timeout 60 -b 'make -C ~/src test'\n",
+     "seconds to wait for the controller (default:\n"
+     "                          client.timeout, 10) and for the results\n"
+     "                          (default: no limit); engines that have not\n"
+     "                          answered by then are reported as timed out\n"},
+
+    {"apply", "apply [OPTIONS] FUNCTION [ARGS...]",
+     "call a named function on engines",
+     "Calls the engine function FUNCTION (a built-in such as echo, sum,\n"
+     "sleep, or one from a plugin) with ARGS: an argument that reads as an\n"
+     "integer is passed as an int, one that reads as a number as a float,\n"
+     "anything else as a string. Prints each engine's result as a Python\n"
+     "repr, \"[3] 42\", or with -b grouped as px -b does.\n",
+     "  -t, --targets SET       engines to call, e.g. 0-7,12 (default: all)\n"
+     "  -b, --gather            group engines with identical results\n"
+     "  -q, --quiet             print no status lines, only results\n"
+     "      --broadcast         send one request through the broadcast tree\n",
+     true, true, S_COMMON_EXIT,
+     "  banyan apply echo 42\n"
+     "  banyan apply -b sum 1 2 3.5\n"
+     "  banyan apply -t 0 echo hello\n",
+     "seconds to wait for the controller (default:\n"
+     "                          client.timeout, 10) and for the results\n"
+     "                          (default: no limit)\n"},
+
+    {"push", "push [OPTIONS] NAME FILE",
+     "store a file's bytes under a name on engines",
+     "Reads FILE (- for stdin) and stores its bytes under NAME in the\n"
+     "namespace of every engine, or of the engines of -t.\n",
+     "  -t, --targets SET       engines to push to (default: all)\n"
+     "  -q, --quiet             print nothing on success\n"
+     "      --broadcast         send one request through the broadcast tree\n",
+     true, true, S_COMMON_EXIT,
+     "  banyan push data input.bin\n"
+     "  banyan push -t 0-3 config ./settings.json\n",
+     "seconds to wait for the controller (default:\n"
+     "                          client.timeout, 10) and for the results\n"
+     "                          (default: no limit)\n"},
+
+    {"pull", "pull [OPTIONS] NAME", "print a named value from engines",
+     "Prints the value stored under NAME on each engine as a Python repr,\n"
+     "\"[3] b'...'\", or with -b grouped as px -b does.\n",
+     "  -t, --targets SET       engines to pull from (default: all)\n"
+     "  -b, --gather            group engines with identical values\n"
+     "  -q, --quiet             print no status lines, only values\n"
+     "      --broadcast         send one request through the broadcast tree\n",
+     true, true, S_COMMON_EXIT,
+     "  banyan pull data\n"
+     "  banyan pull -b -t 0-7 config\n",
+     "seconds to wait for the controller (default:\n"
+     "                          client.timeout, 10) and for the results\n"
+     "                          (default: no limit)\n"},
+
+    {"status", "status [OPTIONS]", "summary of a cluster",
+     "Prints whether the controller answers, how many engines are\n"
+     "registered, their queues (tasks queued, running and completed), and\n"
+     "what the cluster's record says about its processes.\n",
+     NULL, true, true, S_COMMON_EXIT,
+     "  banyan status\n"
+     "  banyan status --profile-dir /tmp/p\n",
+     NULL},
+
+    {"config", "config show [OPTIONS]",
+     "print the effective settings and where each came from",
+     "Prints every setting with its effective value and its source: the\n"
+     "built-in default, a config file, a BANYAN_* environment variable or\n"
+     "the command line. Precedence, lowest first: defaults < config file <\n"
+     "environment < command line. The config file is --config FILE, else\n"
+     "<profile_dir>/banyan.conf if it exists.\n",
+     NULL, true, false, NULL,
+     "  banyan config show\n"
+     "  BANYAN_CONTROLLER_DEPTH=3 banyan config show --profile test\n",
+     NULL},
+};
+
+#define S_HELPS ((int)(sizeof s_helps / sizeof s_helps[0]))
+
+static const char *s_cluster_options =
+    "      --profile NAME      profile to use: the folder\n"
+    "                          <profile.dir_root>/profile_NAME (default:\n"
+    "                          default, under ~/.banyan)\n"
+    "      --profile-dir DIR   profile folder to use instead\n"
+    "      --cluster-id ID     cluster id within the profile (default: none)\n"
+    "      --config FILE       configuration file (default:\n"
+    "                          <profile_dir>/banyan.conf if it exists)\n"
+    "      --timeout S         ";
+
+static const char *s_timeout_connect =
+    "seconds to wait for the controller (default:\n"
+    "                          client.timeout, 10)\n";
+
+static const char *s_last_options =
+    "      --log-level LEVEL   error, warn, info or debug (default: warn)\n"
+    "  -h, --help              print this help and exit\n"
+    "      --version           print the version and exit\n";
+
+static const char *s_file_option =
+    "      --file FILE         client connection file to use instead of the\n"
+    "                          profile's ipcontroller-client.json\n";
+
+static const s_help_t *
+s_find (const char *command)
+{
+    if (!command)
+        command = "";
+    for (int index = 0; index < S_HELPS; index++)
+        if (strcmp (s_helps[index].name, command) == 0)
+            return &s_helps[index];
+    return NULL;
+}
+
+int
+bn_clihelp_print (const char *command, FILE *file)
+{
+    assert (file);
+    const s_help_t *help = s_find (command);
+    if (!help)
+        return -1;
+    fprintf (file, "Usage: banyan %s\n\n", help->usage);
+    fprintf (file, "banyan%s%s: %s.\n", *help->name ? " " : "", help->name,
+             help->summary);
+    if (*help->description)
+        fprintf (file, "\n%s", help->description);
+    if (help->options)
+        fprintf (file, "\nOptions:\n%s", help->options);
+    if (help->cluster_options)
+        fprintf (file, "\nCluster options:\n%s%s%s%s",
+                 help->file_option ? s_file_option : "", s_cluster_options,
+                 help->timeout ? help->timeout : s_timeout_connect,
+                 s_last_options);
+    if (help->exit_status)
+        fprintf (file, "\nExit status:\n%s", help->exit_status);
+    fprintf (file, "\nExamples:\n%s", help->examples);
+    return 0;
+}
+
+const char *
+bn_clihelp_summary (const char *command)
+{
+    const s_help_t *help = s_find (command);
+    return help ? help->summary : NULL;
+}
+
+void
+bn_clihelp_version (FILE *file)
+{
+    assert (file);
+    fprintf (file, "banyan %s\n", BANYAN_VERSION);
+}

@@ -1,0 +1,471 @@
+/*  bn_clusterrec: the record of a started cluster, a small JSON file.  */
+#include "bn_clusterrec.h"
+#include "bn_proctable.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define S_VERSION 1
+#define S_PREFIX "banyan-cluster"
+
+typedef struct {
+    pid_t pid;
+    unsigned long long starttime;
+    int first; //  First engine id it serves
+    int count; //  Engines it runs
+} s_engine_proc_t;
+
+struct _bn_clusterrec_t {
+    char *profile_dir;
+    char *cluster_id;
+    char *profile; //  Profile name, or "" when given by folder
+    int n;         //  Engines asked for
+    int per_process;
+    bool daemonized;
+    time_t started;
+    pid_t supervisor; //  Also the process group id
+    unsigned long long supervisor_start;
+    pid_t controller;
+    unsigned long long controller_start;
+    s_engine_proc_t *engines;
+    size_t engines_size;
+    size_t engines_alloc;
+};
+
+bn_clusterrec_t *
+bn_clusterrec_new (const char *profile_dir, const char *cluster_id)
+{
+    assert (profile_dir);
+    bn_clusterrec_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->profile_dir = strdup (profile_dir);
+    self->cluster_id = strdup (cluster_id ? cluster_id : "");
+    self->profile = strdup ("");
+    self->per_process = 1;
+    self->started = time (NULL);
+    if (!self->profile_dir || !self->cluster_id || !self->profile)
+        bn_clusterrec_destroy (&self);
+    return self;
+}
+
+void
+bn_clusterrec_destroy (bn_clusterrec_t **self_p)
+{
+    assert (self_p);
+    bn_clusterrec_t *self = *self_p;
+    if (self) {
+        free (self->profile_dir);
+        free (self->cluster_id);
+        free (self->profile);
+        free (self->engines);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+bn_clusterrec_t *
+bn_clusterrec_load (const char *path)
+{
+    assert (path);
+    json_error_t error;
+    json_t *root = json_load_file (path, 0, &error);
+    if (!root)
+        return NULL;
+    const char *profile_dir, *cluster_id, *profile = "";
+    json_int_t n = 0, per_process = 1, started = 0;
+    json_int_t supervisor = 0, controller = 0;
+    json_int_t supervisor_start = 0, controller_start = 0;
+    int daemonized = 0;
+    json_t *engines = NULL;
+    int rc = json_unpack_ex (
+        root, &error, 0,
+        "{s:s, s:s, s?s, s?I, s?I, s?b, s?I, s?I, s?I, s?I, s?I, s?o}",
+        "profile_dir", &profile_dir, "cluster_id", &cluster_id, "profile",
+        &profile, "n", &n, "engines_per_process", &per_process, "daemonized",
+        &daemonized, "started", &started, "pgid", &supervisor,
+        "supervisor_start", &supervisor_start, "controller_pid", &controller,
+        "controller_start", &controller_start, "engine_procs", &engines);
+    bn_clusterrec_t *self =
+        rc == 0 ? bn_clusterrec_new (profile_dir, cluster_id) : NULL;
+    if (self) {
+        bn_clusterrec_set_profile (self, profile);
+        bn_clusterrec_set_engines (self, (int)n, (int)per_process);
+        self->daemonized = daemonized;
+        self->started = (time_t)started;
+        self->supervisor = (pid_t)supervisor;
+        self->supervisor_start = (unsigned long long)supervisor_start;
+        self->controller = (pid_t)controller;
+        self->controller_start = (unsigned long long)controller_start;
+        size_t index;
+        json_t *item;
+        json_array_foreach (engines, index, item)
+        {
+            json_int_t pid = 0, start = 0, first = 0, count = 0;
+            if (json_unpack (item, "[IIII]", &pid, &start, &first, &count) !=
+                    0 ||
+                bn_clusterrec_add_engines (self, (pid_t)pid,
+                                           (unsigned long long)start,
+                                           (int)first, (int)count) != 0) {
+                bn_clusterrec_destroy (&self);
+                break;
+            }
+        }
+    }
+    json_decref (root);
+    return self;
+}
+
+int
+bn_clusterrec_save (bn_clusterrec_t *self, const char *path)
+{
+    assert (self);
+    assert (path);
+    json_t *engines = json_array ();
+    for (size_t index = 0; engines && index < self->engines_size; index++) {
+        s_engine_proc_t *proc = &self->engines[index];
+        json_array_append_new (engines,
+                               json_pack ("[IIii]", (json_int_t)proc->pid,
+                                          (json_int_t)proc->starttime,
+                                          proc->first, proc->count));
+    }
+    json_t *root = json_pack (
+        "{s:i, s:s, s:s, s:s, s:i, s:i, s:b, s:I, s:I, s:I, s:I, s:I, s:o*}",
+        "version", S_VERSION, "profile_dir", self->profile_dir, "cluster_id",
+        self->cluster_id, "profile", self->profile, "n", self->n,
+        "engines_per_process", self->per_process, "daemonized",
+        self->daemonized, "started", (json_int_t)self->started, "pgid",
+        (json_int_t)self->supervisor, "supervisor_start",
+        (json_int_t)self->supervisor_start, "controller_pid",
+        (json_int_t)self->controller, "controller_start",
+        (json_int_t)self->controller_start, "engine_procs", engines);
+    if (!root)
+        return -1;
+    char *temp = zsys_sprintf ("%s.%d.tmp", path, (int)getpid ());
+    int rc = temp ? json_dump_file (root, temp, JSON_COMPACT) : -1;
+    json_decref (root);
+    if (rc == 0 && rename (temp, path) != 0)
+        rc = -1;
+    if (rc != 0 && temp)
+        unlink (temp);
+    zstr_free (&temp);
+    return rc == 0 ? 0 : -1;
+}
+
+//  "<profile_dir>/pid/<prefix>[-<cluster_id>]<suffix>"
+static char *
+s_pid_path (const char *profile_dir, const char *prefix, const char *cluster_id,
+            const char *suffix)
+{
+    assert (profile_dir);
+    bool named = cluster_id && *cluster_id;
+    return zsys_sprintf ("%s/pid/%s%s%s%s", profile_dir, prefix,
+                         named ? "-" : "", named ? cluster_id : "", suffix);
+}
+
+char *
+bn_clusterrec_path (const char *profile_dir, const char *cluster_id)
+{
+    return s_pid_path (profile_dir, S_PREFIX, cluster_id, ".json");
+}
+
+char *
+bn_clusterrec_controller_pidfile (const char *profile_dir,
+                                  const char *cluster_id)
+{
+    return s_pid_path (profile_dir, "banyan-controller", cluster_id, ".pid");
+}
+
+pid_t
+bn_clusterrec_controller_pid (const char *profile_dir, const char *cluster_id)
+{
+    char *path = bn_clusterrec_controller_pidfile (profile_dir, cluster_id);
+    FILE *file = path ? fopen (path, "r") : NULL;
+    zstr_free (&path);
+    if (!file)
+        return 0;
+    long pid = 0;
+    if (fscanf (file, "%ld", &pid) != 1)
+        pid = 0;
+    fclose (file);
+    bn_procinfo_t info;
+    //  Linux truncates the name to 15 characters: "banyan-controll"
+    if (pid <= 0 || !bn_proctable_alive ((pid_t)pid, 0) ||
+        bn_proctable_stat ((pid_t)pid, &info) != 0 ||
+        strncmp (info.comm, "banyan-control", 14) != 0)
+        return 0;
+    return (pid_t)pid;
+}
+
+static int
+s_compare_strings (const char *a, const char *b)
+{
+    return strcmp (a, b);
+}
+
+zlist_t *
+bn_clusterrec_ids (const char *profile_dir)
+{
+    zlist_t *ids = zlist_new ();
+    if (!ids)
+        return NULL;
+    zlist_autofree (ids);
+    char *folder = zsys_sprintf ("%s/pid", profile_dir);
+    DIR *dir = folder ? opendir (folder) : NULL;
+    zstr_free (&folder);
+    if (!dir)
+        return ids;
+    struct dirent *entry;
+    size_t prefix = strlen (S_PREFIX);
+    while ((entry = readdir (dir))) {
+        const char *name = entry->d_name;
+        size_t length = strlen (name);
+        if (strncmp (name, S_PREFIX, prefix) != 0 || length < prefix + 5 ||
+            strcmp (name + length - 5, ".json") != 0)
+            continue;
+        const char *rest = name + prefix;
+        size_t rest_length = length - prefix - 5;
+        if (rest_length == 0)
+            zlist_append (ids, "");
+        else if (rest[0] == '-' && rest_length > 1) {
+            char *id = strndup (rest + 1, rest_length - 1);
+            if (id) {
+                zlist_append (ids, id);
+                free (id);
+            }
+        }
+    }
+    closedir (dir);
+    zlist_sort (ids, (zlist_compare_fn *)s_compare_strings);
+    return ids;
+}
+
+static void
+s_replace (char **field, const char *value)
+{
+    char *copy = strdup (value ? value : "");
+    if (copy) {
+        free (*field);
+        *field = copy;
+    }
+}
+
+void
+bn_clusterrec_set_profile (bn_clusterrec_t *self, const char *profile)
+{
+    assert (self);
+    s_replace (&self->profile, profile);
+}
+
+void
+bn_clusterrec_set_engines (bn_clusterrec_t *self, int n, int per_process)
+{
+    assert (self);
+    self->n = n;
+    self->per_process = per_process > 0 ? per_process : 1;
+}
+
+void
+bn_clusterrec_set_daemonized (bn_clusterrec_t *self, bool daemonized)
+{
+    assert (self);
+    self->daemonized = daemonized;
+}
+
+void
+bn_clusterrec_set_supervisor (bn_clusterrec_t *self, pid_t pid,
+                              unsigned long long starttime)
+{
+    assert (self);
+    self->supervisor = pid;
+    self->supervisor_start = starttime;
+}
+
+void
+bn_clusterrec_set_controller (bn_clusterrec_t *self, pid_t pid,
+                              unsigned long long starttime)
+{
+    assert (self);
+    self->controller = pid;
+    self->controller_start = starttime;
+}
+
+int
+bn_clusterrec_add_engines (bn_clusterrec_t *self, pid_t pid,
+                           unsigned long long starttime, int first, int count)
+{
+    assert (self);
+    if (self->engines_size == self->engines_alloc) {
+        size_t alloc = self->engines_alloc ? self->engines_alloc * 2 : 16;
+        s_engine_proc_t *engines =
+            realloc (self->engines, alloc * sizeof *engines);
+        if (!engines)
+            return -1;
+        self->engines = engines;
+        self->engines_alloc = alloc;
+    }
+    self->engines[self->engines_size++] =
+        (s_engine_proc_t){pid, starttime, first, count};
+    return 0;
+}
+
+const char *
+bn_clusterrec_profile_dir (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->profile_dir;
+}
+
+const char *
+bn_clusterrec_cluster_id (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->cluster_id;
+}
+
+const char *
+bn_clusterrec_profile (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->profile;
+}
+
+int
+bn_clusterrec_n (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->n;
+}
+
+int
+bn_clusterrec_per_process (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->per_process;
+}
+
+bool
+bn_clusterrec_daemonized (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->daemonized;
+}
+
+time_t
+bn_clusterrec_started (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->started;
+}
+
+pid_t
+bn_clusterrec_pgid (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->supervisor;
+}
+
+unsigned long long
+bn_clusterrec_supervisor_start (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->supervisor_start;
+}
+
+pid_t
+bn_clusterrec_controller (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->controller;
+}
+
+unsigned long long
+bn_clusterrec_controller_start (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->controller_start;
+}
+
+size_t
+bn_clusterrec_engine_procs (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->engines_size;
+}
+
+int
+bn_clusterrec_engine_proc (bn_clusterrec_t *self, size_t index, pid_t *pid,
+                           unsigned long long *starttime, int *first,
+                           int *count)
+{
+    assert (self);
+    if (index >= self->engines_size)
+        return -1;
+    s_engine_proc_t *proc = &self->engines[index];
+    if (pid)
+        *pid = proc->pid;
+    if (starttime)
+        *starttime = proc->starttime;
+    if (first)
+        *first = proc->first;
+    if (count)
+        *count = proc->count;
+    return 0;
+}
+
+pid_t
+bn_clusterrec_engine_pid (bn_clusterrec_t *self, int engine_id)
+{
+    assert (self);
+    for (size_t index = 0; index < self->engines_size; index++) {
+        s_engine_proc_t *proc = &self->engines[index];
+        if (engine_id >= proc->first && engine_id < proc->first + proc->count)
+            return proc->pid;
+    }
+    return 0;
+}
+
+bn_cluster_state_t
+bn_clusterrec_state (bn_clusterrec_t *self, size_t *live_engine_procs)
+{
+    assert (self);
+    size_t live = 0;
+    for (size_t index = 0; index < self->engines_size; index++)
+        if (bn_proctable_alive (self->engines[index].pid,
+                                self->engines[index].starttime))
+            live++;
+    if (live_engine_procs)
+        *live_engine_procs = live;
+    if (self->controller &&
+        bn_proctable_alive (self->controller, self->controller_start))
+        return BN_CLUSTER_RUNNING;
+    bool supervisor =
+        self->supervisor &&
+        bn_proctable_alive (self->supervisor, self->supervisor_start);
+    if (supervisor && !self->controller)
+        return BN_CLUSTER_STARTING;
+    if (live || supervisor)
+        return BN_CLUSTER_BROKEN;
+    return BN_CLUSTER_STALE;
+}
+
+const char *
+bn_clusterrec_state_name (bn_cluster_state_t state)
+{
+    switch (state) {
+    case BN_CLUSTER_STARTING:
+        return "starting";
+    case BN_CLUSTER_RUNNING:
+        return "running";
+    case BN_CLUSTER_BROKEN:
+        return "broken";
+    default:
+        return "stale";
+    }
+}

@@ -1,0 +1,803 @@
+/*  bn_cmd_cluster: banyan cluster start, stop, list and clean.  */
+#include "bn_clihelp.h"
+#include "bn_cliopts.h"
+#include "bn_clusterrec.h"
+#include "bn_cmd.h"
+#include "bn_connfile.h"
+#include "bn_interrupt.h"
+#include "bn_launcher.h"
+#include "bn_progress.h"
+
+#include "banyan.h"
+
+#include <assert.h>
+#include <czmq.h>
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+//  Seconds to wait for the engines to register unless --timeout says
+#define S_START_TIMEOUT 60.0
+//  Seconds `cluster stop` waits before SIGKILL unless --timeout says: the
+//  supervisor's own stop takes up to 7 s when processes linger
+#define S_STOP_GRACE 10.0
+
+static double
+s_now (void)
+{
+    struct timespec now;
+    clock_gettime (CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+//  Operands where a command takes none are a usage error.
+static int
+s_no_operands (bn_cliopts_t *opts, int argc, char **argv, int first)
+{
+    if (first < argc) {
+        bn_cliopts_usage_error (opts, "unexpected argument '%s'", argv[first]);
+        return -1;
+    }
+    return 0;
+}
+
+// ---------------------------------------------------------------------------
+//  cluster start
+
+typedef struct {
+    long n;
+    long per_process;
+    const char *depth;
+    const char *ip;
+    bool no_wait;
+    bool daemonize;
+    bool foreground;
+    bool quiet;
+} s_start_args_t;
+
+enum {
+    S_OPT_DEPTH = 1,
+    S_OPT_IP,
+    S_OPT_NO_WAIT,
+    S_OPT_DAEMONIZE,
+    S_OPT_FOREGROUND
+};
+
+static int
+s_start_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
+{
+    s_start_args_t *args = data;
+    switch (opt) {
+    case 'n':
+        return bn_cliopts_int (opts, "-n", arg, 0, 1000000, &args->n);
+    case 'k':
+        return bn_cliopts_int (opts, "--engines-per-process", arg, 1, 1000000,
+                               &args->per_process);
+    case S_OPT_DEPTH:
+        args->depth = arg;
+        return bn_cliopts_set (opts, "--depth", "controller.depth", arg);
+    case S_OPT_IP:
+        args->ip = arg;
+        return bn_cliopts_set (opts, "--ip", "controller.ip", arg);
+    case S_OPT_NO_WAIT:
+        args->no_wait = true;
+        return 0;
+    case S_OPT_DAEMONIZE:
+        args->daemonize = true;
+        return 0;
+    case S_OPT_FOREGROUND:
+        args->foreground = true;
+        return 0;
+    case 'q':
+        args->quiet = true;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+//  Exit status 10 with the reason if a cluster or controller of this
+//  profile and cluster id runs; else clear what a dead one left behind.
+static int
+s_check_not_running (bn_cliopts_t *opts)
+{
+    const char *profile_dir = bn_cliopts_profile_dir (opts);
+    const char *cluster_id = bn_cliopts_cluster_id (opts);
+    char *path = bn_clusterrec_path (profile_dir, cluster_id);
+    bn_clusterrec_t *record = path ? bn_clusterrec_load (path) : NULL;
+    free (path);
+    bn_cluster_state_t state =
+        record ? bn_clusterrec_state (record, NULL) : BN_CLUSTER_STALE;
+    pid_t pgid = record ? bn_clusterrec_pgid (record) : 0;
+    bn_clusterrec_destroy (&record);
+    if (state != BN_CLUSTER_STALE) {
+        bn_cliopts_error (opts,
+                          "a cluster is already %s in %s%s%s (process "
+                          "group %d); stop it with: banyan cluster stop%s",
+                          bn_clusterrec_state_name (state), profile_dir,
+                          *cluster_id ? " with cluster id " : "", cluster_id,
+                          (int)pgid, bn_cliopts_selection (opts));
+        return BN_EXIT_ALREADY_RUNNING;
+    }
+    pid_t controller = bn_clusterrec_controller_pid (profile_dir, cluster_id);
+    if (controller > 0) {
+        bn_cliopts_error (opts, "a controller (pid %d) already runs in %s%s%s",
+                          (int)controller, profile_dir,
+                          *cluster_id ? " with cluster id " : "", cluster_id);
+        return BN_EXIT_ALREADY_RUNNING;
+    }
+    bool reuse =
+        bn_config_bool (bn_cliopts_config (opts), "controller.reuse_files");
+    bn_launcher_remove_files (profile_dir, cluster_id, reuse);
+    return BN_EXIT_OK;
+}
+
+static void
+s_print_started (bn_cliopts_t *opts, s_start_args_t *args,
+                 bn_launcher_t *launcher, double elapsed)
+{
+    const char *selection = bn_cliopts_selection (opts);
+    if (args->no_wait)
+        printf ("Cluster starting: %ld engines (process group %d); they "
+                "register in the background.\n",
+                args->n, (int)bn_launcher_pgid (launcher));
+    else
+        printf ("Cluster started: %ld engine%s registered in %.2f s "
+                "(process group %d).\n",
+                args->n, args->n == 1 ? "" : "s", elapsed,
+                (int)bn_launcher_pgid (launcher));
+    printf ("Connection file: %s\n", bn_cliopts_client_file (opts));
+    printf ("Use it:   banyan px%s hostname\n", selection);
+    printf ("Python:   ipp.Client(url_file=\"%s\")\n",
+            bn_cliopts_client_file (opts));
+    if (!args->foreground)
+        printf ("Stop it:  banyan cluster stop%s\n", selection);
+    fflush (stdout);
+}
+
+//  Explain a failed start, with where to look.
+static void
+s_print_failure (bn_cliopts_t *opts, bn_launcher_t *launcher,
+                 const char *problem)
+{
+    char *controller_log = bn_launcher_log_path (launcher, "controller");
+    char *engines_log = bn_launcher_log_path (launcher, "engines");
+    char *cluster_log = bn_launcher_log_path (launcher, "cluster");
+    bn_cliopts_error (opts, "%s; the cluster was stopped", problem);
+    fprintf (stderr, "  logs: %s\n        %s\n        %s\n",
+             controller_log ? controller_log : "",
+             engines_log ? engines_log : "", cluster_log ? cluster_log : "");
+    free (controller_log);
+    free (engines_log);
+    free (cluster_log);
+}
+
+//  Wait until path exists, the supervisor reports a problem, the deadline
+//  passes or the user interrupts. Returns 0, or -1 with *problem set.
+static int
+s_wait_for_file (bn_launcher_t *launcher, const char *path, double deadline,
+                 const char **problem)
+{
+    while (access (path, F_OK) != 0) {
+        if (bn_launcher_poll (launcher, 20) < 0) {
+            *problem = bn_launcher_problem (launcher);
+            return -1;
+        }
+        if (bn_interrupt_count ()) {
+            *problem = "interrupted";
+            return -1;
+        }
+        if (s_now () > deadline) {
+            *problem = "the controller wrote no connection file in time";
+            return -1;
+        }
+    }
+    return 0;
+}
+
+//  Wait until the supervisor has started every engine process.
+static int
+s_wait_for_engine_procs (bn_launcher_t *launcher, double deadline,
+                         const char **problem)
+{
+    while (true) {
+        int rc = bn_launcher_poll (launcher, 20);
+        if (rc > 0)
+            return 0;
+        if (rc < 0) {
+            *problem = bn_launcher_problem (launcher);
+            return -1;
+        }
+        if (bn_interrupt_count ()) {
+            *problem = "interrupted";
+            return -1;
+        }
+        if (s_now () > deadline) {
+            *problem = "the engine processes were not started in time";
+            return -1;
+        }
+    }
+}
+
+//  Wait until n engines are registered, showing "registered 37/64" on a
+//  terminal. Returns 0, or -1 with the reason in problem.
+static int
+s_wait_for_registration (bn_cliopts_t *opts, bn_launcher_t *launcher, long n,
+                         double deadline, char *problem, size_t problem_size)
+{
+    double left = deadline - s_now ();
+    int error = 0;
+    bn_client_t *client = bn_client_new (bn_cliopts_client_file (opts),
+                                         left > 0.1 ? left : 0.1, &error);
+    if (!client) {
+        snprintf (problem, problem_size, "cannot connect to the controller: %s",
+                  bn_strerror (error));
+        return -1;
+    }
+    bn_progress_t *progress = bn_progress_new (stderr, "registered", 0.0);
+    int rc = -1;
+    while (true) {
+        size_t count = bn_client_engine_count (client);
+        if (progress)
+            bn_progress_update (progress, count, (size_t)n);
+        int wait = bn_client_wait_for_engines (client, (size_t)n, 0.05);
+        if (wait == 0) {
+            rc = 0;
+            break;
+        }
+        if (wait != BN_ETIMEDOUT) {
+            snprintf (problem, problem_size, "the controller went away: %s",
+                      bn_strerror (wait));
+            break;
+        }
+        if (bn_launcher_poll (launcher, 0) < 0) {
+            snprintf (problem, problem_size, "%s",
+                      bn_launcher_problem (launcher));
+            break;
+        }
+        if (bn_interrupt_count ()) {
+            snprintf (problem, problem_size, "interrupted");
+            break;
+        }
+        if (s_now () > deadline) {
+            snprintf (problem, problem_size,
+                      "only %zu of %ld engines registered in time",
+                      bn_client_engine_count (client), n);
+            break;
+        }
+    }
+    bn_progress_destroy (&progress);
+    bn_client_destroy (&client);
+    return rc;
+}
+
+//  --foreground: stay until Ctrl-C or the cluster ends, then stop it.
+static int
+s_foreground (bn_cliopts_t *opts, bn_launcher_t *launcher)
+{
+    while (!bn_interrupt_count ()) {
+        if (bn_launcher_poll (launcher, 200) < 0) {
+            bn_cliopts_error (opts, "%s", bn_launcher_problem (launcher));
+            bn_launcher_abort (launcher);
+            return BN_EXIT_FAILURE;
+        }
+    }
+    fprintf (stderr, "Stopping the cluster...\n");
+    int rc = bn_launcher_stop (bn_cliopts_profile_dir (opts),
+                               bn_cliopts_cluster_id (opts), S_STOP_GRACE,
+                               false, NULL);
+    bn_launcher_abort (launcher);
+    return rc < 0 ? BN_EXIT_FAILURE : BN_EXIT_OK;
+}
+
+static int
+s_start (int argc, char **argv)
+{
+    bn_cliopts_t *opts = bn_cliopts_new (
+        "cluster start", BN_CLIOPTS_CLUSTER | BN_CLIOPTS_PERMUTE);
+    if (!opts)
+        return BN_EXIT_FAILURE;
+    s_start_args_t args = {.n = -1, .per_process = 1};
+    static const struct option options[] = {
+        {"n", required_argument, NULL, 'n'},
+        {"engines-per-process", required_argument, NULL, 'k'},
+        {"depth", required_argument, NULL, S_OPT_DEPTH},
+        {"ip", required_argument, NULL, S_OPT_IP},
+        {"no-wait", no_argument, NULL, S_OPT_NO_WAIT},
+        {"daemonize", no_argument, NULL, S_OPT_DAEMONIZE},
+        {"foreground", no_argument, NULL, S_OPT_FOREGROUND},
+        {"quiet", no_argument, NULL, 'q'},
+        {NULL, 0, NULL, 0}};
+    int first = bn_cliopts_parse (opts, argc, argv, "n:k:q", options,
+                                  s_start_option, &args);
+    int status = BN_EXIT_USAGE;
+    if (first == BN_CLIOPTS_DONE)
+        status = BN_EXIT_OK;
+    if (first < 0 || s_no_operands (opts, argc, argv, first) != 0)
+        goto done;
+    if (args.n < 0) {
+        bn_cliopts_usage_error (opts, "-n N is required");
+        goto done;
+    }
+    if (args.foreground && (args.daemonize || args.no_wait)) {
+        bn_cliopts_usage_error (opts, "--foreground excludes --daemonize and "
+                                      "--no-wait");
+        goto done;
+    }
+    status = s_check_not_running (opts);
+    if (status != BN_EXIT_OK)
+        goto done;
+
+    status = BN_EXIT_FAILURE;
+    char *controller = bn_launcher_find_program ("banyan-controller");
+    char *engine = bn_launcher_find_program ("banyan-engine");
+    if (!controller || !engine) {
+        bn_cliopts_error (opts, "cannot find %s next to banyan or on PATH",
+                          controller ? "banyan-engine" : "banyan-controller");
+        free (controller);
+        free (engine);
+        goto done;
+    }
+    bn_config_t *config = bn_cliopts_config (opts);
+    bn_launcher_t *launcher = bn_launcher_new (bn_cliopts_profile_dir (opts),
+                                               bn_cliopts_cluster_id (opts));
+    if (!launcher) {
+        free (controller);
+        free (engine);
+        goto done;
+    }
+    bn_launcher_set_programs (launcher, controller, engine);
+    free (controller);
+    free (engine);
+    //  A profile given by folder has no name to show in `cluster list`
+    bool by_folder = strstr (bn_cliopts_selection (opts), "--profile-dir");
+    bn_launcher_set_profile (
+        launcher, by_folder ? "" : bn_config_str (config, "profile.name"));
+    bn_launcher_set_engines (launcher, (int)args.n, (int)args.per_process);
+    bn_launcher_set_daemonize (launcher, args.daemonize);
+    char depth[16];
+    snprintf (depth, sizeof depth, "%d",
+              bn_config_int (config, "controller.depth"));
+    bn_launcher_add_controller_arg (launcher, "--depth");
+    bn_launcher_add_controller_arg (launcher, depth);
+    bn_launcher_add_controller_arg (launcher, "--ip");
+    bn_launcher_add_controller_arg (launcher,
+                                    bn_config_str (config, "controller.ip"));
+    //  Both programs get what decided this command's settings
+    const char *level = bn_config_str (config, "log.level");
+    const char *config_file = bn_cliopts_config_file (opts);
+    bn_launcher_add_controller_arg (launcher, "--log-level");
+    bn_launcher_add_controller_arg (launcher, level);
+    bn_launcher_add_engine_arg (launcher, "--log-level");
+    bn_launcher_add_engine_arg (launcher, level);
+    if (config_file) {
+        bn_launcher_add_controller_arg (launcher, "--config");
+        bn_launcher_add_controller_arg (launcher, config_file);
+        bn_launcher_add_engine_arg (launcher, "--config");
+        bn_launcher_add_engine_arg (launcher, config_file);
+    }
+    double timeout = bn_cliopts_timeout_given (opts) ? bn_cliopts_timeout (opts)
+                                                     : S_START_TIMEOUT;
+    bn_launcher_set_timeout (launcher, timeout);
+
+    bn_interrupt_install ();
+    double start = s_now ();
+    double deadline = start + timeout;
+    if (bn_launcher_start (launcher) != 0) {
+        bn_cliopts_error (opts, "cannot start the cluster: %s",
+                          strerror (errno));
+        bn_launcher_destroy (&launcher);
+        goto done;
+    }
+    const char *problem = NULL;
+    char reason[256] = "";
+    if (s_wait_for_file (launcher, bn_cliopts_client_file (opts), deadline,
+                         &problem) == 0 &&
+        s_wait_for_engine_procs (launcher, deadline, &problem) == 0) {
+        if (!args.no_wait &&
+            s_wait_for_registration (opts, launcher, args.n, deadline, reason,
+                                     sizeof reason) != 0)
+            problem = reason;
+    }
+    if (problem) {
+        if (bn_interrupt_count ()) {
+            bn_launcher_abort (launcher);
+            status = BN_EXIT_INTERRUPTED;
+        } else {
+            s_print_failure (opts, launcher, problem);
+            bn_launcher_abort (launcher);
+        }
+    } else {
+        if (!args.quiet || args.foreground)
+            s_print_started (opts, &args, launcher, s_now () - start);
+        status = args.foreground ? s_foreground (opts, launcher) : BN_EXIT_OK;
+    }
+    bn_launcher_destroy (&launcher);
+done:
+    bn_cliopts_destroy (&opts);
+    return status;
+}
+
+// ---------------------------------------------------------------------------
+//  cluster stop
+
+static int
+s_quiet_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
+{
+    if (opt != 'q')
+        return -1;
+    *(bool *)data = true;
+    return 0;
+}
+
+static const struct option s_quiet_options[] = {
+    {"quiet", no_argument, NULL, 'q'}, {NULL, 0, NULL, 0}};
+
+static int
+s_stop (int argc, char **argv)
+{
+    bn_cliopts_t *opts = bn_cliopts_new (
+        "cluster stop", BN_CLIOPTS_CLUSTER | BN_CLIOPTS_PERMUTE);
+    if (!opts)
+        return BN_EXIT_FAILURE;
+    bool quiet = false;
+    int first = bn_cliopts_parse (opts, argc, argv, "q", s_quiet_options,
+                                  s_quiet_option, &quiet);
+    int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
+    if (first < 0 || s_no_operands (opts, argc, argv, first) != 0) {
+        bn_cliopts_destroy (&opts);
+        return status;
+    }
+    const char *profile_dir = bn_cliopts_profile_dir (opts);
+    const char *cluster_id = bn_cliopts_cluster_id (opts);
+    double grace = bn_cliopts_timeout_given (opts) ? bn_cliopts_timeout (opts)
+                                                   : S_STOP_GRACE;
+    bool reuse =
+        bn_config_bool (bn_cliopts_config (opts), "controller.reuse_files");
+    int count = 0;
+    int rc = bn_launcher_stop (profile_dir, cluster_id, grace, reuse, &count);
+    const char *which = *cluster_id ? " with cluster id " : "";
+    if (rc == BN_LAUNCHER_STOPPED) {
+        if (!quiet)
+            printf ("Cluster stopped (%d process%s).\n", count,
+                    count == 1 ? "" : "es");
+        status = BN_EXIT_OK;
+    } else if (rc == BN_LAUNCHER_NOT_RUNNING) {
+        bn_cliopts_error (opts,
+                          "the cluster in %s%s%s was not running; removed "
+                          "its stale files",
+                          profile_dir, which, cluster_id);
+        status = BN_EXIT_ALREADY_STOPPED;
+    } else if (rc == BN_LAUNCHER_NO_CLUSTER) {
+        pid_t controller =
+            bn_clusterrec_controller_pid (profile_dir, cluster_id);
+        if (controller > 0)
+            bn_cliopts_error (opts,
+                              "no cluster was started in %s%s%s, but a "
+                              "controller runs there (pid %d): it was not "
+                              "started by 'banyan cluster start'",
+                              profile_dir, which, cluster_id, (int)controller);
+        else
+            bn_cliopts_error (opts, "no cluster is running in %s%s%s",
+                              profile_dir, which, cluster_id);
+        status = BN_EXIT_ALREADY_STOPPED;
+    } else {
+        bn_cliopts_error (opts, "some processes of the cluster would not end");
+        status = BN_EXIT_FAILURE;
+    }
+    bn_cliopts_destroy (&opts);
+    return status;
+}
+
+// ---------------------------------------------------------------------------
+//  cluster list
+
+//  Profile folders to look at: the one given, else every profile_* folder
+//  under profile.dir_root. A list of strings the caller destroys.
+static zlist_t *
+s_profile_dirs (bn_cliopts_t *opts)
+{
+    zlist_t *dirs = zlist_new ();
+    if (!dirs)
+        return NULL;
+    zlist_autofree (dirs);
+    if (bn_cliopts_profile_given (opts)) {
+        zlist_append (dirs, (void *)bn_cliopts_profile_dir (opts));
+        return dirs;
+    }
+    //  The root is the folder of any profile
+    char *some = bn_config_profile_dir (bn_cliopts_config (opts), "x");
+    char *slash = some ? strrchr (some, '/') : NULL;
+    if (!slash) {
+        free (some);
+        return dirs;
+    }
+    *slash = 0;
+    DIR *dir = opendir (*some ? some : "/");
+    struct dirent *entry;
+    while (dir && (entry = readdir (dir)))
+        if (strncmp (entry->d_name, "profile_", 8) == 0) {
+            char *path = zsys_sprintf ("%s/%s", some, entry->d_name);
+            if (path && zsys_file_exists (path))
+                zlist_append (dirs, path);
+            free (path);
+        }
+    if (dir)
+        closedir (dir);
+    free (some);
+    zlist_sort (dirs, (zlist_compare_fn *)strcmp);
+    return dirs;
+}
+
+//  Cluster ids of controller pid files in profile_dir/pid.
+static zlist_t *
+s_controller_ids (const char *profile_dir)
+{
+    zlist_t *ids = zlist_new ();
+    if (!ids)
+        return NULL;
+    zlist_autofree (ids);
+    char *folder = zsys_sprintf ("%s/pid", profile_dir);
+    DIR *dir = folder ? opendir (folder) : NULL;
+    free (folder);
+    struct dirent *entry;
+    const char *prefix = "banyan-controller";
+    size_t prefix_size = strlen (prefix);
+    while (dir && (entry = readdir (dir))) {
+        const char *name = entry->d_name;
+        size_t length = strlen (name);
+        if (strncmp (name, prefix, prefix_size) != 0 ||
+            length < prefix_size + 4 || strcmp (name + length - 4, ".pid") != 0)
+            continue;
+        if (length == prefix_size + 4)
+            zlist_append (ids, "");
+        else if (name[prefix_size] == '-' && length > prefix_size + 5) {
+            char *id =
+                strndup (name + prefix_size + 1, length - prefix_size - 5);
+            if (id)
+                zlist_append (ids, id);
+            free (id);
+        }
+    }
+    if (dir)
+        closedir (dir);
+    return ids;
+}
+
+static void
+s_list_profile (const char *profile_dir, bool *any)
+{
+    zlist_t *ids = bn_clusterrec_ids (profile_dir);
+    for (char *id = ids ? zlist_first (ids) : NULL; id; id = zlist_next (ids)) {
+        char *path = bn_clusterrec_path (profile_dir, id);
+        bn_clusterrec_t *record = path ? bn_clusterrec_load (path) : NULL;
+        free (path);
+        if (!record)
+            continue;
+        size_t live = 0;
+        bn_cluster_state_t state = bn_clusterrec_state (record, &live);
+        char procs[32], started[32] = "-";
+        snprintf (procs, sizeof procs, "%zu/%zu", live,
+                  bn_clusterrec_engine_procs (record));
+        time_t when = bn_clusterrec_started (record);
+        struct tm tm;
+        if (when && localtime_r (&when, &tm))
+            strftime (started, sizeof started, "%Y-%m-%d %H:%M:%S", &tm);
+        const char *profile = bn_clusterrec_profile (record);
+        printf ("%-16s %-16s %-8s %7d %9s %7d  %s\n",
+                *profile ? profile : profile_dir, *id ? id : "''",
+                bn_clusterrec_state_name (state), bn_clusterrec_n (record),
+                procs, (int)bn_clusterrec_pgid (record), started);
+        *any = true;
+        bn_clusterrec_destroy (&record);
+    }
+    //  Controllers started by hand have a pid file but no record
+    zlist_t *controllers = s_controller_ids (profile_dir);
+    for (char *id = controllers ? zlist_first (controllers) : NULL; id;
+         id = zlist_next (controllers)) {
+        char *path = bn_clusterrec_path (profile_dir, id);
+        bool recorded = path && access (path, F_OK) == 0;
+        free (path);
+        if (recorded || bn_clusterrec_controller_pid (profile_dir, id) <= 0)
+            continue;
+        printf ("%-16s %-16s %-8s %7s %9s %7s  %s\n", profile_dir,
+                *id ? id : "''", "running", "-", "-", "-",
+                "- (controller only)");
+        *any = true;
+    }
+    zlist_destroy (&controllers);
+    zlist_destroy (&ids);
+}
+
+static int
+s_list (int argc, char **argv)
+{
+    bn_cliopts_t *opts = bn_cliopts_new (
+        "cluster list", BN_CLIOPTS_CLUSTER | BN_CLIOPTS_PERMUTE);
+    if (!opts)
+        return BN_EXIT_FAILURE;
+    int first = bn_cliopts_parse (opts, argc, argv, "", NULL, NULL, NULL);
+    int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
+    if (first >= 0 && s_no_operands (opts, argc, argv, first) == 0) {
+        zlist_t *dirs = s_profile_dirs (opts);
+        printf ("%-16s %-16s %-8s %7s %9s %7s  %s\n", "PROFILE", "CLUSTER ID",
+                "STATE", "ENGINES", "PROCESSES", "PGID", "STARTED");
+        bool any = false;
+        for (char *dir = dirs ? zlist_first (dirs) : NULL; dir;
+             dir = zlist_next (dirs))
+            s_list_profile (dir, &any);
+        zlist_destroy (&dirs);
+        status = BN_EXIT_OK;
+    }
+    bn_cliopts_destroy (&opts);
+    return status;
+}
+
+// ---------------------------------------------------------------------------
+//  cluster clean
+
+static void
+s_remove (const char *path, bool quiet, int *removed)
+{
+    if (path && unlink (path) == 0) {
+        (*removed)++;
+        if (!quiet)
+            printf ("removed %s\n", path);
+    }
+}
+
+//  Remove every file of a stale cluster id: record, pid file, connection
+//  files, logs.
+static void
+s_clean_id (const char *profile_dir, const char *id, bool quiet, int *removed)
+{
+    char *paths[8] = {NULL};
+    bool named = *id;
+    paths[0] = bn_clusterrec_path (profile_dir, id);
+    paths[1] = bn_clusterrec_controller_pidfile (profile_dir, id);
+    paths[2] = bn_connfile_path (profile_dir, id, BN_CONNFILE_CLIENT);
+    paths[3] = bn_connfile_path (profile_dir, id, BN_CONNFILE_ENGINE);
+    const char *logs[] = {"cluster", "controller", "engines"};
+    for (int index = 0; index < 3; index++)
+        paths[4 + index] =
+            zsys_sprintf ("%s/log/banyan-%s%s%s.log", profile_dir, logs[index],
+                          named ? "-" : "", named ? id : "");
+    for (int index = 0; index < 7; index++) {
+        s_remove (paths[index], quiet, removed);
+        free (paths[index]);
+    }
+}
+
+//  Cluster ids of the connection files in profile_dir/security.
+static void
+s_connfile_ids (const char *profile_dir, zlist_t *ids)
+{
+    char *folder = zsys_sprintf ("%s/security", profile_dir);
+    DIR *dir = folder ? opendir (folder) : NULL;
+    free (folder);
+    struct dirent *entry;
+    const char *suffixes[] = {"-client.json", "-engine.json"};
+    while (dir && (entry = readdir (dir))) {
+        const char *name = entry->d_name;
+        size_t length = strlen (name);
+        if (strncmp (name, "ipcontroller", 12) != 0)
+            continue;
+        for (int index = 0; index < 2; index++) {
+            size_t suffix = strlen (suffixes[index]);
+            if (length < 12 + suffix ||
+                strcmp (name + length - suffix, suffixes[index]) != 0)
+                continue;
+            if (length == 12 + suffix)
+                zlist_append (ids, "");
+            else if (name[12] == '-' && length > 13 + suffix) {
+                char *id = strndup (name + 13, length - 13 - suffix);
+                if (id)
+                    zlist_append (ids, id);
+                free (id);
+            }
+        }
+    }
+    if (dir)
+        closedir (dir);
+}
+
+static int
+s_clean (int argc, char **argv)
+{
+    bn_cliopts_t *opts = bn_cliopts_new (
+        "cluster clean", BN_CLIOPTS_CLUSTER | BN_CLIOPTS_PERMUTE);
+    if (!opts)
+        return BN_EXIT_FAILURE;
+    bool quiet = false;
+    int first = bn_cliopts_parse (opts, argc, argv, "q", s_quiet_options,
+                                  s_quiet_option, &quiet);
+    int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
+    if (first < 0 || s_no_operands (opts, argc, argv, first) != 0) {
+        bn_cliopts_destroy (&opts);
+        return status;
+    }
+    const char *profile_dir = bn_cliopts_profile_dir (opts);
+    //  Every cluster id that left a trace: records, pid files, connection
+    //  files
+    zlist_t *ids = bn_clusterrec_ids (profile_dir);
+    zlist_t *more = s_controller_ids (profile_dir);
+    if (ids && more)
+        for (char *id = zlist_first (more); id; id = zlist_next (more))
+            zlist_append (ids, id);
+    if (ids)
+        s_connfile_ids (profile_dir, ids);
+    zlist_destroy (&more);
+    zhashx_t *done = zhashx_new ();
+    int removed = 0, running = 0;
+    for (char *id = ids ? zlist_first (ids) : NULL; id && done;
+         id = zlist_next (ids)) {
+        if (zhashx_lookup (done, id))
+            continue;
+        zhashx_insert (done, id, (void *)1);
+        char *path = bn_clusterrec_path (profile_dir, id);
+        bn_clusterrec_t *record = path ? bn_clusterrec_load (path) : NULL;
+        free (path);
+        bool alive = (record &&
+                      bn_clusterrec_state (record, NULL) != BN_CLUSTER_STALE) ||
+                     bn_clusterrec_controller_pid (profile_dir, id) > 0;
+        bn_clusterrec_destroy (&record);
+        if (alive)
+            running++;
+        else
+            s_clean_id (profile_dir, id, quiet, &removed);
+    }
+    zhashx_destroy (&done);
+    zlist_destroy (&ids);
+    if (!quiet) {
+        if (running)
+            printf ("left %d running cluster%s alone\n", running,
+                    running == 1 ? "" : "s");
+        if (!removed)
+            printf ("nothing to clean in %s\n", profile_dir);
+    }
+    bn_cliopts_destroy (&opts);
+    return BN_EXIT_OK;
+}
+
+// ---------------------------------------------------------------------------
+
+int
+bn_cmd_cluster (int argc, char **argv)
+{
+    assert (argc >= 1);
+    const char *sub = argc > 1 ? argv[1] : NULL;
+    if (!sub || strcmp (sub, "-h") == 0 || strcmp (sub, "--help") == 0) {
+        bn_clihelp_print ("cluster", sub ? stdout : stderr);
+        return sub ? BN_EXIT_OK : BN_EXIT_USAGE;
+    }
+    if (strcmp (sub, "--version") == 0) {
+        bn_clihelp_version (stdout);
+        return BN_EXIT_OK;
+    }
+    //  The subcommand's own argv: argv[0] names it
+    char *name = zsys_sprintf ("cluster %s", sub);
+    argv[1] = name;
+    int status;
+    if (strcmp (sub, "start") == 0)
+        status = s_start (argc - 1, argv + 1);
+    else if (strcmp (sub, "stop") == 0)
+        status = s_stop (argc - 1, argv + 1);
+    else if (strcmp (sub, "list") == 0)
+        status = s_list (argc - 1, argv + 1);
+    else if (strcmp (sub, "clean") == 0)
+        status = s_clean (argc - 1, argv + 1);
+    else {
+        fprintf (stderr,
+                 "banyan cluster: unknown command '%s'\n"
+                 "Try 'banyan cluster --help' for more information.\n",
+                 sub);
+        status = BN_EXIT_USAGE;
+    }
+    argv[1] = (char *)sub;
+    free (name);
+    return status;
+}

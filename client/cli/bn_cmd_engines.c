@@ -1,0 +1,202 @@
+/*  bn_cmd_engines: banyan engines, the registered engines, and banyan
+    status, a summary of a cluster.  */
+#include "bn_cliclient.h"
+#include "bn_cliopts.h"
+#include "bn_clusterrec.h"
+#include "bn_cmd.h"
+#include "bn_connfile.h"
+#include "bn_proctable.h"
+
+#include <czmq.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+//  The record of the cluster the options select, if this host started it
+//  and the client file is that cluster's; NULL otherwise.
+static bn_clusterrec_t *
+s_record (bn_cliopts_t *opts)
+{
+    const char *profile_dir = bn_cliopts_profile_dir (opts);
+    const char *cluster_id = bn_cliopts_cluster_id (opts);
+    char *path = bn_clusterrec_path (profile_dir, cluster_id);
+    bn_clusterrec_t *record = path ? bn_clusterrec_load (path) : NULL;
+    free (path);
+    if (record && bn_cliopts_file_given (opts)) {
+        char *own =
+            bn_connfile_path (profile_dir, cluster_id, BN_CONNFILE_CLIENT);
+        char given_real[PATH_MAX], own_real[PATH_MAX];
+        bool same = own && realpath (own, own_real) &&
+                    realpath (bn_cliopts_client_file (opts), given_real) &&
+                    strcmp (own_real, given_real) == 0;
+        free (own);
+        if (!same)
+            bn_clusterrec_destroy (&record);
+    }
+    return record;
+}
+
+static int
+s_targets_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
+{
+    if (opt != 't')
+        return -1;
+    return bn_cliclient_targets (opts, arg, (bn_idset_t **)data);
+}
+
+int
+bn_cmd_engines (int argc, char **argv)
+{
+    bn_cliopts_t *opts = bn_cliopts_new (
+        "engines", BN_CLIOPTS_CLUSTER | BN_CLIOPTS_FILE | BN_CLIOPTS_PERMUTE);
+    if (!opts)
+        return BN_EXIT_FAILURE;
+    bn_idset_t *targets = NULL;
+    static const struct option options[] = {
+        {"targets", required_argument, NULL, 't'}, {NULL, 0, NULL, 0}};
+    int first = bn_cliopts_parse (opts, argc, argv, "t:", options,
+                                  s_targets_option, &targets);
+    int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
+    if (first >= 0 && first < argc) {
+        bn_cliopts_usage_error (opts, "unexpected argument '%s'", argv[first]);
+        first = BN_CLIOPTS_USAGE;
+    }
+    if (first < 0) {
+        bn_idset_destroy (&targets);
+        bn_cliopts_destroy (&opts);
+        return status;
+    }
+    bn_client_t *client = bn_cliclient_connect (opts, &status);
+    if (!client) {
+        bn_idset_destroy (&targets);
+        bn_cliopts_destroy (&opts);
+        return status;
+    }
+    bn_idset_t *ids = bn_client_ids (client);
+    if (ids && targets)
+        for (int id = bn_idset_first (ids); id >= 0;
+             id = bn_idset_next (ids, id))
+            if (!bn_idset_contains (targets, id))
+                bn_idset_remove (ids, id);
+    bn_queue_status_t *queues = NULL;
+    size_t nqueues = 0;
+    if (ids && bn_idset_count (ids) &&
+        bn_client_queue_status (client, ids, bn_cliopts_timeout (opts), &queues,
+                                &nqueues, NULL) != 0)
+        queues = NULL;
+    bn_clusterrec_t *record = s_record (opts);
+    char host[256] = "-";
+    if (record)
+        gethostname (host, sizeof host);
+
+    printf ("%-5s %-36s %-16s %-8s %-8s %s\n", "ID", "UUID", "HOST", "PID",
+            "STATE", "QUEUE");
+    for (int id = ids ? bn_idset_first (ids) : -1; id >= 0;
+         id = bn_idset_next (ids, id)) {
+        char uuid[64] = "-";
+        bn_client_engine_uuid (client, id, uuid, sizeof uuid);
+        char pid[16] = "-", queue[16] = "-";
+        const char *state = "registered";
+        pid_t engine_pid = record ? bn_clusterrec_engine_pid (record, id) : 0;
+        if (engine_pid > 0) {
+            snprintf (pid, sizeof pid, "%d", (int)engine_pid);
+            if (!bn_proctable_alive (engine_pid, 0))
+                state = "gone";
+        }
+        for (size_t index = 0; queues && index < nqueues; index++)
+            if (queues[index].engine_id == id) {
+                int waiting = queues[index].queue + queues[index].tasks;
+                snprintf (queue, sizeof queue, "%d", waiting);
+                if (strcmp (state, "gone") != 0)
+                    state = waiting ? "busy" : "idle";
+            }
+        printf ("%-5d %-36s %-16s %-8s %-8s %s\n", id, uuid,
+                engine_pid > 0 ? host : "-", pid, state, queue);
+    }
+    if (!ids || bn_idset_count (ids) == 0)
+        fprintf (stderr, "banyan engines: no engines are registered\n");
+    free (queues);
+    bn_clusterrec_destroy (&record);
+    bn_idset_destroy (&ids);
+    bn_idset_destroy (&targets);
+    bn_client_destroy (&client);
+    bn_cliopts_destroy (&opts);
+    return BN_EXIT_OK;
+}
+
+int
+bn_cmd_status (int argc, char **argv)
+{
+    bn_cliopts_t *opts = bn_cliopts_new (
+        "status", BN_CLIOPTS_CLUSTER | BN_CLIOPTS_FILE | BN_CLIOPTS_PERMUTE);
+    if (!opts)
+        return BN_EXIT_FAILURE;
+    int first = bn_cliopts_parse (opts, argc, argv, "", NULL, NULL, NULL);
+    int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
+    if (first >= 0 && first < argc) {
+        bn_cliopts_usage_error (opts, "unexpected argument '%s'", argv[first]);
+        first = BN_CLIOPTS_USAGE;
+    }
+    if (first < 0) {
+        bn_cliopts_destroy (&opts);
+        return status;
+    }
+    const char *file = bn_cliopts_client_file (opts);
+    printf ("connection file: %s\n", file);
+    bn_clusterrec_t *record = s_record (opts);
+    if (record) {
+        size_t live = 0;
+        bn_cluster_state_t state = bn_clusterrec_state (record, &live);
+        printf ("cluster:         %s, process group %d, %zu/%zu engine "
+                "processes alive, %d engines asked for\n",
+                bn_clusterrec_state_name (state),
+                (int)bn_clusterrec_pgid (record), live,
+                bn_clusterrec_engine_procs (record), bn_clusterrec_n (record));
+    } else
+        printf ("cluster:         not started by 'banyan cluster start' on "
+                "this host\n");
+    fflush (stdout);
+    bn_client_t *client = bn_cliclient_connect (opts, &status);
+    if (!client) {
+        printf ("controller:      unreachable\n");
+        bn_clusterrec_destroy (&record);
+        bn_cliopts_destroy (&opts);
+        return status;
+    }
+    printf ("controller:      reachable\n");
+    bn_idset_t *ids = bn_client_ids (client);
+    char *text = ids ? bn_idset_format (ids) : NULL;
+    printf ("engines:         %zu registered%s%s\n",
+            ids ? bn_idset_count (ids) : 0,
+            ids && bn_idset_count (ids) ? ": " : "",
+            ids && bn_idset_count (ids) && text ? text : "");
+    free (text);
+    bn_queue_status_t *queues = NULL;
+    size_t nqueues = 0;
+    int unassigned = 0;
+    int rc =
+        ids && bn_idset_count (ids)
+            ? bn_client_queue_status (client, NULL, bn_cliopts_timeout (opts),
+                                      &queues, &nqueues, &unassigned)
+            : 0;
+    if (rc == 0) {
+        long queued = 0, tasks = 0, completed = 0;
+        for (size_t index = 0; index < nqueues; index++) {
+            queued += queues[index].queue;
+            tasks += queues[index].tasks;
+            completed += queues[index].completed;
+        }
+        printf ("queues:          %ld direct requests waiting or running, "
+                "%ld tasks assigned, %d unassigned, %ld completed\n",
+                queued, tasks, unassigned, completed);
+    } else
+        printf ("queues:          unknown (%s)\n", bn_strerror (rc));
+    free (queues);
+    bn_idset_destroy (&ids);
+    bn_client_destroy (&client);
+    bn_clusterrec_destroy (&record);
+    bn_cliopts_destroy (&opts);
+    return rc == 0 ? BN_EXIT_OK : BN_EXIT_FAILURE;
+}

@@ -1,0 +1,159 @@
+/*  bn_cmd_px: banyan px, a shell command on engines.  */
+#include "bn_cliclient.h"
+#include "bn_cliopts.h"
+#include "bn_cmd.h"
+#include "bn_gather.h"
+#include "bn_pxout.h"
+
+#include <czmq.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    bn_cliopts_t *opts;
+    bn_idset_t *targets;
+    bool gather;
+    bool max_status;
+    bool quiet;
+    bool broadcast;
+    bn_gather_t *gathered;
+    int largest; //  Largest exit status of the command
+    bool failed; //  Some engine did not run it to its end
+    double timeout;
+} s_px_t;
+
+enum { S_OPT_BROADCAST = 1 };
+
+static int
+s_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
+{
+    s_px_t *self = data;
+    switch (opt) {
+    case 't':
+        return bn_cliclient_targets (opts, arg, &self->targets);
+    case 'b':
+        self->gather = true;
+        return 0;
+    case 'S':
+        self->max_status = true;
+        return 0;
+    case 'q':
+        self->quiet = true;
+        return 0;
+    case S_OPT_BROADCAST:
+        self->broadcast = true;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+static int
+s_execute (bn_view_t *view, void *data, bn_result_t **result_p)
+{
+    return bn_view_execute (view, (const char *)data, result_p);
+}
+
+static void
+s_on_item (bn_result_t *result, size_t index, bool timed_out, void *data)
+{
+    s_px_t *self = data;
+    char status[512];
+    int code;
+    bool failed;
+    bn_cliclient_describe (result, index, timed_out, status, sizeof status,
+                           &code, &failed);
+    if (code > self->largest)
+        self->largest = code;
+    if (failed)
+        self->failed = true;
+    int id = bn_result_engine_id (result, index);
+    const char *out = timed_out ? "" : bn_result_stdout (result, index);
+    const char *err = timed_out ? "" : bn_result_stderr (result, index);
+    out = out ? out : "";
+    err = err ? err : "";
+    if (self->gather) {
+        if (bn_gather_add (self->gathered, id, out, strlen (out), err,
+                           strlen (err), status) != 0)
+            bn_cliopts_error (self->opts, "out of memory");
+        return;
+    }
+    bn_pxout_prefixed (stdout, "stdout", id, out, strlen (out));
+    fflush (stdout);
+    bn_pxout_prefixed (stderr, "stderr", id, err, strlen (err));
+    if (*status && !self->quiet)
+        bn_pxout_prefixed (stderr, "status", id, status, strlen (status));
+}
+
+int
+bn_cmd_px (int argc, char **argv)
+{
+    s_px_t self = {NULL};
+    self.opts = bn_cliopts_new ("px", BN_CLIOPTS_CLUSTER | BN_CLIOPTS_FILE);
+    if (!self.opts)
+        return BN_EXIT_FAILURE;
+    static const struct option options[] = {
+        {"targets", required_argument, NULL, 't'},
+        {"gather", no_argument, NULL, 'b'},
+        {"max-status", no_argument, NULL, 'S'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"broadcast", no_argument, NULL, S_OPT_BROADCAST},
+        {NULL, 0, NULL, 0}};
+    int first = bn_cliopts_parse (self.opts, argc, argv, "t:bSq", options,
+                                  s_option, &self);
+    int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
+    if (first >= 0 && first >= argc) {
+        bn_cliopts_usage_error (self.opts, "missing command to run");
+        first = BN_CLIOPTS_USAGE;
+    }
+    if (first < 0)
+        goto done;
+
+    //  The command's words, joined as pdsh and clush do
+    size_t length = 0;
+    for (int index = first; index < argc; index++)
+        length += strlen (argv[index]) + 1;
+    char *command = calloc (1, length + 1);
+    status = BN_EXIT_FAILURE;
+    if (!command)
+        goto done;
+    for (int index = first; index < argc; index++) {
+        if (index > first)
+            strcat (command, " ");
+        strcat (command, argv[index]);
+    }
+    bn_client_t *client = bn_cliclient_connect (self.opts, &status);
+    bn_view_t *view = NULL;
+    bn_result_t *result = NULL;
+    if (client &&
+        bn_cliclient_call (self.opts, client, self.targets, self.broadcast,
+                           s_execute, command, &view, &result) == 0) {
+        if (self.gather)
+            self.gathered = bn_gather_new ();
+        double timeout = bn_cliopts_timeout_given (self.opts)
+                             ? bn_cliopts_timeout (self.opts)
+                             : -1;
+        status = bn_cliclient_collect (self.opts, view, result, timeout,
+                                       s_on_item, &self);
+        if (status == BN_EXIT_OK) {
+            if (self.gathered)
+                bn_gather_print (self.gathered, stdout, self.quiet);
+            if (self.max_status)
+                status = self.failed ? 255 : self.largest;
+            else
+                status = self.failed ? BN_EXIT_FAILURE : BN_EXIT_OK;
+        } else if (status != BN_EXIT_INTERRUPTED)
+            status = BN_EXIT_FAILURE;
+    }
+    fflush (stdout);
+    bn_result_destroy (&result);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    bn_gather_destroy (&self.gathered);
+    free (command);
+done:
+    bn_idset_destroy (&self.targets);
+    bn_cliopts_destroy (&self.opts);
+    return status;
+}

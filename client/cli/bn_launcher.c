@@ -1,0 +1,886 @@
+/*  bn_launcher: start and stop clusters of controller and engine processes.
+
+    `cluster start` forks a supervisor that leads the cluster's process
+    group (or session, with --daemonize) and is the parent of the
+    controller and every engine process. Because it is their parent, it
+    learns at once when one of them exits; it logs that, tells the waiting
+    `cluster start` through a pipe, and takes the whole cluster down when
+    the controller goes. It is also a child subreaper, so processes that
+    engines started and left behind stay in its tree, where `cluster stop`
+    finds them.  */
+#define _GNU_SOURCE //  pipe2, close_range
+#include "bn_launcher.h"
+#include "bn_clusterrec.h"
+#include "bn_connfile.h"
+#include "bn_log.h"
+#include "bn_proctable.h"
+
+#include <assert.h>
+#include <czmq.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+//  Seconds the supervisor gives the engines to end (and unregister while
+//  the controller is still there), then the controller and whatever is
+//  left, before SIGKILL; seconds to wait for SIGKILL to work
+#define S_ENGINE_GRACE 4.0
+#define S_CONTROLLER_GRACE 3.0
+#define S_KILL_WAIT 5.0
+//  Seconds `cluster start` gives a failed cluster to end
+#define S_ABORT_GRACE 3.0
+
+struct _bn_launcher_t {
+    char *profile_dir;
+    char *cluster_id;
+    char *profile;
+    int n;
+    int per_process;
+    bool daemonize;
+    double timeout;
+    char *controller_path;
+    char *engine_path;
+    zlist_t *controller_args;
+    zlist_t *engine_args;
+    pid_t supervisor; //  0 until started
+    int event_fd;     //  Read end of the supervisor's pipe, or -1
+    char line[1024];  //  Partial event line
+    size_t line_size;
+    char *problem;
+    bool engines_started;
+};
+
+bn_launcher_t *
+bn_launcher_new (const char *profile_dir, const char *cluster_id)
+{
+    assert (profile_dir);
+    bn_launcher_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->profile_dir = strdup (profile_dir);
+    self->cluster_id = strdup (cluster_id ? cluster_id : "");
+    self->profile = strdup ("");
+    self->problem = strdup ("");
+    self->controller_args = zlist_new ();
+    self->engine_args = zlist_new ();
+    self->per_process = 1;
+    self->timeout = 30;
+    self->event_fd = -1;
+    if (!self->profile_dir || !self->cluster_id || !self->profile ||
+        !self->problem || !self->controller_args || !self->engine_args)
+        bn_launcher_destroy (&self);
+    else {
+        zlist_autofree (self->controller_args);
+        zlist_autofree (self->engine_args);
+    }
+    return self;
+}
+
+void
+bn_launcher_destroy (bn_launcher_t **self_p)
+{
+    assert (self_p);
+    bn_launcher_t *self = *self_p;
+    if (self) {
+        if (self->event_fd >= 0)
+            close (self->event_fd);
+        free (self->profile_dir);
+        free (self->cluster_id);
+        free (self->profile);
+        free (self->problem);
+        free (self->controller_path);
+        free (self->engine_path);
+        zlist_destroy (&self->controller_args);
+        zlist_destroy (&self->engine_args);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+void
+bn_launcher_set_profile (bn_launcher_t *self, const char *profile)
+{
+    assert (self);
+    char *copy = strdup (profile ? profile : "");
+    if (copy) {
+        free (self->profile);
+        self->profile = copy;
+    }
+}
+
+void
+bn_launcher_set_engines (bn_launcher_t *self, int n, int per_process)
+{
+    assert (self);
+    assert (n >= 0);
+    self->n = n;
+    self->per_process = per_process > 0 ? per_process : 1;
+}
+
+void
+bn_launcher_set_daemonize (bn_launcher_t *self, bool daemonize)
+{
+    assert (self);
+    self->daemonize = daemonize;
+}
+
+void
+bn_launcher_set_timeout (bn_launcher_t *self, double seconds)
+{
+    assert (self);
+    self->timeout = seconds;
+}
+
+int
+bn_launcher_set_programs (bn_launcher_t *self, const char *controller,
+                          const char *engine)
+{
+    assert (self);
+    char *controller_copy = strdup (controller);
+    char *engine_copy = strdup (engine);
+    if (!controller_copy || !engine_copy) {
+        free (controller_copy);
+        free (engine_copy);
+        return -1;
+    }
+    free (self->controller_path);
+    free (self->engine_path);
+    self->controller_path = controller_copy;
+    self->engine_path = engine_copy;
+    return 0;
+}
+
+int
+bn_launcher_add_controller_arg (bn_launcher_t *self, const char *arg)
+{
+    assert (self);
+    return zlist_append (self->controller_args, (void *)arg);
+}
+
+int
+bn_launcher_add_engine_arg (bn_launcher_t *self, const char *arg)
+{
+    assert (self);
+    return zlist_append (self->engine_args, (void *)arg);
+}
+
+char *
+bn_launcher_find_program (const char *name)
+{
+    assert (name);
+    char exe[PATH_MAX];
+    ssize_t size = readlink ("/proc/self/exe", exe, sizeof exe - 1);
+    if (size > 0) {
+        exe[size] = 0;
+        char *slash = strrchr (exe, '/');
+        if (slash) {
+            *slash = 0;
+            char *path = zsys_sprintf ("%s/%s", exe, name);
+            if (path && access (path, X_OK) == 0)
+                return path;
+            free (path);
+        }
+    }
+    const char *search = getenv ("PATH");
+    while (search && *search) {
+        const char *colon = strchr (search, ':');
+        size_t length = colon ? (size_t)(colon - search) : strlen (search);
+        //  An empty PATH element means the current folder
+        char *path = length
+                         ? zsys_sprintf ("%.*s/%s", (int)length, search, name)
+                         : zsys_sprintf ("./%s", name);
+        if (path && access (path, X_OK) == 0) {
+            if (path[0] != '/') {
+                char cwd[PATH_MAX];
+                if (getcwd (cwd, sizeof cwd)) {
+                    char *absolute = zsys_sprintf ("%s/%s", cwd, path);
+                    free (path);
+                    path = absolute;
+                }
+            }
+            return path;
+        }
+        free (path);
+        search = colon ? colon + 1 : NULL;
+    }
+    return NULL;
+}
+
+char *
+bn_launcher_log_path (bn_launcher_t *self, const char *part)
+{
+    assert (self);
+    bool named = *self->cluster_id;
+    return zsys_sprintf ("%s/log/banyan-%s%s%s.log", self->profile_dir, part,
+                         named ? "-" : "", named ? self->cluster_id : "");
+}
+
+// ---------------------------------------------------------------------------
+//  The supervisor: runs in the forked child, never returns.
+
+typedef struct {
+    bn_launcher_t *launcher;
+    int event_fd; //  Write end of the pipe, -1 once closed
+    bn_clusterrec_t *record;
+    char *record_path;
+    pid_t controller;
+    bool controller_failed; //  The controller ended on its own
+    char *engine_file;
+} s_supervisor_t;
+
+//  Tell the waiting `cluster start`; once it has gone, stop telling.
+static void
+s_event (s_supervisor_t *self, const char *format, ...)
+{
+    if (self->event_fd < 0)
+        return;
+    char line[1024];
+    va_list args;
+    va_start (args, format);
+    int length = vsnprintf (line, sizeof line - 1, format, args);
+    va_end (args);
+    if (length < 0)
+        return;
+    if (length > (int)sizeof line - 2)
+        length = (int)sizeof line - 2;
+    line[length++] = '\n';
+    if (write (self->event_fd, line, (size_t)length) != length) {
+        close (self->event_fd);
+        self->event_fd = -1;
+    }
+}
+
+//  "exited with status 1" or "killed by signal 9 (Killed)"
+static void
+s_describe_status (int status, char *text, size_t size)
+{
+    if (WIFEXITED (status))
+        snprintf (text, size, "exited with status %d", WEXITSTATUS (status));
+    else if (WIFSIGNALED (status))
+        snprintf (text, size, "killed by signal %d (%s)", WTERMSIG (status),
+                  strsignal (WTERMSIG (status)));
+    else
+        snprintf (text, size, "ended with wait status %d", status);
+}
+
+//  "banyan-controller (pid 12)" or "banyan-engine (pid 13, engines 0-3)";
+//  false for a process that is not one of ours (an adopted orphan).
+static bool
+s_describe_process (s_supervisor_t *self, pid_t pid, char *text, size_t size)
+{
+    if (pid == self->controller) {
+        snprintf (text, size, "banyan-controller (pid %d)", (int)pid);
+        return true;
+    }
+    size_t procs = bn_clusterrec_engine_procs (self->record);
+    for (size_t index = 0; index < procs; index++) {
+        pid_t engine;
+        int first, count;
+        bn_clusterrec_engine_proc (self->record, index, &engine, NULL, &first,
+                                   &count);
+        if (engine != pid)
+            continue;
+        if (count == 1)
+            snprintf (text, size, "banyan-engine (pid %d, engine %d)", (int)pid,
+                      first);
+        else
+            snprintf (text, size, "banyan-engine (pid %d, engines %d-%d)",
+                      (int)pid, first, first + count - 1);
+        return true;
+    }
+    return false;
+}
+
+static void
+s_on_reap (pid_t pid, int status, void *arg)
+{
+    s_supervisor_t *self = arg;
+    char what[128], how[128];
+    if (!s_describe_process (self, pid, what, sizeof what))
+        return;
+    s_describe_status (status, how, sizeof how);
+    bn_log_info ("%s %s", what, how);
+}
+
+//  Reap children; returns true if the cluster must come down (the
+//  controller ended).
+static bool
+s_reap (s_supervisor_t *self, bool stopping)
+{
+    bool down = false;
+    int status;
+    pid_t pid;
+    while ((pid = waitpid (-1, &status, WNOHANG)) > 0) {
+        char what[128], how[128];
+        if (!s_describe_process (self, pid, what, sizeof what))
+            continue;
+        s_describe_status (status, how, sizeof how);
+        if (stopping)
+            bn_log_info ("%s %s", what, how);
+        else {
+            bn_log_warn ("%s %s", what, how);
+            s_event (self, "exit %s %s", what, how);
+        }
+        if (pid == self->controller) {
+            self->controller = 0;
+            if (!stopping)
+                self->controller_failed = true;
+            down = true;
+        }
+    }
+    return down;
+}
+
+//  Wait up to ms for a signal in set; returns it, or 0.
+static int
+s_wait_signal (const sigset_t *set, int ms)
+{
+    struct timespec timeout = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    int sig = sigtimedwait (set, NULL, &timeout);
+    return sig > 0 ? sig : 0;
+}
+
+//  Open a log file for a child's stdout and stderr.
+static int
+s_open_log (const char *path, bool truncate)
+{
+    return open (path,
+                 O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
+                     (truncate ? O_TRUNC : 0),
+                 0644);
+}
+
+//  Fork and exec argv with stdin from /dev/null and output to log_fd.
+//  Returns the pid, or -1.
+static pid_t
+s_spawn (s_supervisor_t *self, char **argv, int log_fd)
+{
+    pid_t pid = fork ();
+    if (pid != 0)
+        return pid;
+    //  The child: undo what the supervisor set for itself
+    sigset_t none;
+    sigemptyset (&none);
+    sigprocmask (SIG_SETMASK, &none, NULL);
+    signal (SIGPIPE, SIG_DFL);
+    signal (SIGHUP, SIG_DFL);
+    int null = open ("/dev/null", O_RDONLY);
+    if (null >= 0) {
+        dup2 (null, STDIN_FILENO);
+        close (null);
+    }
+    if (log_fd >= 0) {
+        dup2 (log_fd, STDOUT_FILENO);
+        dup2 (log_fd, STDERR_FILENO);
+    }
+    execv (argv[0], argv);
+    int error = errno;
+    fprintf (stderr, "cannot run %s: %s\n", argv[0], strerror (error));
+    s_event (self, "error cannot run %s: %s", argv[0], strerror (error));
+    _exit (127);
+}
+
+static void
+s_save (s_supervisor_t *self)
+{
+    if (bn_clusterrec_save (self->record, self->record_path) != 0)
+        bn_log_error ("cannot write %s: %s", self->record_path,
+                      strerror (errno));
+}
+
+static unsigned long long
+s_starttime (pid_t pid)
+{
+    bn_procinfo_t info;
+    return bn_proctable_stat (pid, &info) == 0 ? info.starttime : 0;
+}
+
+static pid_t
+s_start_controller (s_supervisor_t *self)
+{
+    bn_launcher_t *launcher = self->launcher;
+    size_t extra = zlist_size (launcher->controller_args);
+    char **argv = calloc (extra + 6, sizeof *argv);
+    char *log_path = bn_launcher_log_path (launcher, "controller");
+    int log_fd = log_path ? s_open_log (log_path, true) : -1;
+    if (log_fd < 0)
+        bn_log_warn ("cannot open %s: %s", log_path ? log_path : "log",
+                     strerror (errno));
+    pid_t pid = -1;
+    if (argv) {
+        size_t argc = 0;
+        argv[argc++] = launcher->controller_path;
+        argv[argc++] = "--profile-dir";
+        argv[argc++] = launcher->profile_dir;
+        if (*launcher->cluster_id) {
+            argv[argc++] = "--cluster-id";
+            argv[argc++] = launcher->cluster_id;
+        }
+        for (char *arg = zlist_first (launcher->controller_args); arg;
+             arg = zlist_next (launcher->controller_args))
+            argv[argc++] = arg;
+        pid = s_spawn (self, argv, log_fd);
+    }
+    if (log_fd >= 0)
+        close (log_fd);
+    free (log_path);
+    free (argv);
+    return pid;
+}
+
+static int
+s_start_engines (s_supervisor_t *self)
+{
+    bn_launcher_t *launcher = self->launcher;
+    char *log_path = bn_launcher_log_path (launcher, "engines");
+    int log_fd = log_path ? s_open_log (log_path, true) : -1;
+    if (log_fd < 0)
+        bn_log_warn ("cannot open %s: %s", log_path ? log_path : "log",
+                     strerror (errno));
+    free (log_path);
+    size_t extra = zlist_size (launcher->engine_args);
+    char **argv = calloc (extra + 8, sizeof *argv);
+    if (!argv) {
+        if (log_fd >= 0)
+            close (log_fd);
+        s_event (self, "error out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (int first = 0; first < launcher->n; first += launcher->per_process) {
+        int count = launcher->n - first < launcher->per_process
+                        ? launcher->n - first
+                        : launcher->per_process;
+        char count_text[16], first_text[16];
+        snprintf (count_text, sizeof count_text, "%d", count);
+        snprintf (first_text, sizeof first_text, "%d", first);
+        size_t argc = 0;
+        argv[argc++] = launcher->engine_path;
+        argv[argc++] = "--file";
+        argv[argc++] = self->engine_file;
+        argv[argc++] = "--count";
+        argv[argc++] = count_text;
+        argv[argc++] = "--id";
+        argv[argc++] = first_text;
+        for (char *arg = zlist_first (launcher->engine_args); arg;
+             arg = zlist_next (launcher->engine_args))
+            argv[argc++] = arg;
+        argv[argc] = NULL;
+        pid_t pid = s_spawn (self, argv, log_fd);
+        if (pid < 0) {
+            s_event (self, "error cannot fork: %s", strerror (errno));
+            rc = -1;
+            break;
+        }
+        bn_clusterrec_add_engines (self->record, pid, s_starttime (pid), first,
+                                   count);
+    }
+    free (argv);
+    if (log_fd >= 0)
+        close (log_fd);
+    s_save (self);
+    return rc;
+}
+
+static double
+s_now (void)
+{
+    struct timespec now;
+    clock_gettime (CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+}
+
+//  Take everything down: the engines first, so that they unregister from
+//  a controller that is still there, then the rest of our group and every
+//  descendant.
+static void
+s_teardown (s_supervisor_t *self)
+{
+    size_t procs = bn_clusterrec_engine_procs (self->record);
+    pid_t *engines = calloc (procs + 1, sizeof *engines);
+    size_t alive = 0;
+    for (size_t index = 0; engines && index < procs; index++) {
+        pid_t pid;
+        unsigned long long start;
+        bn_clusterrec_engine_proc (self->record, index, &pid, &start, NULL,
+                                   NULL);
+        if (bn_proctable_alive (pid, start))
+            engines[alive++] = pid;
+    }
+    if (alive &&
+        bn_proctable_terminate (0, engines, alive, SIGTERM, S_ENGINE_GRACE,
+                                S_KILL_WAIT, s_on_reap, self) < 0)
+        bn_log_error ("some engine processes would not end");
+    free (engines);
+    pid_t me = getpid ();
+    int rc = bn_proctable_terminate (me, &me, 1, SIGTERM, S_CONTROLLER_GRACE,
+                                     S_KILL_WAIT, s_on_reap, self);
+    if (rc < 0)
+        bn_log_error ("some processes of the cluster would not end");
+    else
+        bn_log_info ("cluster stopped");
+}
+
+static void __attribute__ ((noreturn))
+s_supervise (bn_launcher_t *launcher, int event_fd)
+{
+    if (launcher->daemonize)
+        setsid ();
+    else
+        setpgid (0, 0);
+    //  Hold nothing of the caller's open but our pipe: a caller reading our
+    //  output to its end must not wait for the cluster to end
+    close_range (3, (unsigned)event_fd - 1, 0);
+    close_range ((unsigned)event_fd + 1, ~0U, 0);
+    sigset_t set;
+    sigemptyset (&set);
+    sigaddset (&set, SIGCHLD);
+    sigaddset (&set, SIGTERM);
+    sigaddset (&set, SIGINT);
+    sigprocmask (SIG_BLOCK, &set, NULL);
+    //  A gone terminal or `cluster start` must not take the cluster down
+    signal (SIGHUP, SIG_IGN);
+    signal (SIGPIPE, SIG_IGN);
+    prctl (PR_SET_CHILD_SUBREAPER, 1);
+
+    s_supervisor_t self = {.launcher = launcher, .event_fd = event_fd};
+    bn_log_set_default_ident ("supervisor");
+    bn_log_set_level (BN_LOG_INFO);
+    char *log_path = bn_launcher_log_path (launcher, "cluster");
+    int log_fd = log_path ? s_open_log (log_path, true) : -1;
+    free (log_path);
+    int null = open ("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2 (null, STDIN_FILENO);
+        dup2 (log_fd >= 0 ? log_fd : null, STDOUT_FILENO);
+        dup2 (log_fd >= 0 ? log_fd : null, STDERR_FILENO);
+        close (null);
+    }
+    if (log_fd >= 0)
+        close (log_fd);
+
+    self.record =
+        bn_clusterrec_new (launcher->profile_dir, launcher->cluster_id);
+    self.record_path =
+        bn_clusterrec_path (launcher->profile_dir, launcher->cluster_id);
+    self.engine_file = bn_connfile_path (
+        launcher->profile_dir, launcher->cluster_id, BN_CONNFILE_ENGINE);
+    if (!self.record || !self.record_path || !self.engine_file) {
+        s_event (&self, "error out of memory");
+        _exit (1);
+    }
+    bn_clusterrec_set_profile (self.record, launcher->profile);
+    bn_clusterrec_set_engines (self.record, launcher->n, launcher->per_process);
+    bn_clusterrec_set_daemonized (self.record, launcher->daemonize);
+    bn_clusterrec_set_supervisor (self.record, getpid (),
+                                  s_starttime (getpid ()));
+    s_save (&self);
+    bn_log_info ("starting %d engines, %d per process, in %s", launcher->n,
+                 launcher->per_process, launcher->profile_dir);
+
+    self.controller = s_start_controller (&self);
+    if (self.controller < 0) {
+        s_event (&self, "error cannot fork: %s", strerror (errno));
+        _exit (1);
+    }
+    bn_clusterrec_set_controller (self.record, self.controller,
+                                  s_starttime (self.controller));
+    s_save (&self);
+    s_event (&self, "controller %d", (int)self.controller);
+
+    //  Engines need the controller's engine connection file
+    bool stopping = false;
+    double deadline = s_now () + launcher->timeout;
+    bool engines = launcher->n == 0;
+    while (!stopping && !engines) {
+        int sig = s_wait_signal (&set, 20);
+        if (sig == SIGTERM || sig == SIGINT)
+            stopping = true;
+        else if (s_reap (&self, false))
+            stopping = true;
+        else if (access (self.engine_file, F_OK) == 0) {
+            if (s_start_engines (&self) != 0)
+                stopping = true;
+            engines = true;
+        } else if (s_now () > deadline) {
+            bn_log_error ("no %s after %g s", self.engine_file,
+                          launcher->timeout);
+            s_event (&self, "error the controller wrote no %s within %g s",
+                     self.engine_file, launcher->timeout);
+            stopping = true;
+        }
+    }
+    if (!stopping)
+        s_event (&self, "engines %zu",
+                 bn_clusterrec_engine_procs (self.record));
+
+    while (!stopping) {
+        int sig = s_wait_signal (&set, 1000);
+        if (sig == SIGTERM || sig == SIGINT) {
+            bn_log_info ("stopping on signal %d", sig);
+            stopping = true;
+        } else if (s_reap (&self, false)) {
+            bn_log_error ("the controller is gone: stopping the cluster");
+            stopping = true;
+        }
+    }
+    s_reap (&self, true);
+    s_teardown (&self);
+    s_event (&self, "stopped");
+    _exit (self.controller_failed ? 1 : 0);
+}
+
+// ---------------------------------------------------------------------------
+//  The caller's side
+
+int
+bn_launcher_start (bn_launcher_t *self)
+{
+    assert (self);
+    assert (self->supervisor == 0);
+    assert (self->controller_path && self->engine_path);
+    const char *folders[] = {"", "/security", "/pid", "/log"};
+    for (size_t index = 0; index < sizeof folders / sizeof folders[0];
+         index++) {
+        char *path = zsys_sprintf ("%s%s", self->profile_dir, folders[index]);
+        if (!path)
+            return -1;
+        int rc = zsys_dir_create ("%s", path);
+        if (index == 1)
+            chmod (path, 0700);
+        free (path);
+        if (rc != 0)
+            return -1;
+    }
+    int fds[2];
+    if (pipe2 (fds, O_CLOEXEC) != 0)
+        return -1;
+    fflush (stdout);
+    fflush (stderr);
+    pid_t pid = fork ();
+    if (pid < 0) {
+        int error = errno;
+        close (fds[0]);
+        close (fds[1]);
+        errno = error;
+        return -1;
+    }
+    if (pid == 0) {
+        close (fds[0]);
+        s_supervise (self, fds[1]);
+    }
+    close (fds[1]);
+    //  Set the group from this side too, so that it exists before we
+    //  signal it, whichever process runs first
+    if (!self->daemonize)
+        setpgid (pid, pid);
+    fcntl (fds[0], F_SETFL, fcntl (fds[0], F_GETFL) | O_NONBLOCK);
+    self->supervisor = pid;
+    self->event_fd = fds[0];
+    return 0;
+}
+
+pid_t
+bn_launcher_pgid (bn_launcher_t *self)
+{
+    assert (self);
+    return self->supervisor;
+}
+
+static void
+s_set_problem (bn_launcher_t *self, const char *text)
+{
+    char *copy = strdup (text);
+    if (copy) {
+        free (self->problem);
+        self->problem = copy;
+    }
+}
+
+//  Act on one event line; returns -1 for a problem, 1 when the engines
+//  are started, else 0.
+static int
+s_handle_event (bn_launcher_t *self, const char *line)
+{
+    if (strncmp (line, "exit ", 5) == 0 || strncmp (line, "error ", 6) == 0) {
+        s_set_problem (self, strchr (line, ' ') + 1);
+        return -1;
+    }
+    if (strncmp (line, "engines ", 8) == 0) {
+        self->engines_started = true;
+        return 1;
+    }
+    return 0;
+}
+
+int
+bn_launcher_poll (bn_launcher_t *self, int timeout_ms)
+{
+    assert (self);
+    if (self->event_fd < 0)
+        return *self->problem ? -1 : (self->engines_started ? 1 : 0);
+    struct pollfd item = {self->event_fd, POLLIN, 0};
+    if (poll (&item, 1, timeout_ms) <= 0)
+        return self->engines_started ? 1 : 0;
+    int result = self->engines_started ? 1 : 0;
+    while (true) {
+        ssize_t size = read (self->event_fd, self->line + self->line_size,
+                             sizeof self->line - 1 - self->line_size);
+        if (size < 0 && errno == EINTR)
+            continue;
+        if (size < 0 && errno == EAGAIN)
+            break;
+        if (size <= 0) {
+            //  The supervisor is gone: a problem unless it said why
+            close (self->event_fd);
+            self->event_fd = -1;
+            if (!*self->problem)
+                s_set_problem (self, "the cluster's supervisor ended");
+            return -1;
+        }
+        self->line_size += (size_t)size;
+        self->line[self->line_size] = 0;
+        char *newline;
+        while ((newline = strchr (self->line, '\n'))) {
+            *newline = 0;
+            int rc = s_handle_event (self, self->line);
+            if (rc < 0 || (rc == 1 && result == 0))
+                result = rc;
+            size_t rest = self->line_size - (size_t)(newline + 1 - self->line);
+            memmove (self->line, newline + 1, rest + 1);
+            self->line_size = rest;
+        }
+        if (self->line_size == sizeof self->line - 1)
+            self->line_size = 0; //  An overlong line: drop it
+        if (result < 0)
+            return -1;
+    }
+    return result;
+}
+
+const char *
+bn_launcher_problem (bn_launcher_t *self)
+{
+    assert (self);
+    return self->problem;
+}
+
+int
+bn_launcher_abort (bn_launcher_t *self)
+{
+    assert (self);
+    if (self->supervisor <= 0)
+        return 0;
+    pid_t root = self->supervisor;
+    int rc = bn_proctable_terminate (root, &root, 1, SIGTERM, S_ABORT_GRACE,
+                                     S_KILL_WAIT, NULL, NULL);
+    //  Reap the supervisor, our child
+    waitpid (self->supervisor, NULL, WNOHANG);
+    bn_launcher_remove_files (self->profile_dir, self->cluster_id, false);
+    self->supervisor = 0;
+    return rc < 0 ? -1 : 0;
+}
+
+static int
+s_unlink (const char *path)
+{
+    return path && unlink (path) == 0 ? 1 : 0;
+}
+
+int
+bn_launcher_remove_files (const char *profile_dir, const char *cluster_id,
+                          bool keep_connection_files)
+{
+    int removed = 0;
+    char *path = bn_clusterrec_path (profile_dir, cluster_id);
+    removed += s_unlink (path);
+    free (path);
+    if (bn_clusterrec_controller_pid (profile_dir, cluster_id) > 0)
+        return removed;
+    path = bn_clusterrec_controller_pidfile (profile_dir, cluster_id);
+    removed += s_unlink (path);
+    free (path);
+    if (!keep_connection_files) {
+        path = bn_connfile_path (profile_dir, cluster_id, BN_CONNFILE_CLIENT);
+        removed += s_unlink (path);
+        free (path);
+        path = bn_connfile_path (profile_dir, cluster_id, BN_CONNFILE_ENGINE);
+        removed += s_unlink (path);
+        free (path);
+    }
+    return removed;
+}
+
+int
+bn_launcher_stop (const char *profile_dir, const char *cluster_id, double grace,
+                  bool keep_connection_files, int *count)
+{
+    assert (profile_dir);
+    if (count)
+        *count = 0;
+    char *path = bn_clusterrec_path (profile_dir, cluster_id);
+    bn_clusterrec_t *record = path ? bn_clusterrec_load (path) : NULL;
+    free (path);
+    if (!record)
+        return BN_LAUNCHER_NO_CLUSTER;
+
+    //  Only processes that are still the ones recorded (same start time)
+    //  are ours; a group id is only used if its leader is ours, because a
+    //  stale group id may name someone else's group by now.
+    size_t procs = bn_clusterrec_engine_procs (record);
+    pid_t *roots = calloc (procs + 2, sizeof *roots);
+    size_t nroots = 0;
+    pid_t pgid = 0;
+    if (roots) {
+        pid_t supervisor = bn_clusterrec_pgid (record);
+        if (bn_proctable_alive (supervisor,
+                                bn_clusterrec_supervisor_start (record))) {
+            roots[nroots++] = supervisor;
+            pgid = supervisor;
+        }
+        pid_t controller = bn_clusterrec_controller (record);
+        if (bn_proctable_alive (controller,
+                                bn_clusterrec_controller_start (record)))
+            roots[nroots++] = controller;
+        for (size_t index = 0; index < procs; index++) {
+            pid_t pid;
+            unsigned long long start;
+            bn_clusterrec_engine_proc (record, index, &pid, &start, NULL, NULL);
+            if (bn_proctable_alive (pid, start))
+                roots[nroots++] = pid;
+        }
+    }
+    int rc = BN_LAUNCHER_NOT_RUNNING;
+    if (nroots) {
+        //  A live supervisor stops the cluster in order; we only watch, and
+        //  kill what is left after grace
+        int sig = SIGTERM;
+        if (pgid > 0 && kill (pgid, SIGTERM) == 0)
+            sig = 0;
+        int signalled = bn_proctable_terminate (pgid, roots, nroots, sig, grace,
+                                                S_KILL_WAIT, NULL, NULL);
+        if (signalled < 0)
+            rc = -1;
+        else {
+            rc = BN_LAUNCHER_STOPPED;
+            if (count)
+                *count = signalled;
+        }
+    }
+    free (roots);
+    if (rc != -1)
+        bn_launcher_remove_files (profile_dir, cluster_id,
+                                  keep_connection_files);
+    bn_clusterrec_destroy (&record);
+    return rc;
+}

@@ -1,0 +1,102 @@
+/*  bn_launcher: starts a cluster (a controller and engine processes under a
+    supervisor, in a process group of their own) and stops one, leaving no
+    process behind.  */
+#ifndef BN_LAUNCHER_H_INCLUDED
+#define BN_LAUNCHER_H_INCLUDED
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+typedef struct _bn_launcher_t bn_launcher_t;
+
+//  bn_launcher_stop results besides -1.
+#define BN_LAUNCHER_STOPPED 0     //  Processes were running and are gone
+#define BN_LAUNCHER_NOT_RUNNING 1 //  A record, but nothing ran: files removed
+#define BN_LAUNCHER_NO_CLUSTER 2  //  No record of such a cluster
+
+//  Create a launcher for a cluster in profile_dir (absolute) with
+//  cluster_id ("" for none). Returns NULL if out of memory.
+bn_launcher_t *bn_launcher_new (const char *profile_dir,
+                                const char *cluster_id);
+
+//  Destroy a launcher and NULL the caller's reference; NULL-safe. A
+//  started cluster keeps running.
+void bn_launcher_destroy (bn_launcher_t **self_p);
+
+//  Profile name recorded for `cluster list` ("" when given by folder).
+void bn_launcher_set_profile (bn_launcher_t *self, const char *profile);
+
+//  Start n engines, per_process of them in each banyan-engine process.
+void bn_launcher_set_engines (bn_launcher_t *self, int n, int per_process);
+
+//  Start the cluster in a session of its own instead of a process group
+//  of the caller's session.
+void bn_launcher_set_daemonize (bn_launcher_t *self, bool daemonize);
+
+//  Seconds the supervisor waits for the controller's engine connection
+//  file before it gives up (default 30).
+void bn_launcher_set_timeout (bn_launcher_t *self, double seconds);
+
+//  Programs to run (absolute paths). Returns -1 if out of memory.
+int bn_launcher_set_programs (bn_launcher_t *self, const char *controller,
+                              const char *engine);
+
+//  Append an argument to the controller's command line (after
+//  --profile-dir and --cluster-id). Returns -1 if out of memory.
+int bn_launcher_add_controller_arg (bn_launcher_t *self, const char *arg);
+
+//  Append an argument to every engine process's command line (after
+//  --file, --count and --id). Returns -1 if out of memory.
+int bn_launcher_add_engine_arg (bn_launcher_t *self, const char *arg);
+
+//  Full path of program name: next to the running executable
+//  (/proc/self/exe), else the first on PATH; malloc'd, or NULL if it is
+//  found nowhere.
+char *bn_launcher_find_program (const char *name);
+
+//  Create the profile's security, pid and log folders and fork the
+//  supervisor, which starts the controller, waits for its engine
+//  connection file and starts the engines. Must be called before this
+//  process creates any ZeroMQ context. Returns 0, or -1 (errno set) if the
+//  supervisor cannot be started.
+int bn_launcher_start (bn_launcher_t *self);
+
+//  Process group id of the started cluster (the supervisor's pid), or 0.
+pid_t bn_launcher_pgid (bn_launcher_t *self);
+
+//  Wait up to timeout_ms for news from the supervisor. Returns 1 if all
+//  engine processes were started, 0 if nothing went wrong (yet), or -1 if
+//  a process of the cluster exited or the supervisor failed; then
+//  bn_launcher_problem says what happened.
+int bn_launcher_poll (bn_launcher_t *self, int timeout_ms);
+
+//  What went wrong, e.g. "banyan-engine (pid 123, engines 8-15) exited
+//  with status 1"; "" if nothing did.
+const char *bn_launcher_problem (bn_launcher_t *self);
+
+//  Path of the log file of a part of the cluster ("cluster", "controller",
+//  "engines"), malloc'd; NULL if out of memory.
+char *bn_launcher_log_path (bn_launcher_t *self, const char *part);
+
+//  Stop the cluster this launcher started, whether or not its record was
+//  written yet, and remove its files. Returns 0, or -1 if a process could
+//  not be stopped.
+int bn_launcher_abort (bn_launcher_t *self);
+
+//  Stop the recorded cluster of profile_dir and cluster_id: SIGTERM to its
+//  process group and every descendant, SIGKILL after grace seconds, and
+//  remove its record, controller pid file and (unless
+//  keep_connection_files) connection files. The number of processes
+//  signalled goes to *count (may be NULL). Returns BN_LAUNCHER_STOPPED,
+//  BN_LAUNCHER_NOT_RUNNING, BN_LAUNCHER_NO_CLUSTER, or -1 if some process
+//  would not end.
+int bn_launcher_stop (const char *profile_dir, const char *cluster_id,
+                      double grace, bool keep_connection_files, int *count);
+
+//  Remove a stale cluster's files: its record, and the controller pid file
+//  and connection files unless a controller still runs for that cluster
+//  id. Returns the number of files removed.
+int bn_launcher_remove_files (const char *profile_dir, const char *cluster_id,
+                              bool keep_connection_files);
+
+#endif
