@@ -1,0 +1,1151 @@
+/*  bn_engine: one logical engine.
+
+    Sockets (WIRE.md 3.1): a registration DEALER (closed once registered;
+    a fresh one carries unregistration_request), a shell ROUTER connected
+    to mux, task and broadcast[id % n], a control ROUTER, and a pong
+    DEALER; all with routing id = uuid. The iopub PUB and the ping SUB are
+    shared by the engines of one process (a PUB has no identity, and every
+    engine hears the same pings), which saves two sockets and their file
+    descriptors per engine.
+
+    One shell request runs at a time; the rest wait in a queue. Control
+    requests are answered at once, even while a command runs, so abort,
+    signal and shutdown reach a busy engine.  */
+#include "bn_engine.h"
+#include "bn_error.h"
+#include "bn_log.h"
+#include "bn_msg.h"
+#include "bn_msgtypes.h"
+#include "bn_pickle.h"
+#include "bn_shell.h"
+#include "bn_wire.h"
+
+#include <assert.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+extern char **environ;
+
+#define S_DRAIN 64                   //  messages read per readable event
+#define S_LINGER_MS 1000             //  time to flush replies when stopping
+#define S_DEFAULT_HB_MS 3000         //  hb_period when the reply gives none
+#define S_TIMELIMIT_KEY "time_limit" //  request metadata, seconds
+#define S_ENGINE_ID_VAR "BANYAN_ENGINE_ID"
+#define S_ENGINE_UUID_VAR "BANYAN_ENGINE_UUID"
+
+//  The shell request being handled, while it runs.
+typedef struct {
+    bn_msg_t *msg;              //  the request; NULL when idle
+    char started[BN_DATE_SIZE]; //  when handling began
+    bn_shell_t *shell;          //  an execute_request's command
+    bn_value_t *result;         //  a deferred apply's result
+    int timer;                  //  deferral or time limit, or -1
+    double time_limit;          //  seconds, 0: none
+} s_current_t;
+
+struct _bn_engine_t {
+    bn_engine_env_t *env;  //  shared with the other engines
+    bn_session_t *session; //  id = uuid; signs and verifies
+    const char *uuid;      //  = bn_session_id (session)
+    int requested_id;      //  -1: none
+    int id;                //  given by the controller, -1 before
+    bn_engine_state_t state;
+    bn_engine_exit_t exit_code;
+    zsock_t *registration; //  DEALER while registering
+    zsock_t *shell;        //  ROUTER: mux, task, broadcast
+    zsock_t *control;      //  ROUTER: control
+    zsock_t *pong;         //  DEALER: hb_pong
+    char topic[64];        //  "engine.<id>." iopub topic prefix
+    int64_t deadline;      //  registration deadline (ms, mono)
+    int64_t last_ping;     //  last ping or registration (ms)
+    int hb_period;         //  ms, from the registration reply
+    int execution_count;   //  non-silent execute_requests
+    bn_namespace_t *ns;    //  push/pull values
+    zlistx_t *queue;       //  bn_msg_t * waiting shell requests
+    zhashx_t *aborted;     //  msg_ids to answer "aborted"
+    s_current_t current;   //  the request being handled
+    bool dispatching;      //  inside s_next: no recursion
+    char **envp;           //  commands' environment
+    bn_engine_stats_t stats;
+};
+
+//  ---------------------------------------------------------------------
+//  Sockets and messages
+
+//  A socket with routing id = uuid (unless anonymous), connected to url
+//  when given; NULL on failure.
+static zsock_t *
+s_socket (bn_engine_t *self, int type, const char *url, bool anonymous)
+{
+    zsock_t *sock = zsock_new (type);
+    if (!sock)
+        return NULL;
+    zsock_set_sndhwm (sock, 0);
+    zsock_set_rcvhwm (sock, 0);
+    if (!anonymous)
+        zsock_set_identity (sock, self->uuid);
+    const char *serverkey = bn_connfile_curve_serverkey (self->env->connfile);
+    if (serverkey && self->env->curve_cert) {
+        zcert_apply (self->env->curve_cert, sock);
+        zsock_set_curve_serverkey (sock, serverkey);
+    }
+    if (url && zsock_connect (sock, "%s", url)) {
+        bn_log_error ("engine %s: cannot connect to %s", self->uuid, url);
+        zsock_destroy (&sock);
+    }
+    return sock;
+}
+
+//  Connect to the URL of a connection file key; -1 on failure.
+static int
+s_connect_key (bn_engine_t *self, zsock_t *sock, const char *key)
+{
+    char *url = bn_connfile_url (self->env->connfile, key);
+    int rc = url ? zsock_connect (sock, "%s", url) : -1;
+    if (rc)
+        bn_log_error ("engine %d: cannot connect %s (%s)", self->id, key,
+                      url ? url : "no URL");
+    free (url);
+    return rc;
+}
+
+static void
+s_close (bn_engine_t *self, zsock_t **sock_p)
+{
+    if (!*sock_p)
+        return;
+    zloop_reader_end (self->env->loop, *sock_p);
+    zsock_set_linger (*sock_p, S_LINGER_MS);
+    zsock_destroy (sock_p);
+}
+
+//  Publish on iopub with topic engine.<id>.<kind>; parent is a request or
+//  NULL; with_engine adds metadata.engine (WIRE.md 9.2).
+static void
+s_publish (bn_engine_t *self, bn_msg_t *parent, const char *msg_type,
+           const char *kind, json_t *content, bool with_engine)
+{
+    bn_msg_t *msg = parent ? bn_msg_new_reply (self->session, parent, msg_type)
+                           : bn_msg_new (self->session, msg_type);
+    if (!msg || !content) {
+        json_decref (content);
+        bn_msg_destroy (&msg);
+        return;
+    }
+    bn_msg_clear_idents (msg);
+    char topic[96];
+    int size = snprintf (topic, sizeof topic, "%s%s", self->topic, kind);
+    bn_msg_push_ident (msg, topic, (size_t)size);
+    if (with_engine)
+        bn_msg_set_metadata (msg, json_pack ("{s:s}", "engine", self->uuid));
+    bn_msg_set_content (msg, content);
+    bn_msg_send (&msg, zsock_resolve (self->env->iopub), self->session);
+}
+
+static void
+s_status (bn_engine_t *self, bn_msg_t *parent, const char *state)
+{
+    s_publish (self, parent, BN_MSG_STATUS, "status",
+               json_pack ("{s:s}", "execution_state", state), true);
+}
+
+static json_t *
+s_engine_info (bn_engine_t *self, const char *method)
+{
+    if (method)
+        return json_pack ("{s:s, s:i, s:s}", "engine_uuid", self->uuid,
+                          "engine_id", self->id, "method", method);
+    return json_pack ("{s:s, s:i}", "engine_uuid", self->uuid, "engine_id",
+                      self->id);
+}
+
+//  Reply metadata (WIRE.md 9.2), copying the request's broadcast keys.
+static json_t *
+s_reply_metadata (bn_engine_t *self, bn_msg_t *request, const char *status,
+                  const char *started)
+{
+    json_t *asked = bn_msg_metadata (request);
+    json_t *is_broadcast =
+        asked ? json_object_get (asked, "is_broadcast") : NULL;
+    json_t *is_coalescing =
+        asked ? json_object_get (asked, "is_coalescing") : NULL;
+    json_t *original =
+        asked ? json_object_get (asked, "original_msg_id") : NULL;
+    json_t *metadata = json_pack (
+        "{s:s, s:b, s:s, s:O, s:O, s:o, s:s}", "started", started,
+        "dependencies_met", 1, "engine", self->uuid, "is_broadcast",
+        is_broadcast ? is_broadcast : json_false (), "is_coalescing",
+        is_coalescing ? is_coalescing : json_false (), "original_msg_id",
+        original ? json_incref (original) : json_string (""), "status", status);
+    if (metadata && strcmp (status, BN_STATUS_ERROR) == 0)
+        json_object_set_new (metadata, "engine_info",
+                             s_engine_info (self, NULL));
+    return metadata;
+}
+
+//  Send a reply to request on sock: content and metadata taken; value,
+//  when given, is serialized into the buffers (an apply result).
+//  Returns -1 if value cannot be serialized (nothing sent).
+static int
+s_reply (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
+         const char *reply_type, json_t *content, json_t *metadata,
+         const bn_value_t *value)
+{
+    bn_msg_t *reply = bn_msg_new_reply (self->session, request, reply_type);
+    if (!reply || !content || !metadata) {
+        bn_log_error ("engine %d: out of memory replying", self->id);
+        json_decref (content);
+        json_decref (metadata);
+        bn_msg_destroy (&reply);
+        return 0;
+    }
+    if (value && bn_serialize_object_add (reply, value)) {
+        json_decref (content);
+        json_decref (metadata);
+        bn_msg_destroy (&reply);
+        return -1;
+    }
+    bn_msg_set_metadata (reply, metadata);
+    bn_msg_set_content (reply, content);
+    if (bn_msg_send (&reply, zsock_resolve (sock), self->session))
+        bn_log_warn ("engine %d: cannot send %s", self->id, reply_type);
+    self->stats.handled++;
+    return 0;
+}
+
+//  Copy text into buf (size bytes) as valid UTF-8, replacing invalid
+//  bytes (or a character cut by truncation) with '?', for JSON strings
+//  built from what peers sent.
+static const char *
+s_utf8 (const char *text, char *buf, size_t size)
+{
+    const unsigned char *in = (const unsigned char *)text;
+    size_t out = 0;
+    while (*in && out + 1 < size) {
+        unsigned char c = *in;
+        size_t length = c < 0x80         ? 1
+                        : (c >> 5) == 6  ? 2
+                        : (c >> 4) == 14 ? 3
+                        : (c >> 3) == 30 ? 4
+                                         : 0;
+        bool ok = length > 0 && out + length < size;
+        for (size_t i = 1; ok && i < length; i++)
+            ok = (in[i] & 0xC0) == 0x80;
+        if (ok && length > 1) {
+            //  overlong forms, surrogates and code points over U+10FFFF
+            uint32_t cp = length == 2   ? (c & 0x1F)
+                          : length == 3 ? (c & 0x0F)
+                                        : (c & 0x07);
+            for (size_t i = 1; i < length; i++)
+                cp = (cp << 6) | (in[i] & 0x3F);
+            ok = (length == 2 && cp >= 0x80) ||
+                 (length == 3 && cp >= 0x800 && (cp < 0xD800 || cp > 0xDFFF)) ||
+                 (length == 4 && cp >= 0x10000 && cp <= 0x10FFFF);
+        }
+        if (ok) {
+            memcpy (buf + out, in, length);
+            out += length;
+            in += length;
+        } else {
+            buf[out++] = '?';
+            in++;
+        }
+    }
+    buf[out] = 0;
+    return buf;
+}
+
+//  Reply with the error ename/evalue (and extra content keys, taken).
+static void
+s_reply_error (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
+               const char *started, const char *method, const char *ename,
+               const char *evalue, json_t *extra)
+{
+    char ename_ok[128], evalue_ok[1100];
+    ename = s_utf8 (ename, ename_ok, sizeof ename_ok);
+    evalue = s_utf8 (evalue, evalue_ok, sizeof evalue_ok);
+    char reply_type[128];
+    const char *type = bn_msg_type (request);
+    if (bn_wire_reply_type (type ? type : "unknown", reply_type,
+                            sizeof reply_type))
+        snprintf (reply_type, sizeof reply_type, "error_reply");
+    json_t *content =
+        bn_wire_error (ename, evalue, s_engine_info (self, method), NULL);
+    if (content && extra)
+        json_object_update (content, extra);
+    json_decref (extra);
+    self->stats.errors++;
+    //  What iopub subscribers (the client's %px output) see of it.
+    if (content && method)
+        s_publish (self, request, BN_MSG_ERROR, "error",
+                   json_deep_copy (content), true);
+    s_reply (self, sock, request, reply_type, content,
+             s_reply_metadata (self, request, BN_STATUS_ERROR, started), NULL);
+}
+
+//  ---------------------------------------------------------------------
+//  Shell requests
+
+static void s_next (bn_engine_t *self);
+
+//  Finish the current request: idle status, then the next request.
+static void
+s_finish (bn_engine_t *self)
+{
+    s_current_t *current = &self->current;
+    if (current->timer >= 0)
+        zloop_timer_end (self->env->loop, current->timer);
+    current->timer = -1;
+    bn_shell_destroy (&current->shell);
+    bn_value_destroy (&current->result);
+    if (current->msg)
+        s_status (self, current->msg, "idle");
+    bn_msg_destroy (&current->msg);
+    s_next (self);
+}
+
+//  Effective time limit: the smaller positive of the setting and the
+//  request's metadata.time_limit.
+static double
+s_time_limit (bn_engine_t *self, bn_msg_t *request)
+{
+    double limit = self->env->time_limit;
+    json_t *metadata = bn_msg_metadata (request);
+    json_t *asked =
+        metadata ? json_object_get (metadata, S_TIMELIMIT_KEY) : NULL;
+    if (asked && json_is_number (asked)) {
+        double value = json_number_value (asked);
+        if (value > 0 && (limit <= 0 || value < limit))
+            limit = value;
+    }
+    return limit;
+}
+
+static size_t
+s_ms (double seconds)
+{
+    double ms = seconds * 1000.0;
+    return ms < 1 ? 1 : ms > 1e9 ? 1000000000 : (size_t)ms;
+}
+
+static void
+s_on_output (bn_shell_t *shell, const char *name, const char *text, size_t size,
+             void *arg)
+{
+    bn_engine_t *self = (bn_engine_t *)arg;
+    s_publish (self, self->current.msg, BN_MSG_STREAM, name,
+               json_pack ("{s:s, s:s%}", "name", name, "text", text, size),
+               true);
+}
+
+static void
+s_on_exit (bn_shell_t *shell, const bn_shell_status_t *status, void *arg)
+{
+    bn_engine_t *self = (bn_engine_t *)arg;
+    s_current_t *current = &self->current;
+    const char *code = json_string_value (
+        json_object_get (bn_msg_content (current->msg), "code"));
+    //  Python's subprocess.returncode: negative signal numbers.
+    int returncode = status->signal ? -status->signal : status->exit_code;
+    if (status->exit_code == 0 && !status->timed_out) {
+        s_reply (self, self->shell, current->msg, BN_MSG_EXECUTE_REPLY,
+                 json_pack ("{s:s, s:i, s:{}, s:[], s:i}", "status",
+                            BN_STATUS_OK, "execution_count",
+                            self->execution_count, "user_expressions",
+                            "payload", "returncode", 0),
+                 s_reply_metadata (self, current->msg, BN_STATUS_OK,
+                                   current->started),
+                 NULL);
+    } else {
+        char evalue[1024];
+        const char *ename = "CalledProcessError";
+        if (status->timed_out) {
+            ename = "TimeoutExpired";
+            snprintf (evalue, sizeof evalue,
+                      "Command '%.900s' timed out after %g seconds", code,
+                      current->time_limit);
+        } else if (status->signal)
+            snprintf (evalue, sizeof evalue,
+                      "Command '%.900s' died with signal %d (%s).", code,
+                      status->signal, strsignal (status->signal));
+        else
+            snprintf (evalue, sizeof evalue,
+                      "Command '%.900s' returned non-zero exit status %d.",
+                      code, status->exit_code);
+        s_reply_error (self, self->shell, current->msg, current->started,
+                       "execute", ename, evalue,
+                       json_pack ("{s:i, s:{}, s:[], s:i}", "execution_count",
+                                  self->execution_count, "user_expressions",
+                                  "payload", "returncode", returncode));
+    }
+    s_finish (self);
+}
+
+static void
+s_execute (bn_engine_t *self, bn_msg_t *request)
+{
+    s_current_t *current = &self->current;
+    json_t *content = bn_msg_content (request);
+    json_t *code = content ? json_object_get (content, "code") : NULL;
+    if (!json_is_string (code)) {
+        s_reply_error (self, self->shell, request, current->started, "execute",
+                       "TypeError", "execute_request needs a string 'code'",
+                       json_pack ("{s:i, s:{}, s:[]}", "execution_count",
+                                  self->execution_count, "user_expressions",
+                                  "payload"));
+        s_finish (self);
+        return;
+    }
+    if (!json_is_true (json_object_get (content, "silent"))) {
+        self->execution_count++;
+        s_publish (self, request, BN_MSG_EXECUTE_INPUT, "execute_input",
+                   json_pack ("{s:O, s:i}", "code", code, "execution_count",
+                              self->execution_count),
+                   true);
+    }
+    current->time_limit = s_time_limit (self, request);
+    current->shell = bn_shell_new (
+        self->env->loop, json_string_value (code), self->env->cwd, self->envp,
+        current->time_limit, s_on_output, s_on_exit, self);
+    if (!current->shell) {
+        char evalue[512];
+        snprintf (evalue, sizeof evalue, "cannot run /bin/sh in %s: %s",
+                  self->env->cwd ? self->env->cwd : ".", strerror (errno));
+        s_reply_error (self, self->shell, request, current->started, "execute",
+                       "OSError", evalue,
+                       json_pack ("{s:i, s:{}, s:[]}", "execution_count",
+                                  self->execution_count, "user_expressions",
+                                  "payload"));
+        s_finish (self);
+    }
+}
+
+//  Reply to the current apply_request with value (or an error if it
+//  cannot be pickled).
+static void
+s_apply_reply (bn_engine_t *self, const bn_value_t *value)
+{
+    s_current_t *current = &self->current;
+    if (s_reply (self, self->shell, current->msg, BN_MSG_APPLY_REPLY,
+                 json_pack ("{s:s}", "status", BN_STATUS_OK),
+                 s_reply_metadata (self, current->msg, BN_STATUS_OK,
+                                   current->started),
+                 value))
+        s_reply_error (self, self->shell, current->msg, current->started,
+                       "apply", "PicklingError",
+                       "the result cannot be pickled for the client", NULL);
+}
+
+static int
+s_deferred_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    bn_engine_t *self = (bn_engine_t *)arg;
+    s_current_t *current = &self->current;
+    current->timer = -1;
+    if (current->result)
+        s_apply_reply (self, current->result);
+    else {
+        char evalue[256];
+        snprintf (evalue, sizeof evalue,
+                  "the function did not finish within %g seconds",
+                  current->time_limit);
+        s_reply_error (self, self->shell, current->msg, current->started,
+                       "apply", "TimeoutExpired", evalue, NULL);
+    }
+    s_finish (self);
+    return 0;
+}
+
+static void
+s_apply (bn_engine_t *self, bn_msg_t *request)
+{
+    s_current_t *current = &self->current;
+    size_t nbufs = bn_msg_nbuffers (request);
+    bn_bytes_t small[8];
+    bn_bytes_t *bufs = nbufs <= 8 ? small : calloc (nbufs, sizeof *bufs);
+    bn_apply_t apply;
+    memset (&apply, 0, sizeof apply);
+    char err[256] = "";
+    int rc = bufs ? 0 : -1;
+    if (bufs) {
+        bn_bytes_from_msg (request, bufs, nbufs);
+        rc = bn_apply_unpack (bufs, nbufs, &apply, err, sizeof err);
+    }
+    if (bufs != small)
+        free (bufs);
+    if (rc) {
+        char evalue[512];
+        snprintf (evalue, sizeof evalue, "cannot decode apply_request: %s",
+                  err[0] ? err : "out of memory");
+        s_reply_error (self, self->shell, request, current->started, "apply",
+                       "ValueError", evalue, NULL);
+        s_finish (self);
+        return;
+    }
+    bn_functions_result_t result;
+    if (apply.kind == BN_APPLY_OTHER) {
+        memset (&result, 0, sizeof result);
+        snprintf (result.ename, sizeof result.ename, "NotImplementedError");
+        snprintf (result.evalue, sizeof result.evalue,
+                  "%s cannot run on a banyan engine (it runs named C "
+                  "functions, not Python code)",
+                  apply.description ? apply.description : "this object");
+        rc = -1;
+    } else {
+        const char *module =
+            apply.kind == BN_APPLY_REFERENCE ? NULL : apply.module;
+        rc = bn_functions_call (self->env->functions, module, apply.name,
+                                apply.args, apply.kwargs, self->ns, self->id,
+                                self->uuid, &result);
+        apply.args = NULL; //  taken by the call
+        apply.kwargs = NULL;
+    }
+    bn_apply_clear (&apply);
+    if (rc) {
+        s_reply_error (self, self->shell, request, current->started, "apply",
+                       result.ename, result.evalue, NULL);
+        s_finish (self);
+        return;
+    }
+    current->time_limit = s_time_limit (self, request);
+    if (result.defer > 0) {
+        //  Answer later; a limit shorter than the delay wins.
+        double delay = result.defer;
+        if (current->time_limit > 0 && current->time_limit < delay) {
+            delay = current->time_limit;
+            bn_value_destroy (&result.value);
+        }
+        current->result = result.value;
+        current->timer = zloop_timer (self->env->loop, s_ms (delay), 1,
+                                      s_deferred_timer, self);
+        return;
+    }
+    s_apply_reply (self, result.value);
+    bn_value_destroy (&result.value);
+    s_finish (self);
+}
+
+static void
+s_kernel_info (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
+               const char *started)
+{
+    s_reply (self, sock, request, BN_MSG_KERNEL_INFO_REPLY,
+             json_pack ("{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:[]}",
+                        "status", BN_STATUS_OK, "protocol_version",
+                        BN_PROTOCOL_VERSION, "implementation", "banyan",
+                        "implementation_version", BANYAN_VERSION,
+                        "language_info", "name", "sh", "mimetype", "text/x-sh",
+                        "file_extension", ".sh", "banner",
+                        "banyan engine: execute runs /bin/sh -c, apply runs "
+                        "named C functions",
+                        "help_links"),
+             s_reply_metadata (self, request, BN_STATUS_OK, started), NULL);
+}
+
+//  Start handling one shell request (busy status first, WIRE.md 9.1).
+static void
+s_start (bn_engine_t *self, bn_msg_t *request)
+{
+    s_current_t *current = &self->current;
+    assert (!current->msg);
+    current->msg = request;
+    current->timer = -1;
+    bn_session_date (current->started);
+    s_status (self, request, "busy");
+    const char *type = bn_msg_type (request);
+    const char *msg_id = bn_msg_id (request);
+    if (zhashx_lookup (self->aborted, msg_id)) {
+        //  As ipykernel: an aborted reply, and no idle status after it.
+        zhashx_delete (self->aborted, msg_id);
+        char reply_type[128];
+        if (bn_wire_reply_type (type, reply_type, sizeof reply_type))
+            snprintf (reply_type, sizeof reply_type, "error_reply");
+        s_reply (self, self->shell, request, reply_type,
+                 json_pack ("{s:s}", "status", BN_STATUS_ABORTED),
+                 s_reply_metadata (self, request, BN_STATUS_ABORTED,
+                                   current->started),
+                 NULL);
+        self->stats.aborted++;
+        bn_msg_destroy (&current->msg);
+        s_next (self);
+        return;
+    }
+    if (!bn_msg_content (request) || !bn_msg_metadata (request)) {
+        s_reply_error (self, self->shell, request, current->started, NULL,
+                       "ValueError",
+                       "metadata and content must be JSON objects", NULL);
+        s_finish (self);
+    } else if (strcmp (type, BN_MSG_EXECUTE_REQUEST) == 0)
+        s_execute (self, request);
+    else if (strcmp (type, BN_MSG_APPLY_REQUEST) == 0)
+        s_apply (self, request);
+    else if (strcmp (type, BN_MSG_KERNEL_INFO_REQUEST) == 0) {
+        s_kernel_info (self, self->shell, request, current->started);
+        s_finish (self);
+    } else {
+        char evalue[256];
+        snprintf (evalue, sizeof evalue, "unknown message type '%.128s'", type);
+        s_reply_error (self, self->shell, request, current->started, NULL,
+                       "NotImplementedError", evalue, NULL);
+        s_finish (self);
+    }
+}
+
+//  Start queued requests until one runs asynchronously. A request that
+//  finishes at once calls back here; the flag turns that into a loop, so
+//  a long queue of quick requests does not grow the stack.
+static void
+s_next (bn_engine_t *self)
+{
+    if (self->dispatching)
+        return;
+    self->dispatching = true;
+    while (!self->current.msg && self->state == BN_ENGINE_RUNNING &&
+           zlistx_size (self->queue)) {
+        bn_msg_t *request = (bn_msg_t *)zlistx_detach (self->queue, NULL);
+        s_start (self, request);
+    }
+    self->dispatching = false;
+}
+
+//  ---------------------------------------------------------------------
+//  Control requests
+
+//  Parse a signal_request's "sig": a number or a name like "SIGINT".
+static int
+s_signal_number (json_t *sig)
+{
+    if (json_is_integer (sig)) {
+        json_int_t number = json_integer_value (sig);
+        return number > 0 && number < NSIG ? (int)number : -1;
+    }
+    const char *name = json_string_value (sig);
+    if (!name)
+        return -1;
+    if (strncasecmp (name, "SIG", 3) == 0)
+        name += 3;
+    static const struct {
+        const char *name;
+        int number;
+    } names[] = {{"INT", SIGINT},   {"TERM", SIGTERM}, {"KILL", SIGKILL},
+                 {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"USR1", SIGUSR1},
+                 {"USR2", SIGUSR2}, {"STOP", SIGSTOP}, {"CONT", SIGCONT}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcasecmp (name, names[i].name) == 0)
+            return names[i].number;
+    return -1;
+}
+
+//  signal_request: signal the running command's process group; SIGINT,
+//  SIGTERM or SIGKILL also interrupt a deferred function.
+static void
+s_signal (bn_engine_t *self, bn_msg_t *request, const char *started)
+{
+    json_t *content = bn_msg_content (request);
+    int sig = s_signal_number (json_object_get (content, "sig"));
+    if (sig < 0) {
+        s_reply_error (self, self->control, request, started, NULL,
+                       "ValueError", "'sig' must be a signal number or name",
+                       NULL);
+        return;
+    }
+    s_current_t *current = &self->current;
+    if (current->shell)
+        bn_shell_signal (current->shell, sig);
+    else if (current->msg && current->timer >= 0 &&
+             (sig == SIGINT || sig == SIGTERM || sig == SIGKILL)) {
+        s_reply_error (self, self->shell, current->msg, current->started,
+                       "apply", "KeyboardInterrupt",
+                       "interrupted by signal_request", NULL);
+        s_finish (self);
+    }
+    s_reply (self, self->control, request, BN_MSG_SIGNAL_REPLY,
+             json_pack ("{s:s}", "status", BN_STATUS_OK),
+             s_reply_metadata (self, request, BN_STATUS_OK, started), NULL);
+}
+
+//  abort_request: remember msg_ids; an empty list (or null) aborts the
+//  execute_requests waiting in the queue, as ipykernel does.
+static void
+s_abort (bn_engine_t *self, bn_msg_t *request, const char *started)
+{
+    json_t *ids = json_object_get (bn_msg_content (request), "msg_ids");
+    if (json_is_array (ids) && json_array_size (ids) > 0) {
+        size_t index;
+        json_t *id;
+        json_array_foreach (ids, index, id)
+        {
+            if (json_is_string (id))
+                zhashx_update (self->aborted, json_string_value (id),
+                               (void *)1);
+        }
+    } else {
+        bn_msg_t *queued = (bn_msg_t *)zlistx_first (self->queue);
+        while (queued) {
+            if (strcmp (bn_msg_type (queued), BN_MSG_EXECUTE_REQUEST) == 0)
+                zhashx_update (self->aborted, bn_msg_id (queued), (void *)1);
+            queued = (bn_msg_t *)zlistx_next (self->queue);
+        }
+    }
+    s_reply (self, self->control, request, BN_MSG_ABORT_REPLY,
+             json_pack ("{s:s}", "status", BN_STATUS_OK),
+             s_reply_metadata (self, request, BN_STATUS_OK, started), NULL);
+}
+
+static void
+s_control_request (bn_engine_t *self, bn_msg_t *request)
+{
+    char started[BN_DATE_SIZE];
+    bn_session_date (started);
+    s_status (self, request, "busy");
+    const char *type = bn_msg_type (request);
+    bool stop = false;
+    if (!bn_msg_content (request) || !bn_msg_metadata (request))
+        s_reply_error (self, self->control, request, started, NULL,
+                       "ValueError",
+                       "metadata and content must be JSON objects", NULL);
+    else if (strcmp (type, BN_MSG_CLEAR_REQUEST) == 0) {
+        bn_namespace_clear (self->ns);
+        s_reply (self, self->control, request, BN_MSG_CLEAR_REPLY,
+                 json_pack ("{s:s}", "status", BN_STATUS_OK),
+                 s_reply_metadata (self, request, BN_STATUS_OK, started), NULL);
+    } else if (strcmp (type, BN_MSG_ABORT_REQUEST) == 0)
+        s_abort (self, request, started);
+    else if (strcmp (type, BN_MSG_SHUTDOWN_REQUEST) == 0) {
+        json_t *restart = json_object_get (bn_msg_content (request), "restart");
+        int again = json_is_true (restart);
+        s_reply (
+            self, self->control, request, BN_MSG_SHUTDOWN_REPLY,
+            json_pack ("{s:s, s:b}", "status", BN_STATUS_OK, "restart", again),
+            s_reply_metadata (self, request, BN_STATUS_OK, started), NULL);
+        //  The copy on iopub is how the hub learns of it (WIRE.md 9.4).
+        s_publish (
+            self, request, BN_MSG_SHUTDOWN_REPLY, "shutdown",
+            json_pack ("{s:s, s:b}", "status", BN_STATUS_OK, "restart", again),
+            false);
+        stop = true;
+    } else if (strcmp (type, BN_MSG_SIGNAL_REQUEST) == 0)
+        s_signal (self, request, started);
+    else if (strcmp (type, BN_MSG_KERNEL_INFO_REQUEST) == 0)
+        s_kernel_info (self, self->control, request, started);
+    else {
+        char evalue[256];
+        snprintf (evalue, sizeof evalue,
+                  "unknown control message type '%.128s'", type);
+        s_reply_error (self, self->control, request, started, NULL,
+                       "NotImplementedError", evalue, NULL);
+    }
+    s_status (self, request, "idle");
+    bn_msg_destroy (&request);
+    if (stop)
+        bn_engine_stop (self, BN_ENGINE_EXIT_OK);
+}
+
+//  ---------------------------------------------------------------------
+//  Receiving
+
+//  Check a received message; counts and logs what it drops. Returns 0 if
+//  it may be handled.
+static int
+s_accept (bn_engine_t *self, bn_msg_t *msg, const char *where)
+{
+    self->stats.received++;
+    int rc = bn_msg_verify (msg, self->session, true);
+    if (rc == BN_EPROTO)
+        self->stats.bad_framing++;
+    else if (rc == BN_ESIGNATURE)
+        self->stats.bad_signature++;
+    else if (rc == BN_EREPLAY)
+        self->stats.replayed++;
+    else if (!bn_msg_header (msg) || !bn_msg_type (msg) || !bn_msg_id (msg)) {
+        self->stats.bad_header++;
+        rc = BN_EPROTO;
+    }
+    if (rc)
+        bn_log_warn ("engine %d: dropped a message on %s: %s", self->id, where,
+                     bn_strerror (rc));
+    return rc ? -1 : 0;
+}
+
+static int
+s_shell_event (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    bn_engine_t *self = (bn_engine_t *)arg;
+    for (int i = 0; i < S_DRAIN && self->state == BN_ENGINE_RUNNING; i++) {
+        bn_msg_t *msg = bn_msg_recv_flags (zsock_resolve (sock), ZMQ_DONTWAIT);
+        if (!msg)
+            break;
+        if (s_accept (self, msg, "shell")) {
+            bn_msg_destroy (&msg);
+            continue;
+        }
+        zlistx_add_end (self->queue, msg);
+        s_next (self);
+    }
+    return 0;
+}
+
+static int
+s_control_event (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    bn_engine_t *self = (bn_engine_t *)arg;
+    for (int i = 0; i < S_DRAIN && self->state == BN_ENGINE_RUNNING; i++) {
+        bn_msg_t *msg = bn_msg_recv_flags (zsock_resolve (sock), ZMQ_DONTWAIT);
+        if (!msg)
+            break;
+        if (s_accept (self, msg, "control"))
+            bn_msg_destroy (&msg);
+        else
+            s_control_request (self, msg);
+    }
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Registration and heartbeat
+
+static void
+s_send_unregistration (bn_engine_t *self, zsock_t *sock)
+{
+    bool own = !sock;
+    if (own) {
+        char *url = bn_connfile_url (self->env->connfile, "registration");
+        //  Anonymous: the hub reads the id from the content, and a new
+        //  connection under the uuid would be refused while the hub's
+        //  ROUTER still holds the registration connection.
+        sock = url ? s_socket (self, ZMQ_DEALER, url, true) : NULL;
+        free (url);
+        if (!sock)
+            return;
+    }
+    bn_msg_t *msg = bn_msg_new (self->session, BN_MSG_UNREGISTRATION_REQUEST);
+    if (msg) {
+        bn_msg_set_content (msg, self->id >= 0
+                                     ? json_pack ("{s:i}", "id", self->id)
+                                     : json_pack ("{s:n}", "id"));
+        if (bn_msg_send_flags (&msg, zsock_resolve (sock), self->session,
+                               ZMQ_DONTWAIT))
+            bn_log_warn ("engine %d: cannot send unregistration_request: %s",
+                         self->id, zmq_strerror (zmq_errno ()));
+    }
+    if (own) {
+        zsock_set_linger (sock, S_LINGER_MS);
+        zsock_destroy (&sock);
+    }
+}
+
+//  Build the commands' environment: ours plus the engine's id and uuid.
+static char **
+s_make_envp (bn_engine_t *self)
+{
+    size_t count = 0;
+    while (environ && environ[count])
+        count++;
+    char **envp = calloc (count + 3, sizeof *envp);
+    if (!envp)
+        return NULL;
+    size_t used = 0;
+    for (size_t i = 0; i < count; i++)
+        if (strncmp (environ[i], S_ENGINE_ID_VAR "=",
+                     strlen (S_ENGINE_ID_VAR) + 1) &&
+            strncmp (environ[i], S_ENGINE_UUID_VAR "=",
+                     strlen (S_ENGINE_UUID_VAR) + 1))
+            envp[used++] = environ[i];
+    //  The last two entries are ours to free.
+    envp[used++] = zsys_sprintf ("%s=%d", S_ENGINE_ID_VAR, self->id);
+    envp[used++] = zsys_sprintf ("%s=%s", S_ENGINE_UUID_VAR, self->uuid);
+    envp[used] = NULL;
+    return envp;
+}
+
+static void
+s_free_envp (char **envp)
+{
+    if (!envp)
+        return;
+    size_t count = 0;
+    while (envp[count])
+        count++;
+    for (size_t i = count >= 2 ? count - 2 : 0; i < count; i++)
+        free (envp[i]);
+    free (envp);
+}
+
+static void
+s_registered (bn_engine_t *self, json_t *content)
+{
+    self->id = (int)json_integer_value (json_object_get (content, "id"));
+    json_t *period = json_object_get (content, "hb_period");
+    self->hb_period =
+        json_is_integer (period) && json_integer_value (period) > 0
+            ? (int)json_integer_value (period)
+            : S_DEFAULT_HB_MS;
+    snprintf (self->topic, sizeof self->topic, "engine.%d.", self->id);
+    bn_connfile_t *cf = self->env->connfile;
+    size_t nbroadcast = bn_connfile_broadcast_count (cf);
+    self->shell = s_socket (self, ZMQ_ROUTER, NULL, false);
+    self->control = s_socket (self, ZMQ_ROUTER, NULL, false);
+    self->pong = s_socket (self, ZMQ_DEALER, NULL, false);
+    self->envp = s_make_envp (self);
+    int rc = self->shell && self->control && self->pong && self->envp ? 0 : -1;
+    if (!rc)
+        rc = s_connect_key (self, self->shell, "mux");
+    if (!rc)
+        rc = s_connect_key (self, self->shell, "task");
+    if (!rc && nbroadcast) {
+        char *url =
+            bn_connfile_broadcast_url (cf, (size_t)self->id % nbroadcast);
+        rc = url ? zsock_connect (self->shell, "%s", url) : -1;
+        free (url);
+    }
+    if (!rc)
+        rc = s_connect_key (self, self->control, "control");
+    if (!rc)
+        rc = s_connect_key (self, self->pong, "hb_pong");
+    if (rc) {
+        bn_log_error ("engine %d: cannot connect its sockets", self->id);
+        bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
+        return;
+    }
+    zloop_reader (self->env->loop, self->shell, s_shell_event, self);
+    zloop_reader (self->env->loop, self->control, s_control_event, self);
+    zloop_reader_set_tolerant (self->env->loop, self->shell);
+    zloop_reader_set_tolerant (self->env->loop, self->control);
+    s_close (self, &self->registration);
+    self->state = BN_ENGINE_RUNNING;
+    self->last_ping = zclock_mono ();
+    s_status (self, NULL, "starting");
+    bn_log_info ("engine %d registered as %s", self->id, self->uuid);
+    if (self->env->on_state)
+        self->env->on_state (self, self->env->arg);
+}
+
+static int
+s_registration_event (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    bn_engine_t *self = (bn_engine_t *)arg;
+    bn_msg_t *msg = bn_msg_recv_flags (zsock_resolve (sock), ZMQ_DONTWAIT);
+    if (!msg || s_accept (self, msg, "registration")) {
+        bn_msg_destroy (&msg);
+        return 0;
+    }
+    json_t *content = bn_msg_content (msg);
+    const char *status =
+        json_string_value (json_object_get (content, "status"));
+    if (strcmp (bn_msg_type (msg), BN_MSG_REGISTRATION_REPLY) != 0)
+        bn_log_warn ("engine %s: ignored a %s while registering", self->uuid,
+                     bn_msg_type (msg));
+    else if (status && strcmp (status, BN_STATUS_OK) == 0 &&
+             json_is_integer (json_object_get (content, "id")) &&
+             json_integer_value (json_object_get (content, "id")) >= 0 &&
+             json_integer_value (json_object_get (content, "id")) < INT32_MAX)
+        s_registered (self, content);
+    else {
+        const char *evalue =
+            json_string_value (json_object_get (content, "evalue"));
+        bn_log_error ("engine %s: registration refused: %s", self->uuid,
+                      evalue ? evalue : "bad registration_reply");
+        bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
+    }
+    bn_msg_destroy (&msg);
+    return 0;
+}
+
+//  ---------------------------------------------------------------------
+//  Public API
+
+bn_engine_t *
+bn_engine_new (bn_engine_env_t *env, int requested_id)
+{
+    assert (env);
+    assert (env->loop);
+    assert (env->connfile);
+    assert (env->iopub);
+    assert (env->functions);
+    bn_engine_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->env = env;
+    self->requested_id = requested_id;
+    self->id = -1;
+    self->state = BN_ENGINE_REGISTERING;
+    self->current.timer = -1;
+    self->hb_period = S_DEFAULT_HB_MS;
+    self->session = bn_session_new (bn_connfile_key (env->connfile), NULL);
+    self->ns = bn_namespace_new ();
+    self->queue = zlistx_new ();
+    self->aborted = zhashx_new ();
+    if (!self->session || !self->ns || !self->queue || !self->aborted) {
+        bn_engine_destroy (&self);
+        return NULL;
+    }
+    self->uuid = bn_session_id (self->session);
+    zlistx_set_destructor (self->queue, (zlistx_destructor_fn *)bn_msg_destroy);
+    snprintf (self->topic, sizeof self->topic, "engine.-1.");
+    return self;
+}
+
+void
+bn_engine_destroy (bn_engine_t **self_p)
+{
+    assert (self_p);
+    bn_engine_t *self = *self_p;
+    if (!self)
+        return;
+    if (self->current.timer >= 0)
+        zloop_timer_end (self->env->loop, self->current.timer);
+    bn_shell_destroy (&self->current.shell);
+    bn_value_destroy (&self->current.result);
+    bn_msg_destroy (&self->current.msg);
+    s_close (self, &self->registration);
+    s_close (self, &self->shell);
+    s_close (self, &self->control);
+    s_close (self, &self->pong);
+    zlistx_destroy (&self->queue);
+    zhashx_destroy (&self->aborted);
+    bn_namespace_destroy (&self->ns);
+    s_free_envp (self->envp);
+    bn_session_destroy (&self->session);
+    free (self);
+    *self_p = NULL;
+}
+
+int
+bn_engine_start (bn_engine_t *self)
+{
+    assert (self);
+    char *url = bn_connfile_url (self->env->connfile, "registration");
+    self->registration = url ? s_socket (self, ZMQ_DEALER, url, false) : NULL;
+    free (url);
+    if (!self->registration)
+        return -1;
+    zloop_reader (self->env->loop, self->registration, s_registration_event,
+                  self);
+    zloop_reader_set_tolerant (self->env->loop, self->registration);
+    bn_msg_t *msg = bn_msg_new (self->session, BN_MSG_REGISTRATION_REQUEST);
+    if (!msg)
+        return -1;
+    bn_msg_set_content (
+        msg, self->requested_id >= 0
+                 ? json_pack ("{s:s, s:i}", "uuid", self->uuid, "id",
+                              self->requested_id)
+                 : json_pack ("{s:s, s:n}", "uuid", self->uuid, "id"));
+    if (bn_msg_send (&msg, zsock_resolve (self->registration), self->session))
+        return -1;
+    self->deadline =
+        zclock_mono () + (int64_t)(self->env->registration_timeout * 1000);
+    return 0;
+}
+
+void
+bn_engine_stop (bn_engine_t *self, bn_engine_exit_t code)
+{
+    assert (self);
+    if (self->state == BN_ENGINE_STOPPED)
+        return;
+    bool was_running = self->state == BN_ENGINE_RUNNING;
+    self->state = BN_ENGINE_STOPPED;
+    self->exit_code = code;
+    if (self->current.timer >= 0)
+        zloop_timer_end (self->env->loop, self->current.timer);
+    self->current.timer = -1;
+    bn_shell_destroy (&self->current.shell);
+    bn_value_destroy (&self->current.result);
+    bn_msg_destroy (&self->current.msg);
+    zlistx_purge (self->queue);
+    if (was_running)
+        s_send_unregistration (self, NULL);
+    else if (code == BN_ENGINE_EXIT_REGISTRATION && self->registration)
+        //  As ipengine on a registration timeout: {"id": null}.
+        s_send_unregistration (self, self->registration);
+    s_close (self, &self->registration);
+    s_close (self, &self->shell);
+    s_close (self, &self->control);
+    s_close (self, &self->pong);
+    if (self->env->on_state)
+        self->env->on_state (self, self->env->arg);
+}
+
+void
+bn_engine_ping (bn_engine_t *self, zmq_msg_t *ping)
+{
+    assert (self);
+    if (self->state != BN_ENGINE_RUNNING)
+        return;
+    self->last_ping = zclock_mono ();
+    zmq_msg_t copy;
+    zmq_msg_init (&copy);
+    if (zmq_msg_copy (&copy, ping) == 0 &&
+        zmq_msg_send (&copy, zsock_resolve (self->pong), ZMQ_DONTWAIT) >= 0)
+        self->stats.pings++;
+    else
+        zmq_msg_close (&copy);
+}
+
+void
+bn_engine_tick (bn_engine_t *self, int64_t now_ms)
+{
+    assert (self);
+    if (self->state == BN_ENGINE_REGISTERING && now_ms >= self->deadline) {
+        bn_log_error ("engine %s: no registration_reply within %g s",
+                      self->uuid, self->env->registration_timeout);
+        bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
+    } else if (self->state == BN_ENGINE_RUNNING) {
+        int64_t silent = now_ms - self->last_ping;
+        //  ipengine counts a miss per hb_period + 500 ms without a ping.
+        int64_t misses = silent / (self->hb_period + 500);
+        //  engine.timeout, but never less than three ping periods, so a
+        //  slowly beating controller is not taken for a gone one.
+        double timeout = self->env->timeout;
+        double floor_s = 3.0 * self->hb_period / 1000.0 + 0.5;
+        if (timeout > 0 && timeout < floor_s)
+            timeout = floor_s;
+        bool gone = (timeout > 0 && silent >= (int64_t)(timeout * 1000)) ||
+                    (self->env->heartbeat_misses > 0 &&
+                     misses >= self->env->heartbeat_misses);
+        if (gone) {
+            bn_log_error ("engine %d: no heartbeat from the controller for "
+                          "%.1f s; unregistering",
+                          self->id, silent / 1000.0);
+            bn_engine_stop (self, BN_ENGINE_EXIT_CONTROLLER_GONE);
+        }
+    }
+}
+
+bn_engine_state_t
+bn_engine_state (bn_engine_t *self)
+{
+    assert (self);
+    return self->state;
+}
+
+bn_engine_exit_t
+bn_engine_exit_code (bn_engine_t *self)
+{
+    assert (self);
+    return self->exit_code;
+}
+
+int
+bn_engine_id (bn_engine_t *self)
+{
+    assert (self);
+    return self->id;
+}
+
+const char *
+bn_engine_uuid (bn_engine_t *self)
+{
+    assert (self);
+    return self->uuid;
+}
+
+const bn_engine_stats_t *
+bn_engine_stats (bn_engine_t *self)
+{
+    assert (self);
+    return &self->stats;
+}

@@ -1,0 +1,98 @@
+/*  bn_engine: one logical engine: its identity, sockets and the engine side
+    of the IPython Parallel protocol (WIRE.md 3.1, 4, 9), driven by a zloop
+    that it shares with the other engines of its process.  */
+#ifndef BN_ENGINE_H_INCLUDED
+#define BN_ENGINE_H_INCLUDED
+
+#include "bn_connfile.h"
+#include "bn_functions.h"
+
+#include <czmq.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct _bn_engine_t bn_engine_t;
+
+typedef enum {
+    BN_ENGINE_REGISTERING, //  waiting for its registration_reply
+    BN_ENGINE_RUNNING,     //  registered, serving requests
+    BN_ENGINE_STOPPED      //  shut down, gave up, or failed to register
+} bn_engine_state_t;
+
+//  Why an engine stopped; the process exit status its main should use.
+typedef enum {
+    BN_ENGINE_EXIT_OK = 0,              //  shutdown_request or stop
+    BN_ENGINE_EXIT_CONTROLLER_GONE = 1, //  no heartbeat for too long
+    BN_ENGINE_EXIT_REGISTRATION = 255   //  no or a bad registration_reply
+} bn_engine_exit_t;
+
+//  What the engines of one process share (owned by their caller, who
+//  keeps it alive longer than the engines).
+typedef struct {
+    zloop_t *loop;               //  drives every engine
+    bn_connfile_t *connfile;     //  controller URLs and key
+    zsock_t *iopub;              //  PUB connected to the iopub URL
+    bn_functions_t *functions;   //  what apply_request can call
+    const char *cwd;             //  folder commands run in, NULL: current
+    double registration_timeout; //  seconds to wait for registration_reply
+    double timeout;              //  seconds without a ping: controller gone
+    int heartbeat_misses;        //  missed ping periods: controller gone
+    double time_limit;           //  seconds a request may run, 0: no limit
+    zcert_t *curve_cert;         //  client keys when the file has a CURVE
+                                 //  server key, else NULL
+    //  Called when an engine becomes RUNNING or STOPPED.
+    void (*on_state) (bn_engine_t *engine, void *arg);
+    void *arg;
+} bn_engine_env_t;
+
+//  Counters of what an engine received and did with it.
+typedef struct {
+    uint64_t received;      //  messages read from shell and control
+    uint64_t handled;       //  requests answered (any status)
+    uint64_t errors;        //  requests answered with status error
+    uint64_t aborted;       //  requests answered with status aborted
+    uint64_t bad_framing;   //  dropped: no delimiter or too few frames
+    uint64_t bad_signature; //  dropped: missing or wrong HMAC
+    uint64_t replayed;      //  dropped: signature seen before
+    uint64_t bad_header;    //  dropped: header not JSON or no msg_type/id
+    uint64_t pings;         //  heartbeats echoed
+} bn_engine_stats_t;
+
+//  Create an engine with a fresh uuid that will ask for id requested_id
+//  (-1: any). Returns NULL if out of memory.
+bn_engine_t *bn_engine_new (bn_engine_env_t *env, int requested_id);
+
+//  Destroy an engine: kills a running command, closes its sockets (no
+//  unregistration; see bn_engine_stop). NULL-safe.
+void bn_engine_destroy (bn_engine_t **self_p);
+
+//  Connect the registration socket and send registration_request.
+//  Returns -1 if the socket cannot be made.
+int bn_engine_start (bn_engine_t *self);
+
+//  Stop serving: kill a running command, drop queued requests, send
+//  unregistration_request when registered, close the sockets (pending
+//  replies still go out) and become STOPPED with exit status code.
+void bn_engine_stop (bn_engine_t *self, bn_engine_exit_t code);
+
+//  Echo one heartbeat ping (from the shared SUB) on the pong socket.
+void bn_engine_ping (bn_engine_t *self, zmq_msg_t *ping);
+
+//  Check registration and heartbeat deadlines at monotonic time now_ms.
+void bn_engine_tick (bn_engine_t *self, int64_t now_ms);
+
+bn_engine_state_t bn_engine_state (bn_engine_t *self);
+
+//  Exit status once STOPPED (BN_ENGINE_EXIT_OK before).
+bn_engine_exit_t bn_engine_exit_code (bn_engine_t *self);
+
+//  Engine id given by the controller, or -1 before registration.
+int bn_engine_id (bn_engine_t *self);
+
+//  The engine's identity (its session id and routing id).
+const char *bn_engine_uuid (bn_engine_t *self);
+
+//  Counters since creation.
+const bn_engine_stats_t *bn_engine_stats (bn_engine_t *self);
+
+#endif

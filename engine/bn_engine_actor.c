@@ -1,0 +1,396 @@
+/*  bn_engine_actor: N logical engines in one zloop.
+
+    Besides the engines, the loop holds what they share: the iopub PUB,
+    the heartbeat SUB (each ping is echoed by every running engine), the
+    function table, and one periodic timer that checks every engine's
+    deadlines (one timer rather than one per engine keeps zloop's timer
+    list short with thousands of engines).  */
+#include "bn_engine_actor.h"
+#include "bn_engine.h"
+#include "bn_log.h"
+
+#include <assert.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_TICK_MS 100 //  deadline check period
+
+typedef struct {
+    zsock_t *pipe; //  to the actor's owner
+    zloop_t *loop;
+    bn_connfile_t *connfile;
+    zsock_t *iopub; //  shared PUB
+    zsock_t *ping;  //  shared heartbeat SUB
+    bn_functions_t *functions;
+    zcert_t *curve_cert; //  when the controller uses CURVE
+    char *cwd;
+    bn_engine_env_t env; //  handed to every engine
+    bn_engine_t **engines;
+    int count;
+    int running;        //  engines in BN_ENGINE_RUNNING
+    int stopped;        //  engines in BN_ENGINE_STOPPED
+    int exit_code;      //  highest exit code of a stopped engine
+    bool reported;      //  STOPPED was sent
+    int64_t wait_until; //  pending WAIT deadline, or 0
+} s_actor_t;
+
+static void
+s_report_stopped (s_actor_t *self)
+{
+    if (self->reported)
+        return;
+    self->reported = true;
+    zstr_sendx (self->pipe, "STOPPED",
+                self->exit_code == 255 ? "255"
+                : self->exit_code      ? "1"
+                                       : "0",
+                NULL);
+}
+
+//  Answer a pending WAIT once every engine has registered or settled.
+static void
+s_check_wait (s_actor_t *self, int64_t now)
+{
+    if (!self->wait_until)
+        return;
+    bool failed = false, registering = false;
+    for (int i = 0; i < self->count; i++) {
+        bn_engine_t *engine = self->engines[i];
+        if (bn_engine_state (engine) == BN_ENGINE_REGISTERING)
+            registering = true;
+        else if (bn_engine_state (engine) == BN_ENGINE_STOPPED &&
+                 bn_engine_id (engine) < 0)
+            failed = true;
+    }
+    const char *answer = NULL;
+    if (!registering)
+        answer = failed ? "FAILED" : "OK";
+    else if (now >= self->wait_until)
+        answer = "TIMEOUT";
+    if (answer) {
+        zstr_send (self->pipe, answer);
+        self->wait_until = 0;
+    }
+}
+
+static void
+s_on_state (bn_engine_t *engine, void *arg)
+{
+    s_actor_t *self = (s_actor_t *)arg;
+    self->running = 0;
+    self->stopped = 0;
+    for (int i = 0; i < self->count; i++) {
+        if (!self->engines[i])
+            continue;
+        bn_engine_state_t state = bn_engine_state (self->engines[i]);
+        self->running += state == BN_ENGINE_RUNNING;
+        self->stopped += state == BN_ENGINE_STOPPED;
+    }
+    if (bn_engine_state (engine) == BN_ENGINE_STOPPED &&
+        (int)bn_engine_exit_code (engine) > self->exit_code)
+        self->exit_code = (int)bn_engine_exit_code (engine);
+    s_check_wait (self, zclock_mono ());
+    if (self->stopped == self->count)
+        s_report_stopped (self);
+}
+
+static int
+s_tick (zloop_t *loop, int timer_id, void *arg)
+{
+    s_actor_t *self = (s_actor_t *)arg;
+    int64_t now = zclock_mono ();
+    for (int i = 0; i < self->count; i++)
+        bn_engine_tick (self->engines[i], now);
+    s_check_wait (self, now);
+    return 0;
+}
+
+static int
+s_ping_event (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    s_actor_t *self = (s_actor_t *)arg;
+    for (int n = 0; n < 16; n++) {
+        zmq_msg_t ping;
+        zmq_msg_init (&ping);
+        if (zmq_msg_recv (&ping, zsock_resolve (sock), ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close (&ping);
+            break;
+        }
+        bool more = zmq_msg_more (&ping);
+        //  A ping is one frame; anything longer is not from a heart.
+        if (!more)
+            for (int i = 0; i < self->count; i++)
+                bn_engine_ping (self->engines[i], &ping);
+        zmq_msg_close (&ping);
+        while (more) {
+            zmq_msg_t rest;
+            zmq_msg_init (&rest);
+            if (zmq_msg_recv (&rest, zsock_resolve (sock), 0) < 0)
+                more = false;
+            else
+                more = zmq_msg_more (&rest);
+            zmq_msg_close (&rest);
+        }
+    }
+    return 0;
+}
+
+static char *
+s_list (s_actor_t *self, bool uuids)
+{
+    size_t size = (size_t)self->count * 40 + 1;
+    char *text = calloc (1, size);
+    if (!text)
+        return NULL;
+    size_t used = 0;
+    for (int i = 0; i < self->count; i++) {
+        bn_engine_t *engine = self->engines[i];
+        if (!uuids && bn_engine_state (engine) != BN_ENGINE_RUNNING)
+            continue;
+        int n = uuids ? snprintf (text + used, size - used, "%s%s",
+                                  used ? "," : "", bn_engine_uuid (engine))
+                      : snprintf (text + used, size - used, "%s%d",
+                                  used ? "," : "", bn_engine_id (engine));
+        if (n > 0 && (size_t)n < size - used)
+            used += (size_t)n;
+    }
+    return text;
+}
+
+static char *
+s_stats (s_actor_t *self)
+{
+    bn_engine_stats_t sum;
+    memset (&sum, 0, sizeof sum);
+    for (int i = 0; i < self->count; i++) {
+        const bn_engine_stats_t *one = bn_engine_stats (self->engines[i]);
+        sum.received += one->received;
+        sum.handled += one->handled;
+        sum.errors += one->errors;
+        sum.aborted += one->aborted;
+        sum.bad_framing += one->bad_framing;
+        sum.bad_signature += one->bad_signature;
+        sum.replayed += one->replayed;
+        sum.bad_header += one->bad_header;
+        sum.pings += one->pings;
+    }
+    return zsys_sprintf (
+        "{\"engines\": %d, \"running\": %d, \"stopped\": %d, "
+        "\"received\": %llu, \"handled\": %llu, \"errors\": %llu, "
+        "\"aborted\": %llu, \"bad_framing\": %llu, \"bad_signature\": %llu, "
+        "\"replayed\": %llu, \"bad_header\": %llu, \"pings\": %llu}",
+        self->count, self->running, self->stopped,
+        (unsigned long long)sum.received, (unsigned long long)sum.handled,
+        (unsigned long long)sum.errors, (unsigned long long)sum.aborted,
+        (unsigned long long)sum.bad_framing,
+        (unsigned long long)sum.bad_signature, (unsigned long long)sum.replayed,
+        (unsigned long long)sum.bad_header, (unsigned long long)sum.pings);
+}
+
+static int
+s_pipe_event (zloop_t *loop, zsock_t *pipe, void *arg)
+{
+    s_actor_t *self = (s_actor_t *)arg;
+    zmsg_t *msg = zmsg_recv (pipe);
+    if (!msg)
+        return 0; //  interrupted; zloop sees zsys_interrupted itself
+    char *command = zmsg_popstr (msg);
+    int rc = 0;
+    if (!command)
+        ;
+    else if (streq (command, "$TERM"))
+        rc = -1;
+    else if (streq (command, "WAIT")) {
+        char *ms = zmsg_popstr (msg);
+        long timeout = ms ? atol (ms) : 0;
+        free (ms);
+        self->wait_until = zclock_mono () + (timeout > 0 ? timeout : 0) + 1;
+        s_check_wait (self, zclock_mono ());
+    } else if (streq (command, "IDS") || streq (command, "UUIDS")) {
+        char *text = s_list (self, streq (command, "UUIDS"));
+        zstr_send (pipe, text ? text : "");
+        free (text);
+    } else if (streq (command, "STATS")) {
+        char *text = s_stats (self);
+        zstr_send (pipe, text ? text : "{}");
+        free (text);
+    } else
+        bn_log_warn ("engine actor: unknown command %s", command);
+    free (command);
+    zmsg_destroy (&msg);
+    return rc;
+}
+
+static void
+s_actor_destroy (s_actor_t *self)
+{
+    for (int i = 0; self->engines && i < self->count; i++)
+        bn_engine_destroy (&self->engines[i]);
+    free (self->engines);
+    if (self->ping)
+        zsock_destroy (&self->ping);
+    if (self->iopub) {
+        zsock_set_linger (self->iopub, 1000);
+        zsock_destroy (&self->iopub);
+    }
+    zloop_destroy (&self->loop);
+    bn_functions_destroy (&self->functions);
+    zcert_destroy (&self->curve_cert);
+    bn_connfile_destroy (&self->connfile);
+    free (self->cwd);
+}
+
+//  Read the settings and the connection file, make the shared sockets and
+//  the engines. Returns -1 (logged) on failure.
+static int
+s_actor_init (s_actor_t *self, bn_engine_args_t *args)
+{
+    bn_config_t *defaults = args->config ? NULL : bn_config_new ();
+    bn_config_t *config = args->config ? args->config : defaults;
+    if (!config)
+        return -1;
+    self->count =
+        args->count > 0 ? args->count : bn_config_int (config, "engine.count");
+    self->env.registration_timeout =
+        bn_config_double (config, "engine.registration_timeout");
+    self->env.timeout = bn_config_double (config, "engine.timeout");
+    self->env.heartbeat_misses =
+        bn_config_int (config, "engine.heartbeat_misses");
+    self->env.time_limit =
+        bn_config_double (config, "engine.request_time_limit");
+    self->functions = bn_functions_new ();
+    int rc = self->functions ? 0 : -1;
+    if (!rc && bn_functions_load_list (
+                   self->functions, bn_config_str (config, "engine.plugins"))) {
+        bn_log_error ("%s", bn_functions_error (self->functions));
+        rc = -1;
+    }
+    bn_config_destroy (&defaults);
+    if (rc)
+        return -1;
+
+    char err[256] = "";
+    if (args->connection_file)
+        self->connfile =
+            bn_connfile_load (args->connection_file, err, sizeof err);
+    else if (args->connection_info)
+        self->connfile =
+            bn_connfile_parse (args->connection_info, err, sizeof err);
+    else
+        snprintf (err, sizeof err, "no connection file given");
+    if (!self->connfile) {
+        bn_log_error ("bad engine connection file %s: %s",
+                      args->connection_file ? args->connection_file : "", err);
+        return -1;
+    }
+    if (bn_connfile_kind (self->connfile) != BN_CONNFILE_ENGINE) {
+        bn_log_error ("%s is a client connection file; engines need "
+                      "ipcontroller-engine.json",
+                      args->connection_file ? args->connection_file
+                                            : "the connection info");
+        return -1;
+    }
+    if (args->cwd)
+        self->cwd = strdup (args->cwd);
+    const char *serverkey = bn_connfile_curve_serverkey (self->connfile);
+    if (serverkey) {
+        self->curve_cert = zcert_new ();
+        if (!self->curve_cert)
+            return -1;
+    }
+
+    self->loop = zloop_new ();
+    char *iopub_url = bn_connfile_url (self->connfile, "iopub");
+    char *ping_url = bn_connfile_url (self->connfile, "hb_ping");
+    self->iopub = iopub_url ? zsock_new (ZMQ_PUB) : NULL;
+    self->ping = ping_url ? zsock_new (ZMQ_SUB) : NULL;
+    rc = self->loop && self->iopub && self->ping ? 0 : -1;
+    if (!rc) {
+        zsock_set_sndhwm (self->iopub, 0);
+        zsock_set_rcvhwm (self->ping, 0);
+        zsock_set_subscribe (self->ping, "");
+        if (self->curve_cert) {
+            zcert_apply (self->curve_cert, self->iopub);
+            zsock_set_curve_serverkey (self->iopub, serverkey);
+            zcert_apply (self->curve_cert, self->ping);
+            zsock_set_curve_serverkey (self->ping, serverkey);
+        }
+        rc = zsock_connect (self->iopub, "%s", iopub_url) ||
+                     zsock_connect (self->ping, "%s", ping_url)
+                 ? -1
+                 : 0;
+    }
+    if (rc)
+        bn_log_error ("cannot connect to the controller's iopub (%s) or "
+                      "hb_ping (%s)",
+                      iopub_url ? iopub_url : "?", ping_url ? ping_url : "?");
+    free (iopub_url);
+    free (ping_url);
+    if (rc)
+        return -1;
+
+    self->env.loop = self->loop;
+    self->env.connfile = self->connfile;
+    self->env.iopub = self->iopub;
+    self->env.functions = self->functions;
+    self->env.cwd = self->cwd;
+    self->env.curve_cert = self->curve_cert;
+    self->env.on_state = s_on_state;
+    self->env.arg = self;
+    self->engines = calloc ((size_t)self->count, sizeof *self->engines);
+    if (!self->engines)
+        return -1;
+    for (int i = 0; i < self->count; i++) {
+        self->engines[i] = bn_engine_new (
+            &self->env, args->first_id >= 0 ? args->first_id + i : -1);
+        if (!self->engines[i]) {
+            bn_log_error ("out of memory creating engine %d", i);
+            self->count = i;
+            return -1;
+        }
+    }
+    zloop_reader (self->loop, self->ping, s_ping_event, self);
+    zloop_reader (self->loop, self->pipe, s_pipe_event, self);
+    zloop_timer (self->loop, S_TICK_MS, 0, s_tick, self);
+    for (int i = 0; i < self->count; i++)
+        if (bn_engine_start (self->engines[i])) {
+            bn_log_error ("engine %d: cannot reach the registration URL", i);
+            bn_engine_stop (self->engines[i], BN_ENGINE_EXIT_REGISTRATION);
+        }
+    return 0;
+}
+
+void
+bn_engine_actor (zsock_t *pipe, void *args)
+{
+    assert (args);
+    s_actor_t self;
+    memset (&self, 0, sizeof self);
+    self.pipe = pipe;
+    bn_log_set_ident ("engine");
+    int rc = s_actor_init (&self, (bn_engine_args_t *)args);
+    //  The caller may free args from here on.
+    zsock_signal (pipe, 0);
+    if (rc) {
+        self.exit_code = 1;
+        s_report_stopped (&self);
+    } else if (self.count == 0)
+        s_report_stopped (&self);
+    bool terminated = false;
+    if (rc == 0 && self.loop)
+        terminated = zloop_start (self.loop) == -1;
+    //  Interrupted, or told to end: say goodbye to the controller.
+    for (int i = 0; self.engines && i < self.count; i++)
+        if (self.engines[i])
+            bn_engine_stop (self.engines[i], BN_ENGINE_EXIT_OK);
+    s_report_stopped (&self);
+    while (!terminated) {
+        char *command = zstr_recv (pipe);
+        if (command && streq (command, "$TERM"))
+            terminated = true;
+        else if (command)
+            zstr_send (pipe, "STOPPED");
+        free (command);
+    }
+    s_actor_destroy (&self);
+}
