@@ -1476,6 +1476,13 @@ bn_client_shutdown (bn_client_t *self, bool hub, double timeout)
         //  Its notification or its exit may overtake the reply.
         if (rc == BN_ENOCONTROLLER)
             rc = 0;
+        //  The controller is going: say so now, not when it has gone.
+        if (rc == 0) {
+            bn_client_lock (self);
+            s_gone (self, BN_ENOCONTROLLER);
+            s_changed (self);
+            bn_client_unlock (self);
+        }
     }
     return rc;
 }

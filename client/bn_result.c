@@ -270,16 +270,24 @@ bn_item_on_reply (bn_item_t *self, bn_msg_t *msg, bn_value_t *value,
     } else if (strcmp (status, BN_STATUS_ABORTED) == 0)
         s_set_error (self, BN_EABORTED, "TaskAborted", self->msg_id);
     else if (strcmp (status, BN_STATUS_ERROR) == 0) {
-        s_set_error (self, BN_EREMOTE,
-                     json_string_value (json_object_get (content, "ename")),
+        const char *ename =
+            json_string_value (json_object_get (content, "ename"));
+        json_t *info = json_object_get (content, "engine_info");
+        bool from_engine = json_is_object (info) && json_object_size (info);
+        //  A controller without a scheduler for this view says so itself
+        //  (no engine_info); an engine's NotImplementedError stays remote.
+        int code =
+            !from_engine && ename && strcmp (ename, "NotImplementedError") == 0
+                ? BN_ENOTSUP
+                : BN_EREMOTE;
+        s_set_error (self, code, ename,
                      json_string_value (json_object_get (content, "evalue")));
         json_t *traceback = json_object_get (content, "traceback");
         if (json_is_array (traceback))
             self->traceback = s_join_traceback (traceback);
         //  A failure the engine itself reports comes with output; one
         //  from the hub or a scheduler (no engine_info) does not.
-        json_t *info = json_object_get (content, "engine_info");
-        output = json_is_object (info) && json_object_size (info) > 0;
+        output = from_engine;
     } else
         s_set_error (self, BN_EPROTO, "ProtocolError", status);
     bn_value_destroy (&value);

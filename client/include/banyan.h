@@ -202,7 +202,7 @@ int bn_view_set_silent (bn_view_t *self, bool silent);
 //  Python source on IPython engines (an execute_request). On success
 //  *result_p is a new result for the caller to destroy. Returns 0,
 //  BN_EINVAL, BN_ENOENGINE (a target is not registered, or no engines),
-//  BN_ENOTSUP (the controller has no scheduler for this kind of view),
+//  BN_ENOTSUP (the connection lists no port for this kind of view),
 //  BN_ENOCONTROLLER, BN_ECLOSED or BN_ENOMEM.
 int bn_view_execute (bn_view_t *self, const char *code, bn_result_t **result_p);
 
@@ -278,7 +278,9 @@ int bn_result_wait (bn_result_t *self, double timeout);
 //  first item (in index order) that failed: BN_EREMOTE (the function or
 //  command raised; see bn_result_ename), BN_EABORTED, BN_EENGINEDIED,
 //  BN_ENOCONTROLLER, BN_ECLOSED, BN_EPICKLE (a result pickle this library
-//  cannot read); or BN_ETIMEDOUT.
+//  cannot read), BN_ENOTSUP (the controller has no scheduler for this
+//  kind of view: it answered NotImplementedError itself), BN_EPROTO (a
+//  reply without a status); or BN_ETIMEDOUT.
 int bn_result_get (bn_result_t *self, double timeout);
 
 //  Partial results: wait for the next item to complete (items are handed
