@@ -282,7 +282,14 @@ bn_cliclient_describe (bn_result_t *result, size_t index, bool timed_out,
         }
     }
     *failed = true;
-    if (ename && evalue && *evalue)
+    //  The hub's text names the engine and the request, which would keep
+    //  each engine in a group of its own under px -b
+    if (status == BN_EENGINEDIED ||
+        (ename && strcmp (ename, "EngineError") == 0))
+        snprintf (text, size, "EngineError: the engine died");
+    else if (status == BN_EABORTED)
+        snprintf (text, size, "aborted");
+    else if (ename && evalue && *evalue)
         snprintf (text, size, "%s: %s", ename, evalue);
     else if (ename)
         snprintf (text, size, "%s", ename);

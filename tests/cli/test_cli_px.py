@@ -1,0 +1,132 @@
+"""CLI: px (prefixed output, -b on identical and on differing outputs, -S,
+-q, -t, --timeout, Ctrl-C), apply, push and pull on a real cluster."""
+
+import os
+import signal
+import subprocess
+import time
+
+from clitest import BANYAN, Profile, check, describe, finish, run
+
+HEADER = "---------------\nengines[{}] ({})\n---------------\n"
+
+with Profile("px") as profile:
+    start = run(["cluster", "start", "-n", "4"] + profile.args(), timeout=90)
+    check(start.returncode == 0, "cluster start -n 4", describe(start))
+    px = profile.args()
+
+    plain = run(["px"] + px + ["echo out $BANYAN_ENGINE_ID; echo err >&2"])
+    check(plain.returncode == 0
+          and sorted(plain.stdout.splitlines())
+          == [f"[stdout:{i}] out {i}" for i in range(4)]
+          and sorted(plain.stderr.splitlines())
+          == [f"[stderr:{i}] err" for i in range(4)],
+          "px prefixes each line with its engine, stdout and stderr apart",
+          describe(plain))
+
+    words = run(["px"] + px + ["printf", "'%s-%s\\n'", "a", "b"])
+    check(words.returncode == 0 and words.stdout.count("[stdout:0] a-b\n") == 1,
+          "px joins its words into one command line", describe(words))
+
+    same = run(["px", "-b"] + px + ["echo same; echo two"])
+    check(same.returncode == 0
+          and same.stdout == HEADER.format("0-3", 4) + "same\ntwo\n",
+          "px -b: identical outputs in one block", describe(same))
+
+    differ = run(["px", "-b"] + px + ["echo $((BANYAN_ENGINE_ID % 2))"])
+    check(differ.returncode == 0
+          and differ.stdout == HEADER.format("0,2", 2) + "0\n"
+          + HEADER.format("1,3", 2) + "1\n",
+          "px -b: differing outputs, one block per output", describe(differ))
+
+    status = run(["px", "-b"] + px + ["echo x; exit $((BANYAN_ENGINE_ID / 2))"])
+    check(status.returncode == 0
+          and status.stdout == HEADER.format("0-1", 2) + "x\n"
+          + HEADER.format("2-3", 2) + "x\n[status] exited with exit code 1\n",
+          "px -b: same output, different status: two blocks", describe(status))
+
+    largest = run(["px", "-S"] + px + ["exit $BANYAN_ENGINE_ID"])
+    check(largest.returncode == 3 and "[status:3] exited with exit code 3"
+          in largest.stderr, "px -S exits with the largest remote status",
+          describe(largest))
+    quiet = run(["px", "-S", "-q"] + px + ["exit $BANYAN_ENGINE_ID"])
+    check(quiet.returncode == 3 and quiet.stderr == "" and quiet.stdout == "",
+          "px -q prints no status lines", describe(quiet))
+    plain_status = run(["px"] + px + ["exit 5"])
+    check(plain_status.returncode == 0,
+          "px without -S: 0 when every engine ran the command",
+          describe(plain_status))
+    signalled = run(["px", "-S", "-t", "1"] + px + ["kill -9 $$"])
+    check(signalled.returncode == 137 and "killed by signal 9" in signalled.stderr,
+          "a command killed by a signal: 128 + signal with -S",
+          describe(signalled))
+
+    targets = run(["px", "-t", "1,3", "-b"] + px + ["echo hi"])
+    check(targets.returncode == 0 and targets.stdout == HEADER.format("1,3", 2)
+          + "hi\n", "px -t 1,3 runs on those engines only", describe(targets))
+    missing = run(["px", "-t", "2-9"] + px + ["true"])
+    check(missing.returncode == 1 and "not registered: engines[4-9] (6)"
+          in missing.stderr, "px -t naming unknown engines", describe(missing))
+
+    slow = run(["px", "--timeout", "1"] + px
+               + ["[ $BANYAN_ENGINE_ID = 0 ] && sleep 5; echo done"], timeout=30)
+    check(slow.returncode == 1 and "[status:0] timed out" in slow.stderr
+          and "[stdout:3] done" in slow.stdout and slow.elapsed < 4.5,
+          f"px --timeout 1: the slow engine is reported ({slow.elapsed:.1f} s)",
+          describe(slow))
+    time.sleep(4.5)  # let engine 0 finish its sleep
+
+    # Ctrl-C: the first says who is still running, the second aborts
+    proc = subprocess.Popen([BANYAN, "px"] + px
+                            + ["[ $BANYAN_ENGINE_ID = 2 ] && sleep 6; true"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    check(proc.returncode == 130
+          and "still running on engines[2] (1)" in err
+          and "aborting engines[2] (1)" in err,
+          "Ctrl-C once: who is running; twice: abort, status 130",
+          f"rc={proc.returncode}\n{out}\n{err}")
+    time.sleep(6)
+
+    apply = run(["apply"] + px + ["echo", "42", "hi", "-1.5"])
+    check(apply.returncode == 0
+          and sorted(apply.stdout.splitlines())
+          == [f"[{i}] (42, 'hi', -1.5)" for i in range(4)],
+          "apply echo: ints, strings and floats, results as Python reprs",
+          describe(apply))
+    summed = run(["apply", "-b"] + px + ["sum", "1", "2", "3"])
+    check(summed.returncode == 0 and summed.stdout == HEADER.format("0-3", 4) + "6\n",
+          "apply -b sum", describe(summed))
+    nosuch = run(["apply"] + px + ["no_such_function"])
+    check(nosuch.returncode == 1 and "[status:0] NotImplementedError" in nosuch.stderr,
+          "apply of an unknown function: status 1 and the remote error",
+          describe(nosuch))
+
+    data = os.path.join(profile.dir, "data.bin")
+    with open(data, "wb") as f:
+        f.write(b"hello\x00world")
+    push = run(["push", "blob", data] + px)
+    check(push.returncode == 0 and "pushed to engines[0-3] (4)" in push.stdout,
+          "push NAME FILE", describe(push))
+    pull = run(["pull", "-b", "blob"] + px)
+    check(pull.returncode == 0
+          and pull.stdout == HEADER.format("0-3", 4) + "b'hello\\x00world'\n",
+          "pull -b NAME gives the bytes back", describe(pull))
+    stdin_push = run(["push", "-t", "2", "note", "-"] + px, input="from stdin")
+    pull = run(["pull", "note"] + px)
+    check(stdin_push.returncode == 0 and "[2] b'from stdin'" in pull.stdout
+          and pull.returncode == 1 and "NameError" in pull.stderr,
+          "push - reads stdin; pull of a name some engines lack: status 1",
+          describe(pull))
+
+    run(["cluster", "stop"] + profile.args(), timeout=60)
+finish()
