@@ -155,4 +155,25 @@ with Profile("cluster") as profile:
     check(not os.path.exists(os.path.join(profile.dir, "pid", "banyan-cluster.json")),
           "a failed start leaves no record")
 
+# A named profile under BANYAN_DIR; cluster list without a profile finds
+# it among all profiles
+with Profile("root") as root:
+    env = {"BANYAN_DIR": root.dir}
+    start = run(["cluster", "start", "-n", "1", "--profile", "named"], env=env,
+                timeout=90)
+    named = os.path.join(root.dir, "profile_named")
+    check(start.returncode == 0 and os.path.exists(
+        os.path.join(named, "security", "ipcontroller-client.json")),
+          "cluster start --profile NAME uses <BANYAN_DIR>/profile_NAME",
+          describe(start))
+    listing = run(["cluster", "list"], env=env)
+    check(listing.returncode == 0 and "\nnamed " in listing.stdout
+          and "running" in listing.stdout,
+          "cluster list without a profile lists every profile", describe(listing))
+    px = run(["px", "-b", "--profile", "named", "echo hi"], env=env)
+    check(px.returncode == 0 and px.stdout.endswith("hi\n"), "px --profile NAME",
+          describe(px))
+    stop = run(["cluster", "stop", "--profile", "named"], env=env, timeout=60)
+    check(stop.returncode == 0, "cluster stop --profile NAME", describe(stop))
+
 finish()

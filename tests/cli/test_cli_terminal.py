@@ -1,0 +1,83 @@
+"""CLI: what only happens on a terminal (progress lines "registered 8/8"
+and "3/4"), and cluster start --foreground, which stays until Ctrl-C and
+then stops the cluster."""
+
+import os
+import pty
+import re
+import select
+import signal
+import subprocess
+import time
+
+from clitest import BANYAN, Profile, check, finish, run, tree, wait_until
+
+
+def run_on_terminal(args, timeout=60):
+    """Run banyan with stdout and stderr on a pseudo-terminal; return
+    (status, everything it wrote)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([BANYAN] + args, stdin=subprocess.DEVNULL,
+                            stdout=slave, stderr=slave)
+    os.close(slave)
+    output = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    try:
+        status = proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        status = proc.wait()
+    return status, output.decode(errors="replace")
+
+
+with Profile("terminal") as profile:
+    status, output = run_on_terminal(["cluster", "start", "-n", "8", "-k", "2"]
+                                     + profile.args(), timeout=90)
+    check(status == 0 and re.search(r"\rregistered [0-8]/8", output),
+          "cluster start on a terminal shows 'registered N/8'", repr(output))
+    check(output.count("\r\033[K") >= 1 and "Cluster started" in output,
+          "the progress line is erased before the summary", repr(output))
+
+    status, output = run_on_terminal(["px"] + profile.args()
+                                     + ["[ $BANYAN_ENGINE_ID = 5 ] && sleep 2; true"])
+    check(status == 0 and "\r7/8" in output,
+          "px on a terminal shows '7/8' while one engine is still running",
+          repr(output))
+    status, output = run_on_terminal(["px"] + profile.args() + ["true"])
+    check(status == 0 and "/8" not in output,
+          "a px that ends within a second shows no progress", repr(output))
+    run(["cluster", "stop"] + profile.args(), timeout=60)
+
+    proc = subprocess.Popen([BANYAN, "cluster", "start", "-n", "2", "--foreground"]
+                            + profile.args(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    started = wait_until(lambda: profile.record() is not None and run(
+        ["engines"] + profile.args()).stdout.count("\n") == 3, 30)
+    record = profile.record()
+    check(started and proc.poll() is None,
+          "cluster start --foreground stays once the engines are registered")
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    check(proc.returncode == 0 and "Cluster started" in out,
+          "Ctrl-C ends it with status 0", f"rc={proc.returncode}\n{out}\n{err}")
+    check(record and not tree(record["pgid"], [record["pgid"]])
+          and profile.record() is None,
+          "and stops the cluster, leaving nothing")
+finish()
