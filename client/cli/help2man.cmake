@@ -99,7 +99,8 @@ foreach (line IN LISTS lines)
             string (APPEND page "${line}\n")
         endif ()
     elseif (line STREQUAL "")
-        # between sections
+        # ends an entry: text after it is a paragraph of its own
+        string (APPEND page ".PP\n")
     elseif (line MATCHES "^     +([^- ].*)$")
         roff_text ("${CMAKE_MATCH_1}" text)
         string (APPEND page "${text}\n")
