@@ -276,10 +276,14 @@ bn_item_on_reply (bn_item_t *self, bn_msg_t *msg, bn_value_t *value,
         bool from_engine = json_is_object (info) && json_object_size (info);
         //  A controller without a scheduler for this view says so itself
         //  (no engine_info); an engine's NotImplementedError stays remote.
-        int code =
-            !from_engine && ename && strcmp (ename, "NotImplementedError") == 0
-                ? BN_ENOTSUP
-                : BN_EREMOTE;
+        //  EngineError is how the hub, a scheduler or a stopping engine
+        //  report a request stranded on an engine that went away.
+        int code = BN_EREMOTE;
+        if (ename && strcmp (ename, "EngineError") == 0)
+            code = BN_EENGINEDIED;
+        else if (ename && !from_engine &&
+                 strcmp (ename, "NotImplementedError") == 0)
+            code = BN_ENOTSUP;
         s_set_error (self, code, ename,
                      json_string_value (json_object_get (content, "evalue")));
         json_t *traceback = json_object_get (content, "traceback");

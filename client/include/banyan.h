@@ -276,7 +276,8 @@ int bn_result_wait (bn_result_t *self, double timeout);
 
 //  Wait, then return 0 if every item succeeded, else the error of the
 //  first item (in index order) that failed: BN_EREMOTE (the function or
-//  command raised; see bn_result_ename), BN_EABORTED, BN_EENGINEDIED,
+//  command raised; see bn_result_ename), BN_EABORTED, BN_EENGINEDIED (its
+//  engine unregistered, or an EngineError reply said it went away),
 //  BN_ENOCONTROLLER, BN_ECLOSED, BN_EPICKLE (a result pickle this library
 //  cannot read), BN_ENOTSUP (the controller has no scheduler for this
 //  kind of view: it answered NotImplementedError itself), BN_EPROTO (a

@@ -1,0 +1,401 @@
+/*  check_cluster_client: libbanyan against banyan's own controller and
+    engines, both run in this process as actors.  */
+#include "banyan.h"
+#include "bn_config.h"
+#include "bn_controller.h"
+#include "bn_engine_actor.h"
+
+#include <check.h>
+#include <czmq.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static char s_dir[256];        //  profile folder of the cluster
+static char *s_engine_file;    //  its engine connection file
+static bn_config_t *s_config;  //  settings shared by both actors
+static zactor_t *s_controller; //  the controller
+static zactor_t *s_engines;    //  the engines
+
+static double
+s_now (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+//  Start count more engines in their own actor and wait until they are
+//  registered.
+static zactor_t *
+s_start_engines (int count)
+{
+    bn_engine_args_t args = {s_engine_file, NULL, s_config, count, -1, s_dir};
+    zactor_t *engines = zactor_new (bn_engine_actor, &args);
+    ck_assert_ptr_nonnull (engines);
+    zstr_sendx (engines, "WAIT", "20000", NULL);
+    char *answer = zstr_recv (engines);
+    ck_assert_str_eq (answer, "OK");
+    free (answer);
+    return engines;
+}
+
+//  A controller with engines, in a fresh profile folder.
+static void
+s_start_cluster (int engines)
+{
+    snprintf (s_dir, sizeof s_dir, "/tmp/bn-check-cluster-client-XXXXXX");
+    ck_assert_ptr_nonnull (mkdtemp (s_dir));
+    s_config = bn_config_new ();
+    //  Engines count as registered at the first heartbeat: beat fast
+    ck_assert_int_eq (bn_config_set (s_config, "controller.heartbeat_period",
+                                     "100", BN_CONFIG_CMDLINE),
+                      0);
+    //  ...but do not declare one dead because a loaded machine paused it
+    ck_assert_int_eq (bn_config_set (s_config, "controller.heartbeat_misses",
+                                     "50", BN_CONFIG_CMDLINE),
+                      0);
+    bn_controller_args_t args = {s_config, s_dir, 0};
+    s_controller = zactor_new (bn_controller_actor, &args);
+    ck_assert_ptr_nonnull (s_controller);
+    ck_assert_int_eq (args.status, 0);
+    zstr_send (s_controller, "CONNFILES");
+    char *client_file = NULL;
+    zstr_recvx (s_controller, &client_file, &s_engine_file, NULL);
+    ck_assert_ptr_nonnull (s_engine_file);
+    free (client_file);
+    s_engines = engines ? s_start_engines (engines) : NULL;
+}
+
+static void
+s_stop_cluster (void)
+{
+    zactor_destroy (&s_engines);
+    zactor_destroy (&s_controller);
+    bn_config_destroy (&s_config);
+    zstr_free (&s_engine_file);
+    char command[300];
+    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
+    ck_assert_int_eq (system (command), 0);
+}
+
+static bn_client_t *
+s_client (size_t engines)
+{
+    int rc;
+    bn_client_t *client = bn_client_new (s_dir, 10, &rc);
+    ck_assert_msg (client != NULL, "cannot connect: %s", bn_strerror (rc));
+    ck_assert_int_eq (bn_client_wait_for_engines (client, engines, 20), 0);
+    return client;
+}
+
+static bn_value_t *
+s_args1 (bn_value_t *value)
+{
+    bn_value_t *args = bn_value_new_tuple ();
+    ck_assert_int_eq (bn_value_append (args, value), 0);
+    return args;
+}
+
+START_TEST (test_usage)
+{
+    s_start_cluster (4);
+    bn_client_t *client = s_client (4);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_DIRECT);
+    //  A shell command on every engine
+    bn_result_t *result;
+    ck_assert_int_eq (
+        bn_view_execute (view, "echo engine $BANYAN_ENGINE_ID; echo oops >&2",
+                         &result),
+        0);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    ck_assert_uint_eq (bn_result_count (result), 4);
+    for (size_t i = 0; i < 4; i++) {
+        char expected[32];
+        snprintf (expected, sizeof expected, "engine %d\n",
+                  bn_result_engine_id (result, i));
+        ck_assert_str_eq (bn_result_stdout (result, i), expected);
+        ck_assert_str_eq (bn_result_stderr (result, i), "oops\n");
+    }
+    bn_result_destroy (&result);
+    //  A named function
+    bn_value_t *args = s_args1 (bn_value_new_str ("hello"));
+    ck_assert_int_eq (bn_view_apply (view, "echo", args, NULL, &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_str_eq (bn_value_str (bn_result_value (result, i)), "hello");
+    bn_result_destroy (&result);
+    bn_value_destroy (&args);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_stop_cluster ();
+}
+END_TEST
+
+START_TEST (test_push_pull_and_errors)
+{
+    s_start_cluster (2);
+    bn_client_t *client = s_client (2);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_DIRECT);
+    bn_value_t *ns = bn_value_new_dict ();
+    bn_value_dict_set_str (ns, "a", bn_value_new_int (5));
+    bn_value_dict_set_str (ns, "b", bn_value_new_bytes ("\x00\x01", 2));
+    bn_result_t *result;
+    ck_assert_int_eq (bn_view_push (view, ns, &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    bn_result_destroy (&result);
+    bn_value_t *names = bn_value_new_list ();
+    bn_value_append (names, bn_value_new_str ("b"));
+    bn_value_append (names, bn_value_new_str ("a"));
+    ck_assert_int_eq (bn_view_pull (view, names, &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    const bn_value_t *got = bn_result_value (result, 1);
+    ck_assert_int_eq (bn_value_int (bn_value_item (got, 1)), 5);
+    ck_assert_uint_eq (bn_value_bytes_size (bn_value_item (got, 0)), 2);
+    bn_result_destroy (&result);
+    //  A name nobody pushed
+    bn_value_t *missing = bn_value_new_str ("zz");
+    ck_assert_int_eq (bn_view_pull (view, missing, &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), BN_EREMOTE);
+    ck_assert_str_eq (bn_result_ename (result, 0), "NameError");
+    bn_result_destroy (&result);
+    //  A command that fails: its output and its exit status
+    ck_assert_int_eq (bn_view_execute (view, "echo out; exit 3", &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), BN_EREMOTE);
+    ck_assert_str_eq (bn_result_stdout (result, 0), "out\n");
+    ck_assert_str_eq (bn_result_ename (result, 0), "CalledProcessError");
+    ck_assert_ptr_nonnull (
+        strstr (bn_result_content (result, 0), "\"returncode\":3"));
+    bn_result_destroy (&result);
+    //  A function the engines do not have is the engine's error, not a
+    //  missing feature of the controller
+    ck_assert_int_eq (bn_view_apply (view, "nosuch", NULL, NULL, &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), BN_EREMOTE);
+    ck_assert_str_eq (bn_result_ename (result, 1), "NotImplementedError");
+    bn_result_destroy (&result);
+    bn_value_destroy (&missing);
+    bn_value_destroy (&names);
+    bn_value_destroy (&ns);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_stop_cluster ();
+}
+END_TEST
+
+START_TEST (test_partial_results)
+{
+    s_start_cluster (3);
+    bn_client_t *client = s_client (3);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_DIRECT);
+    bn_result_t *result;
+    //  Engine 2 answers at once, the others after a while
+    ck_assert_int_eq (
+        bn_view_execute (
+            view, "[ $BANYAN_ENGINE_ID = 2 ] || sleep 1; echo done", &result),
+        0);
+    int first = bn_result_next (result, 20);
+    ck_assert_int_ge (first, 0);
+    ck_assert_int_eq (bn_result_engine_id (result, (size_t)first), 2);
+    ck_assert_str_eq (bn_result_stdout (result, (size_t)first), "done\n");
+    ck_assert (!bn_result_ready (result));
+    ck_assert_uint_eq (bn_result_progress (result), 1);
+    ck_assert_int_ge (bn_result_next (result, 20), 0);
+    ck_assert_int_ge (bn_result_next (result, 20), 0);
+    ck_assert_int_eq (bn_result_next (result, 20), BN_ENOENT);
+    ck_assert (bn_result_elapsed (result) >= 0.9);
+    bn_result_destroy (&result);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_stop_cluster ();
+}
+END_TEST
+
+START_TEST (test_abort_and_queue_status)
+{
+    s_start_cluster (2);
+    bn_client_t *client = s_client (2);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_DIRECT);
+    int zero = 0;
+    bn_view_set_target_list (view, &zero, 1);
+    bn_result_t *running, *queued;
+    ck_assert_int_eq (bn_view_execute (view, "sleep 0.5; echo first", &running),
+                      0);
+    ck_assert_int_eq (bn_view_execute (view, "echo second", &queued), 0);
+    ck_assert_int_eq (bn_view_abort (view, queued, 20), 0);
+    ck_assert_int_eq (bn_result_get (running, 20), 0);
+    ck_assert_str_eq (bn_result_stdout (running, 0), "first\n");
+    ck_assert_int_eq (bn_result_get (queued, 20), BN_EABORTED);
+    bn_result_destroy (&running);
+    bn_result_destroy (&queued);
+    ck_assert_int_eq (bn_view_clear (view, 20), 0);
+
+    bn_queue_status_t *status;
+    size_t count;
+    int unassigned = -1;
+    ck_assert_int_eq (
+        bn_client_queue_status (client, NULL, 20, &status, &count, &unassigned),
+        0);
+    ck_assert_uint_eq (count, 2);
+    ck_assert_int_eq (status[0].engine_id, 0);
+    ck_assert_int_eq (status[0].queue, 0);
+    ck_assert_int_ge (status[0].completed, 2);
+    free (status);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_stop_cluster ();
+}
+END_TEST
+
+START_TEST (test_other_views)
+{
+    s_start_cluster (2);
+    bn_client_t *client = s_client (2);
+    bn_value_t *args = s_args1 (bn_value_new_int (7));
+    bn_view_kind_t kinds[] = {BN_VIEW_LOAD_BALANCED, BN_VIEW_BROADCAST};
+    for (int k = 0; k < 2; k++) {
+        bn_view_t *view = bn_view_new (client, kinds[k]);
+        bn_result_t *result;
+        ck_assert_int_eq (bn_view_apply (view, "echo", args, NULL, &result), 0);
+        int rc = bn_result_get (result, 20);
+        //  Until the controller has these schedulers it says so; once it
+        //  has, the calls work.
+        ck_assert_msg (rc == 0 || rc == BN_ENOTSUP, "got %s", bn_strerror (rc));
+        if (rc == 0)
+            for (size_t i = 0; i < bn_result_count (result); i++)
+                ck_assert_int_eq (bn_value_int (bn_result_value (result, i)),
+                                  7);
+        bn_result_destroy (&result);
+        bn_view_destroy (&view);
+    }
+    bn_value_destroy (&args);
+    bn_client_destroy (&client);
+    s_stop_cluster ();
+}
+END_TEST
+
+START_TEST (test_engines_come_and_go)
+{
+    s_start_cluster (1);
+    bn_client_t *client = s_client (1);
+    zactor_t *more = s_start_engines (2);
+    ck_assert_int_eq (bn_client_wait_for_engines (client, 3, 20), 0);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_DIRECT);
+    bn_result_t *result;
+    ck_assert_int_eq (bn_view_execute (view, "sleep 30", &result), 0);
+    //  Two engines stop (and unregister) while running the command: their
+    //  requests fail at once, the other's is still running
+    double start = s_now ();
+    zactor_destroy (&more);
+    for (int i = 0; i < 2; i++) {
+        int index = bn_result_next (result, 20);
+        ck_assert_int_ge (index, 0);
+        ck_assert_int_eq (bn_result_status (result, (size_t)index),
+                          BN_EENGINEDIED);
+        ck_assert_str_eq (bn_result_ename (result, (size_t)index),
+                          "EngineError");
+    }
+    ck_assert (s_now () - start < 15);
+    ck_assert (!bn_result_ready (result));
+    //  (their stranded replies may come before their unregistration)
+    for (int i = 0; i < 200 && bn_client_engine_count (client) != 1; i++)
+        usleep (50000);
+    ck_assert_uint_eq (bn_client_engine_count (client), 1);
+    ck_assert_int_eq (bn_view_abort (view, NULL, 20), 0);
+    bn_result_destroy (&result);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_stop_cluster ();
+}
+END_TEST
+
+START_TEST (test_controller_vanishes)
+{
+    s_start_cluster (1);
+    bn_client_t *client = s_client (1);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_DIRECT);
+    bn_result_t *result;
+    ck_assert_int_eq (bn_view_execute (view, "sleep 30", &result), 0);
+    usleep (100000);
+    double start = s_now ();
+    zactor_destroy (&s_controller);
+    ck_assert_int_eq (bn_result_get (result, 60), BN_ENOCONTROLLER);
+    ck_assert (s_now () - start < 15);
+    ck_assert_int_eq (bn_client_status (client), BN_ENOCONTROLLER);
+    bn_result_destroy (&result);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_stop_cluster ();
+}
+END_TEST
+
+START_TEST (test_shutdown)
+{
+    s_start_cluster (2);
+    bn_client_t *client = s_client (2);
+    ck_assert_int_eq (bn_client_shutdown (client, true, 20), 0);
+    ck_assert_int_eq (bn_client_status (client), BN_ENOCONTROLLER);
+    //  The engines stop, the controller says it shut down
+    zsock_set_rcvtimeo (s_engines, 20000);
+    char *stopped = zstr_recv (s_engines);
+    ck_assert_str_eq (stopped, "STOPPED");
+    zstr_free (&stopped);
+    zsock_set_rcvtimeo (s_controller, 20000);
+    char *shutdown = zstr_recv (s_controller);
+    ck_assert_str_eq (shutdown, "SHUTDOWN");
+    zstr_free (&shutdown);
+    bn_client_destroy (&client);
+    s_stop_cluster ();
+}
+END_TEST
+
+START_TEST (test_64_engines)
+{
+    s_start_cluster (64);
+    bn_client_t *client = s_client (64);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_DIRECT);
+    bn_value_t *args = s_args1 (bn_value_new_int (42));
+    for (int round = 0; round < 5; round++) {
+        bn_result_t *result;
+        ck_assert_int_eq (bn_view_apply (view, "echo", args, NULL, &result), 0);
+        ck_assert_int_eq (bn_result_get (result, 20), 0);
+        ck_assert_uint_eq (bn_result_count (result), 64);
+        ck_assert_uint_eq (bn_result_progress (result), 64);
+        bn_idset_t *seen = bn_idset_new ();
+        for (size_t i = 0; i < 64; i++) {
+            ck_assert_int_eq (bn_value_int (bn_result_value (result, i)), 42);
+            bn_idset_add (seen, bn_result_engine_id (result, i));
+        }
+        ck_assert_uint_eq (bn_idset_count (seen), 64);
+        bn_idset_destroy (&seen);
+        bn_result_destroy (&result);
+    }
+    bn_value_destroy (&args);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_stop_cluster ();
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("cluster_client");
+    TCase *tc = tcase_create ("in-process");
+    tcase_set_timeout (tc, 60);
+    tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_push_pull_and_errors);
+    tcase_add_test (tc, test_partial_results);
+    tcase_add_test (tc, test_abort_and_queue_status);
+    tcase_add_test (tc, test_other_views);
+    tcase_add_test (tc, test_engines_come_and_go);
+    tcase_add_test (tc, test_controller_vanishes);
+    tcase_add_test (tc, test_shutdown);
+    tcase_add_test (tc, test_64_engines);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed == 0 ? 0 : 1;
+}
