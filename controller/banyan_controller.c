@@ -1,0 +1,255 @@
+/*  banyan-controller: flags, configuration and logging, then the
+    controller actor until a signal or a hub shutdown_request.  */
+#include <czmq.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bn_config.h"
+#include "bn_controller.h"
+#include "bn_log.h"
+
+#define S_NAME "banyan-controller"
+
+//  Flags that set a configuration value.
+static const struct {
+    const char *flag;
+    const char *setting;
+    const char *arg;
+    const char *help;
+} s_flags[] = {
+    {"--profile", "profile.name", "NAME",
+     "profile to use: <BANYAN_DIR or ~/.banyan>/profile_<NAME> "
+     "(default: default)"},
+    {"--ip", "controller.ip", "ADDR",
+     "address to bind every socket to; * for all (default: 127.0.0.1)"},
+    {"--cluster-id", "cluster.id", "ID",
+     "cluster id: files are named ipcontroller-<ID>-client.json"},
+    {"--depth", "controller.depth", "D",
+     "depth of the broadcast tree, 2^D engine broadcast ports (default: 1)"},
+    {"--ping", "controller.heartbeat_period", "MS",
+     "milliseconds between heartbeats (default: 3000)"},
+    {"--heartbeat-misses", "controller.heartbeat_misses", "N",
+     "beats an engine may miss in a row before it is unregistered "
+     "(default: 10)"},
+    {"--registration-timeout", "controller.registration_timeout", "S",
+     "seconds an engine has to answer its first ping (default: 30)"},
+    {"--hwm", "controller.hwm", "N",
+     "high-water mark of every socket, 0 = unlimited (default: 0)"},
+    {"--log-level", "log.level", "LEVEL", "error, warn, info or debug"},
+    {"--log-file", "log.file", "FILE", "append log lines to FILE"},
+};
+
+#define S_NFLAGS (sizeof s_flags / sizeof s_flags[0])
+
+static void
+s_usage (FILE *file)
+{
+    fprintf (file,
+             "Usage: " S_NAME " [OPTION]...\n"
+             "Run a banyan controller: the hub, heartbeat monitor and the "
+             "relays that\nIPython Parallel 7.1 engines and clients (stock or "
+             "banyan) connect to.\nIt writes ipcontroller[-ID]-client.json and "
+             "-engine.json under\n<profile dir>/security/ and runs until "
+             "SIGINT, SIGTERM or a client's\nshutdown request.\n\n"
+             "Options:\n"
+             "  --profile-dir DIR     profile folder (overrides --profile)\n");
+    for (size_t i = 0; i < S_NFLAGS; i++) {
+        char left[64];
+        snprintf (left, sizeof left, "%s %s", s_flags[i].flag, s_flags[i].arg);
+        fprintf (file, "  %-21s %s\n", left, s_flags[i].help);
+    }
+    fprintf (file,
+             "  --reuse               keep the connection files on exit and "
+             "reuse their\n"
+             "                        ports and key on the next start\n"
+             "  --config FILE         read settings from FILE (ZPL, see "
+             "conf/banyan.conf)\n"
+             "  -h, --help            show this help and exit\n"
+             "  --version             show the version and exit\n\n"
+             "Settings come from built-in defaults, then the config file, "
+             "then BANYAN_*\nenvironment variables (e.g. "
+             "BANYAN_CONTROLLER_IP, BANYAN_DIR, BANYAN_PROFILE),\nthen "
+             "these options.\n\n"
+             "Examples:\n"
+             "  " S_NAME "\n"
+             "      profile 'default', sockets on 127.0.0.1, files in "
+             "~/.banyan/profile_default\n"
+             "  " S_NAME " --profile-dir /tmp/prof --cluster-id demo "
+             "--depth 2\n"
+             "      files /tmp/prof/security/ipcontroller-demo-*.json, 4 "
+             "broadcast leaves\n"
+             "  " S_NAME " --ip '*' --ping 1000 --log-level info\n"
+             "      reachable from other hosts, 1 s heartbeats, more "
+             "logging\n"
+             "  ipengine --file ~/.banyan/profile_default/security/"
+             "ipcontroller-engine.json\n"
+             "      attach a stock IPython Parallel engine\n");
+}
+
+static int s_usage_error (const char *format, ...)
+    __attribute__ ((format (printf, 1, 2)));
+
+//  Print a usage error to stderr; returns the exit code 2.
+static int
+s_usage_error (const char *format, ...)
+{
+    va_list args;
+    va_start (args, format);
+    fprintf (stderr, S_NAME ": ");
+    vfprintf (stderr, format, args);
+    va_end (args);
+    fprintf (stderr, "\nTry '" S_NAME " --help' for more information.\n");
+    return 2;
+}
+
+//  Value of a flag given as "--flag=value" or "--flag value"; NULL if
+//  argv[*index] is not flag. *missing is set when the value is absent.
+static const char *
+s_flag_value (int argc, char **argv, int *index, const char *flag,
+              bool *missing)
+{
+    const char *arg = argv[*index];
+    size_t len = strlen (flag);
+    if (strncmp (arg, flag, len) != 0)
+        return NULL;
+    if (arg[len] == '=')
+        return arg + len + 1;
+    if (arg[len] != 0)
+        return NULL;
+    if (*index + 1 >= argc) {
+        *missing = true;
+        return NULL;
+    }
+    return argv[++*index];
+}
+
+int
+main (int argc, char **argv)
+{
+    bn_config_t *config = bn_config_new ();
+    if (!config) {
+        fprintf (stderr, S_NAME ": out of memory\n");
+        return 1;
+    }
+    const char *profile_dir = NULL;
+    const char *config_file = NULL;
+    bool reuse = false;
+    //  flags are applied after the file and environment, in order
+    const char **settings = calloc ((size_t)argc + 1, 2 * sizeof (char *));
+    size_t nsettings = 0;
+    int rc = 0;
+    for (int i = 1; i < argc && rc == 0; i++) {
+        const char *arg = argv[i];
+        bool missing = false;
+        const char *value;
+        if (streq (arg, "-h") || streq (arg, "--help")) {
+            s_usage (stdout);
+            free (settings);
+            bn_config_destroy (&config);
+            return 0;
+        }
+        if (streq (arg, "--version")) {
+            printf (S_NAME " " BANYAN_VERSION
+                           " (IPython Parallel 7.1.0 wire protocol)\n");
+            free (settings);
+            bn_config_destroy (&config);
+            return 0;
+        }
+        if (streq (arg, "--reuse")) {
+            reuse = true;
+            continue;
+        }
+        if ((value =
+                 s_flag_value (argc, argv, &i, "--profile-dir", &missing))) {
+            profile_dir = value;
+            continue;
+        }
+        if ((value = s_flag_value (argc, argv, &i, "--config", &missing))) {
+            config_file = value;
+            continue;
+        }
+        size_t f;
+        for (f = 0; f < S_NFLAGS && !missing; f++)
+            if ((value =
+                     s_flag_value (argc, argv, &i, s_flags[f].flag, &missing)))
+                break;
+        if (missing)
+            rc = s_usage_error ("option '%s' needs a value", arg);
+        else if (f == S_NFLAGS)
+            rc = s_usage_error ("unknown option '%s'", arg);
+        else {
+            settings[2 * nsettings] = s_flags[f].setting;
+            settings[2 * nsettings + 1] = value;
+            nsettings++;
+        }
+    }
+    if (rc == 0 && profile_dir && !*profile_dir)
+        rc = s_usage_error ("%s", "--profile-dir needs a folder");
+    if (rc == 0 && config_file && bn_config_load_file (config, config_file))
+        rc = s_usage_error ("%s", bn_config_error (config));
+    if (rc == 0 && bn_config_load_env (config, NULL))
+        rc = s_usage_error ("%s", bn_config_error (config));
+    for (size_t s = 0; rc == 0 && s < nsettings; s++)
+        if (bn_config_set (config, settings[2 * s], settings[2 * s + 1],
+                           BN_CONFIG_CMDLINE))
+            rc = s_usage_error ("%s", bn_config_error (config));
+    if (rc == 0 && reuse)
+        bn_config_set (config, "controller.reuse_files", "true",
+                       BN_CONFIG_CMDLINE);
+    free (settings);
+    if (rc != 0) {
+        bn_config_destroy (&config);
+        return rc;
+    }
+
+    bn_log_set_default_ident ("controller");
+    bn_log_set_level ((bn_log_level_t)bn_log_level_parse (
+        bn_config_str (config, "log.level")));
+    const char *log_file = bn_config_str (config, "log.file");
+    if (*log_file && bn_log_set_file (log_file) != 0) {
+        fprintf (stderr, S_NAME ": cannot open log file %s\n", log_file);
+        bn_config_destroy (&config);
+        return 1;
+    }
+    char *dir = profile_dir ? strdup (profile_dir)
+                            : bn_config_profile_dir (config, NULL);
+    if (!dir) {
+        fprintf (stderr, S_NAME ": cannot find the profile folder "
+                                "(is HOME set?)\n");
+        bn_config_destroy (&config);
+        return 1;
+    }
+
+    bn_controller_args_t args = {.config = config, .profile_dir = dir};
+    zactor_t *controller = zactor_new (bn_controller_actor, &args);
+    if (!controller || args.status != 0) {
+        fprintf (stderr, S_NAME ": could not start (see the log above)\n");
+        zactor_destroy (&controller);
+        free (dir);
+        bn_config_destroy (&config);
+        return 1;
+    }
+    bn_log_info ("controller started (pid %d), profile %s", (int)getpid (),
+                 dir);
+    zpoller_t *poller = zpoller_new (controller, NULL);
+    while (!zsys_interrupted) {
+        void *which = zpoller_wait (poller, 1000);
+        if (which == controller) {
+            char *event = zstr_recv (controller);
+            bool shutdown = event && streq (event, "SHUTDOWN");
+            free (event);
+            if (shutdown) {
+                bn_log_info ("controller shut down by a client request");
+                break;
+            }
+        } else if (zpoller_terminated (poller))
+            break;
+    }
+    zpoller_destroy (&poller);
+    zactor_destroy (&controller);
+    free (dir);
+    bn_config_destroy (&config);
+    return 0;
+}

@@ -1,0 +1,541 @@
+/*  bn_controller: the controller actor; one thread, one zloop, every
+    socket of WIRE.md 3 bound on tcp://<ip>:* (or the ports of the old
+    connection files when controller.reuse_files is set).  */
+#include "bn_controller.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bn_connfile.h"
+#include "bn_heart.h"
+#include "bn_hub.h"
+#include "bn_log.h"
+#include "bn_msgtypes.h"
+#include "bn_refuser.h"
+#include "bn_relay.h"
+#include "bn_session.h"
+#include "bn_wire.h"
+
+//  One bound socket and the connection-file key it is published under.
+typedef struct {
+    zsock_t *sock;
+    int port;
+} s_bound_t;
+
+typedef struct {
+    zsock_t *pipe;   //  Actor pipe
+    char *ip;        //  Bind address
+    char *interface; //  "tcp://<ip>"
+    char *cluster_id;
+    int depth;         //  Broadcast tree depth
+    int hwm;           //  SNDHWM/RCVHWM of every socket
+    bool reuse;        //  Keep (and reuse) connection files
+    char *client_path; //  Connection files and pid file
+    char *engine_path;
+    char *pid_path;
+    bool files_written;
+    bn_session_t *session;
+    char *key;
+
+    s_bound_t query;    //  Hub ROUTER (registration)
+    s_bound_t notifier; //  Hub PUB
+    s_bound_t hb_ping;  //  Heart PUB
+    s_bound_t hb_pong;  //  Heart ROUTER
+    s_bound_t mux_in, mux_out;
+    s_bound_t control_in, control_out;
+    s_bound_t iopub_in, iopub_out;
+    s_bound_t task_in, task_out;
+    s_bound_t bcast_in;      //  Root scheduler (client side)
+    s_bound_t *bcast_leaves; //  2^depth leaf ROUTERs (engine side)
+    size_t nleaves;
+
+    zloop_t *loop;
+    bn_heart_t *heart;
+    bn_hub_t *hub;
+    bn_relay_t *mux;
+    bn_relay_t *control;
+    bn_relay_t *iopub;
+    bn_refuser_t *task;
+    bn_refuser_t *broadcast;
+    bool shutdown; //  Ended by a hub shutdown_request
+} s_controller_t;
+
+//  Create path and its parents with mode (like mkdir -p); -1 on failure.
+static int
+s_mkdirs (const char *path, mode_t mode)
+{
+    char *copy = strdup (path);
+    if (!copy)
+        return -1;
+    int rc = 0;
+    for (char *slash = copy + 1; rc == 0; slash++) {
+        if (*slash != '/' && *slash != 0)
+            continue;
+        char saved = *slash;
+        *slash = 0;
+        if (mkdir (copy, mode) != 0 && errno != EEXIST)
+            rc = -1;
+        *slash = saved;
+        if (saved == 0)
+            break;
+    }
+    free (copy);
+    return rc;
+}
+
+//  Create a socket of type with our HWM, an optional routing id and
+//  ROUTER_MANDATORY when mandatory, and bind it to port (0 = any).
+static int
+s_bind (s_controller_t *self, s_bound_t *bound, int type, const char *id,
+        bool mandatory, int port)
+{
+    bound->sock = zsock_new (type);
+    if (!bound->sock)
+        return -1;
+    zsock_set_sndhwm (bound->sock, self->hwm);
+    zsock_set_rcvhwm (bound->sock, self->hwm);
+    zsock_set_linger (bound->sock, 0);
+    if (id)
+        zsock_set_identity (bound->sock, id);
+    if (mandatory)
+        zsock_set_router_mandatory (bound->sock, 1);
+    if (type == ZMQ_SUB)
+        zsock_set_subscribe (bound->sock, "");
+    char endpoint[300];
+    if (port > 0)
+        snprintf (endpoint, sizeof endpoint, "tcp://%s:%d", self->ip, port);
+    else
+        snprintf (endpoint, sizeof endpoint, "tcp://%s:*", self->ip);
+    if (zsock_bind (bound->sock, "%s", endpoint) < 0) {
+        bn_log_error ("cannot bind %s: %s", endpoint, zmq_strerror (errno));
+        return -1;
+    }
+    const char *last = zsock_last_endpoint (bound->sock);
+    bound->port = bn_wire_endpoint_port (last);
+    if (bound->port <= 0) {
+        bn_log_error ("cannot read the port bound for %s", endpoint);
+        return -1;
+    }
+    return 0;
+}
+
+//  Port of name in a loaded connection file, or 0 (bind any port).
+static int
+s_old_port (bn_connfile_t *file, const char *name)
+{
+    int port = file ? bn_connfile_port (file, name) : 0;
+    return port > 0 ? port : 0;
+}
+
+static int
+s_bind_all (s_controller_t *self, bn_connfile_t *old_client,
+            bn_connfile_t *old_engine)
+{
+    bn_connfile_t *c = old_client, *e = old_engine;
+    const char *prefix = BN_ROUTING_SCHEDULER_PREFIX;
+    char root_id[64];
+    snprintf (root_id, sizeof root_id, "%s0", prefix);
+    if (s_bind (self, &self->query, ZMQ_ROUTER, NULL, false,
+                s_old_port (c, "registration")) ||
+        s_bind (self, &self->control_out, ZMQ_ROUTER, BN_ROUTING_CONTROL_OUT,
+                true, s_old_port (e, "control")) ||
+        s_bind (self, &self->mux_out, ZMQ_ROUTER, BN_ROUTING_MUX_OUT, true,
+                s_old_port (e, "mux")) ||
+        s_bind (self, &self->task_out, ZMQ_ROUTER, BN_ROUTING_TASK_OUT, true,
+                s_old_port (e, "task")) ||
+        s_bind (self, &self->iopub_in, ZMQ_SUB, NULL, false,
+                s_old_port (e, "iopub")) ||
+        s_bind (self, &self->hb_ping, ZMQ_PUB, NULL, false,
+                s_old_port (e, "hb_ping")) ||
+        s_bind (self, &self->hb_pong, ZMQ_ROUTER, NULL, false,
+                s_old_port (e, "hb_pong")))
+        return -1;
+    self->nleaves = (size_t)1 << self->depth;
+    self->bcast_leaves = calloc (self->nleaves, sizeof (s_bound_t));
+    if (!self->bcast_leaves)
+        return -1;
+    for (size_t leaf = 0; leaf < self->nleaves; leaf++) {
+        //  leaf ids are depth + 1 binary digits, the first always 0
+        char id[64];
+        int len = snprintf (id, sizeof id, "%s", prefix);
+        for (int bit = self->depth; bit >= 0; bit--)
+            id[len++] = (leaf >> bit) & 1 ? '1' : '0';
+        id[len] = 0;
+        int port = e && leaf < bn_connfile_broadcast_count (e)
+                       ? bn_connfile_broadcast (e, leaf)
+                       : 0;
+        if (s_bind (self, &self->bcast_leaves[leaf], ZMQ_ROUTER, id, true,
+                    port > 0 ? port : 0))
+            return -1;
+    }
+    int bcast_port = c ? bn_connfile_broadcast (c, 0) : 0;
+    if (s_bind (self, &self->control_in, ZMQ_ROUTER, BN_ROUTING_CONTROL_IN,
+                true, s_old_port (c, "control")) ||
+        s_bind (self, &self->mux_in, ZMQ_ROUTER, BN_ROUTING_MUX_IN, true,
+                s_old_port (c, "mux")) ||
+        s_bind (self, &self->task_in, ZMQ_ROUTER, BN_ROUTING_TASK_IN, true,
+                s_old_port (c, "task")) ||
+        s_bind (self, &self->iopub_out, ZMQ_PUB, NULL, false,
+                s_old_port (c, "iopub")) ||
+        s_bind (self, &self->notifier, ZMQ_PUB, NULL, false,
+                s_old_port (c, "notification")) ||
+        s_bind (self, &self->bcast_in, ZMQ_ROUTER, root_id, true,
+                bcast_port > 0 ? bcast_port : 0))
+        return -1;
+    return 0;
+}
+
+//  The settings both connection files share.
+static int
+s_fill_common (s_controller_t *self, bn_connfile_t *file)
+{
+    struct {
+        const char *name;
+        s_bound_t *bound;
+    } ports[] = {
+        {"registration", &self->query},
+        {"control", NULL},
+        {"mux", NULL},
+        {"task", NULL},
+        {"iopub", NULL},
+    };
+    bool client = bn_connfile_kind (file) == BN_CONNFILE_CLIENT;
+    ports[1].bound = client ? &self->control_in : &self->control_out;
+    ports[2].bound = client ? &self->mux_in : &self->mux_out;
+    ports[3].bound = client ? &self->task_in : &self->task_out;
+    ports[4].bound = client ? &self->iopub_out : &self->iopub_in;
+    for (size_t i = 0; i < sizeof ports / sizeof ports[0]; i++)
+        if (bn_connfile_set_port (file, ports[i].name, ports[i].bound->port))
+            return -1;
+    if (bn_connfile_set_interface (file, self->interface) ||
+        bn_connfile_set_key (file, self->key) ||
+        bn_connfile_set_curve_serverkey (file, NULL))
+        return -1;
+    return 0;
+}
+
+static int
+s_write_files (s_controller_t *self, const char *scheme)
+{
+    bn_connfile_t *client = bn_connfile_new (BN_CONNFILE_CLIENT);
+    bn_connfile_t *engine = bn_connfile_new (BN_CONNFILE_ENGINE);
+    int *leaf_ports = calloc (self->nleaves, sizeof (int));
+    int rc = -1;
+    if (client && engine && leaf_ports && !s_fill_common (self, client) &&
+        !s_fill_common (self, engine)) {
+        for (size_t leaf = 0; leaf < self->nleaves; leaf++)
+            leaf_ports[leaf] = self->bcast_leaves[leaf].port;
+        rc = bn_connfile_set_port (client, "notification",
+                                   self->notifier.port) ||
+                     bn_connfile_set_broadcast (client, &self->bcast_in.port,
+                                                1) ||
+                     bn_connfile_set_task_scheme (client, scheme) ||
+                     bn_connfile_set_port (engine, "hb_ping",
+                                           self->hb_ping.port) ||
+                     bn_connfile_set_port (engine, "hb_pong",
+                                           self->hb_pong.port) ||
+                     bn_connfile_set_broadcast (engine, leaf_ports,
+                                                self->nleaves)
+                 ? -1
+                 : 0;
+    }
+    if (rc == 0)
+        rc = bn_connfile_save (engine, self->engine_path);
+    if (rc == 0)
+        rc = bn_connfile_save (client, self->client_path);
+    if (rc == 0)
+        self->files_written = true;
+    else
+        bn_log_error ("cannot write the connection files %s, %s",
+                      self->client_path, self->engine_path);
+    free (leaf_ports);
+    bn_connfile_destroy (&client);
+    bn_connfile_destroy (&engine);
+    return rc;
+}
+
+static int
+s_write_pid (s_controller_t *self)
+{
+    char *dir = strdup (self->pid_path);
+    if (!dir)
+        return -1;
+    *strrchr (dir, '/') = 0;
+    int rc = s_mkdirs (dir, 0700);
+    free (dir);
+    FILE *file = rc == 0 ? fopen (self->pid_path, "w") : NULL;
+    if (!file) {
+        bn_log_error ("cannot write the pid file %s: %s", self->pid_path,
+                      strerror (errno));
+        return -1;
+    }
+    fprintf (file, "%d\n", (int)getpid ());
+    return fclose (file) == 0 ? 0 : -1;
+}
+
+//  The engine connection dict sent in registration_reply.
+static json_t *
+s_connection_info (s_controller_t *self)
+{
+    json_t *leaves = json_array ();
+    for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
+        json_array_append_new (leaves,
+                               json_integer (self->bcast_leaves[leaf].port));
+    return json_pack (
+        "{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:o}", "interface",
+        self->interface, "registration", self->query.port, "control",
+        self->control_out.port, "mux", self->mux_out.port, "task",
+        self->task_out.port, "iopub", self->iopub_in.port, "hb_ping",
+        self->hb_ping.port, "hb_pong", self->hb_pong.port, "broadcast", leaves);
+}
+
+static int
+s_on_hub_shutdown (void *arg)
+{
+    s_controller_t *self = (s_controller_t *)arg;
+    self->shutdown = true;
+    return -1;
+}
+
+static void
+s_remove_files (s_controller_t *self)
+{
+    if (self->files_written && !self->reuse) {
+        unlink (self->client_path);
+        unlink (self->engine_path);
+    }
+    if (self->pid_path)
+        unlink (self->pid_path);
+    self->files_written = false;
+}
+
+static void
+s_controller_destroy (s_controller_t **self_p)
+{
+    s_controller_t *self = *self_p;
+    if (!self)
+        return;
+    //  components use the loop's timers; destroy them first
+    bn_hub_destroy (&self->hub);
+    bn_heart_destroy (&self->heart);
+    bn_relay_destroy (&self->mux);
+    bn_relay_destroy (&self->control);
+    bn_relay_destroy (&self->iopub);
+    bn_refuser_destroy (&self->task);
+    bn_refuser_destroy (&self->broadcast);
+    zloop_destroy (&self->loop);
+    s_bound_t *all[] = {
+        &self->query,      &self->notifier,    &self->hb_ping,
+        &self->hb_pong,    &self->mux_in,      &self->mux_out,
+        &self->control_in, &self->control_out, &self->iopub_in,
+        &self->iopub_out,  &self->task_in,     &self->task_out,
+        &self->bcast_in,
+    };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        zsock_destroy (&all[i]->sock);
+    for (size_t leaf = 0; self->bcast_leaves && leaf < self->nleaves; leaf++)
+        zsock_destroy (&self->bcast_leaves[leaf].sock);
+    free (self->bcast_leaves);
+    s_remove_files (self);
+    bn_session_destroy (&self->session);
+    free (self->key);
+    free (self->ip);
+    free (self->interface);
+    free (self->cluster_id);
+    free (self->client_path);
+    free (self->engine_path);
+    free (self->pid_path);
+    free (self);
+    *self_p = NULL;
+}
+
+static json_t *
+s_stats (s_controller_t *self)
+{
+    return json_pack (
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "hub", bn_hub_stats (self->hub),
+        "heart", bn_heart_stats (self->heart), "mux",
+        bn_relay_stats (self->mux), "control", bn_relay_stats (self->control),
+        "iopub", bn_relay_stats (self->iopub), "task",
+        bn_refuser_stats (self->task), "broadcast",
+        bn_refuser_stats (self->broadcast));
+}
+
+static int
+s_on_pipe (zloop_t *loop, zsock_t *pipe, void *arg)
+{
+    s_controller_t *self = (s_controller_t *)arg;
+    zmsg_t *request = zmsg_recv (pipe);
+    if (!request)
+        return -1;
+    char *command = zmsg_popstr (request);
+    int rc = 0;
+    if (!command || streq (command, "$TERM"))
+        rc = -1;
+    else if (streq (command, "CONNFILES") || streq (command, "ENDPOINTS"))
+        zstr_sendx (pipe, self->client_path, self->engine_path, NULL);
+    else if (streq (command, "PIDFILE"))
+        zstr_send (pipe, self->pid_path);
+    else if (streq (command, "STATS")) {
+        json_t *stats = s_stats (self);
+        char *text = stats ? json_dumps (stats, JSON_COMPACT) : NULL;
+        zstr_send (pipe, text ? text : "{}");
+        free (text);
+        json_decref (stats);
+    } else
+        bn_log_warn ("controller: unknown actor command %s", command);
+    free (command);
+    zmsg_destroy (&request);
+    return rc;
+}
+
+//  Build components and register them in the loop.
+static int
+s_start_components (s_controller_t *self, int period, int misses,
+                    double registration_timeout)
+{
+    self->loop = zloop_new ();
+    self->heart =
+        bn_heart_new (self->hb_ping.sock, self->hb_pong.sock, period, misses);
+    self->mux = bn_relay_new_swap ("mux", self->mux_in.sock, self->mux_out.sock,
+                                   self->session);
+    self->control = bn_relay_new_swap ("control", self->control_in.sock,
+                                       self->control_out.sock, self->session);
+    self->iopub = bn_relay_new_forward ("iopub", self->iopub_in.sock,
+                                        self->iopub_out.sock, self->session);
+    self->task =
+        bn_refuser_new (BN_REFUSER_TASK, self->task_in.sock, self->session);
+    self->broadcast = bn_refuser_new (BN_REFUSER_BROADCAST, self->bcast_in.sock,
+                                      self->session);
+    if (!self->loop || !self->heart || !self->mux || !self->control ||
+        !self->iopub || !self->task || !self->broadcast)
+        return -1;
+    self->hub = bn_hub_new (
+        self->query.sock, self->notifier.sock, self->session, self->heart,
+        s_connection_info (self), period, registration_timeout);
+    if (!self->hub)
+        return -1;
+    if (bn_refuser_add_engine_side (self->task, self->task_out.sock))
+        return -1;
+    for (size_t leaf = 0; leaf < self->nleaves; leaf++)
+        if (bn_refuser_add_engine_side (self->broadcast,
+                                        self->bcast_leaves[leaf].sock))
+            return -1;
+    if (bn_hub_add_relay (self->hub, self->mux, true) ||
+        bn_hub_add_relay (self->hub, self->control, false))
+        return -1;
+    bn_hub_watch_iopub (self->hub, self->iopub);
+    bn_hub_set_shutdown_handler (self->hub, s_on_hub_shutdown, self);
+    //  signals are the main thread's business; only $TERM stops the loop
+    zloop_set_nonstop (self->loop, true);
+    if (zloop_reader (self->loop, self->pipe, s_on_pipe, self) ||
+        bn_hub_attach (self->hub, self->loop) ||
+        bn_heart_attach (self->heart, self->loop) ||
+        bn_relay_attach (self->mux, self->loop) ||
+        bn_relay_attach (self->control, self->loop) ||
+        bn_relay_attach (self->iopub, self->loop) ||
+        bn_refuser_attach (self->task, self->loop) ||
+        bn_refuser_attach (self->broadcast, self->loop))
+        return -1;
+    return 0;
+}
+
+static s_controller_t *
+s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
+{
+    bn_config_t *config = args->config;
+    s_controller_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->pipe = pipe;
+    self->ip = strdup (bn_config_str (config, "controller.ip"));
+    self->interface = zsys_sprintf ("tcp://%s", self->ip);
+    self->cluster_id = strdup (bn_config_str (config, "cluster.id"));
+    self->depth = bn_config_int (config, "controller.depth");
+    self->hwm = bn_config_int (config, "controller.hwm");
+    self->reuse = bn_config_bool (config, "controller.reuse_files");
+    self->client_path = bn_connfile_path (args->profile_dir, self->cluster_id,
+                                          BN_CONNFILE_CLIENT);
+    self->engine_path = bn_connfile_path (args->profile_dir, self->cluster_id,
+                                          BN_CONNFILE_ENGINE);
+    self->pid_path =
+        zsys_sprintf ("%s/pid/banyan-controller%s%s.pid", args->profile_dir,
+                      *self->cluster_id ? "-" : "", self->cluster_id);
+    if (!self->ip || !self->interface || !self->cluster_id ||
+        !self->client_path || !self->engine_path || !self->pid_path) {
+        s_controller_destroy (&self);
+        return NULL;
+    }
+    bn_connfile_t *old_client = NULL, *old_engine = NULL;
+    if (self->reuse) {
+        char err[256];
+        old_client = bn_connfile_load (self->client_path, err, sizeof err);
+        old_engine = old_client
+                         ? bn_connfile_load (self->engine_path, err, sizeof err)
+                         : NULL;
+        if (!old_engine)
+            bn_connfile_destroy (&old_client);
+        else if (bn_connfile_broadcast_count (old_engine) !=
+                 ((size_t)1 << self->depth)) {
+            bn_log_warn ("%s is for another depth; not reused",
+                         self->engine_path);
+            bn_connfile_destroy (&old_client);
+            bn_connfile_destroy (&old_engine);
+        }
+    }
+    self->key = old_client ? strdup (bn_connfile_key (old_client))
+                           : bn_connfile_new_key ();
+    self->session = self->key ? bn_session_new (self->key, NULL) : NULL;
+    int rc = self->session ? s_bind_all (self, old_client, old_engine) : -1;
+    bn_connfile_destroy (&old_client);
+    bn_connfile_destroy (&old_engine);
+    if (rc == 0)
+        rc = s_start_components (
+            self, bn_config_int (config, "controller.heartbeat_period"),
+            bn_config_int (config, "controller.heartbeat_misses"),
+            bn_config_double (config, "controller.registration_timeout"));
+    if (rc == 0)
+        rc = s_write_files (self, bn_config_str (config, "controller.scheme"));
+    if (rc == 0)
+        rc = s_write_pid (self);
+    if (rc != 0) {
+        s_controller_destroy (&self);
+        return NULL;
+    }
+    bn_log_info ("controller: listening on %s:%d (registration), client "
+                 "file %s",
+                 self->interface, self->query.port, self->client_path);
+    return self;
+}
+
+void
+bn_controller_actor (zsock_t *pipe, void *args)
+{
+    bn_controller_args_t *start = (bn_controller_args_t *)args;
+    assert (start);
+    assert (start->config);
+    assert (start->profile_dir);
+    bn_log_set_ident ("controller");
+    s_controller_t *self = s_controller_new (pipe, start);
+    start->status = self ? 0 : -1;
+    zsock_signal (pipe, 0);
+    if (!self)
+        return;
+    zloop_start (self->loop);
+    bool shutdown = self->shutdown;
+    s_controller_destroy (&self);
+    if (!shutdown)
+        return;
+    zstr_send (pipe, "SHUTDOWN");
+    while (true) {
+        char *command = zstr_recv (pipe);
+        bool term = !command || streq (command, "$TERM");
+        free (command);
+        if (term)
+            break;
+    }
+}

@@ -1,0 +1,388 @@
+/*  bn_heart: heart monitor, one PUB for pings and one ROUTER for pongs.
+
+    Pings and pongs are raw frames, not Jupyter messages: the ping is the
+    ASCII str() of a float (seconds of monitor lifetime) and an engine's
+    heart echoes it as [uuid, ping]. A pong matching the current or the
+    previous ping counts; anything else is counted and ignored.  */
+#include "bn_heart.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bn_log.h"
+
+#define S_BATCH 4096  //  pongs read per wake-up before polling again
+#define S_KEY_MAX 256 //  longest heart id accepted
+#define S_PING_MAX 40 //  room for the text of a double
+
+typedef struct {
+    int misses;     //  Beats missed in a row
+    bool responded; //  Answered since the last beat
+} s_heart_t;
+
+typedef struct {
+    uint64_t beats;       //  Regular beats
+    uint64_t extra_pings; //  Pings sent again for expected hearts
+    uint64_t pongs;       //  Good pongs
+    uint64_t late_pongs;  //  Pongs to the previous ping
+    uint64_t stale_pongs; //  Pongs to older pings
+    uint64_t bad_pongs;   //  Pongs not made of two frames / bad ids
+    uint64_t unknown;     //  Pongs from hearts neither expected nor known
+    uint64_t new_hearts;  //  Expected hearts that answered
+    uint64_t stopped;     //  Hearts declared stopped
+} s_stats_t;
+
+struct _bn_heart_t {
+    zsock_t *ping;            //  PUB (borrowed)
+    zsock_t *pong;            //  ROUTER (borrowed)
+    int period_ms;            //  Time between beats
+    int max_misses;           //  Misses allowed in a row
+    zhashx_t *hearts;         //  uuid -> s_heart_t, monitored
+    zhashx_t *expected;       //  uuid -> self, waiting for a first pong
+    char current[S_PING_MAX]; //  Text of the last ping sent
+    size_t current_size;
+    char last[S_PING_MAX]; //  Text of the ping before it
+    size_t last_size;
+    int64_t started_us; //  Monotonic start, for the lifetime
+    zloop_t *loop;      //  Loop we beat in, once attached
+    int fast_timer;     //  Extra ping timer id, or -1
+    int64_t fast_due;   //  When it fires (zclock_mono)
+    bn_heart_fn *on_new;
+    bn_heart_fn *on_stopped;
+    void *arg;
+    s_stats_t stats;
+};
+
+static void
+s_free_item (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
+//  Python's str(float): the shortest text that reads back as value, with
+//  ".0" for whole numbers.
+static size_t
+s_float_text (double value, char *buf, size_t size)
+{
+    int len = 0;
+    for (int precision = 1; precision <= 17; precision++) {
+        len = snprintf (buf, size, "%.*g", precision, value);
+        if (strtod (buf, NULL) == value)
+            break;
+    }
+    if (!strpbrk (buf, ".eEn") && (size_t)len + 2 < size) {
+        memcpy (buf + len, ".0", 3);
+        len += 2;
+    }
+    return (size_t)len;
+}
+
+bn_heart_t *
+bn_heart_new (zsock_t *ping, zsock_t *pong, int period_ms, int max_misses)
+{
+    assert (ping);
+    assert (pong);
+    assert (period_ms > 0);
+    bn_heart_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->ping = ping;
+    self->pong = pong;
+    self->period_ms = period_ms;
+    self->max_misses = max_misses;
+    self->fast_timer = -1;
+    self->started_us = zclock_usecs ();
+    self->hearts = zhashx_new ();
+    self->expected = zhashx_new ();
+    if (!self->hearts || !self->expected) {
+        bn_heart_destroy (&self);
+        return NULL;
+    }
+    zhashx_set_destructor (self->hearts, s_free_item);
+    self->current_size = s_float_text (0.0, self->current, S_PING_MAX);
+    memcpy (self->last, self->current, self->current_size + 1);
+    self->last_size = self->current_size;
+    return self;
+}
+
+void
+bn_heart_destroy (bn_heart_t **self_p)
+{
+    assert (self_p);
+    bn_heart_t *self = *self_p;
+    if (!self)
+        return;
+    if (self->loop && self->fast_timer >= 0)
+        zloop_timer_end (self->loop, self->fast_timer);
+    zhashx_destroy (&self->hearts);
+    zhashx_destroy (&self->expected);
+    free (self);
+    *self_p = NULL;
+}
+
+void
+bn_heart_set_handlers (bn_heart_t *self, bn_heart_fn *on_new,
+                       bn_heart_fn *on_stopped, void *arg)
+{
+    assert (self);
+    self->on_new = on_new;
+    self->on_stopped = on_stopped;
+    self->arg = arg;
+}
+
+static int
+s_on_beat (zloop_t *loop, int timer_id, void *arg)
+{
+    bn_heart_beat ((bn_heart_t *)arg);
+    return 0;
+}
+
+static int
+s_on_pong (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    return bn_heart_pong_ready ((bn_heart_t *)arg);
+}
+
+int
+bn_heart_attach (bn_heart_t *self, zloop_t *loop)
+{
+    assert (self);
+    assert (loop);
+    self->loop = loop;
+    if (zloop_reader (loop, self->pong, s_on_pong, self) != 0)
+        return -1;
+    if (zloop_timer (loop, (size_t)self->period_ms, 0, s_on_beat, self) < 0)
+        return -1;
+    return 0;
+}
+
+static int s_on_fast (zloop_t *loop, int timer_id, void *arg);
+
+//  (Re)arm the extra ping timer to fire after delay ms.
+static void
+s_arm_fast (bn_heart_t *self, int delay)
+{
+    if (!self->loop)
+        return;
+    if (self->fast_timer >= 0)
+        zloop_timer_end (self->loop, self->fast_timer);
+    self->fast_due = zclock_mono () + delay;
+    self->fast_timer =
+        zloop_timer (self->loop, (size_t)delay, 1, s_on_fast, self);
+}
+
+static int
+s_on_fast (zloop_t *loop, int timer_id, void *arg)
+{
+    bn_heart_t *self = (bn_heart_t *)arg;
+    self->fast_timer = -1;
+    if (zhashx_size (self->expected) == 0)
+        return 0;
+    self->stats.extra_pings++;
+    bn_heart_ping (self);
+    //  a stock engine connects its heart only after starting its kernel,
+    //  some 100 ms to 1 s after the reply: keep pinging until it answers
+    if (BN_HEART_EXTRA_PING < self->period_ms)
+        s_arm_fast (self, BN_HEART_EXTRA_PING);
+    return 0;
+}
+
+int
+bn_heart_expect (bn_heart_t *self, const char *heart)
+{
+    assert (self);
+    assert (heart);
+    if (zhashx_insert (self->expected, heart, self) != 0 &&
+        !zhashx_lookup (self->expected, heart))
+        return -1;
+    if (self->fast_timer < 0 ||
+        self->fast_due > zclock_mono () + BN_HEART_FAST_PING)
+        s_arm_fast (self, BN_HEART_FAST_PING);
+    return 0;
+}
+
+void
+bn_heart_forget (bn_heart_t *self, const char *heart)
+{
+    assert (self);
+    assert (heart);
+    zhashx_delete (self->expected, heart);
+    zhashx_delete (self->hearts, heart);
+}
+
+static void
+s_send_ping (bn_heart_t *self)
+{
+    zmq_msg_t frame;
+    if (zmq_msg_init_size (&frame, self->current_size) != 0)
+        return;
+    memcpy (zmq_msg_data (&frame), self->current, self->current_size);
+    if (zmq_msg_send (&frame, zsock_resolve (self->ping), ZMQ_DONTWAIT) < 0) {
+        bn_log_warn ("heart: ping not sent: %s", zmq_strerror (errno));
+        zmq_msg_close (&frame);
+    }
+}
+
+void
+bn_heart_ping (bn_heart_t *self)
+{
+    assert (self);
+    s_send_ping (self);
+}
+
+void
+bn_heart_beat (bn_heart_t *self)
+{
+    assert (self);
+    self->stats.beats++;
+    zlistx_t *stopped = zlistx_new ();
+    assert (stopped);
+    zlistx_set_destructor (stopped, s_free_item);
+    s_heart_t *heart = zhashx_first (self->hearts);
+    while (heart) {
+        if (heart->responded)
+            heart->misses = 0;
+        else if (++heart->misses > self->max_misses)
+            zlistx_add_end (
+                stopped, strdup ((const char *)zhashx_cursor (self->hearts)));
+        else
+            bn_log_info ("heart: %s missed %d beat(s)",
+                         (const char *)zhashx_cursor (self->hearts),
+                         heart->misses);
+        heart->responded = false;
+        heart = zhashx_next (self->hearts);
+    }
+    const char *uuid = zlistx_first (stopped);
+    while (uuid) {
+        if (zhashx_lookup (self->hearts, uuid)) {
+            zhashx_delete (self->hearts, uuid);
+            self->stats.stopped++;
+            bn_log_warn ("heart: %s stopped (more than %d missed beats)", uuid,
+                         self->max_misses);
+            if (self->on_stopped)
+                self->on_stopped (self->arg, uuid);
+        }
+        uuid = zlistx_next (stopped);
+    }
+    zlistx_destroy (&stopped);
+
+    memcpy (self->last, self->current, self->current_size + 1);
+    self->last_size = self->current_size;
+    double lifetime = (double)(zclock_usecs () - self->started_us) / 1e6;
+    self->current_size = s_float_text (lifetime, self->current, S_PING_MAX);
+    s_send_ping (self);
+}
+
+static void
+s_pong (bn_heart_t *self, zmq_msg_t *id, zmq_msg_t *ping)
+{
+    size_t size = zmq_msg_size (id);
+    const void *data = zmq_msg_data (id);
+    if (size == 0 || size >= S_KEY_MAX || memchr (data, 0, size)) {
+        self->stats.bad_pongs++;
+        return;
+    }
+    char key[S_KEY_MAX];
+    memcpy (key, data, size);
+    key[size] = 0;
+    size_t ping_size = zmq_msg_size (ping);
+    const void *ping_data = zmq_msg_data (ping);
+    if (ping_size == self->current_size &&
+        memcmp (ping_data, self->current, ping_size) == 0)
+        self->stats.pongs++;
+    else if (ping_size == self->last_size &&
+             memcmp (ping_data, self->last, ping_size) == 0) {
+        self->stats.late_pongs++;
+        bn_log_debug ("heart: %s answered the previous ping", key);
+    } else {
+        self->stats.stale_pongs++;
+        bn_log_debug ("heart: %s answered an old ping", key);
+        return;
+    }
+    s_heart_t *heart = zhashx_lookup (self->hearts, key);
+    if (heart) {
+        heart->responded = true;
+        return;
+    }
+    if (!zhashx_lookup (self->expected, key)) {
+        self->stats.unknown++;
+        return;
+    }
+    heart = calloc (1, sizeof *heart);
+    if (!heart)
+        return;
+    heart->responded = true;
+    zhashx_delete (self->expected, key);
+    zhashx_insert (self->hearts, key, heart);
+    self->stats.new_hearts++;
+    if (self->on_new)
+        self->on_new (self->arg, key);
+}
+
+int
+bn_heart_pong_ready (bn_heart_t *self)
+{
+    assert (self);
+    void *handle = zsock_resolve (self->pong);
+    for (int i = 0; i < S_BATCH; i++) {
+        zmq_msg_t frames[2];
+        zmq_msg_init (&frames[0]);
+        zmq_msg_init (&frames[1]);
+        if (zmq_msg_recv (&frames[0], handle, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close (&frames[0]);
+            zmq_msg_close (&frames[1]);
+            break;
+        }
+        int count = 1;
+        bool more = zmq_msg_more (&frames[0]);
+        while (more) {
+            zmq_msg_t frame;
+            zmq_msg_init (&frame);
+            if (zmq_msg_recv (&frame, handle, 0) < 0) {
+                zmq_msg_close (&frame);
+                break;
+            }
+            more = zmq_msg_more (&frame);
+            if (count < 2)
+                zmq_msg_move (&frames[count], &frame);
+            count++;
+            zmq_msg_close (&frame);
+        }
+        if (count == 2)
+            s_pong (self, &frames[0], &frames[1]);
+        else
+            self->stats.bad_pongs++;
+        zmq_msg_close (&frames[0]);
+        zmq_msg_close (&frames[1]);
+    }
+    return 0;
+}
+
+size_t
+bn_heart_size (bn_heart_t *self)
+{
+    assert (self);
+    return zhashx_size (self->hearts);
+}
+
+json_t *
+bn_heart_stats (bn_heart_t *self)
+{
+    assert (self);
+    s_stats_t *s = &self->stats;
+    return json_pack (
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "beats",
+        (json_int_t)s->beats, "extra_pings", (json_int_t)s->extra_pings,
+        "pongs", (json_int_t)s->pongs, "late_pongs", (json_int_t)s->late_pongs,
+        "stale_pongs", (json_int_t)s->stale_pongs, "bad_pongs",
+        (json_int_t)s->bad_pongs, "unknown", (json_int_t)s->unknown,
+        "new_hearts", (json_int_t)s->new_hearts, "stopped",
+        (json_int_t)s->stopped, "hearts",
+        (json_int_t)zhashx_size (self->hearts), "expected",
+        (json_int_t)zhashx_size (self->expected));
+}

@@ -1,0 +1,805 @@
+/*  bn_hub: registration, unregistration, queries and notifications.
+
+    A registration is pending from its registration_request until the
+    engine's heart first answers a ping; only then is the engine added to
+    the relays and announced. An unregistered engine takes no new requests
+    at once, but replies already on their way (a control shutdown_reply
+    relayed by the engine's nanny, say) get BN_HUB_UNREGISTER_GRACE ms to
+    arrive; then whatever is still pending gets EngineError replies and the
+    unregistration_notification goes out, in that order, so that a client
+    sees the errors before it synthesizes its own.  */
+#include "bn_hub.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bn_engine_table.h"
+#include "bn_error.h"
+#include "bn_log.h"
+#include "bn_msg.h"
+#include "bn_msgtypes.h"
+#include "bn_wire.h"
+
+#define S_BATCH 1024   //  queries read per wake-up before polling again
+#define S_UUID_MAX 255 //  longest engine uuid accepted
+
+//  Milliseconds an unregistered engine's pending requests wait for their
+//  replies before they fail with EngineError.
+#define BN_HUB_UNREGISTER_GRACE 500
+
+typedef struct {
+    uint64_t queries;         //  Messages read on the query socket
+    uint64_t bad_frame;       //  No delimiter, too few frames
+    uint64_t bad_signature;   //  Missing or wrong HMAC
+    uint64_t replayed;        //  Signature seen before
+    uint64_t bad_json;        //  A JSON part that is not an object
+    uint64_t bad_content;     //  Missing keys, wrong key types
+    uint64_t unsupported;     //  Query types we answer with hub_error
+    uint64_t errors;          //  hub_error and error replies sent
+    uint64_t registrations;   //  Registrations finished
+    uint64_t refused;         //  Registrations refused (uuid in use)
+    uint64_t purged;          //  Pending registrations that timed out
+    uint64_t unregistrations; //  Engines unregistered
+    uint64_t heart_failures;  //  ...of which by heart failure
+    uint64_t send_failed;     //  Replies or notifications not sent
+} s_stats_t;
+
+typedef struct {
+    bn_hub_t *hub;
+    char *uuid;   //  Engine whose registration is pending
+    void *ticket; //  zloop ticket, NULL once it fired
+} s_stall_t;
+
+typedef struct {
+    bn_hub_t *hub;
+    char *uuid; //  Engine that unregistered
+    int id;
+    int timer;    //  zloop timer id
+    void *handle; //  Position in the hub's leaving list
+} s_leaving_t;
+
+struct _bn_hub_t {
+    zsock_t *query;    //  ROUTER (borrowed)
+    zsock_t *notifier; //  PUB (borrowed)
+    bn_session_t *session;
+    bn_heart_t *heart;       //  borrowed
+    json_t *connection_info; //  Engine connection dict
+    int hb_period_ms;
+    double registration_timeout;
+    bn_engine_table_t *engines;
+    zlistx_t *relays;   //  bn_relay_t * (borrowed)
+    bn_relay_t *counts; //  Relay giving queue/completed counts
+    zhashx_t *stalls;   //  uuid -> s_stall_t
+    zlistx_t *leaving;  //  s_leaving_t *, waiting for replies
+    zloop_t *loop;
+    bool shutting_down; //  shutdown_request answered
+    bn_hub_shutdown_fn *shutdown_fn;
+    void *shutdown_arg;
+    s_stats_t stats;
+};
+
+static void
+s_stall_destroy (void **item)
+{
+    s_stall_t *stall = (s_stall_t *)*item;
+    if (!stall)
+        return;
+    if (stall->ticket && stall->hub->loop)
+        zloop_ticket_delete (stall->hub->loop, stall->ticket);
+    free (stall->uuid);
+    free (stall);
+    *item = NULL;
+}
+
+static void
+s_leaving_destroy (void **item)
+{
+    s_leaving_t *leaving = (s_leaving_t *)*item;
+    if (!leaving)
+        return;
+    free (leaving->uuid);
+    free (leaving);
+    *item = NULL;
+}
+
+bn_hub_t *
+bn_hub_new (zsock_t *query, zsock_t *notifier, bn_session_t *session,
+            bn_heart_t *heart, json_t *connection_info, int hb_period_ms,
+            double registration_timeout)
+{
+    assert (query);
+    assert (notifier);
+    assert (session);
+    assert (heart);
+    bn_hub_t *self = calloc (1, sizeof *self);
+    if (!self) {
+        json_decref (connection_info);
+        return NULL;
+    }
+    self->query = query;
+    self->notifier = notifier;
+    self->session = session;
+    self->heart = heart;
+    self->connection_info = connection_info;
+    self->hb_period_ms = hb_period_ms;
+    self->registration_timeout = registration_timeout;
+    self->engines = bn_engine_table_new ();
+    self->relays = zlistx_new ();
+    self->stalls = zhashx_new ();
+    self->leaving = zlistx_new ();
+    if (!connection_info || !self->engines || !self->relays || !self->stalls ||
+        !self->leaving) {
+        bn_hub_destroy (&self);
+        return NULL;
+    }
+    zhashx_set_destructor (self->stalls, s_stall_destroy);
+    zlistx_set_destructor (self->leaving, s_leaving_destroy);
+    return self;
+}
+
+void
+bn_hub_destroy (bn_hub_t **self_p)
+{
+    assert (self_p);
+    bn_hub_t *self = *self_p;
+    if (!self)
+        return;
+    zhashx_destroy (&self->stalls);
+    if (self->leaving && self->loop) {
+        s_leaving_t *leaving = zlistx_first (self->leaving);
+        while (leaving) {
+            zloop_timer_end (self->loop, leaving->timer);
+            leaving = zlistx_next (self->leaving);
+        }
+    }
+    zlistx_destroy (&self->leaving);
+    zlistx_destroy (&self->relays);
+    bn_engine_table_destroy (&self->engines);
+    json_decref (self->connection_info);
+    free (self);
+    *self_p = NULL;
+}
+
+int
+bn_hub_add_relay (bn_hub_t *self, bn_relay_t *relay, bool counts)
+{
+    assert (self);
+    assert (relay);
+    if (!zlistx_add_end (self->relays, relay))
+        return -1;
+    if (counts)
+        self->counts = relay;
+    return 0;
+}
+
+void
+bn_hub_set_shutdown_handler (bn_hub_t *self, bn_hub_shutdown_fn *fn, void *arg)
+{
+    assert (self);
+    self->shutdown_fn = fn;
+    self->shutdown_arg = arg;
+}
+
+size_t
+bn_hub_size (bn_hub_t *self)
+{
+    assert (self);
+    return bn_engine_table_size (self->engines);
+}
+
+//  Append Python's repr of a JSON scalar (str or int) to buf.
+static void
+s_repr (json_t *value, char *buf, size_t size)
+{
+    size_t len = strlen (buf);
+    if (len >= size)
+        return;
+    if (json_is_string (value))
+        snprintf (buf + len, size - len, "'%s'", json_string_value (value));
+    else if (json_is_integer (value))
+        snprintf (buf + len, size - len, "%" JSON_INTEGER_FORMAT,
+                  json_integer_value (value));
+    else if (json_is_true (value))
+        snprintf (buf + len, size - len, "True");
+    else if (json_is_false (value))
+        snprintf (buf + len, size - len, "False");
+    else if (json_is_null (value))
+        snprintf (buf + len, size - len, "None");
+    else {
+        char *text = json_dumps (value, JSON_COMPACT | JSON_ENCODE_ANY);
+        snprintf (buf + len, size - len, "%s", text ? text : "?");
+        free (text);
+    }
+}
+
+//  Send msg on the query socket.
+static void
+s_send_query (bn_hub_t *self, bn_msg_t **msg_p)
+{
+    if (!*msg_p || bn_msg_send_flags (msg_p, zsock_resolve (self->query),
+                                      self->session, ZMQ_DONTWAIT) != 0) {
+        bn_msg_destroy (msg_p);
+        self->stats.send_failed++;
+    }
+}
+
+//  Reply to request with msg_type and content (taken).
+static void
+s_reply (bn_hub_t *self, bn_msg_t *request, const char *msg_type,
+         json_t *content)
+{
+    bn_msg_t *reply = bn_msg_new_reply (self->session, request, msg_type);
+    if (!reply || !content) {
+        json_decref (content);
+        bn_msg_destroy (&reply);
+        self->stats.send_failed++;
+        return;
+    }
+    bn_msg_set_content (reply, content);
+    s_send_query (self, &reply);
+}
+
+//  Reply hub_error with an exception of ename and a printf-style evalue.
+static void s_hub_error (bn_hub_t *self, bn_msg_t *request, const char *ename,
+                         const char *format, ...)
+    __attribute__ ((format (printf, 4, 5)));
+
+static void
+s_hub_error (bn_hub_t *self, bn_msg_t *request, const char *ename,
+             const char *format, ...)
+{
+    char evalue[1024];
+    va_list args;
+    va_start (args, format);
+    vsnprintf (evalue, sizeof evalue, format, args);
+    va_end (args);
+    bn_log_info ("hub: %s to %s: %s: %s", BN_MSG_HUB_ERROR,
+                 bn_msg_type (request) ? bn_msg_type (request) : "a query",
+                 ename, evalue);
+    self->stats.errors++;
+    s_reply (self, request, BN_MSG_HUB_ERROR,
+             bn_wire_error (ename, evalue, NULL, NULL));
+}
+
+//  Publish a notification of msg_type with content (taken), parent =
+//  parent's header when parent is given.
+static void
+s_notify (bn_hub_t *self, const char *msg_type, json_t *content,
+          bn_msg_t *parent)
+{
+    bn_msg_t *msg = parent ? bn_msg_new_reply (self->session, parent, msg_type)
+                           : bn_msg_new (self->session, msg_type);
+    if (!msg || !content) {
+        json_decref (content);
+        bn_msg_destroy (&msg);
+        self->stats.send_failed++;
+        return;
+    }
+    bn_msg_clear_idents (msg);
+    bn_msg_set_content (msg, content);
+    if (bn_msg_send_flags (&msg, zsock_resolve (self->notifier), self->session,
+                           ZMQ_DONTWAIT) != 0)
+        self->stats.send_failed++;
+}
+
+//  --------------------------------------------------------------------------
+//  Registration
+
+static void
+s_stall_end (bn_hub_t *self, const char *uuid)
+{
+    zhashx_delete (self->stalls, uuid);
+}
+
+static int
+s_on_stall (zloop_t *loop, int timer_id, void *arg)
+{
+    s_stall_t *stall = (s_stall_t *)arg;
+    bn_hub_t *self = stall->hub;
+    //  the loop deletes a ticket that fired
+    stall->ticket = NULL;
+    char *uuid = strdup (stall->uuid);
+    if (!uuid)
+        return 0;
+    if (bn_engine_table_is_pending (self->engines, uuid)) {
+        int id = bn_engine_table_remove (self->engines, uuid);
+        bn_heart_forget (self->heart, uuid);
+        self->stats.purged++;
+        bn_log_warn ("hub: purged stalled registration %d:%s", id, uuid);
+    }
+    zhashx_delete (self->stalls, uuid);
+    free (uuid);
+    return 0;
+}
+
+static void
+s_on_new_heart (void *arg, const char *uuid)
+{
+    bn_hub_t *self = (bn_hub_t *)arg;
+    int id = bn_engine_table_finish (self->engines, uuid);
+    if (id < 0) {
+        bn_heart_forget (self->heart, uuid);
+        return;
+    }
+    s_stall_end (self, uuid);
+    bn_relay_t *relay = zlistx_first (self->relays);
+    while (relay) {
+        if (bn_relay_engine_add (relay, uuid, id) != 0)
+            bn_log_error ("hub: relay refused engine %d:%s", id, uuid);
+        relay = zlistx_next (self->relays);
+    }
+    self->stats.registrations++;
+    bn_log_info ("hub: engine %d:%s registered", id, uuid);
+    s_notify (self, BN_MSG_REGISTRATION_NOTIFICATION,
+              json_pack ("{s:i, s:s}", "id", id, "uuid", uuid), NULL);
+}
+
+//  True if uuid is usable as an engine identity (WIRE.md 1.5).
+static bool
+s_uuid_ok (const char *uuid)
+{
+    size_t len = strlen (uuid);
+    if (len == 0 || len > S_UUID_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (uuid[i] < 0x21 || uuid[i] > 0x7e)
+            return false;
+    return true;
+}
+
+static void
+s_registration_request (bn_hub_t *self, bn_msg_t *request)
+{
+    json_t *content = bn_msg_content (request);
+    json_t *uuid_value = json_object_get (content, "uuid");
+    json_t *id_value = json_object_get (content, "id");
+    if (!json_is_string (uuid_value)) {
+        self->stats.bad_content++;
+        s_hub_error (self, request, uuid_value ? "TypeError" : "KeyError",
+                     "registration_request needs a string 'uuid'");
+        return;
+    }
+    const char *uuid = json_string_value (uuid_value);
+    if (!s_uuid_ok (uuid)) {
+        self->stats.bad_content++;
+        s_hub_error (self, request, "ValueError",
+                     "engine uuid must be 1-%d printable ASCII characters",
+                     S_UUID_MAX);
+        return;
+    }
+    int requested = -1;
+    if (json_is_integer (id_value)) {
+        json_int_t value = json_integer_value (id_value);
+        if (value >= 0 && value < INT32_MAX)
+            requested = (int)value;
+        else
+            bn_log_warn (
+                "hub: ignored requested engine id %" JSON_INTEGER_FORMAT,
+                value);
+    } else if (id_value && !json_is_null (id_value)) {
+        self->stats.bad_content++;
+        s_hub_error (self, request, "TypeError",
+                     "registration_request 'id' must be an integer or null");
+        return;
+    }
+    int id = bn_engine_table_new_id (self->engines, requested);
+    if (requested >= 0 && id != requested)
+        bn_log_warn ("hub: engine id %d is taken; %s gets %d", requested, uuid,
+                     id);
+
+    bn_msg_t *reply = bn_msg_new (self->session, BN_MSG_REGISTRATION_REPLY);
+    if (!reply || bn_msg_copy_idents (reply, request) != 0) {
+        bn_msg_destroy (&reply);
+        self->stats.send_failed++;
+        return;
+    }
+    bool in_use = bn_engine_table_has (self->engines, uuid);
+    if (in_use) {
+        char evalue[S_UUID_MAX + 32];
+        snprintf (evalue, sizeof evalue, "uuid '%s' in use", uuid);
+        self->stats.refused++;
+        self->stats.errors++;
+        bn_log_warn ("hub: registration %d refused: %s", id, evalue);
+        bn_msg_set_content (reply,
+                            bn_wire_error ("KeyError", evalue, NULL, NULL));
+        s_send_query (self, &reply);
+        return;
+    }
+    bn_msg_set_content (reply, json_pack ("{s:i, s:s, s:i, s:O}", "id", id,
+                                          "status", BN_STATUS_OK, "hb_period",
+                                          self->hb_period_ms, "connection_info",
+                                          self->connection_info));
+    s_send_query (self, &reply);
+
+    s_stall_t *stall = calloc (1, sizeof *stall);
+    if (!stall || bn_engine_table_add_pending (self->engines, uuid, id) != 0) {
+        free (stall);
+        bn_log_error ("hub: out of memory registering %s", uuid);
+        return;
+    }
+    stall->hub = self;
+    stall->uuid = strdup (uuid);
+    stall->ticket =
+        self->loop ? zloop_ticket (self->loop, s_on_stall, stall) : NULL;
+    zhashx_update (self->stalls, uuid, stall);
+    bn_log_info ("hub: registration %d:%s pending", id, uuid);
+    bn_heart_expect (self->heart, uuid);
+}
+
+//  --------------------------------------------------------------------------
+//  Unregistration
+
+static void
+s_fail_and_notify (bn_hub_t *self, const char *uuid, int id)
+{
+    bn_relay_t *relay = zlistx_first (self->relays);
+    while (relay) {
+        bn_relay_engine_remove (relay, uuid);
+        relay = zlistx_next (self->relays);
+    }
+    s_notify (self, BN_MSG_UNREGISTRATION_NOTIFICATION,
+              json_pack ("{s:i, s:s}", "id", id, "uuid", uuid), NULL);
+}
+
+static int
+s_on_leave (zloop_t *loop, int timer_id, void *arg)
+{
+    s_leaving_t *leaving = (s_leaving_t *)arg;
+    bn_hub_t *self = leaving->hub;
+    s_fail_and_notify (self, leaving->uuid, leaving->id);
+    zlistx_delete (self->leaving, leaving->handle);
+    return 0;
+}
+
+int
+bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
+{
+    assert (self);
+    assert (uuid);
+    char *copy = strdup (uuid);
+    if (!copy)
+        return -1;
+    bool pending = bn_engine_table_is_pending (self->engines, copy);
+    int id = bn_engine_table_remove (self->engines, copy);
+    if (id < 0) {
+        free (copy);
+        return -1;
+    }
+    bn_heart_forget (self->heart, copy);
+    if (pending) {
+        s_stall_end (self, copy);
+        bn_log_info ("hub: pending registration %d:%s dropped (%s)", id, copy,
+                     reason);
+        free (copy);
+        return id;
+    }
+    self->stats.unregistrations++;
+    bn_log_info ("hub: engine %d:%s unregistered (%s)", id, copy, reason);
+    size_t waiting = 0;
+    bn_relay_t *relay = zlistx_first (self->relays);
+    while (relay) {
+        bn_relay_engine_close (relay, copy);
+        waiting += bn_relay_queue_size (relay, copy);
+        relay = zlistx_next (self->relays);
+    }
+    s_leaving_t *leaving =
+        waiting && self->loop ? calloc (1, sizeof *leaving) : NULL;
+    if (leaving) {
+        leaving->hub = self;
+        leaving->uuid = copy;
+        leaving->id = id;
+        leaving->timer = zloop_timer (self->loop, BN_HUB_UNREGISTER_GRACE, 1,
+                                      s_on_leave, leaving);
+        if (leaving->timer >= 0)
+            leaving->handle = zlistx_add_end (self->leaving, leaving);
+        if (leaving->handle)
+            return id;
+        if (leaving->timer >= 0)
+            zloop_timer_end (self->loop, leaving->timer);
+        leaving->uuid = NULL;
+        free (leaving);
+    }
+    s_fail_and_notify (self, copy, id);
+    free (copy);
+    return id;
+}
+
+static void
+s_on_stopped_heart (void *arg, const char *uuid)
+{
+    bn_hub_t *self = (bn_hub_t *)arg;
+    if (bn_hub_unregister (self, uuid, "heart failure") >= 0)
+        self->stats.heart_failures++;
+}
+
+static void
+s_on_iopub_shutdown (void *arg, bn_msg_t *msg)
+{
+    bn_hub_t *self = (bn_hub_t *)arg;
+    const char *uuid = bn_msg_session (msg);
+    if (uuid && bn_engine_table_id (self->engines, uuid) >= 0)
+        bn_hub_unregister (self, uuid, "shutdown_reply on iopub");
+}
+
+void
+bn_hub_watch_iopub (bn_hub_t *self, bn_relay_t *iopub)
+{
+    assert (self);
+    assert (iopub);
+    bn_relay_set_watch (iopub, BN_MSG_SHUTDOWN_REPLY, s_on_iopub_shutdown,
+                        self);
+}
+
+static void
+s_unregistration_request (bn_hub_t *self, bn_msg_t *request)
+{
+    json_t *id_value = json_object_get (bn_msg_content (request), "id");
+    if (!json_is_integer (id_value)) {
+        if (id_value && !json_is_null (id_value))
+            self->stats.bad_content++;
+        bn_log_debug ("hub: unregistration_request without an engine id");
+        return;
+    }
+    json_int_t id = json_integer_value (id_value);
+    const char *uuid = id >= 0 && id < INT32_MAX
+                           ? bn_engine_table_uuid (self->engines, (int)id, true)
+                           : NULL;
+    if (!uuid) {
+        bn_log_info (
+            "hub: engine %" JSON_INTEGER_FORMAT " already unregistered", id);
+        return;
+    }
+    bn_hub_unregister (self, uuid, "unregistration_request");
+}
+
+//  --------------------------------------------------------------------------
+//  Queries
+
+static void
+s_connection_request (bn_hub_t *self, bn_msg_t *request)
+{
+    s_reply (self, request, BN_MSG_CONNECTION_REPLY,
+             json_pack ("{s:s, s:o}", "status", BN_STATUS_OK, "engines",
+                        bn_engine_table_engines (self->engines)));
+}
+
+//  Resolve one queue_request target to a registered id, or -1.
+static int
+s_target_id (bn_hub_t *self, json_t *target)
+{
+    if (json_is_integer (target)) {
+        json_int_t id = json_integer_value (target);
+        if (id < 0 || id >= INT32_MAX ||
+            !bn_engine_table_uuid (self->engines, (int)id, false))
+            return -1;
+        return (int)id;
+    }
+    if (json_is_string (target))
+        return bn_engine_table_id (self->engines, json_string_value (target));
+    return -1;
+}
+
+static void
+s_queue_request (bn_hub_t *self, bn_msg_t *request)
+{
+    json_t *content = bn_msg_content (request);
+    json_t *targets = json_object_get (content, "targets");
+    json_t *verbose_value = json_object_get (content, "verbose");
+    if (verbose_value && !json_is_boolean (verbose_value) &&
+        !json_is_null (verbose_value)) {
+        self->stats.bad_content++;
+        s_hub_error (self, request, "TypeError",
+                     "queue_request 'verbose' must be true or false");
+        return;
+    }
+    bool verbose = json_is_true (verbose_value);
+    json_t *ids;
+    if (!targets || json_is_null (targets))
+        ids = bn_engine_table_ids (self->engines);
+    else if (json_is_integer (targets) || json_is_string (targets))
+        ids = json_pack ("[O]", targets);
+    else if (json_is_array (targets))
+        ids = json_incref (targets);
+    else {
+        self->stats.bad_content++;
+        s_hub_error (self, request, "TypeError",
+                     "queue_request 'targets' must be null, an engine id, "
+                     "a uuid or a list of them");
+        return;
+    }
+    if (!ids) {
+        self->stats.send_failed++;
+        return;
+    }
+    if (json_array_size (ids) == 0 && targets && !json_is_null (targets)) {
+        json_decref (ids);
+        s_hub_error (self, request, "IndexError", "No Engines Registered");
+        return;
+    }
+    char bad[1024] = "";
+    size_t nbad = 0;
+    size_t index;
+    json_t *target;
+    json_array_foreach (ids, index, target)
+    {
+        if (s_target_id (self, target) < 0) {
+            strncat (bad, nbad++ ? ", " : "[", sizeof bad - strlen (bad) - 1);
+            s_repr (target, bad, sizeof bad);
+        }
+    }
+    if (nbad) {
+        json_decref (ids);
+        strncat (bad, "]", sizeof bad - strlen (bad) - 1);
+        s_hub_error (self, request, "IndexError", "No Such Engine: %s", bad);
+        return;
+    }
+    json_t *reply = json_pack ("{s:s}", "status", BN_STATUS_OK);
+    json_array_foreach (ids, index, target)
+    {
+        int id = s_target_id (self, target);
+        const char *uuid = bn_engine_table_uuid (self->engines, id, false);
+        json_t *queue, *completed, *tasks;
+        if (!self->counts) {
+            queue = verbose ? json_array () : json_integer (0);
+            completed = verbose ? json_array () : json_integer (0);
+        } else if (verbose) {
+            queue = bn_relay_queue_ids (self->counts, uuid);
+            completed = bn_relay_completed_ids (self->counts, uuid);
+        } else {
+            queue = json_integer (
+                (json_int_t)bn_relay_queue_size (self->counts, uuid));
+            completed = json_integer (
+                (json_int_t)bn_relay_completed_size (self->counts, uuid));
+        }
+        //  no task scheduler runs, so no task is ever on an engine
+        tasks = verbose ? json_array () : json_integer (0);
+        char key[16];
+        snprintf (key, sizeof key, "%d", id);
+        json_object_set_new (reply, key,
+                             json_pack ("{s:o, s:o, s:o}", "queue", queue,
+                                        "completed", completed, "tasks",
+                                        tasks));
+    }
+    json_decref (ids);
+    json_object_set_new (reply, "unassigned",
+                         verbose ? json_array () : json_integer (0));
+    s_reply (self, request, BN_MSG_QUEUE_REPLY, reply);
+}
+
+static int
+s_on_shutdown (zloop_t *loop, int timer_id, void *arg)
+{
+    bn_hub_t *self = (bn_hub_t *)arg;
+    bn_log_info ("hub: shutting down");
+    return self->shutdown_fn ? self->shutdown_fn (self->shutdown_arg) : 0;
+}
+
+static void
+s_shutdown_request (bn_hub_t *self, bn_msg_t *request)
+{
+    s_reply (self, request, BN_MSG_SHUTDOWN_REPLY,
+             json_pack ("{s:s}", "status", BN_STATUS_OK));
+    s_notify (self, BN_MSG_SHUTDOWN_NOTIFICATION,
+              json_pack ("{s:s}", "status", BN_STATUS_OK), request);
+    if (self->shutting_down)
+        return;
+    self->shutting_down = true;
+    bn_log_info ("hub: shutdown requested");
+    if (self->loop)
+        zloop_timer (self->loop, BN_HUB_SHUTDOWN_DELAY, 1, s_on_shutdown, self);
+}
+
+static void
+s_handle_query (bn_hub_t *self, bn_msg_t *msg)
+{
+    int rc = bn_msg_verify (msg, self->session, true);
+    if (rc == 0 && bn_msg_nidents (msg) == 0)
+        rc = BN_EPROTO;
+    if (rc != 0) {
+        if (rc == BN_EPROTO)
+            self->stats.bad_frame++;
+        else if (rc == BN_EREPLAY)
+            self->stats.replayed++;
+        else
+            self->stats.bad_signature++;
+        bn_log_warn ("hub: dropped a query: %s", bn_strerror (rc));
+        return;
+    }
+    if (!bn_msg_header (msg)) {
+        //  a reply would carry this header as its parent: drop instead
+        self->stats.bad_json++;
+        bn_log_warn ("hub: dropped a query whose header is not JSON");
+        return;
+    }
+    const char *type = bn_msg_type (msg);
+    if (!type || !bn_msg_id (msg)) {
+        self->stats.bad_content++;
+        s_hub_error (self, msg, "KeyError",
+                     "the header needs string 'msg_id' and 'msg_type'");
+        return;
+    }
+    static const char *names[] = {"parent_header", "metadata", "content"};
+    for (int part = BN_PART_PARENT; part <= BN_PART_CONTENT; part++)
+        if (!bn_msg_part (msg, (bn_part_t)part)) {
+            self->stats.bad_json++;
+            s_hub_error (self, msg, "ValueError",
+                         "%s of %s is not a JSON object", names[part - 1],
+                         type);
+            return;
+        }
+    bn_log_debug ("hub: %s", type);
+    if (streq (type, BN_MSG_REGISTRATION_REQUEST))
+        s_registration_request (self, msg);
+    else if (streq (type, BN_MSG_UNREGISTRATION_REQUEST))
+        s_unregistration_request (self, msg);
+    else if (streq (type, BN_MSG_CONNECTION_REQUEST))
+        s_connection_request (self, msg);
+    else if (streq (type, BN_MSG_QUEUE_REQUEST))
+        s_queue_request (self, msg);
+    else if (streq (type, BN_MSG_SHUTDOWN_REQUEST))
+        s_shutdown_request (self, msg);
+    else {
+        self->stats.unsupported++;
+        s_hub_error (self, msg, "NotImplementedError",
+                     "'%.200s' is not supported by banyan-controller", type);
+    }
+}
+
+int
+bn_hub_query_ready (bn_hub_t *self)
+{
+    assert (self);
+    void *handle = zsock_resolve (self->query);
+    for (int i = 0; i < S_BATCH; i++) {
+        bn_msg_t *msg = bn_msg_recv_flags (handle, ZMQ_DONTWAIT);
+        if (!msg)
+            break;
+        self->stats.queries++;
+        s_handle_query (self, msg);
+        bn_msg_destroy (&msg);
+    }
+    return 0;
+}
+
+static int
+s_on_query (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    return bn_hub_query_ready ((bn_hub_t *)arg);
+}
+
+int
+bn_hub_attach (bn_hub_t *self, zloop_t *loop)
+{
+    assert (self);
+    assert (loop);
+    self->loop = loop;
+    zloop_set_ticket_delay (loop,
+                            (size_t)(self->registration_timeout * 1000.0));
+    bn_heart_set_handlers (self->heart, s_on_new_heart, s_on_stopped_heart,
+                           self);
+    return zloop_reader (loop, self->query, s_on_query, self);
+}
+
+json_t *
+bn_hub_stats (bn_hub_t *self)
+{
+    assert (self);
+    s_stats_t *s = &self->stats;
+    return json_pack (
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+        "s:I, s:I, s:I}",
+        "queries", (json_int_t)s->queries, "bad_frame",
+        (json_int_t)s->bad_frame, "bad_signature", (json_int_t)s->bad_signature,
+        "replayed", (json_int_t)s->replayed, "bad_json",
+        (json_int_t)s->bad_json, "bad_content", (json_int_t)s->bad_content,
+        "unsupported", (json_int_t)s->unsupported, "errors",
+        (json_int_t)s->errors, "registrations", (json_int_t)s->registrations,
+        "refused", (json_int_t)s->refused, "purged", (json_int_t)s->purged,
+        "unregistrations", (json_int_t)s->unregistrations, "heart_failures",
+        (json_int_t)s->heart_failures, "send_failed",
+        (json_int_t)s->send_failed, "engines",
+        (json_int_t)bn_engine_table_size (self->engines), "pending",
+        (json_int_t)zhashx_size (self->stalls));
+}

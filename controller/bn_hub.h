@@ -1,0 +1,69 @@
+/*  bn_hub: the hub (WIRE.md 4, 5): engine registration and unregistration,
+    client queries on the registration ROUTER, and notifications on the
+    notifier PUB.  */
+#ifndef BN_HUB_H_INCLUDED
+#define BN_HUB_H_INCLUDED
+
+#include <czmq.h>
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "bn_heart.h"
+#include "bn_relay.h"
+#include "bn_session.h"
+
+typedef struct _bn_hub_t bn_hub_t;
+
+//  Called once, about a second after a shutdown_request was answered;
+//  its return value is returned to the zloop (-1 ends the loop).
+typedef int (bn_hub_shutdown_fn) (void *arg);
+
+//  Delay between answering shutdown_request and calling the shutdown
+//  handler, in milliseconds (clients get their reply and notification).
+#define BN_HUB_SHUTDOWN_DELAY 1000
+
+//  Create a hub answering on query (ROUTER) and publishing on notifier
+//  (PUB), both borrowed, finishing registrations through heart (borrowed).
+//  connection_info (taken) is the engine connection dict sent in every
+//  registration_reply with hb_period_ms; a pending registration that has
+//  not answered a ping after registration_timeout seconds is dropped.
+//  Returns NULL if out of memory.
+bn_hub_t *bn_hub_new (zsock_t *query, zsock_t *notifier, bn_session_t *session,
+                      bn_heart_t *heart, json_t *connection_info,
+                      int hb_period_ms, double registration_timeout);
+
+//  Destroy a hub (not its sockets, heart or relays); NULL-safe.
+void bn_hub_destroy (bn_hub_t **self_p);
+
+//  Tell relay (borrowed) about engines as they come and go; the queue and
+//  completed counts of queue_request come from the relay added with
+//  counts set (the mux). Returns -1 if out of memory.
+int bn_hub_add_relay (bn_hub_t *self, bn_relay_t *relay, bool counts);
+
+//  Unregister engines whose shutdown_reply passes through the iopub relay
+//  (borrowed).
+void bn_hub_watch_iopub (bn_hub_t *self, bn_relay_t *iopub);
+
+//  Set the handler called after a shutdown_request.
+void bn_hub_set_shutdown_handler (bn_hub_t *self, bn_hub_shutdown_fn *fn,
+                                  void *arg);
+
+//  Read queries in loop and take the heart's callbacks. Returns -1 on
+//  failure.
+int bn_hub_attach (bn_hub_t *self, zloop_t *loop);
+
+//  Answer the queries that are waiting; returns 0.
+int bn_hub_query_ready (bn_hub_t *self);
+
+//  Unregister a registered engine (or drop a pending registration) and
+//  publish unregistration_notification; reason goes to the log. Returns
+//  the engine id, or -1 if uuid is unknown.
+int bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason);
+
+//  Number of registered engines.
+size_t bn_hub_size (bn_hub_t *self);
+
+//  A new JSON object of the hub's counters; NULL if out of memory.
+json_t *bn_hub_stats (bn_hub_t *self);
+
+#endif

@@ -1,0 +1,636 @@
+/*  bn_relay: mux/control swap relays and the iopub forwarder.
+
+    A request is forwarded as the frames it arrived in (bn_msg moves the
+    zmq_msg_t frames, so buffers are never copied and the signature is
+    kept). What the relay remembers of a pending request is a stub sharing
+    its idents and JSON frames, without buffers, so that it can answer
+    EngineError if the engine goes away.  */
+#include "bn_relay.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "bn_error.h"
+#include "bn_log.h"
+#include "bn_msgtypes.h"
+#include "bn_wire.h"
+
+#define S_BATCH 1024   //  messages read per wake-up before polling again
+#define S_KEY_MAX 256  //  longest engine uuid accepted as a key
+#define S_TYPE_MAX 128 //  longest msg_type we derive a reply type from
+
+typedef struct {
+    char *uuid;        //  Engine uuid (its routing id)
+    int eid;           //  Engine id, for error texts
+    bool closed;       //  Unregistered: no new requests
+    zlistx_t *pending; //  s_pending_t *, oldest first
+    size_t completed;  //  Requests answered since added
+    char **done;       //  Ring of the last completed msg_ids
+    size_t done_next;  //  Next slot to overwrite in done
+} s_engine_t;
+
+typedef struct {
+    char *msg_id;       //  Request msg_id (key in pending)
+    s_engine_t *engine; //  Engine it was sent to
+    bn_msg_t *stub;     //  Request without buffers, idents as received
+    void *handle;       //  Position in engine->pending
+} s_pending_t;
+
+typedef struct {
+    uint64_t received;       //  Messages read, both sides
+    uint64_t forwarded;      //  Messages sent on
+    uint64_t bad_frame;      //  No delimiter, too few frames or idents
+    uint64_t bad_signature;  //  Missing or wrong HMAC
+    uint64_t replayed;       //  Signature seen before
+    uint64_t bad_header;     //  Header or parent not JSON / wrong key types
+    uint64_t unknown_engine; //  Requests for engines not registered
+    uint64_t not_connected;  //  Engine registered but not connected here
+    uint64_t stranded;       //  Requests failed because the engine left
+    uint64_t client_gone;    //  Replies for clients no longer connected
+    uint64_t duplicate_id;   //  Requests reusing a pending msg_id
+    uint64_t send_failed;    //  Other send errors
+} s_stats_t;
+
+struct _bn_relay_t {
+    char *name;           //  "mux", "control", "iopub"
+    bool swap;            //  ROUTER/ROUTER swap relay, else SUB->PUB
+    zsock_t *client_side; //  Client ROUTER, or iopub SUB (input)
+    zsock_t *engine_side; //  Engine ROUTER, or iopub PUB (output)
+    void *client_handle;  //  libzmq handles of the two sockets
+    void *engine_handle;
+    bn_session_t *session; //  Verifies and signs our own replies
+    zhashx_t *engines;     //  uuid -> s_engine_t
+    zhashx_t *pending;     //  msg_id -> s_pending_t
+    char *watch_type;      //  Forwarded type reported to watch_fn
+    bn_relay_watch_fn *watch_fn;
+    void *watch_arg;
+    s_stats_t stats;
+};
+
+static void
+s_pending_free (s_pending_t **self_p)
+{
+    s_pending_t *self = *self_p;
+    if (!self)
+        return;
+    bn_msg_destroy (&self->stub);
+    free (self->msg_id);
+    free (self);
+    *self_p = NULL;
+}
+
+static void
+s_engine_destroy (void **item)
+{
+    s_engine_t *self = (s_engine_t *)*item;
+    if (!self)
+        return;
+    zlistx_destroy (&self->pending);
+    if (self->done) {
+        for (size_t i = 0; i < BN_RELAY_COMPLETED_KEEP; i++)
+            free (self->done[i]);
+        free (self->done);
+    }
+    free (self->uuid);
+    free (self);
+    *item = NULL;
+}
+
+static void
+s_pending_destructor (void **item)
+{
+    s_pending_free ((s_pending_t **)item);
+}
+
+static bn_relay_t *
+s_new (const char *name, zsock_t *client_side, zsock_t *engine_side,
+       bn_session_t *session, bool swap)
+{
+    assert (name);
+    assert (client_side);
+    assert (engine_side);
+    assert (session);
+    bn_relay_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->name = strdup (name);
+    self->swap = swap;
+    self->client_side = client_side;
+    self->engine_side = engine_side;
+    self->client_handle = zsock_resolve (client_side);
+    self->engine_handle = zsock_resolve (engine_side);
+    self->session = session;
+    self->engines = zhashx_new ();
+    self->pending = zhashx_new ();
+    if (!self->name || !self->engines || !self->pending) {
+        bn_relay_destroy (&self);
+        return NULL;
+    }
+    zhashx_set_destructor (self->engines, s_engine_destroy);
+    //  pending entries are owned by their engine's list
+    return self;
+}
+
+bn_relay_t *
+bn_relay_new_swap (const char *name, zsock_t *client_side, zsock_t *engine_side,
+                   bn_session_t *session)
+{
+    return s_new (name, client_side, engine_side, session, true);
+}
+
+bn_relay_t *
+bn_relay_new_forward (const char *name, zsock_t *input, zsock_t *output,
+                      bn_session_t *session)
+{
+    return s_new (name, input, output, session, false);
+}
+
+void
+bn_relay_destroy (bn_relay_t **self_p)
+{
+    assert (self_p);
+    bn_relay_t *self = *self_p;
+    if (!self)
+        return;
+    zhashx_destroy (&self->pending);
+    zhashx_destroy (&self->engines);
+    free (self->watch_type);
+    free (self->name);
+    free (self);
+    *self_p = NULL;
+}
+
+static int
+s_on_client (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    return bn_relay_client_ready ((bn_relay_t *)arg);
+}
+
+static int
+s_on_engine (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    return bn_relay_engine_ready ((bn_relay_t *)arg);
+}
+
+int
+bn_relay_attach (bn_relay_t *self, zloop_t *loop)
+{
+    assert (self);
+    assert (loop);
+    if (zloop_reader (loop, self->client_side, s_on_client, self) != 0)
+        return -1;
+    if (self->swap &&
+        zloop_reader (loop, self->engine_side, s_on_engine, self) != 0)
+        return -1;
+    return 0;
+}
+
+void
+bn_relay_set_watch (bn_relay_t *self, const char *msg_type,
+                    bn_relay_watch_fn *fn, void *arg)
+{
+    assert (self);
+    assert (msg_type);
+    free (self->watch_type);
+    self->watch_type = strdup (msg_type);
+    self->watch_fn = fn;
+    self->watch_arg = arg;
+}
+
+//  Check framing and signature, counting what is wrong. 0 if good.
+static int
+s_verify (bn_relay_t *self, bn_msg_t *msg, bool record)
+{
+    int rc = bn_msg_verify (msg, self->session, record);
+    if (rc == 0)
+        return 0;
+    if (rc == BN_EPROTO)
+        self->stats.bad_frame++;
+    else if (rc == BN_EREPLAY)
+        self->stats.replayed++;
+    else
+        self->stats.bad_signature++;
+    bn_log_warn ("%s: dropped a message: %s", self->name, bn_strerror (rc));
+    return -1;
+}
+
+//  The header must be a JSON object with string msg_id and msg_type.
+static int
+s_check_header (bn_relay_t *self, bn_msg_t *msg)
+{
+    if (bn_msg_id (msg) && bn_msg_type (msg))
+        return 0;
+    self->stats.bad_header++;
+    bn_log_warn ("%s: dropped a message with a bad header", self->name);
+    return -1;
+}
+
+//  Copy ident index into key as a C string; NULL if absent, too long or
+//  holding a NUL byte.
+static const char *
+s_ident_key (bn_msg_t *msg, size_t index, char *key, size_t keysize)
+{
+    size_t size;
+    const void *data = bn_msg_ident (msg, index, &size);
+    if (!data || size == 0 || size >= keysize || memchr (data, 0, size))
+        return NULL;
+    memcpy (key, data, size);
+    key[size] = 0;
+    return key;
+}
+
+bn_msg_t *
+bn_relay_error_reply (bn_session_t *session, bn_msg_t *request,
+                      const char *reply_type, const char *engine,
+                      json_t *content)
+{
+    assert (session);
+    assert (request);
+    char derived[S_TYPE_MAX];
+    if (!reply_type) {
+        const char *type = bn_msg_type (request);
+        if (!type || bn_wire_reply_type (type, derived, sizeof derived) != 0) {
+            json_decref (content);
+            return NULL;
+        }
+        reply_type = derived;
+    }
+    json_t *request_md = bn_msg_metadata (request);
+    json_t *is_broadcast =
+        request_md ? json_object_get (request_md, "is_broadcast") : NULL;
+    json_t *is_coalescing =
+        request_md ? json_object_get (request_md, "is_coalescing") : NULL;
+    json_t *original =
+        request_md ? json_object_get (request_md, "original_msg_id") : NULL;
+    json_t *metadata = json_pack (
+        "{s:s, s:b, s:b, s:b, s:s}", "status", BN_STATUS_ERROR,
+        "dependencies_met", 1, "is_broadcast", json_is_true (is_broadcast),
+        "is_coalescing", json_is_true (is_coalescing), "original_msg_id",
+        json_is_string (original) ? json_string_value (original) : "");
+    if (metadata && engine)
+        json_object_set_new (metadata, "engine", json_string (engine));
+    bn_msg_t *reply = bn_msg_new_reply (session, request, reply_type);
+    if (!metadata || !content || !reply) {
+        json_decref (metadata);
+        json_decref (content);
+        bn_msg_destroy (&reply);
+        return NULL;
+    }
+    bn_msg_set_metadata (reply, metadata);
+    bn_msg_set_content (reply, content);
+    return reply;
+}
+
+//  Send reply on the client side, counting a gone client.
+static void
+s_send_client (bn_relay_t *self, bn_msg_t **reply_p)
+{
+    if (bn_msg_send_flags (reply_p, self->client_handle, self->session,
+                           ZMQ_DONTWAIT) == 0) {
+        self->stats.forwarded++;
+        return;
+    }
+    if (errno == EHOSTUNREACH) {
+        self->stats.client_gone++;
+        bn_log_debug ("%s: client gone, reply dropped", self->name);
+    } else {
+        self->stats.send_failed++;
+        bn_log_warn ("%s: reply to client failed: %s", self->name,
+                     zmq_strerror (errno));
+    }
+}
+
+//  Answer request (idents [client, engine]) with an EngineError.
+static void s_engine_error (bn_relay_t *self, bn_msg_t *request,
+                            const char *engine, const char *format, ...)
+    __attribute__ ((format (printf, 4, 5)));
+
+static void
+s_engine_error (bn_relay_t *self, bn_msg_t *request, const char *engine,
+                const char *format, ...)
+{
+    char evalue[1024];
+    va_list args;
+    va_start (args, format);
+    vsnprintf (evalue, sizeof evalue, format, args);
+    va_end (args);
+    json_t *content = bn_wire_error ("EngineError", evalue, NULL, NULL);
+    bn_msg_t *reply =
+        bn_relay_error_reply (self->session, request, NULL, engine, content);
+    if (!reply) {
+        self->stats.send_failed++;
+        bn_log_error ("%s: cannot build an EngineError reply", self->name);
+        return;
+    }
+    bn_log_info ("%s: %s", self->name, evalue);
+    s_send_client (self, &reply);
+}
+
+//  Remember request (already verified, idents [client, engine]) as pending
+//  on engine. Failing to remember only costs the EngineError later.
+static s_pending_t *
+s_track (bn_relay_t *self, s_engine_t *engine, bn_msg_t *request)
+{
+    const char *msg_id = bn_msg_id (request);
+    if (zhashx_lookup (self->pending, msg_id)) {
+        self->stats.duplicate_id++;
+        bn_log_warn ("%s: msg_id %s is already pending; not tracked",
+                     self->name, msg_id);
+        return NULL;
+    }
+    s_pending_t *pending = calloc (1, sizeof *pending);
+    if (!pending)
+        return NULL;
+    pending->msg_id = strdup (msg_id);
+    pending->engine = engine;
+    pending->stub = bn_msg_dup (request);
+    if (!pending->msg_id || !pending->stub) {
+        s_pending_free (&pending);
+        return NULL;
+    }
+    bn_msg_clear_buffers (pending->stub);
+    pending->handle = zlistx_add_end (engine->pending, pending);
+    if (!pending->handle) {
+        s_pending_free (&pending);
+        return NULL;
+    }
+    zhashx_insert (self->pending, pending->msg_id, pending);
+    return pending;
+}
+
+//  Unlink and free a pending request.
+static void
+s_untrack (bn_relay_t *self, s_pending_t *pending)
+{
+    zhashx_delete (self->pending, pending->msg_id);
+    zlistx_delete (pending->engine->pending, pending->handle);
+}
+
+static void
+s_client_request (bn_relay_t *self, bn_msg_t *msg)
+{
+    if (bn_msg_nidents (msg) < 1) {
+        self->stats.bad_frame++;
+        bn_msg_destroy (&msg);
+        return;
+    }
+    if (s_verify (self, msg, true) != 0 || s_check_header (self, msg) != 0) {
+        bn_msg_destroy (&msg);
+        return;
+    }
+    char key[S_KEY_MAX];
+    const char *uuid = s_ident_key (msg, 1, key, sizeof key);
+    s_engine_t *engine = uuid ? zhashx_lookup (self->engines, uuid) : NULL;
+    if (!engine || engine->closed) {
+        self->stats.unknown_engine++;
+        if (bn_msg_nidents (msg) < 2)
+            s_engine_error (self, msg, NULL,
+                            "no engine named in the %s request '%s'",
+                            self->name, bn_msg_id (msg));
+        else if (uuid)
+            s_engine_error (self, msg, uuid, "No such engine: '%s'", uuid);
+        else
+            s_engine_error (self, msg, NULL, "No such engine");
+        bn_msg_destroy (&msg);
+        return;
+    }
+    s_pending_t *pending = s_track (self, engine, msg);
+    bn_msg_swap_idents (msg);
+    if (bn_msg_send_flags (&msg, self->engine_handle, NULL, ZMQ_DONTWAIT) ==
+        0) {
+        self->stats.forwarded++;
+        return;
+    }
+    int error = errno;
+    if (pending) {
+        self->stats.not_connected++;
+        s_engine_error (self, pending->stub, engine->uuid,
+                        "Engine %d is not connected to the %s relay "
+                        "(request '%s': %s)",
+                        engine->eid, self->name, pending->msg_id,
+                        zmq_strerror (error));
+        s_untrack (self, pending);
+    } else {
+        self->stats.send_failed++;
+        bn_log_warn ("%s: send to engine %d failed: %s", self->name,
+                     engine->eid, zmq_strerror (error));
+    }
+}
+
+//  Record that engine answered pending, keeping its msg_id in the ring.
+static void
+s_complete (bn_relay_t *self, s_pending_t *pending)
+{
+    s_engine_t *engine = pending->engine;
+    engine->completed++;
+    zhashx_delete (self->pending, pending->msg_id);
+    if (!engine->done)
+        engine->done = calloc (BN_RELAY_COMPLETED_KEEP, sizeof (char *));
+    if (engine->done) {
+        free (engine->done[engine->done_next]);
+        engine->done[engine->done_next] = pending->msg_id;
+        pending->msg_id = NULL;
+        engine->done_next = (engine->done_next + 1) % BN_RELAY_COMPLETED_KEEP;
+    }
+    zlistx_delete (engine->pending, pending->handle);
+}
+
+static void
+s_engine_reply (bn_relay_t *self, bn_msg_t *msg)
+{
+    if (bn_msg_nidents (msg) < 2) {
+        self->stats.bad_frame++;
+        bn_log_warn ("%s: dropped an engine message without two idents",
+                     self->name);
+        bn_msg_destroy (&msg);
+        return;
+    }
+    if (s_verify (self, msg, false) != 0 || s_check_header (self, msg) != 0) {
+        bn_msg_destroy (&msg);
+        return;
+    }
+    const char *parent_id = bn_msg_parent_id (msg);
+    s_pending_t *pending =
+        parent_id ? zhashx_lookup (self->pending, parent_id) : NULL;
+    if (pending) {
+        size_t size;
+        const void *ident = bn_msg_ident (msg, 0, &size);
+        if (strlen (pending->engine->uuid) == size &&
+            memcmp (ident, pending->engine->uuid, size) == 0)
+            s_complete (self, pending);
+    }
+    bn_msg_swap_idents (msg);
+    s_send_client (self, &msg);
+}
+
+static void
+s_forward (bn_relay_t *self, bn_msg_t *msg)
+{
+    if (s_verify (self, msg, false) != 0 || s_check_header (self, msg) != 0) {
+        bn_msg_destroy (&msg);
+        return;
+    }
+    if (self->watch_fn && streq (bn_msg_type (msg), self->watch_type))
+        self->watch_fn (self->watch_arg, msg);
+    if (bn_msg_send_flags (&msg, self->engine_handle, NULL, ZMQ_DONTWAIT) == 0)
+        self->stats.forwarded++;
+    else
+        self->stats.send_failed++;
+}
+
+int
+bn_relay_client_ready (bn_relay_t *self)
+{
+    assert (self);
+    for (int i = 0; i < S_BATCH; i++) {
+        bn_msg_t *msg = bn_msg_recv_flags (self->client_handle, ZMQ_DONTWAIT);
+        if (!msg)
+            break;
+        self->stats.received++;
+        if (self->swap)
+            s_client_request (self, msg);
+        else
+            s_forward (self, msg);
+    }
+    return 0;
+}
+
+int
+bn_relay_engine_ready (bn_relay_t *self)
+{
+    assert (self);
+    for (int i = 0; i < S_BATCH; i++) {
+        bn_msg_t *msg = bn_msg_recv_flags (self->engine_handle, ZMQ_DONTWAIT);
+        if (!msg)
+            break;
+        self->stats.received++;
+        s_engine_reply (self, msg);
+    }
+    return 0;
+}
+
+int
+bn_relay_engine_add (bn_relay_t *self, const char *uuid, int eid)
+{
+    assert (self);
+    assert (uuid);
+    s_engine_t *old = zhashx_lookup (self->engines, uuid);
+    if (old && !old->closed)
+        return -1;
+    if (old)
+        bn_relay_engine_remove (self, uuid);
+    s_engine_t *engine = calloc (1, sizeof *engine);
+    if (!engine)
+        return -1;
+    engine->uuid = strdup (uuid);
+    engine->eid = eid;
+    engine->pending = zlistx_new ();
+    if (!engine->uuid || !engine->pending) {
+        void *item = engine;
+        s_engine_destroy (&item);
+        return -1;
+    }
+    zlistx_set_destructor (engine->pending, s_pending_destructor);
+    zhashx_insert (self->engines, uuid, engine);
+    return 0;
+}
+
+void
+bn_relay_engine_close (bn_relay_t *self, const char *uuid)
+{
+    assert (self);
+    assert (uuid);
+    s_engine_t *engine = zhashx_lookup (self->engines, uuid);
+    if (engine)
+        engine->closed = true;
+}
+
+void
+bn_relay_engine_remove (bn_relay_t *self, const char *uuid)
+{
+    assert (self);
+    assert (uuid);
+    s_engine_t *engine = zhashx_lookup (self->engines, uuid);
+    if (!engine)
+        return;
+    s_pending_t *pending = zlistx_first (engine->pending);
+    while (pending) {
+        self->stats.stranded++;
+        s_engine_error (self, pending->stub, engine->uuid,
+                        "Engine %d died while running task '%s'", engine->eid,
+                        pending->msg_id);
+        zhashx_delete (self->pending, pending->msg_id);
+        pending = zlistx_next (engine->pending);
+    }
+    zhashx_delete (self->engines, uuid);
+}
+
+size_t
+bn_relay_queue_size (bn_relay_t *self, const char *uuid)
+{
+    assert (self);
+    s_engine_t *engine = zhashx_lookup (self->engines, uuid);
+    return engine ? zlistx_size (engine->pending) : 0;
+}
+
+size_t
+bn_relay_completed_size (bn_relay_t *self, const char *uuid)
+{
+    assert (self);
+    s_engine_t *engine = zhashx_lookup (self->engines, uuid);
+    return engine ? engine->completed : 0;
+}
+
+json_t *
+bn_relay_queue_ids (bn_relay_t *self, const char *uuid)
+{
+    assert (self);
+    json_t *ids = json_array ();
+    s_engine_t *engine = zhashx_lookup (self->engines, uuid);
+    if (!ids || !engine)
+        return ids;
+    s_pending_t *pending = zlistx_first (engine->pending);
+    while (pending) {
+        json_array_append_new (ids, json_string (pending->msg_id));
+        pending = zlistx_next (engine->pending);
+    }
+    return ids;
+}
+
+json_t *
+bn_relay_completed_ids (bn_relay_t *self, const char *uuid)
+{
+    assert (self);
+    json_t *ids = json_array ();
+    s_engine_t *engine = zhashx_lookup (self->engines, uuid);
+    if (!ids || !engine || !engine->done)
+        return ids;
+    for (size_t i = 0; i < BN_RELAY_COMPLETED_KEEP; i++) {
+        size_t slot = (engine->done_next + i) % BN_RELAY_COMPLETED_KEEP;
+        if (engine->done[slot])
+            json_array_append_new (ids, json_string (engine->done[slot]));
+    }
+    return ids;
+}
+
+json_t *
+bn_relay_stats (bn_relay_t *self)
+{
+    assert (self);
+    s_stats_t *s = &self->stats;
+    return json_pack (
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+        "s:I}",
+        "received", (json_int_t)s->received, "forwarded",
+        (json_int_t)s->forwarded, "bad_frame", (json_int_t)s->bad_frame,
+        "bad_signature", (json_int_t)s->bad_signature, "replayed",
+        (json_int_t)s->replayed, "bad_header", (json_int_t)s->bad_header,
+        "unknown_engine", (json_int_t)s->unknown_engine, "not_connected",
+        (json_int_t)s->not_connected, "stranded", (json_int_t)s->stranded,
+        "client_gone", (json_int_t)s->client_gone, "duplicate_id",
+        (json_int_t)s->duplicate_id, "send_failed", (json_int_t)s->send_failed,
+        "engines", (json_int_t)zhashx_size (self->engines), "pending",
+        (json_int_t)zhashx_size (self->pending));
+}

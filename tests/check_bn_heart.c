@@ -1,0 +1,339 @@
+/*  check_bn_heart: the heart monitor against fake engine hearts (a SUB that
+    receives pings and a DEALER that echoes them).  */
+#include "bn_ctltest.h"
+#include "bn_heart.h"
+
+static zsock_t *s_ping, *s_pong; //  the monitor's PUB and ROUTER
+static int s_ping_port, s_pong_port;
+static bn_heart_t *s_heart;
+
+typedef struct {
+    zsock_t *sub;
+    zsock_t *dealer;
+} s_fake_t;
+
+static s_fake_t s_fake; //  heart of engine "engine-a"
+
+static int s_new_count, s_stopped_count;
+static char s_last_new[64], s_last_stopped[64];
+
+static void
+s_on_new (void *arg, const char *heart)
+{
+    s_new_count++;
+    snprintf (s_last_new, sizeof s_last_new, "%s", heart);
+}
+
+static void
+s_on_stopped (void *arg, const char *heart)
+{
+    s_stopped_count++;
+    snprintf (s_last_stopped, sizeof s_last_stopped, "%s", heart);
+}
+
+static void
+s_fake_open (s_fake_t *fake, const char *uuid)
+{
+    fake->sub = t_sock (ZMQ_SUB, NULL);
+    t_connect (fake->sub, s_ping_port);
+    fake->dealer = t_sock (ZMQ_DEALER, uuid);
+    t_connect (fake->dealer, s_pong_port);
+}
+
+static void
+s_fake_close (s_fake_t *fake)
+{
+    zsock_destroy (&fake->sub);
+    zsock_destroy (&fake->dealer);
+}
+
+//  Next ping the fake heart receives (bounded), as a string.
+static char *
+s_fake_ping (s_fake_t *fake)
+{
+    zpoller_t *poller = zpoller_new (fake->sub, NULL);
+    void *which = zpoller_wait (poller, T_TIMEOUT);
+    zpoller_destroy (&poller);
+    return which ? zstr_recv (fake->sub) : NULL;
+}
+
+static void
+s_fake_echo (s_fake_t *fake, const char *ping)
+{
+    zstr_send (fake->dealer, ping);
+}
+
+//  Send pings until the fake's subscription works; drain them.
+static void
+s_fake_subscribed (s_fake_t *fake)
+{
+    int64_t end = zclock_mono () + T_TIMEOUT;
+    zpoller_t *poller = zpoller_new (fake->sub, NULL);
+    while (!zpoller_wait (poller, 20)) {
+        ck_assert (zclock_mono () < end);
+        bn_heart_ping (s_heart);
+    }
+    zpoller_destroy (&poller);
+    char *ping;
+    while (zsock_events (fake->sub) & ZMQ_POLLIN) {
+        ping = zstr_recv (fake->sub);
+        zstr_free (&ping);
+    }
+}
+
+//  Let the monitor read pongs for a moment.
+static void
+s_read_pongs (void)
+{
+    zpoller_t *poller = zpoller_new (s_pong, NULL);
+    int64_t end = zclock_mono () + 300;
+    while (zclock_mono () < end)
+        if (zpoller_wait (poller, 20))
+            bn_heart_pong_ready (s_heart);
+    zpoller_destroy (&poller);
+}
+
+static json_int_t
+s_stat (const char *name)
+{
+    json_t *stats = bn_heart_stats (s_heart);
+    json_int_t value = json_integer_value (json_object_get (stats, name));
+    json_decref (stats);
+    return value;
+}
+
+static void
+s_setup (void)
+{
+    s_ping = t_bound (ZMQ_PUB, NULL, &s_ping_port);
+    s_pong = t_bound (ZMQ_ROUTER, NULL, &s_pong_port);
+    s_heart = bn_heart_new (s_ping, s_pong, 10000, 2);
+    ck_assert_ptr_nonnull (s_heart);
+    bn_heart_set_handlers (s_heart, s_on_new, s_on_stopped, NULL);
+    s_new_count = s_stopped_count = 0;
+    s_fake_open (&s_fake, "engine-a");
+    s_fake_subscribed (&s_fake);
+}
+
+static void
+s_teardown (void)
+{
+    s_fake_close (&s_fake);
+    bn_heart_destroy (&s_heart);
+    zsock_destroy (&s_ping);
+    zsock_destroy (&s_pong);
+}
+
+START_TEST (test_usage)
+{
+    //  the hub expects a new engine's heart
+    ck_assert_int_eq (bn_heart_expect (s_heart, "engine-a"), 0);
+    bn_heart_beat (s_heart);
+    //  the engine's heart echoes the ping
+    char *ping = s_fake_ping (&s_fake);
+    ck_assert_ptr_nonnull (ping);
+    s_fake_echo (&s_fake, ping);
+    zstr_free (&ping);
+    s_read_pongs ();
+    //  its first good pong makes it a monitored heart
+    ck_assert_int_eq (s_new_count, 1);
+    ck_assert_str_eq (s_last_new, "engine-a");
+    ck_assert_uint_eq (bn_heart_size (s_heart), 1);
+    //  then it goes quiet: two misses are allowed, the third stops it
+    bn_heart_beat (s_heart);
+    bn_heart_beat (s_heart);
+    bn_heart_beat (s_heart);
+    ck_assert_int_eq (s_stopped_count, 0);
+    bn_heart_beat (s_heart);
+    ck_assert_int_eq (s_stopped_count, 1);
+    ck_assert_str_eq (s_last_stopped, "engine-a");
+    ck_assert_uint_eq (bn_heart_size (s_heart), 0);
+}
+END_TEST
+
+START_TEST (test_answer_resets_misses)
+{
+    bn_heart_expect (s_heart, "engine-a");
+    for (int beat = 0; beat < 8; beat++) {
+        bn_heart_beat (s_heart);
+        char *ping = s_fake_ping (&s_fake);
+        ck_assert_ptr_nonnull (ping);
+        //  answer every other beat: never three misses in a row
+        if (beat % 2 == 0)
+            s_fake_echo (&s_fake, ping);
+        zstr_free (&ping);
+        s_read_pongs ();
+    }
+    ck_assert_int_eq (s_new_count, 1);
+    ck_assert_int_eq (s_stopped_count, 0);
+    ck_assert_uint_eq (bn_heart_size (s_heart), 1);
+}
+END_TEST
+
+START_TEST (test_ping_text)
+{
+    //  pings are Python str(float): the first is "0.0", later ones grow
+    bn_heart_ping (s_heart);
+    char *ping = s_fake_ping (&s_fake);
+    ck_assert_str_eq (ping, "0.0");
+    zstr_free (&ping);
+    zclock_sleep (30);
+    bn_heart_beat (s_heart);
+    ping = s_fake_ping (&s_fake);
+    char *end;
+    double value = strtod (ping, &end);
+    ck_assert (*end == 0);
+    ck_assert (value > 0.02 && value < 100);
+    ck_assert_ptr_nonnull (strchr (ping, '.'));
+    zstr_free (&ping);
+}
+END_TEST
+
+START_TEST (test_late_and_stale)
+{
+    bn_heart_expect (s_heart, "engine-a");
+    bn_heart_beat (s_heart);
+    char *first = s_fake_ping (&s_fake);
+    bn_heart_beat (s_heart);
+    char *second = s_fake_ping (&s_fake);
+    bn_heart_beat (s_heart);
+    char *third = s_fake_ping (&s_fake);
+    //  two pings old: ignored
+    s_fake_echo (&s_fake, first);
+    s_read_pongs ();
+    ck_assert_int_eq (s_stat ("stale_pongs"), 1);
+    ck_assert_int_eq (s_new_count, 0);
+    //  the previous ping still counts
+    s_fake_echo (&s_fake, second);
+    s_read_pongs ();
+    ck_assert_int_eq (s_stat ("late_pongs"), 1);
+    ck_assert_int_eq (s_new_count, 1);
+    zstr_free (&first);
+    zstr_free (&second);
+    zstr_free (&third);
+}
+END_TEST
+
+START_TEST (test_bad_and_unknown)
+{
+    bn_heart_expect (s_heart, "engine-a");
+    bn_heart_beat (s_heart);
+    char *ping = s_fake_ping (&s_fake);
+    //  three frames instead of two
+    zstr_sendx (s_fake.dealer, ping, "extra", NULL);
+    //  a heart nobody expects
+    s_fake_t stranger;
+    s_fake_open (&stranger, "stranger");
+    zstr_send (stranger.dealer, ping);
+    s_read_pongs ();
+    ck_assert_int_eq (s_stat ("bad_pongs"), 1);
+    ck_assert_int_eq (s_stat ("unknown"), 1);
+    ck_assert_int_eq (s_new_count, 0);
+    //  forgotten before it answers: no callback
+    bn_heart_forget (s_heart, "engine-a");
+    s_fake_echo (&s_fake, ping);
+    s_read_pongs ();
+    ck_assert_int_eq (s_new_count, 0);
+    ck_assert_int_eq (s_stat ("unknown"), 2);
+    s_fake_close (&stranger);
+    zstr_free (&ping);
+}
+END_TEST
+
+//  A zloop reader: the fake heart echoes every ping.
+static int
+s_loop_echo (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    char *ping = zstr_recv (sock);
+    if (ping && arg)
+        s_fake_echo ((s_fake_t *)arg, ping);
+    zstr_free (&ping);
+    return 0;
+}
+
+//  A zloop timer: end the loop when *flag is set or time is up.
+static int64_t s_loop_end;
+
+static int
+s_loop_check (zloop_t *loop, int timer_id, void *arg)
+{
+    return *(int *)arg || zclock_mono () > s_loop_end ? -1 : 0;
+}
+
+START_TEST (test_extra_ping)
+{
+    //  a 10 s period, yet an expected heart answers within a second
+    zloop_t *loop = zloop_new ();
+    ck_assert_int_eq (bn_heart_attach (s_heart, loop), 0);
+    zloop_reader (loop, s_fake.sub, s_loop_echo, &s_fake);
+    int64_t start = zclock_mono ();
+    bn_heart_expect (s_heart, "engine-a");
+    s_loop_end = start + 2000;
+    zloop_timer (loop, 10, 0, s_loop_check, &s_new_count);
+    zloop_start (loop);
+    ck_assert_int_eq (s_new_count, 1);
+    ck_assert_int_lt (zclock_mono () - start, 1000);
+    ck_assert_int_ge (s_stat ("extra_pings"), 1);
+    ck_assert_int_eq (s_stat ("beats"), 0);
+    bn_heart_destroy (&s_heart);
+    zloop_destroy (&loop);
+}
+END_TEST
+
+START_TEST (test_stops_in_loop)
+{
+    //  50 ms beats, two misses allowed: a silent heart stops in ~150 ms
+    bn_heart_destroy (&s_heart);
+    s_heart = bn_heart_new (s_ping, s_pong, 50, 2);
+    bn_heart_set_handlers (s_heart, s_on_new, s_on_stopped, NULL);
+    zloop_t *loop = zloop_new ();
+    ck_assert_int_eq (bn_heart_attach (s_heart, loop), 0);
+    zloop_reader (loop, s_fake.sub, s_loop_echo, &s_fake);
+    bn_heart_expect (s_heart, "engine-a");
+    s_loop_end = zclock_mono () + 2000;
+    int timer = zloop_timer (loop, 10, 0, s_loop_check, &s_new_count);
+    zloop_start (loop);
+    ck_assert_int_eq (s_new_count, 1);
+    ck_assert_int_eq (s_stopped_count, 0);
+    zloop_timer_end (loop, timer);
+    //  stop echoing
+    zloop_reader_end (loop, s_fake.sub);
+    zloop_reader (loop, s_fake.sub, s_loop_echo, NULL);
+    int64_t start = zclock_mono ();
+    s_loop_end = start + 2000;
+    zloop_timer (loop, 10, 0, s_loop_check, &s_stopped_count);
+    zloop_start (loop);
+    ck_assert_int_eq (s_stopped_count, 1);
+    ck_assert_int_lt (zclock_mono () - start, 1000);
+    bn_heart_destroy (&s_heart);
+    zloop_destroy (&loop);
+}
+END_TEST
+
+static Suite *
+s_suite (void)
+{
+    Suite *suite = suite_create ("bn_heart");
+    TCase *tc = tcase_create ("heart");
+    tcase_add_checked_fixture (tc, s_setup, s_teardown);
+    tcase_set_timeout (tc, 30);
+    tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_answer_resets_misses);
+    tcase_add_test (tc, test_ping_text);
+    tcase_add_test (tc, test_late_and_stale);
+    tcase_add_test (tc, test_bad_and_unknown);
+    tcase_add_test (tc, test_extra_ping);
+    tcase_add_test (tc, test_stops_in_loop);
+    suite_add_tcase (suite, tc);
+    return suite;
+}
+
+int
+main (void)
+{
+    SRunner *runner = srunner_create (s_suite ());
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
