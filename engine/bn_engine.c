@@ -444,6 +444,9 @@ s_deferred_timer (zloop_t *loop, int timer_id, void *arg)
 {
     bn_engine_t *self = (bn_engine_t *)arg;
     s_current_t *current = &self->current;
+    //  zloop may call a timer that was just ended; only ours counts.
+    if (timer_id != current->timer || !current->msg)
+        return 0;
     current->timer = -1;
     if (current->result)
         s_apply_reply (self, current->result);

@@ -4,7 +4,13 @@
     the heartbeat SUB (each ping is echoed by every running engine), the
     function table, and one periodic timer that checks every engine's
     deadlines (one timer rather than one per engine keeps zloop's timer
-    list short with thousands of engines).  */
+    list short with thousands of engines).
+
+    The timer does not check the deadlines itself: it pokes an inproc PAIR
+    whose reader does. An engine that stops closes sockets and ends
+    pollers, which is safe in a reader handler (zloop rebuilds its poll
+    set before dispatching again) but not in a timer handler (zloop would
+    still dispatch a ready poller it has just ended).  */
 #include "bn_engine_actor.h"
 #include "bn_engine.h"
 #include "bn_log.h"
@@ -19,8 +25,9 @@ typedef struct {
     zsock_t *pipe; //  to the actor's owner
     zloop_t *loop;
     bn_connfile_t *connfile;
-    zsock_t *iopub; //  shared PUB
-    zsock_t *ping;  //  shared heartbeat SUB
+    zsock_t *iopub;   //  shared PUB
+    zsock_t *ping;    //  shared heartbeat SUB
+    zsock_t *wake[2]; //  PAIR: the tick timer pokes [0]
     bn_functions_t *functions;
     zcert_t *curve_cert; //  when the controller uses CURVE
     char *cwd;
@@ -95,9 +102,20 @@ s_on_state (bn_engine_t *engine, void *arg)
 }
 
 static int
-s_tick (zloop_t *loop, int timer_id, void *arg)
+s_tick_timer (zloop_t *loop, int timer_id, void *arg)
 {
     s_actor_t *self = (s_actor_t *)arg;
+    zmq_send (zsock_resolve (self->wake[0]), "", 0, ZMQ_DONTWAIT);
+    return 0;
+}
+
+static int
+s_tick (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    s_actor_t *self = (s_actor_t *)arg;
+    char byte;
+    while (zmq_recv (zsock_resolve (sock), &byte, 1, ZMQ_DONTWAIT) >= 0)
+        ;
     int64_t now = zclock_mono ();
     for (int i = 0; i < self->count; i++)
         bn_engine_tick (self->engines[i], now);
@@ -229,6 +247,8 @@ s_actor_destroy (s_actor_t *self)
     free (self->engines);
     if (self->ping)
         zsock_destroy (&self->ping);
+    zsock_destroy (&self->wake[0]);
+    zsock_destroy (&self->wake[1]);
     if (self->iopub) {
         zsock_set_linger (self->iopub, 1000);
         zsock_destroy (&self->iopub);
@@ -349,9 +369,21 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
             return -1;
         }
     }
+    char *wake = zsys_sprintf ("inproc://bn-engine-wake-%p", (void *)self);
+    self->wake[0] = zsock_new (ZMQ_PAIR);
+    self->wake[1] = zsock_new (ZMQ_PAIR);
+    rc = wake && self->wake[0] && self->wake[1] &&
+                 zsock_bind (self->wake[1], "%s", wake) == 0 &&
+                 zsock_connect (self->wake[0], "%s", wake) == 0
+             ? 0
+             : -1;
+    free (wake);
+    if (rc)
+        return -1;
     zloop_reader (self->loop, self->ping, s_ping_event, self);
     zloop_reader (self->loop, self->pipe, s_pipe_event, self);
-    zloop_timer (self->loop, S_TICK_MS, 0, s_tick, self);
+    zloop_reader (self->loop, self->wake[1], s_tick, self);
+    zloop_timer (self->loop, S_TICK_MS, 0, s_tick_timer, self);
     for (int i = 0; i < self->count; i++)
         if (bn_engine_start (self->engines[i])) {
             bn_log_error ("engine %d: cannot reach the registration URL", i);

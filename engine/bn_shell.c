@@ -3,8 +3,15 @@
     The child is started with posix_spawn (no code runs between fork and
     exec in this multi-threaded process) in its own process group, so a
     time limit or a signal reaches everything it started. Its exit is
-    watched through a pidfd, or a polling timer where pidfds are missing;
-    no SIGCHLD handler, which would be process-wide.  */
+    watched through a pidfd, or where pidfds are missing (old kernels,
+    valgrind) through a polling timer that only wakes a pipe; no SIGCHLD
+    handler, which would be process-wide.
+
+    Everything that ends pollers or frees the shell runs in a poller
+    handler, never in a timer handler: zloop dispatches the first ready
+    poller of its old poll set after the timers, even if a timer handler
+    just ended it, and rescans its timers (ended ones included) when a
+    timer handler adds a timer.  */
 #define _GNU_SOURCE
 #include "bn_shell.h"
 #include "bn_log.h"
@@ -16,6 +23,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,8 +47,10 @@ struct _bn_shell_t {
     zloop_t *loop;            //  watches the pipes and the exit
     pid_t pid;                //  shell process (and process group)
     int pidfd;                //  readable when the child exits, or -1
-    zmq_pollitem_t pid_item;  //  registered pidfd
+    int notify[2];            //  without a pidfd: pipe the timer writes to
+    zmq_pollitem_t pid_item;  //  registered pidfd or notify[0]
     int wait_timer;           //  exit polling timer, or -1
+    bool notified;            //  the timer saw the exit
     int limit_timer;          //  time limit timer, or -1
     s_pipe_t pipes[2];        //  stdout, stderr
     bool running;             //  not yet reaped
@@ -184,10 +194,17 @@ s_pipe_event (zloop_t *loop, zmq_pollitem_t *item, void *arg)
 static void
 s_unwatch (bn_shell_t *self)
 {
-    if (self->pidfd >= 0) {
+    if (self->pidfd >= 0 || self->notify[0] >= 0)
         zloop_poller_end (self->loop, &self->pid_item);
+    if (self->pidfd >= 0) {
         close (self->pidfd);
         self->pidfd = -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (self->notify[i] >= 0) {
+            close (self->notify[i]);
+            self->notify[i] = -1;
+        }
     }
     if (self->wait_timer >= 0) {
         zloop_timer_end (self->loop, self->wait_timer);
@@ -239,10 +256,22 @@ s_pidfd_event (zloop_t *loop, zmq_pollitem_t *item, void *arg)
     return 0;
 }
 
+//  Without a pidfd: look (without reaping) whether the child ended, and
+//  if so wake the notify pipe's poller, which does the rest.
 static int
 s_wait_timer (zloop_t *loop, int timer_id, void *arg)
 {
-    s_check_exit ((bn_shell_t *)arg);
+    bn_shell_t *self = (bn_shell_t *)arg;
+    siginfo_t info;
+    memset (&info, 0, sizeof info);
+    if (!self->notified &&
+        waitid (P_PID, (id_t)self->pid, &info, WEXITED | WNOHANG | WNOWAIT) ==
+            0 &&
+        info.si_pid == self->pid) {
+        self->notified = true;
+        if (write (self->notify[1], "x", 1) != 1)
+            bn_log_warn ("shell: cannot wake the loop: %s", strerror (errno));
+    }
     return 0;
 }
 
@@ -340,6 +369,19 @@ bn_shell_new (zloop_t *loop, const char *command, const char *cwd,
     assert (command);
     assert (on_output);
     assert (on_exit);
+    //  posix_spawn reports a failed chdir too, but not everywhere (not
+    //  under valgrind, which runs the child as a fork); check it first.
+    if (cwd && *cwd) {
+        struct stat info;
+        if (stat (cwd, &info))
+            return NULL;
+        if (!S_ISDIR (info.st_mode)) {
+            errno = ENOTDIR;
+            return NULL;
+        }
+        if (access (cwd, X_OK))
+            return NULL;
+    }
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
     if (pipe2 (out_pipe, O_CLOEXEC) || pipe2 (err_pipe, O_CLOEXEC)) {
         int saved = errno;
@@ -368,6 +410,8 @@ bn_shell_new (zloop_t *loop, const char *command, const char *cwd,
     }
     self->loop = loop;
     self->pid = pid;
+    self->pidfd = -1;
+    self->notify[0] = self->notify[1] = -1;
     self->running = true;
     self->status.exit_code = -1;
     self->on_output = on_output;
@@ -387,11 +431,18 @@ bn_shell_new (zloop_t *loop, const char *command, const char *cwd,
         zloop_poller_set_tolerant (loop, &pipe_->item);
     }
     self->pidfd = s_pidfd_open (pid);
-    if (self->pidfd >= 0) {
-        self->pid_item = (zmq_pollitem_t){NULL, self->pidfd, ZMQ_POLLIN, 0};
-        zloop_poller (loop, &self->pid_item, s_pidfd_event, self);
-        zloop_poller_set_tolerant (loop, &self->pid_item);
-    } else
+    if (self->pidfd < 0 && pipe2 (self->notify, O_CLOEXEC | O_NONBLOCK)) {
+        saved = errno;
+        self->notify[0] = self->notify[1] = -1;
+        bn_shell_destroy (&self);
+        errno = saved;
+        return NULL;
+    }
+    int watch = self->pidfd >= 0 ? self->pidfd : self->notify[0];
+    self->pid_item = (zmq_pollitem_t){NULL, watch, ZMQ_POLLIN, 0};
+    zloop_poller (loop, &self->pid_item, s_pidfd_event, self);
+    zloop_poller_set_tolerant (loop, &self->pid_item);
+    if (self->pidfd < 0)
         self->wait_timer =
             zloop_timer (loop, S_WAIT_POLL_MS, 0, s_wait_timer, self);
     if (time_limit > 0) {
