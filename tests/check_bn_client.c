@@ -52,9 +52,11 @@ s_now (void)
 static int
 s_port (zsock_t *sock)
 {
-    const char *endpoint = zsock_last_endpoint (sock);
+    char *endpoint = zsock_last_endpoint (sock);
     ck_assert_ptr_nonnull (endpoint);
-    return atoi (strrchr (endpoint, ':') + 1);
+    int port = atoi (strrchr (endpoint, ':') + 1);
+    free (endpoint);
+    return port;
 }
 
 static void
