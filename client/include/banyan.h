@@ -62,14 +62,16 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+//  The three headers installed beside this one are plain C headers.
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #include "banyan/bn_error.h"
 #include "banyan/bn_idset.h"
 #include "banyan/bn_value.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
 
 #define BANYAN_VERSION_MAJOR 0
 #define BANYAN_VERSION_MINOR 1
