@@ -290,6 +290,7 @@ s_reply_error (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
 //  Shell requests
 
 static void s_next (bn_engine_t *self);
+static void s_stop (bn_engine_t *self, bn_engine_exit_t code, bool unregister);
 
 //  Finish the current request: idle status, then the next request.
 static void
@@ -743,8 +744,10 @@ s_control_request (bn_engine_t *self, bn_msg_t *request)
     }
     s_status (self, request, "idle");
     bn_msg_destroy (&request);
+    //  The hub unregisters the engine when it sees the iopub copy; an
+    //  unregistration_request too would race it (7.1.0 logs an error).
     if (stop)
-        bn_engine_stop (self, BN_ENGINE_EXIT_OK);
+        s_stop (self, BN_ENGINE_EXIT_OK, false);
 }
 
 //  ---------------------------------------------------------------------
@@ -1047,6 +1050,12 @@ void
 bn_engine_stop (bn_engine_t *self, bn_engine_exit_t code)
 {
     assert (self);
+    s_stop (self, code, true);
+}
+
+static void
+s_stop (bn_engine_t *self, bn_engine_exit_t code, bool unregister)
+{
     if (self->state == BN_ENGINE_STOPPED)
         return;
     bool was_running = self->state == BN_ENGINE_RUNNING;
@@ -1059,7 +1068,7 @@ bn_engine_stop (bn_engine_t *self, bn_engine_exit_t code)
     bn_value_destroy (&self->current.result);
     bn_msg_destroy (&self->current.msg);
     zlistx_purge (self->queue);
-    if (was_running)
+    if (was_running && unregister)
         s_send_unregistration (self, NULL);
     else if (code == BN_ENGINE_EXIT_REGISTRATION && self->registration)
         //  As ipengine on a registration timeout: {"id": null}.

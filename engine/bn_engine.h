@@ -72,7 +72,9 @@ int bn_engine_start (bn_engine_t *self);
 
 //  Stop serving: kill a running command, drop queued requests, send
 //  unregistration_request when registered, close the sockets (pending
-//  replies still go out) and become STOPPED with exit status code.
+//  replies still go out) and become STOPPED with exit status code. (After
+//  a shutdown_request the engine stops by itself, without the
+//  unregistration_request: the hub acts on the iopub shutdown_reply.)
 void bn_engine_stop (bn_engine_t *self, bn_engine_exit_t code);
 
 //  Echo one heartbeat ping (from the shared SUB) on the pong socket.
