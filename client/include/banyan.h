@@ -40,9 +40,10 @@
 
     Design: each client owns one background I/O thread, its own libzmq
     context and its own sockets; nothing is global, so several clients in
-    one process do not share anything, and the library does not touch
-    czmq's global context or signal handlers (a program that does not
-    otherwise use czmq sees no czmq side effects). The I/O thread was
+    one process do not share anything. The library uses czmq only for its
+    containers and never starts czmq's global context (zsys_init), so it
+    installs no signal handlers and no exit hooks: a program that does not
+    otherwise use czmq sees no czmq side effects. The I/O thread was
     chosen over a poll loop run inside each wait because (1) engine
     (un)registration notifications and output must be consumed while the
     program is busy elsewhere, or the engine list goes stale and the
