@@ -1,0 +1,636 @@
+/*  check_bn_hub: the engine table, and the hub's registration, queries and
+    notifications as a client and engines see them over tcp (the hub runs
+    inside a controller actor, the way it is deployed).  */
+#include "bn_ctltest.h"
+#include "bn_engine_table.h"
+#include "bn_error.h"
+
+static t_controller_t *s_ctl;
+static t_client_t *s_client;
+
+static void
+s_start (const char *setting)
+{
+    s_ctl = t_controller_start (setting, NULL);
+    s_client = t_client_new (s_ctl);
+}
+
+static void
+s_setup (void)
+{
+    s_start (NULL);
+}
+
+static void
+s_teardown (void)
+{
+    t_client_destroy (&s_client);
+    t_controller_stop (&s_ctl);
+}
+
+//  Assert reply is a hub_error with ename and an evalue containing text.
+static void
+s_assert_hub_error (bn_msg_t *reply, const char *ename, const char *text)
+{
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_HUB_ERROR);
+    ck_assert_str_eq (t_content_str (reply, "status"), "error");
+    ck_assert_str_eq (t_content_str (reply, "ename"), ename);
+    ck_assert_msg (strstr (t_content_str (reply, "evalue"), text),
+                   "evalue '%s' lacks '%s'", t_content_str (reply, "evalue"),
+                   text);
+    ck_assert (
+        json_is_array (json_object_get (bn_msg_content (reply), "traceback")));
+    ck_assert (json_is_object (
+        json_object_get (bn_msg_content (reply), "engine_info")));
+}
+
+//  connection_request works and lists n engines.
+static void
+s_assert_engines (size_t n)
+{
+    bn_msg_t *reply = t_query (s_client, BN_MSG_CONNECTION_REQUEST, NULL);
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_CONNECTION_REPLY);
+    ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+    json_t *engines = json_object_get (bn_msg_content (reply), "engines");
+    ck_assert (json_is_object (engines));
+    ck_assert_uint_eq (json_object_size (engines), n);
+    bn_msg_destroy (&reply);
+}
+
+START_TEST (test_usage)
+{
+    //  an engine registers
+    t_engine_t *engine = t_engine_new (s_ctl);
+    bn_msg_t *reply = t_engine_request (engine, -1);
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_REGISTRATION_REPLY);
+    //  registration_reply has no parent and carries the engine's ports
+    ck_assert_uint_eq (json_object_size (bn_msg_parent (reply)), 0);
+    json_t *content = bn_msg_content (reply);
+    ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+    ck_assert_int_eq (json_integer_value (json_object_get (content, "id")), 0);
+    ck_assert_int_eq (
+        json_integer_value (json_object_get (content, "hb_period")), 10000);
+    json_t *info = json_object_get (content, "connection_info");
+    const char *keys[] = {"registration", "control", "mux",    "task",
+                          "iopub",        "hb_ping", "hb_pong"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        ck_assert_int_eq (json_integer_value (json_object_get (info, keys[i])),
+                          bn_connfile_port (s_ctl->engine, keys[i]));
+    ck_assert_str_eq (json_string_value (json_object_get (info, "interface")),
+                      "tcp://127.0.0.1");
+    ck_assert_uint_eq (json_array_size (json_object_get (info, "broadcast")),
+                       2);
+    ck_assert_ptr_null (json_object_get (info, "key"));
+    bn_msg_destroy (&reply);
+
+    //  not yet registered: clients do not see it
+    s_assert_engines (0);
+    engine->id = 0;
+    t_engine_connect (engine, s_ctl);
+
+    //  its first pong finishes the registration and is announced
+    int64_t start = zclock_mono ();
+    bn_msg_t *note = NULL;
+    while (!note && zclock_mono () - start < T_TIMEOUT) {
+        t_engine_echo (engine);
+        note = t_notification (s_client, BN_MSG_REGISTRATION_NOTIFICATION, 10);
+    }
+    ck_assert_ptr_nonnull (note);
+    //  in well under a heartbeat period (10 s here)
+    ck_assert_int_lt (zclock_mono () - start, 2000);
+    ck_assert_str_eq (t_content_str (note, "uuid"), engine->uuid);
+    ck_assert_int_eq (
+        json_integer_value (json_object_get (bn_msg_content (note), "id")), 0);
+    ck_assert_uint_eq (json_object_size (bn_msg_parent (note)), 0);
+    bn_msg_destroy (&note);
+    s_assert_engines (1);
+    reply = t_query (s_client, BN_MSG_CONNECTION_REQUEST, NULL);
+    json_t *engines = json_object_get (bn_msg_content (reply), "engines");
+    ck_assert_str_eq (json_string_value (json_object_get (engines, "0")),
+                      engine->uuid);
+    bn_msg_destroy (&reply);
+    t_engine_destroy (&engine);
+}
+END_TEST
+
+START_TEST (test_requested_ids)
+{
+    t_engine_t *a = t_engine_new (s_ctl);
+    t_engine_t *b = t_engine_new (s_ctl);
+    t_engine_t *c = t_engine_new (s_ctl);
+    t_engine_t *d = t_engine_new (s_ctl);
+    //  a requested id is honoured when free
+    ck_assert_int_eq (t_engine_register (a, s_ctl, s_client, 5), 5);
+    //  taken: the counter (past 5) gives the next one
+    ck_assert_int_eq (t_engine_register (b, s_ctl, s_client, 5), 6);
+    ck_assert_int_eq (t_engine_register (c, s_ctl, s_client, -1), 7);
+    //  a free id below the counter is still honoured
+    ck_assert_int_eq (t_engine_register (d, s_ctl, s_client, 2), 2);
+    s_assert_engines (4);
+    t_engine_destroy (&a);
+    t_engine_destroy (&b);
+    t_engine_destroy (&c);
+    t_engine_destroy (&d);
+}
+END_TEST
+
+START_TEST (test_uuid_in_use)
+{
+    t_engine_t *engine = t_engine_new (s_ctl);
+    ck_assert_int_eq (t_engine_register (engine, s_ctl, s_client, -1), 0);
+    //  the same uuid again
+    bn_msg_t *reply = t_engine_request (engine, -1);
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_REGISTRATION_REPLY);
+    ck_assert_str_eq (t_content_str (reply, "status"), "error");
+    ck_assert_str_eq (t_content_str (reply, "ename"), "KeyError");
+    char evalue[100];
+    snprintf (evalue, sizeof evalue, "uuid '%s' in use", engine->uuid);
+    ck_assert_str_eq (t_content_str (reply, "evalue"), evalue);
+    bn_msg_destroy (&reply);
+    //  the refused registration consumed id 1: ids are never reused
+    t_engine_t *other = t_engine_new (s_ctl);
+    ck_assert_int_eq (t_engine_register (other, s_ctl, s_client, -1), 2);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "refused"), 1);
+    t_engine_destroy (&engine);
+    t_engine_destroy (&other);
+}
+END_TEST
+
+START_TEST (test_registration_errors)
+{
+    //  no uuid
+    bn_msg_t *reply = t_query (s_client, BN_MSG_REGISTRATION_REQUEST, NULL);
+    s_assert_hub_error (reply, "KeyError", "uuid");
+    bn_msg_destroy (&reply);
+    //  a uuid that is not a string, an id that is not an integer
+    reply = t_query (s_client, BN_MSG_REGISTRATION_REQUEST,
+                     json_pack ("{s:i}", "uuid", 7));
+    s_assert_hub_error (reply, "TypeError", "uuid");
+    bn_msg_destroy (&reply);
+    reply = t_query (s_client, BN_MSG_REGISTRATION_REQUEST,
+                     json_pack ("{s:s, s:s}", "uuid", "abc", "id", "x"));
+    s_assert_hub_error (reply, "TypeError", "id");
+    bn_msg_destroy (&reply);
+    //  an empty uuid, one with spaces
+    reply = t_query (s_client, BN_MSG_REGISTRATION_REQUEST,
+                     json_pack ("{s:s}", "uuid", ""));
+    s_assert_hub_error (reply, "ValueError", "uuid");
+    bn_msg_destroy (&reply);
+    reply = t_query (s_client, BN_MSG_REGISTRATION_REQUEST,
+                     json_pack ("{s:s}", "uuid", "a b"));
+    s_assert_hub_error (reply, "ValueError", "uuid");
+    bn_msg_destroy (&reply);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "bad_content"), 5);
+    s_assert_engines (0);
+}
+END_TEST
+
+START_TEST (test_stalled_registration)
+{
+    t_client_destroy (&s_client);
+    t_controller_stop (&s_ctl);
+    s_start ("controller.registration_timeout=0.3");
+    t_engine_t *engine = t_engine_new (s_ctl);
+    bn_msg_t *reply = t_engine_request (engine, -1);
+    ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+    bn_msg_destroy (&reply);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "pending"), 1);
+    //  its heart never answers: purged after the registration timeout
+    int64_t end = zclock_mono () + T_TIMEOUT;
+    while (t_stat (s_ctl, "hub", "purged") == 0 && zclock_mono () < end)
+        zclock_sleep (20);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "purged"), 1);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "pending"), 0);
+    ck_assert_int_eq (t_stat (s_ctl, "heart", "expected"), 0);
+    s_assert_engines (0);
+    //  and the uuid is free again (its id is not)
+    reply = t_engine_request (engine, -1);
+    ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+    ck_assert_int_eq (
+        json_integer_value (json_object_get (bn_msg_content (reply), "id")), 1);
+    bn_msg_destroy (&reply);
+    t_engine_destroy (&engine);
+}
+END_TEST
+
+START_TEST (test_unregistration_request)
+{
+    t_engine_t *engine = t_engine_new (s_ctl);
+    int id = t_engine_register (engine, s_ctl, s_client, -1);
+    bn_msg_t *msg = t_msg (engine->session, BN_MSG_UNREGISTRATION_REQUEST,
+                           json_pack ("{s:i}", "id", id), NULL);
+    t_send (&msg, engine->reg, engine->session);
+    bn_msg_t *note =
+        t_notification (s_client, BN_MSG_UNREGISTRATION_NOTIFICATION, 2000);
+    ck_assert_ptr_nonnull (note);
+    ck_assert_str_eq (t_content_str (note, "uuid"), engine->uuid);
+    ck_assert_int_eq (
+        json_integer_value (json_object_get (bn_msg_content (note), "id")), id);
+    bn_msg_destroy (&note);
+    //  no reply to an unregistration_request
+    ck_assert_ptr_null (t_recv_within (engine->reg, 200));
+    s_assert_engines (0);
+    //  again, or an id nobody has, or null: ignored
+    msg = t_msg (engine->session, BN_MSG_UNREGISTRATION_REQUEST,
+                 json_pack ("{s:i}", "id", id), NULL);
+    t_send (&msg, engine->reg, engine->session);
+    msg = t_msg (engine->session, BN_MSG_UNREGISTRATION_REQUEST,
+                 json_pack ("{s:n}", "id"), NULL);
+    t_send (&msg, engine->reg, engine->session);
+    ck_assert_ptr_null (
+        t_notification (s_client, BN_MSG_UNREGISTRATION_NOTIFICATION, 200));
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "unregistrations"), 1);
+    t_engine_destroy (&engine);
+}
+END_TEST
+
+START_TEST (test_iopub_shutdown_reply)
+{
+    t_engine_t *engine = t_engine_new (s_ctl);
+    int id = t_engine_register (engine, s_ctl, s_client, -1);
+    //  the engine shuts down: its iopub shutdown_reply unregisters it
+    char topic[64];
+    snprintf (topic, sizeof topic, "engine.%d.shutdown", id);
+    bn_msg_t *msg =
+        t_msg (engine->session, BN_MSG_SHUTDOWN_REPLY,
+               json_pack ("{s:s, s:b}", "status", "ok", "restart", 0), topic);
+    t_send (&msg, engine->iopub, engine->session);
+    bn_msg_t *note =
+        t_notification (s_client, BN_MSG_UNREGISTRATION_NOTIFICATION, 2000);
+    ck_assert_ptr_nonnull (note);
+    ck_assert_str_eq (t_content_str (note, "uuid"), engine->uuid);
+    bn_msg_destroy (&note);
+    //  clients saw the shutdown_reply on iopub too
+    bn_msg_t *got = t_recv (s_client->iopub);
+    ck_assert_ptr_nonnull (got);
+    ck_assert_str_eq (bn_msg_type (got), BN_MSG_SHUTDOWN_REPLY);
+    bn_msg_destroy (&got);
+    s_assert_engines (0);
+    t_engine_destroy (&engine);
+}
+END_TEST
+
+START_TEST (test_heart_failure)
+{
+    t_client_destroy (&s_client);
+    t_controller_stop (&s_ctl);
+    s_ctl = t_controller_start ("controller.heartbeat_period=100",
+                                "controller.heartbeat_misses=2", NULL);
+    s_client = t_client_new (s_ctl);
+    t_engine_t *engine = t_engine_new (s_ctl);
+    t_engine_register (engine, s_ctl, s_client, -1);
+    //  it keeps answering for a while: still registered
+    t_engine_beat_for (engine, 600);
+    s_assert_engines (1);
+    //  then falls silent: gone after more than two missed beats
+    int64_t start = zclock_mono ();
+    bn_msg_t *note =
+        t_notification (s_client, BN_MSG_UNREGISTRATION_NOTIFICATION, 2000);
+    ck_assert_ptr_nonnull (note);
+    ck_assert_int_lt (zclock_mono () - start, 1000);
+    ck_assert_str_eq (t_content_str (note, "uuid"), engine->uuid);
+    bn_msg_destroy (&note);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "heart_failures"), 1);
+    s_assert_engines (0);
+    t_engine_destroy (&engine);
+}
+END_TEST
+
+START_TEST (test_queue_request)
+{
+    t_engine_t *engine = t_engine_new (s_ctl);
+    int id = t_engine_register (engine, s_ctl, s_client, -1);
+    char key[16];
+    snprintf (key, sizeof key, "%d", id);
+    //  one mux request answered, one waiting
+    bn_msg_t *msg =
+        t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, engine->uuid);
+    char *done_id = strdup (bn_msg_id (msg));
+    t_send (&msg, s_client->mux, s_client->session);
+    char answered[BN_MSG_ID_SIZE];
+    t_engine_answer (engine, engine->shell, answered, sizeof answered);
+    bn_msg_t *reply = t_recv (s_client->mux);
+    bn_msg_destroy (&reply);
+    msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, engine->uuid);
+    char *pending_id = strdup (bn_msg_id (msg));
+    t_send (&msg, s_client->mux, s_client->session);
+    bn_msg_t *request = t_recv (engine->shell);
+    bn_msg_destroy (&request);
+
+    //  targets null: every engine, counts
+    reply = t_query (s_client, BN_MSG_QUEUE_REQUEST,
+                     json_pack ("{s:n, s:b}", "targets", "verbose", 0));
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_QUEUE_REPLY);
+    json_t *content = bn_msg_content (reply);
+    ck_assert_uint_eq (json_object_size (content), 3);
+    ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+    json_t *expected =
+        json_pack ("{s:i, s:i, s:i}", "queue", 1, "completed", 1, "tasks", 0);
+    ck_assert (json_equal (json_object_get (content, key), expected));
+    json_decref (expected);
+    ck_assert_int_eq (
+        json_integer_value (json_object_get (content, "unassigned")), 0);
+    bn_msg_destroy (&reply);
+
+    //  verbose, by uuid: msg_id lists
+    reply = t_query (
+        s_client, BN_MSG_QUEUE_REQUEST,
+        json_pack ("{s:[s], s:b}", "targets", engine->uuid, "verbose", 1));
+    content = bn_msg_content (reply);
+    expected = json_pack ("{s:[s], s:[s], s:[]}", "queue", pending_id,
+                          "completed", done_id, "tasks");
+    ck_assert (json_equal (json_object_get (content, key), expected));
+    json_decref (expected);
+    ck_assert (json_is_array (json_object_get (content, "unassigned")));
+    bn_msg_destroy (&reply);
+
+    //  a single int target, a single uuid string
+    reply = t_query (s_client, BN_MSG_QUEUE_REQUEST,
+                     json_pack ("{s:i}", "targets", id));
+    ck_assert_ptr_nonnull (json_object_get (bn_msg_content (reply), key));
+    bn_msg_destroy (&reply);
+    reply = t_query (s_client, BN_MSG_QUEUE_REQUEST,
+                     json_pack ("{s:s}", "targets", engine->uuid));
+    ck_assert_ptr_nonnull (json_object_get (bn_msg_content (reply), key));
+    bn_msg_destroy (&reply);
+
+    //  bad targets
+    reply = t_query (s_client, BN_MSG_QUEUE_REQUEST,
+                     json_pack ("{s:[i, s, i]}", "targets", id, "nope", 99));
+    s_assert_hub_error (reply, "IndexError", "No Such Engine: ['nope', 99]");
+    bn_msg_destroy (&reply);
+    reply = t_query (s_client, BN_MSG_QUEUE_REQUEST,
+                     json_pack ("{s:[]}", "targets"));
+    s_assert_hub_error (reply, "IndexError", "No Engines Registered");
+    bn_msg_destroy (&reply);
+    reply = t_query (s_client, BN_MSG_QUEUE_REQUEST,
+                     json_pack ("{s:{s:i}}", "targets", "a", 1));
+    s_assert_hub_error (reply, "TypeError", "targets");
+    bn_msg_destroy (&reply);
+    reply = t_query (s_client, BN_MSG_QUEUE_REQUEST,
+                     json_pack ("{s:n, s:s}", "targets", "verbose", "yes"));
+    s_assert_hub_error (reply, "TypeError", "verbose");
+    bn_msg_destroy (&reply);
+    free (done_id);
+    free (pending_id);
+    t_engine_destroy (&engine);
+}
+END_TEST
+
+START_TEST (test_queue_request_no_engines)
+{
+    bn_msg_t *reply =
+        t_query (s_client, BN_MSG_QUEUE_REQUEST,
+                 json_pack ("{s:n, s:b}", "targets", "verbose", 0));
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_QUEUE_REPLY);
+    ck_assert_uint_eq (json_object_size (bn_msg_content (reply)), 2);
+    bn_msg_destroy (&reply);
+}
+END_TEST
+
+START_TEST (test_unsupported_queries)
+{
+    const char *types[] = {BN_MSG_RESULT_REQUEST,   BN_MSG_HISTORY_REQUEST,
+                           BN_MSG_DB_REQUEST,       BN_MSG_PURGE_REQUEST,
+                           BN_MSG_RESUBMIT_REQUEST, "load_request",
+                           "become_dask_request",   "frobnicate"};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        bn_msg_t *reply = t_query (s_client, types[i], NULL);
+        s_assert_hub_error (reply, "NotImplementedError", "not supported");
+        ck_assert (strstr (t_content_str (reply, "evalue"), types[i]));
+        bn_msg_destroy (&reply);
+    }
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "unsupported"), 8);
+}
+END_TEST
+
+START_TEST (test_shutdown_request)
+{
+    bn_msg_t *msg =
+        t_msg (s_client->session, BN_MSG_SHUTDOWN_REQUEST, NULL, NULL);
+    char *msg_id = strdup (bn_msg_id (msg));
+    t_send (&msg, s_client->query, s_client->session);
+    bn_msg_t *reply = t_recv (s_client->query);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_SHUTDOWN_REPLY);
+    ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+    ck_assert_str_eq (bn_msg_parent_id (reply), msg_id);
+    bn_msg_destroy (&reply);
+    //  every client hears about it, parent = the request
+    bn_msg_t *note =
+        t_notification (s_client, BN_MSG_SHUTDOWN_NOTIFICATION, 1000);
+    ck_assert_ptr_nonnull (note);
+    ck_assert_str_eq (t_content_str (note, "status"), "ok");
+    ck_assert_str_eq (bn_msg_parent_id (note), msg_id);
+    ck_assert_uint_eq (bn_msg_nidents (note), 0);
+    bn_msg_destroy (&note);
+    free (msg_id);
+    //  about a second later the controller stops and says so
+    int64_t start = zclock_mono ();
+    zpoller_t *poller = zpoller_new (s_ctl->actor, NULL);
+    ck_assert_ptr_nonnull (zpoller_wait (poller, 3000));
+    zpoller_destroy (&poller);
+    char *event = zstr_recv (s_ctl->actor);
+    ck_assert_str_eq (event, "SHUTDOWN");
+    zstr_free (&event);
+    ck_assert_int_gt (zclock_mono () - start, 700);
+    //  having removed its files
+    ck_assert_int_ne (access (s_ctl->client_path, F_OK), 0);
+    ck_assert_int_ne (access (s_ctl->engine_path, F_OK), 0);
+}
+END_TEST
+
+//  A good query still gets its answer after whatever came before.
+static void
+s_assert_still_works (void)
+{
+    s_assert_engines (0);
+}
+
+//  Frames signed with the controller's key, header/content as given.
+static void
+s_raw_query (const char *header, const char *content, const char *sig)
+{
+    const void *parts[4] = {header, "{}", "{}", content};
+    size_t sizes[4] = {strlen (header), 2, 2, strlen (content)};
+    char good[BN_SIGNATURE_SIZE + 1];
+    bn_session_sign (s_client->session, parts, sizes, good);
+    t_send_raw (s_client->query, BN_DELIM, sig ? sig : good, header, "{}", "{}",
+                content, NULL);
+}
+
+static char *
+s_header (const char *msg_id, const char *type)
+{
+    char date[BN_DATE_SIZE];
+    bn_session_date (date);
+    return zsys_sprintf ("{\"msg_id\":\"%s\",\"msg_type\":\"%s\","
+                         "\"username\":\"u\",\"session\":\"%s\","
+                         "\"date\":\"%s\",\"version\":\"5.3\"}",
+                         msg_id, type, bn_session_id (s_client->session), date);
+}
+
+START_TEST (test_bad_input)
+{
+    s_assert_still_works ();
+    //  truncated frames, no delimiter
+    t_send_raw (s_client->query, BN_DELIM, "sig", "{}", NULL);
+    t_send_raw (s_client->query, "no", "delimiter", NULL);
+    s_assert_still_works ();
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "bad_frame"), 2);
+
+    //  bad and missing signatures
+    char *header = s_header ("q-1", BN_MSG_CONNECTION_REQUEST);
+    s_raw_query (header, "{}", "deadbeef");
+    s_raw_query (header, "{}", "");
+    s_assert_still_works ();
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "bad_signature"), 2);
+
+    //  a replayed query is answered once
+    s_raw_query (header, "{}", NULL);
+    bn_msg_t *reply = t_recv (s_client->query);
+    ck_assert_str_eq (bn_msg_parent_id (reply), "q-1");
+    bn_msg_destroy (&reply);
+    s_raw_query (header, "{}", NULL);
+    ck_assert_ptr_null (t_recv_within (s_client->query, 200));
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "replayed"), 1);
+    zstr_free (&header);
+    s_assert_still_works ();
+
+    //  a header that is not JSON: dropped (nothing to answer to)
+    s_raw_query ("{\"msg_id\": ", "{}", NULL);
+    ck_assert_ptr_null (t_recv_within (s_client->query, 200));
+    s_assert_still_works ();
+
+    //  content that is not JSON: hub_error
+    header = s_header ("q-2", BN_MSG_QUEUE_REQUEST);
+    s_raw_query (header, "{\"targets\": [", NULL);
+    reply = t_recv (s_client->query);
+    ck_assert_str_eq (bn_msg_parent_id (reply), "q-2");
+    s_assert_hub_error (reply, "ValueError", "content");
+    bn_msg_destroy (&reply);
+    zstr_free (&header);
+    //  content that is JSON but not an object
+    header = s_header ("q-3", BN_MSG_QUEUE_REQUEST);
+    s_raw_query (header, "[1, 2]", NULL);
+    reply = t_recv (s_client->query);
+    s_assert_hub_error (reply, "ValueError", "content");
+    bn_msg_destroy (&reply);
+    zstr_free (&header);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "bad_json"), 3);
+    s_assert_still_works ();
+
+    //  msg_type of the wrong type
+    s_raw_query ("{\"msg_id\": \"q-4\", \"msg_type\": 42}", "{}", NULL);
+    reply = t_recv (s_client->query);
+    ck_assert_str_eq (bn_msg_parent_id (reply), "q-4");
+    s_assert_hub_error (reply, "KeyError", "msg_type");
+    bn_msg_destroy (&reply);
+    s_assert_still_works ();
+
+    //  an unknown msg_type
+    reply = t_query (s_client, "no_such_request", NULL);
+    s_assert_hub_error (reply, "NotImplementedError", "no_such_request");
+    bn_msg_destroy (&reply);
+    s_assert_still_works ();
+
+    //  a 100 MB buffer on a query
+    bn_msg_t *msg =
+        t_msg (s_client->session, BN_MSG_CONNECTION_REQUEST, NULL, NULL);
+    size_t size = 100 * 1024 * 1024;
+    char *big = malloc (size);
+    memset (big, 'x', size);
+    bn_msg_add_buffer_owned (msg, big, size);
+    char *msg_id = strdup (bn_msg_id (msg));
+    t_send (&msg, s_client->query, s_client->session);
+    zsock_set_rcvtimeo (s_client->query, 20000);
+    reply = t_recv (s_client->query);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (bn_msg_parent_id (reply), msg_id);
+    bn_msg_destroy (&reply);
+    free (msg_id);
+    s_assert_still_works ();
+}
+END_TEST
+
+//  --------------------------------------------------------------------------
+//  bn_engine_table
+
+START_TEST (test_table)
+{
+    bn_engine_table_t *table = bn_engine_table_new ();
+    ck_assert_int_eq (bn_engine_table_new_id (table, -1), 0);
+    ck_assert_int_eq (bn_engine_table_add_pending (table, "a", 0), 0);
+    ck_assert (bn_engine_table_is_pending (table, "a"));
+    ck_assert_int_eq (bn_engine_table_id (table, "a"), -1);
+    ck_assert_ptr_null (bn_engine_table_uuid (table, 0, false));
+    ck_assert_str_eq (bn_engine_table_uuid (table, 0, true), "a");
+    //  a pending id is taken
+    ck_assert_int_eq (bn_engine_table_new_id (table, 0), 1);
+    ck_assert_int_eq (bn_engine_table_add_pending (table, "a", 1), -1);
+    ck_assert_int_eq (bn_engine_table_finish (table, "a"), 0);
+    ck_assert_int_eq (bn_engine_table_finish (table, "a"), -1);
+    ck_assert_int_eq (bn_engine_table_id (table, "a"), 0);
+    ck_assert_uint_eq (bn_engine_table_size (table), 1);
+    //  requests above the counter move it
+    ck_assert_int_eq (bn_engine_table_new_id (table, 10), 10);
+    bn_engine_table_add_pending (table, "b", 10);
+    bn_engine_table_finish (table, "b");
+    ck_assert_int_eq (bn_engine_table_new_id (table, -1), 11);
+    json_t *ids = bn_engine_table_ids (table);
+    json_t *expected = json_pack ("[i, i]", 0, 10);
+    ck_assert (json_equal (ids, expected));
+    json_decref (ids);
+    json_decref (expected);
+    json_t *engines = bn_engine_table_engines (table);
+    ck_assert_str_eq (json_string_value (json_object_get (engines, "10")), "b");
+    json_decref (engines);
+    //  removed: the counter never gives its id again, a request may
+    ck_assert_int_eq (bn_engine_table_remove (table, "b"), 10);
+    ck_assert_int_eq (bn_engine_table_remove (table, "b"), -1);
+    ck_assert (!bn_engine_table_has (table, "b"));
+    ck_assert_int_eq (bn_engine_table_new_id (table, -1), 12);
+    ck_assert_int_eq (bn_engine_table_new_id (table, 10), 10);
+    ck_assert_uint_eq (bn_engine_table_size (table), 1);
+    bn_engine_table_destroy (&table);
+    ck_assert_ptr_null (table);
+    bn_engine_table_destroy (&table);
+}
+END_TEST
+
+static Suite *
+s_suite (void)
+{
+    Suite *suite = suite_create ("bn_hub");
+    TCase *tc = tcase_create ("hub");
+    tcase_add_checked_fixture (tc, s_setup, s_teardown);
+    tcase_set_timeout (tc, 60);
+    tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_requested_ids);
+    tcase_add_test (tc, test_uuid_in_use);
+    tcase_add_test (tc, test_registration_errors);
+    tcase_add_test (tc, test_stalled_registration);
+    tcase_add_test (tc, test_unregistration_request);
+    tcase_add_test (tc, test_iopub_shutdown_reply);
+    tcase_add_test (tc, test_heart_failure);
+    tcase_add_test (tc, test_queue_request);
+    tcase_add_test (tc, test_queue_request_no_engines);
+    tcase_add_test (tc, test_unsupported_queries);
+    tcase_add_test (tc, test_shutdown_request);
+    tcase_add_test (tc, test_bad_input);
+    suite_add_tcase (suite, tc);
+    tc = tcase_create ("engine_table");
+    tcase_add_test (tc, test_table);
+    suite_add_tcase (suite, tc);
+    return suite;
+}
+
+int
+main (void)
+{
+    SRunner *runner = srunner_create (s_suite ());
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
