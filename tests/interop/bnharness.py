@@ -141,7 +141,7 @@ class Cluster:
 
     def client(self, timeout=20):
         import ipyparallel
-        client = ipyparallel.Client(url_file=self.client_file,
+        client = ipyparallel.Client(self.client_file,
                                     timeout=timeout)
         self.clients.append(client)
         return client
