@@ -114,8 +114,9 @@ s_bind (s_controller_t *self, s_bound_t *bound, int type, const char *id,
         bn_log_error ("cannot bind %s: %s", endpoint, zmq_strerror (errno));
         return -1;
     }
-    const char *last = zsock_last_endpoint (bound->sock);
+    char *last = zsock_last_endpoint (bound->sock);
     bound->port = bn_wire_endpoint_port (last);
+    zstr_free (&last);
     if (bound->port <= 0) {
         bn_log_error ("cannot read the port bound for %s", endpoint);
         return -1;
