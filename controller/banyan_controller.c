@@ -16,29 +16,17 @@
 static const struct {
     const char *flag;
     const char *setting;
-    const char *arg;
-    const char *help;
 } s_flags[] = {
-    {"--profile", "profile.name", "NAME",
-     "profile to use: <BANYAN_DIR or ~/.banyan>/profile_<NAME> "
-     "(default: default)"},
-    {"--ip", "controller.ip", "ADDR",
-     "address to bind every socket to; * for all (default: 127.0.0.1)"},
-    {"--cluster-id", "cluster.id", "ID",
-     "cluster id: files are named ipcontroller-<ID>-client.json"},
-    {"--depth", "controller.depth", "D",
-     "depth of the broadcast tree, 2^D engine broadcast ports (default: 1)"},
-    {"--ping", "controller.heartbeat_period", "MS",
-     "milliseconds between heartbeats (default: 3000)"},
-    {"--heartbeat-misses", "controller.heartbeat_misses", "N",
-     "beats an engine may miss in a row before it is unregistered "
-     "(default: 10)"},
-    {"--registration-timeout", "controller.registration_timeout", "S",
-     "seconds an engine has to answer its first ping (default: 30)"},
-    {"--hwm", "controller.hwm", "N",
-     "high-water mark of every socket, 0 = unlimited (default: 0)"},
-    {"--log-level", "log.level", "LEVEL", "error, warn, info or debug"},
-    {"--log-file", "log.file", "FILE", "append log lines to FILE"},
+    {"--profile", "profile.name"},
+    {"--ip", "controller.ip"},
+    {"--cluster-id", "cluster.id"},
+    {"--depth", "controller.depth"},
+    {"--ping", "controller.heartbeat_period"},
+    {"--heartbeat-misses", "controller.heartbeat_misses"},
+    {"--registration-timeout", "controller.registration_timeout"},
+    {"--hwm", "controller.hwm"},
+    {"--log-level", "log.level"},
+    {"--log-file", "log.file"},
 };
 
 #define S_NFLAGS (sizeof s_flags / sizeof s_flags[0])
@@ -46,46 +34,72 @@ static const struct {
 static void
 s_usage (FILE *file)
 {
-    fprintf (file,
-             "Usage: " S_NAME " [OPTION]...\n"
-             "Run a banyan controller: the hub, heartbeat monitor and the "
-             "relays that\nIPython Parallel 7.1 engines and clients (stock or "
-             "banyan) connect to.\nIt writes ipcontroller[-ID]-client.json and "
-             "-engine.json under\n<profile dir>/security/ and runs until "
-             "SIGINT, SIGTERM or a client's\nshutdown request.\n\n"
-             "Options:\n"
-             "  --profile-dir DIR     profile folder (overrides --profile)\n");
-    for (size_t i = 0; i < S_NFLAGS; i++) {
-        char left[64];
-        snprintf (left, sizeof left, "%s %s", s_flags[i].flag, s_flags[i].arg);
-        fprintf (file, "  %-21s %s\n", left, s_flags[i].help);
-    }
-    fprintf (file,
-             "  --reuse               keep the connection files on exit and "
-             "reuse their\n"
-             "                        ports and key on the next start\n"
-             "  --config FILE         read settings from FILE (ZPL, see "
-             "conf/banyan.conf)\n"
-             "  -h, --help            show this help and exit\n"
-             "  --version             show the version and exit\n\n"
-             "Settings come from built-in defaults, then the config file, "
-             "then BANYAN_*\nenvironment variables (e.g. "
-             "BANYAN_CONTROLLER_IP, BANYAN_DIR, BANYAN_PROFILE),\nthen "
-             "these options.\n\n"
-             "Examples:\n"
-             "  " S_NAME "\n"
-             "      profile 'default', sockets on 127.0.0.1, files in "
-             "~/.banyan/profile_default\n"
-             "  " S_NAME " --profile-dir /tmp/prof --cluster-id demo "
-             "--depth 2\n"
-             "      files /tmp/prof/security/ipcontroller-demo-*.json, 4 "
-             "broadcast leaves\n"
-             "  " S_NAME " --ip '*' --ping 1000 --log-level info\n"
-             "      reachable from other hosts, 1 s heartbeats, more "
-             "logging\n"
-             "  ipengine --file ~/.banyan/profile_default/security/"
-             "ipcontroller-engine.json\n"
-             "      attach a stock IPython Parallel engine\n");
+    fputs (
+        "Usage: " S_NAME " [OPTION]...\n"
+        "Run a banyan controller: the hub, heartbeat monitor and the relays "
+        "that\n"
+        "IPython Parallel 7.1 engines and clients (stock or banyan) connect "
+        "to.\n"
+        "It writes ipcontroller[-ID]-client.json and -engine.json under\n"
+        "<profile dir>/security/ and runs until SIGINT, SIGTERM or a "
+        "client's\n"
+        "shutdown request.\n"
+        "\n"
+        "Options:\n"
+        "  --profile-dir DIR     profile folder (overrides --profile)\n"
+        "  --profile NAME        profile folder <BANYAN_DIR or "
+        "~/.banyan>/profile_NAME\n"
+        "                        (default: default)\n"
+        "  --ip ADDR             address to bind every socket to, * for all\n"
+        "                        (default: 127.0.0.1)\n"
+        "  --cluster-id ID       name the files ipcontroller-ID-client.json "
+        "and\n"
+        "                        ipcontroller-ID-engine.json\n"
+        "  --depth D             depth of the broadcast tree: 2^D engine "
+        "broadcast\n"
+        "                        ports (default: 1)\n"
+        "  --ping MS             milliseconds between heartbeats "
+        "(default: 3000)\n"
+        "  --heartbeat-misses N  beats an engine may miss in a row before it "
+        "is\n"
+        "                        unregistered (default: 10)\n"
+        "  --registration-timeout S\n"
+        "                        seconds a registering engine has to answer "
+        "a ping\n"
+        "                        (default: 30)\n"
+        "  --hwm N               high-water mark of every socket, 0 = "
+        "unlimited\n"
+        "                        (default: 0)\n"
+        "  --reuse               keep the connection files on exit and reuse "
+        "their\n"
+        "                        ports and key on the next start\n"
+        "  --config FILE         read settings from FILE (ZPL, like "
+        "conf/banyan.conf)\n"
+        "  --log-level LEVEL     error, warn, info or debug (default: warn)\n"
+        "  --log-file FILE       append log lines to FILE instead of "
+        "stderr\n"
+        "  -h, --help            show this help and exit\n"
+        "  --version             show the version and exit\n"
+        "\n"
+        "Settings come from built-in defaults, then the config file, then "
+        "BANYAN_*\n"
+        "environment variables (BANYAN_CONTROLLER_IP, BANYAN_DIR, "
+        "BANYAN_PROFILE...),\n"
+        "then these options. --opt=VALUE works as well as --opt VALUE.\n"
+        "\n"
+        "Examples:\n"
+        "  " S_NAME "\n"
+        "      profile 'default': sockets on 127.0.0.1, files in\n"
+        "      ~/.banyan/profile_default/security/\n"
+        "  " S_NAME " --profile-dir /tmp/prof --cluster-id demo --depth 2\n"
+        "      files /tmp/prof/security/ipcontroller-demo-*.json, 4 broadcast "
+        "leaves\n"
+        "  " S_NAME " --ip '*' --ping 1000 --log-level info\n"
+        "      reachable from other hosts, 1 s heartbeats, more logging\n"
+        "  ipengine --file ~/.banyan/profile_default/security/"
+        "ipcontroller-engine.json\n"
+        "      attach a stock IPython Parallel engine\n",
+        file);
 }
 
 static int s_usage_error (const char *format, ...)
@@ -179,6 +193,8 @@ main (int argc, char **argv)
             rc = s_usage_error ("option '%s' needs a value", arg);
         else if (f == S_NFLAGS)
             rc = s_usage_error ("unknown option '%s'", arg);
+        else if (!*value && strcmp (s_flags[f].flag, "--cluster-id") != 0)
+            rc = s_usage_error ("option '%s' needs a value", s_flags[f].flag);
         else {
             settings[2 * nsettings] = s_flags[f].setting;
             settings[2 * nsettings + 1] = value;

@@ -163,6 +163,42 @@ START_TEST (test_usage)
 }
 END_TEST
 
+START_TEST (test_reuse_files)
+{
+    t_controller_t *first =
+        t_controller_start ("controller.reuse_files=true", NULL);
+    int registration = bn_connfile_port (first->client, "registration");
+    int leaf = bn_connfile_broadcast (first->engine, 1);
+    char key[64];
+    snprintf (key, sizeof key, "%s", first->key);
+    //  stopped, it leaves its connection files in place
+    zactor_destroy (&first->actor);
+    ck_assert_int_eq (access (first->client_path, F_OK), 0);
+    ck_assert_int_eq (access (first->engine_path, F_OK), 0);
+    //  and a controller started on them binds the same ports, same key
+    first->args.status = -1;
+    first->actor = zactor_new (bn_controller_actor, &first->args);
+    ck_assert_int_eq (first->args.status, 0);
+    char err[256];
+    bn_connfile_t *client =
+        bn_connfile_load (first->client_path, err, sizeof err);
+    bn_connfile_t *engine =
+        bn_connfile_load (first->engine_path, err, sizeof err);
+    ck_assert_int_eq (bn_connfile_port (client, "registration"), registration);
+    ck_assert_int_eq (bn_connfile_broadcast (engine, 1), leaf);
+    ck_assert_str_eq (bn_connfile_key (client), key);
+    //  engines and clients holding the old files still get through
+    t_client_t *fake = t_client_new (first);
+    bn_msg_t *reply = t_query (fake, BN_MSG_CONNECTION_REQUEST, NULL);
+    ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+    bn_msg_destroy (&reply);
+    t_client_destroy (&fake);
+    bn_connfile_destroy (&client);
+    bn_connfile_destroy (&engine);
+    t_controller_stop (&first);
+}
+END_TEST
+
 START_TEST (test_mux_round_trip)
 {
     bn_msg_t *msg =
@@ -671,6 +707,7 @@ s_suite (void)
     TCase *tc = tcase_create ("usage");
     tcase_set_timeout (tc, 30);
     tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_reuse_files);
     suite_add_tcase (suite, tc);
     tc = tcase_create ("cluster");
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
