@@ -238,8 +238,18 @@ main (int argc, char **argv)
         return 1;
     }
 
-    bn_controller_args_t args = {.config = config, .profile_dir = dir};
+    //  a deep broadcast tree needs more sockets than czmq's default 1024
+    if (BN_CONTROLLER_SOCKETS (bn_config_int (config, "controller.depth")) >
+        1024)
+        zsys_set_max_sockets (0);
+    bn_controller_args_t args = {
+        .config = config, .profile_dir = dir, .status = BN_CONTROLLER_STARTING};
     zactor_t *controller = zactor_new (bn_controller_actor, &args);
+    //  a signal may end zactor_new's wait early: start-up is bounded, and
+    //  the actor must not be torn down halfway, so wait for it
+    while (controller && __atomic_load_n (&args.status, __ATOMIC_ACQUIRE) ==
+                             BN_CONTROLLER_STARTING)
+        zsock_wait (controller);
     if (!controller || args.status != 0) {
         fprintf (stderr, S_NAME ": could not start (see the log above)\n");
         zactor_destroy (&controller);

@@ -20,7 +20,7 @@
 #include "bn_session.h"
 #include "bn_wire.h"
 
-//  One bound socket and the connection-file key it is published under.
+//  One bound socket and the port it got.
 typedef struct {
     zsock_t *sock;
     int port;
@@ -106,10 +106,10 @@ s_bind (s_controller_t *self, s_bound_t *bound, int type, const char *id,
     if (type == ZMQ_SUB)
         zsock_set_subscribe (bound->sock, "");
     char endpoint[300];
-    if (port > 0)
-        snprintf (endpoint, sizeof endpoint, "tcp://%s:%d", self->ip, port);
-    else
-        snprintf (endpoint, sizeof endpoint, "tcp://%s:*", self->ip);
+    //  port 0 lets the system pick: czmq's own search for "*" tries every
+    //  port from 49152 up, which is slow with many sockets to bind
+    snprintf (endpoint, sizeof endpoint, "tcp://%s:%d", self->ip,
+              port > 0 ? port : 0);
     if (zsock_bind (bound->sock, "%s", endpoint) < 0) {
         bn_log_error ("cannot bind %s: %s", endpoint, zmq_strerror (errno));
         return -1;
@@ -471,6 +471,15 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
         s_controller_destroy (&self);
         return NULL;
     }
+    //  czmq asserts when a socket cannot be created: check the room first
+    size_t needed = BN_CONTROLLER_SOCKETS (self->depth);
+    int limit = zmq_ctx_get (zsys_init (), ZMQ_MAX_SOCKETS);
+    if (limit > 0 && needed > (size_t)limit) {
+        bn_log_error ("depth %d needs %zu sockets; this process allows %d",
+                      self->depth, needed, limit);
+        s_controller_destroy (&self);
+        return NULL;
+    }
     bn_connfile_t *old_client = NULL, *old_engine = NULL;
     if (self->reuse) {
         char err[256];
@@ -522,7 +531,7 @@ bn_controller_actor (zsock_t *pipe, void *args)
     assert (start->profile_dir);
     bn_log_set_ident ("controller");
     s_controller_t *self = s_controller_new (pipe, start);
-    start->status = self ? 0 : -1;
+    __atomic_store_n (&start->status, self ? 0 : -1, __ATOMIC_RELEASE);
     zsock_signal (pipe, 0);
     if (!self)
         return;

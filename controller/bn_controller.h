@@ -16,6 +16,14 @@ typedef struct {
     int status;              //  Out: 0 once started, -1 if start-up failed
 } bn_controller_args_t;
 
+//  A status value that is neither: set it before zactor_new and, if a
+//  signal cut zactor_new's wait short, wait on the actor until it changes.
+#define BN_CONTROLLER_STARTING 1
+
+//  Sockets the actor needs at depth (size the process's socket limit with
+//  zsys_set_max_sockets before the first socket is created).
+#define BN_CONTROLLER_SOCKETS(depth) (((size_t)1 << (depth)) + 64)
+
 //  The controller actor (args: bn_controller_args_t *). If start-up fails
 //  (a bind, a file) it sets args->status to -1 and ends at once. Commands:
 //    $TERM                 stop: remove the files, close everything
