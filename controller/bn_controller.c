@@ -20,6 +20,9 @@
 #include "bn_session.h"
 #include "bn_wire.h"
 
+//  Milliseconds we keep trying to bind a port reused from old files.
+#define S_REBIND_WAIT 2000
+
 //  One bound socket and the port it got.
 typedef struct {
     zsock_t *sock;
@@ -110,9 +113,15 @@ s_bind (s_controller_t *self, s_bound_t *bound, int type, const char *id,
     //  port from 49152 up, which is slow with many sockets to bind
     snprintf (endpoint, sizeof endpoint, "tcp://%s:%d", self->ip,
               port > 0 ? port : 0);
-    if (zsock_bind (bound->sock, "%s", endpoint) < 0) {
-        bn_log_error ("cannot bind %s: %s", endpoint, zmq_strerror (errno));
-        return -1;
+    //  a port reused from the last run may be held a moment longer by a
+    //  controller that is still closing
+    int64_t give_up = zclock_mono () + (port > 0 ? S_REBIND_WAIT : 0);
+    while (zsock_bind (bound->sock, "%s", endpoint) < 0) {
+        if (errno != EADDRINUSE || zclock_mono () >= give_up) {
+            bn_log_error ("cannot bind %s: %s", endpoint, zmq_strerror (errno));
+            return -1;
+        }
+        zclock_sleep (20);
     }
     char *last = zsock_last_endpoint (bound->sock);
     bound->port = bn_wire_endpoint_port (last);
