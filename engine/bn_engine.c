@@ -54,21 +54,25 @@ struct _bn_engine_t {
     int id;                //  given by the controller, -1 before
     bn_engine_state_t state;
     bn_engine_exit_t exit_code;
-    zsock_t *registration; //  DEALER while registering
-    zsock_t *shell;        //  ROUTER: mux, task, broadcast
-    zsock_t *control;      //  ROUTER: control
-    zsock_t *pong;         //  DEALER: hb_pong
-    char topic[64];        //  "engine.<id>." iopub topic prefix
-    int64_t deadline;      //  registration deadline (ms, mono)
-    int64_t last_ping;     //  last ping or registration (ms)
-    int hb_period;         //  ms, from the registration reply
-    int execution_count;   //  non-silent execute_requests
-    bn_namespace_t *ns;    //  push/pull values
-    zlistx_t *queue;       //  bn_msg_t * waiting shell requests
-    zhashx_t *aborted;     //  msg_ids to answer "aborted"
-    s_current_t current;   //  the request being handled
-    bool dispatching;      //  inside s_next: no recursion
-    char **envp;           //  commands' environment
+    zsock_t *registration;              //  DEALER while registering
+    zsock_t *shell;                     //  ROUTER: mux, task, broadcast
+    zsock_t *control;                   //  ROUTER: control
+    zsock_t *pong;                      //  DEALER: hb_pong
+    bn_watch_item_t *registration_item; //  watches of the sockets
+    bn_watch_item_t *shell_item;
+    bn_watch_item_t *control_item;
+    char topic[64];      //  "engine.<id>." iopub topic prefix
+    int64_t deadline;    //  registration deadline (ms, mono)
+    int64_t last_ping;   //  last ping or registration (ms)
+    int hb_period;       //  ms, from the registration reply
+    int execution_count; //  non-silent execute_requests
+    bn_namespace_t *ns;  //  push/pull values
+    zlistx_t *queue;     //  bn_msg_t * waiting shell requests
+    zhashx_t *aborted;   //  msg_ids to answer "aborted"
+    s_current_t current; //  the request being handled
+    bool dispatching;    //  inside s_next: no recursion
+    bool waiting;        //  in env->waiting for a command slot
+    char **envp;         //  commands' environment
     bn_engine_stats_t stats;
 };
 
@@ -113,11 +117,12 @@ s_connect_key (bn_engine_t *self, zsock_t *sock, const char *key)
 }
 
 static void
-s_close (bn_engine_t *self, zsock_t **sock_p)
+s_close (bn_engine_t *self, zsock_t **sock_p, bn_watch_item_t **item_p)
 {
+    if (item_p)
+        bn_watch_cancel (self->env->watch, item_p);
     if (!*sock_p)
         return;
-    zloop_reader_end (self->env->loop, *sock_p);
     zsock_set_linger (*sock_p, S_LINGER_MS);
     zsock_destroy (sock_p);
 }
@@ -212,6 +217,9 @@ s_reply (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
     bn_msg_set_content (reply, content);
     if (bn_msg_send (&reply, zsock_resolve (sock), self->session))
         bn_log_warn ("engine %d: cannot send %s", self->id, reply_type);
+    //  Sending may have taken the socket's signal of waiting input.
+    bn_watch_check (self->env->watch, sock == self->shell ? self->shell_item
+                                                          : self->control_item);
     self->stats.handled++;
     return 0;
 }
@@ -292,7 +300,44 @@ s_reply_error (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
 static void s_next (bn_engine_t *self);
 static void s_stop (bn_engine_t *self, bn_engine_exit_t code, bool unregister);
 
-//  Finish the current request: idle status, then the next request.
+static void s_spawn (bn_engine_t *self);
+
+//  Destroy the current command (killing it if it runs), or leave the
+//  queue for a command slot.
+static void
+s_drop_shell (bn_engine_t *self)
+{
+    if (self->current.shell) {
+        bn_shell_destroy (&self->current.shell);
+        self->env->commands_running--;
+    }
+    if (self->waiting) {
+        void *handle = zlistx_find (self->env->waiting, self);
+        if (handle)
+            zlistx_delete (self->env->waiting, handle);
+        self->waiting = false;
+    }
+}
+
+//  Give free command slots to the engines waiting for one, in order.
+static void
+s_start_waiting (bn_engine_env_t *env)
+{
+    if (env->starting || !env->waiting)
+        return;
+    env->starting = true;
+    while (zlistx_size (env->waiting) &&
+           env->commands_running < env->max_commands) {
+        bn_engine_t *next = (bn_engine_t *)zlistx_first (env->waiting);
+        zlistx_detach_cur (env->waiting);
+        next->waiting = false;
+        s_spawn (next);
+    }
+    env->starting = false;
+}
+
+//  Finish the current request: idle status, then waiting commands of
+//  other engines, then this engine's next request.
 static void
 s_finish (bn_engine_t *self)
 {
@@ -300,11 +345,12 @@ s_finish (bn_engine_t *self)
     if (current->timer >= 0)
         zloop_timer_end (self->env->loop, current->timer);
     current->timer = -1;
-    bn_shell_destroy (&current->shell);
+    s_drop_shell (self);
     bn_value_destroy (&current->result);
     if (current->msg)
         s_status (self, current->msg, "idle");
     bn_msg_destroy (&current->msg);
+    s_start_waiting (self->env);
     s_next (self);
 }
 
@@ -385,6 +431,31 @@ s_on_exit (bn_shell_t *shell, const bn_shell_status_t *status, void *arg)
     s_finish (self);
 }
 
+//  Start the current execute_request's command.
+static void
+s_spawn (bn_engine_t *self)
+{
+    s_current_t *current = &self->current;
+    const char *code = json_string_value (
+        json_object_get (bn_msg_content (current->msg), "code"));
+    current->shell =
+        bn_shell_new (self->env->watch, code, self->env->cwd, self->envp,
+                      current->time_limit, s_on_output, s_on_exit, self);
+    if (current->shell) {
+        self->env->commands_running++;
+        return;
+    }
+    char evalue[512];
+    snprintf (evalue, sizeof evalue, "cannot run /bin/sh in %s: %s",
+              self->env->cwd ? self->env->cwd : ".", strerror (errno));
+    s_reply_error (self, self->shell, current->msg, current->started, "execute",
+                   "OSError", evalue,
+                   json_pack ("{s:i, s:{}, s:[]}", "execution_count",
+                              self->execution_count, "user_expressions",
+                              "payload"));
+    s_finish (self);
+}
+
 static void
 s_execute (bn_engine_t *self, bn_msg_t *request)
 {
@@ -408,20 +479,14 @@ s_execute (bn_engine_t *self, bn_msg_t *request)
                    true);
     }
     current->time_limit = s_time_limit (self, request);
-    current->shell = bn_shell_new (
-        self->env->loop, json_string_value (code), self->env->cwd, self->envp,
-        current->time_limit, s_on_output, s_on_exit, self);
-    if (!current->shell) {
-        char evalue[512];
-        snprintf (evalue, sizeof evalue, "cannot run /bin/sh in %s: %s",
-                  self->env->cwd ? self->env->cwd : ".", strerror (errno));
-        s_reply_error (self, self->shell, request, current->started, "execute",
-                       "OSError", evalue,
-                       json_pack ("{s:i, s:{}, s:[]}", "execution_count",
-                                  self->execution_count, "user_expressions",
-                                  "payload"));
-        s_finish (self);
+    bn_engine_env_t *env = self->env;
+    if (env->max_commands > 0 && env->commands_running >= env->max_commands) {
+        //  No descriptors to spare: wait for another engine's command.
+        zlistx_add_end (env->waiting, self);
+        self->waiting = true;
+        return;
     }
+    s_spawn (self);
 }
 
 //  Reply to the current apply_request with value (or an error if it
@@ -776,12 +841,13 @@ s_accept (bn_engine_t *self, bn_msg_t *msg, const char *where)
     return rc ? -1 : 0;
 }
 
-static int
-s_shell_event (zloop_t *loop, zsock_t *sock, void *arg)
+static void
+s_shell_event (bn_watch_item_t *item, void *arg)
 {
     bn_engine_t *self = (bn_engine_t *)arg;
     for (int i = 0; i < S_DRAIN && self->state == BN_ENGINE_RUNNING; i++) {
-        bn_msg_t *msg = bn_msg_recv_flags (zsock_resolve (sock), ZMQ_DONTWAIT);
+        bn_msg_t *msg =
+            bn_msg_recv_flags (zsock_resolve (self->shell), ZMQ_DONTWAIT);
         if (!msg)
             break;
         if (s_accept (self, msg, "shell")) {
@@ -791,15 +857,15 @@ s_shell_event (zloop_t *loop, zsock_t *sock, void *arg)
         zlistx_add_end (self->queue, msg);
         s_next (self);
     }
-    return 0;
 }
 
-static int
-s_control_event (zloop_t *loop, zsock_t *sock, void *arg)
+static void
+s_control_event (bn_watch_item_t *item, void *arg)
 {
     bn_engine_t *self = (bn_engine_t *)arg;
     for (int i = 0; i < S_DRAIN && self->state == BN_ENGINE_RUNNING; i++) {
-        bn_msg_t *msg = bn_msg_recv_flags (zsock_resolve (sock), ZMQ_DONTWAIT);
+        bn_msg_t *msg =
+            bn_msg_recv_flags (zsock_resolve (self->control), ZMQ_DONTWAIT);
         if (!msg)
             break;
         if (s_accept (self, msg, "control"))
@@ -807,7 +873,6 @@ s_control_event (zloop_t *loop, zsock_t *sock, void *arg)
         else
             s_control_request (self, msg);
     }
-    return 0;
 }
 
 //  ---------------------------------------------------------------------
@@ -816,31 +881,15 @@ s_control_event (zloop_t *loop, zsock_t *sock, void *arg)
 static void
 s_send_unregistration (bn_engine_t *self, zsock_t *sock)
 {
-    bool own = !sock;
-    if (own) {
-        char *url = bn_connfile_url (self->env->connfile, "registration");
-        //  Anonymous: the hub reads the id from the content, and a new
-        //  connection under the uuid would be refused while the hub's
-        //  ROUTER still holds the registration connection.
-        sock = url ? s_socket (self, ZMQ_DEALER, url, true) : NULL;
-        free (url);
-        if (!sock)
-            return;
-    }
     bn_msg_t *msg = bn_msg_new (self->session, BN_MSG_UNREGISTRATION_REQUEST);
-    if (msg) {
-        bn_msg_set_content (msg, self->id >= 0
-                                     ? json_pack ("{s:i}", "id", self->id)
-                                     : json_pack ("{s:n}", "id"));
-        if (bn_msg_send_flags (&msg, zsock_resolve (sock), self->session,
-                               ZMQ_DONTWAIT))
-            bn_log_warn ("engine %d: cannot send unregistration_request: %s",
-                         self->id, zmq_strerror (zmq_errno ()));
-    }
-    if (own) {
-        zsock_set_linger (sock, S_LINGER_MS);
-        zsock_destroy (&sock);
-    }
+    if (!msg)
+        return;
+    bn_msg_set_content (msg, self->id >= 0 ? json_pack ("{s:i}", "id", self->id)
+                                           : json_pack ("{s:n}", "id"));
+    if (bn_msg_send_flags (&msg, zsock_resolve (sock), self->session,
+                           ZMQ_DONTWAIT))
+        bn_log_warn ("engine %d: cannot send unregistration_request: %s",
+                     self->id, zmq_strerror (zmq_errno ()));
 }
 
 //  Build the commands' environment: ours plus the engine's id and uuid.
@@ -916,11 +965,16 @@ s_registered (bn_engine_t *self, json_t *content)
         bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
         return;
     }
-    zloop_reader (self->env->loop, self->shell, s_shell_event, self);
-    zloop_reader (self->env->loop, self->control, s_control_event, self);
-    zloop_reader_set_tolerant (self->env->loop, self->shell);
-    zloop_reader_set_tolerant (self->env->loop, self->control);
-    s_close (self, &self->registration);
+    self->shell_item =
+        bn_watch_sock (self->env->watch, self->shell, s_shell_event, self);
+    self->control_item =
+        bn_watch_sock (self->env->watch, self->control, s_control_event, self);
+    if (!self->shell_item || !self->control_item) {
+        bn_log_error ("engine %d: cannot watch its sockets", self->id);
+        bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
+        return;
+    }
+    s_close (self, &self->registration, &self->registration_item);
     self->state = BN_ENGINE_RUNNING;
     self->last_ping = zclock_mono ();
     s_status (self, NULL, "starting");
@@ -929,14 +983,15 @@ s_registered (bn_engine_t *self, json_t *content)
         self->env->on_state (self, self->env->arg);
 }
 
-static int
-s_registration_event (zloop_t *loop, zsock_t *sock, void *arg)
+static void
+s_registration_event (bn_watch_item_t *item, void *arg)
 {
     bn_engine_t *self = (bn_engine_t *)arg;
-    bn_msg_t *msg = bn_msg_recv_flags (zsock_resolve (sock), ZMQ_DONTWAIT);
+    bn_msg_t *msg =
+        bn_msg_recv_flags (zsock_resolve (self->registration), ZMQ_DONTWAIT);
     if (!msg || s_accept (self, msg, "registration")) {
         bn_msg_destroy (&msg);
-        return 0;
+        return;
     }
     json_t *content = bn_msg_content (msg);
     const char *status =
@@ -957,7 +1012,6 @@ s_registration_event (zloop_t *loop, zsock_t *sock, void *arg)
         bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
     }
     bn_msg_destroy (&msg);
-    return 0;
 }
 
 //  ---------------------------------------------------------------------
@@ -968,6 +1022,7 @@ bn_engine_new (bn_engine_env_t *env, int requested_id)
 {
     assert (env);
     assert (env->loop);
+    assert (env->watch);
     assert (env->connfile);
     assert (env->iopub);
     assert (env->functions);
@@ -1003,13 +1058,13 @@ bn_engine_destroy (bn_engine_t **self_p)
         return;
     if (self->current.timer >= 0)
         zloop_timer_end (self->env->loop, self->current.timer);
-    bn_shell_destroy (&self->current.shell);
+    s_drop_shell (self);
     bn_value_destroy (&self->current.result);
     bn_msg_destroy (&self->current.msg);
-    s_close (self, &self->registration);
-    s_close (self, &self->shell);
-    s_close (self, &self->control);
-    s_close (self, &self->pong);
+    s_close (self, &self->registration, &self->registration_item);
+    s_close (self, &self->shell, &self->shell_item);
+    s_close (self, &self->control, &self->control_item);
+    s_close (self, &self->pong, NULL);
     zlistx_destroy (&self->queue);
     zhashx_destroy (&self->aborted);
     bn_namespace_destroy (&self->ns);
@@ -1028,9 +1083,10 @@ bn_engine_start (bn_engine_t *self)
     free (url);
     if (!self->registration)
         return -1;
-    zloop_reader (self->env->loop, self->registration, s_registration_event,
-                  self);
-    zloop_reader_set_tolerant (self->env->loop, self->registration);
+    self->registration_item = bn_watch_sock (
+        self->env->watch, self->registration, s_registration_event, self);
+    if (!self->registration_item)
+        return -1;
     bn_msg_t *msg = bn_msg_new (self->session, BN_MSG_REGISTRATION_REQUEST);
     if (!msg)
         return -1;
@@ -1064,19 +1120,20 @@ s_stop (bn_engine_t *self, bn_engine_exit_t code, bool unregister)
     if (self->current.timer >= 0)
         zloop_timer_end (self->env->loop, self->current.timer);
     self->current.timer = -1;
-    bn_shell_destroy (&self->current.shell);
+    s_drop_shell (self);
     bn_value_destroy (&self->current.result);
     bn_msg_destroy (&self->current.msg);
     zlistx_purge (self->queue);
-    if (was_running && unregister)
-        s_send_unregistration (self, NULL);
-    else if (code == BN_ENGINE_EXIT_REGISTRATION && self->registration)
+    s_start_waiting (self->env);
+    if (code == BN_ENGINE_EXIT_REGISTRATION && self->registration)
         //  As ipengine on a registration timeout: {"id": null}.
         s_send_unregistration (self, self->registration);
-    s_close (self, &self->registration);
-    s_close (self, &self->shell);
-    s_close (self, &self->control);
-    s_close (self, &self->pong);
+    s_close (self, &self->registration, &self->registration_item);
+    s_close (self, &self->shell, &self->shell_item);
+    s_close (self, &self->control, &self->control_item);
+    s_close (self, &self->pong, NULL);
+    if (was_running && unregister)
+        s_send_unregistration (self, self->env->unregister);
     if (self->env->on_state)
         self->env->on_state (self, self->env->arg);
 }
@@ -1101,6 +1158,10 @@ void
 bn_engine_tick (bn_engine_t *self, int64_t now_ms)
 {
     assert (self);
+    //  A reply may be waiting behind other engines' work: read it first.
+    if (self->state == BN_ENGINE_REGISTERING && now_ms >= self->deadline &&
+        self->registration)
+        s_registration_event (self->registration_item, self);
     if (self->state == BN_ENGINE_REGISTERING && now_ms >= self->deadline) {
         bn_log_error ("engine %s: no registration_reply within %g s",
                       self->uuid, self->env->registration_timeout);

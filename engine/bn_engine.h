@@ -6,6 +6,7 @@
 
 #include "bn_connfile.h"
 #include "bn_functions.h"
+#include "bn_watch.h"
 
 #include <czmq.h>
 #include <stdbool.h>
@@ -30,8 +31,13 @@ typedef enum {
 //  keeps it alive longer than the engines).
 typedef struct {
     zloop_t *loop;               //  drives every engine
+    bn_watch_t *watch;           //  watches their sockets and commands
     bn_connfile_t *connfile;     //  controller URLs and key
     zsock_t *iopub;              //  PUB connected to the iopub URL
+    zsock_t *unregister;         //  DEALER connected to the registration
+                                 //  URL, no routing id: carries every
+                                 //  engine's unregistration_request (the
+                                 //  hub reads the id from the content)
     bn_functions_t *functions;   //  what apply_request can call
     const char *cwd;             //  folder commands run in, NULL: current
     double registration_timeout; //  seconds to wait for registration_reply
@@ -40,6 +46,13 @@ typedef struct {
     double time_limit;           //  seconds a request may run, 0: no limit
     zcert_t *curve_cert;         //  client keys when the file has a CURVE
                                  //  server key, else NULL
+    //  Commands running at once over all engines: a command holds three
+    //  descriptors, and a process has only so many. 0: no limit; else
+    //  waiting must be an empty zlistx. The engines keep the counts.
+    int max_commands;
+    int commands_running; //  now
+    zlistx_t *waiting;    //  bn_engine_t * waiting for a slot, in order
+    bool starting;        //  handing out slots (no recursion)
     //  Called when an engine becomes RUNNING or STOPPED.
     void (*on_state) (bn_engine_t *engine, void *arg);
     void *arg;

@@ -16,18 +16,29 @@
 #include "bn_log.h"
 
 #include <assert.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define S_TICK_MS 100 //  deadline check period
+//  An engine holds 3 sockets (shell, control, pong; a registration DEALER
+//  before) and 8 descriptors: 3 socket mailboxes and 5 TCP connections
+//  (mux, task, broadcast, control, hb_pong); a running command 3 more.
+#define S_SOCKETS_PER_ENGINE 4
+#define S_FDS_PER_ENGINE 8
+#define S_FDS_PER_COMMAND 3
 
 typedef struct {
     zsock_t *pipe; //  to the actor's owner
     zloop_t *loop;
+    bn_watch_t *watch; //  the engines' sockets and commands
     bn_connfile_t *connfile;
-    zsock_t *iopub;   //  shared PUB
-    zsock_t *ping;    //  shared heartbeat SUB
-    zsock_t *wake[2]; //  PAIR: the tick timer pokes [0]
+    zsock_t *iopub;      //  shared PUB
+    zsock_t *ping;       //  shared heartbeat SUB
+    zsock_t *unregister; //  shared DEALER for unregistration_request
+    zlistx_t *waiting;   //  engines waiting to start a command
+    zsock_t *wake[2];    //  PAIR: the tick timer pokes [0]
     bn_functions_t *functions;
     zcert_t *curve_cert; //  when the controller uses CURVE
     char *cwd;
@@ -249,15 +260,93 @@ s_actor_destroy (s_actor_t *self)
         zsock_destroy (&self->ping);
     zsock_destroy (&self->wake[0]);
     zsock_destroy (&self->wake[1]);
+    //  Let the last iopub messages and unregistrations go out.
     if (self->iopub) {
         zsock_set_linger (self->iopub, 1000);
         zsock_destroy (&self->iopub);
     }
+    if (self->unregister) {
+        zsock_set_linger (self->unregister, 1000);
+        zsock_destroy (&self->unregister);
+    }
+    zlistx_destroy (&self->waiting);
+    bn_watch_destroy (&self->watch);
     zloop_destroy (&self->loop);
     bn_functions_destroy (&self->functions);
     zcert_destroy (&self->curve_cert);
     bn_connfile_destroy (&self->connfile);
     free (self->cwd);
+}
+
+//  zlistx comparator: the same engine.
+static int
+s_same (const void *item1, const void *item2)
+{
+    return item1 == item2 ? 0 : item1 < item2 ? -1 : 1;
+}
+
+//  A socket the engines share, connected to the URL of key; NULL (logged)
+//  on failure.
+static zsock_t *
+s_shared_socket (s_actor_t *self, int type, const char *key)
+{
+    char *url = bn_connfile_url (self->connfile, key);
+    zsock_t *sock = url ? zsock_new (type) : NULL;
+    if (sock) {
+        zsock_set_sndhwm (sock, 0);
+        zsock_set_rcvhwm (sock, 0);
+        if (type == ZMQ_SUB)
+            zsock_set_subscribe (sock, "");
+        if (self->curve_cert) {
+            zcert_apply (self->curve_cert, sock);
+            zsock_set_curve_serverkey (
+                sock, bn_connfile_curve_serverkey (self->connfile));
+        }
+        if (zsock_connect (sock, "%s", url))
+            zsock_destroy (&sock);
+    }
+    if (!sock)
+        bn_log_error ("cannot connect to the controller's %s (%s)", key,
+                      url ? url : "no URL");
+    free (url);
+    return sock;
+}
+
+//  Refuse a count that would run out of sockets or file descriptors
+//  (libzmq asserts when it cannot make a socket), and set how many
+//  commands may run at once with the descriptors left. Returns -1
+//  (logged).
+static int
+s_check_limits (s_actor_t *self, int count)
+{
+    int max_sockets = zmq_ctx_get (zsys_init (), ZMQ_MAX_SOCKETS);
+    long sockets = (long)count * S_SOCKETS_PER_ENGINE + 16;
+    if (max_sockets > 0 && sockets > (long)max_sockets) {
+        bn_log_error ("%d engines need %ld sockets; this process allows %d "
+                      "(zsys_set_max_sockets before any socket is made)",
+                      count, sockets, max_sockets);
+        return -1;
+    }
+    struct rlimit limit;
+    if (getrlimit (RLIMIT_NOFILE, &limit) || limit.rlim_cur == RLIM_INFINITY)
+        return 0;
+    long need = (long)count * S_FDS_PER_ENGINE + 64;
+    long spare = (long)limit.rlim_cur - need;
+    if (spare < S_FDS_PER_COMMAND + 2) {
+        bn_log_error ("%d engines need about %ld open files; the limit is "
+                      "%ld: run fewer engines per process or raise "
+                      "ulimit -n",
+                      count, need, (long)limit.rlim_cur);
+        return -1;
+    }
+    //  Two more while a command starts (the pipes' other ends).
+    long commands = (spare - 2) / S_FDS_PER_COMMAND;
+    self->env.max_commands = commands > INT_MAX ? INT_MAX : (int)commands;
+    if (commands < count)
+        bn_log_info ("at most %ld of the %d engines run a command at a time "
+                     "(open files are limited to %ld)",
+                     commands, count, (long)limit.rlim_cur);
+    return 0;
 }
 
 //  Read the settings and the connection file, make the shared sockets and
@@ -271,8 +360,11 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
         return -1;
     self->count =
         args->count > 0 ? args->count : bn_config_int (config, "engine.count");
+    //  The controller answers a burst of registrations one by one, and
+    //  this thread sets each engine up in turn: allow 2 ms per engine.
     self->env.registration_timeout =
-        bn_config_double (config, "engine.registration_timeout");
+        bn_config_double (config, "engine.registration_timeout") +
+        0.002 * self->count;
     self->env.timeout = bn_config_double (config, "engine.timeout");
     self->env.heartbeat_misses =
         bn_config_int (config, "engine.heartbeat_misses");
@@ -319,39 +411,27 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
             return -1;
     }
 
+    if (s_check_limits (self, self->count))
+        return -1;
+    self->waiting = zlistx_new ();
+    if (!self->waiting)
+        return -1;
+    zlistx_set_comparator (self->waiting, s_same);
     self->loop = zloop_new ();
-    char *iopub_url = bn_connfile_url (self->connfile, "iopub");
-    char *ping_url = bn_connfile_url (self->connfile, "hb_ping");
-    self->iopub = iopub_url ? zsock_new (ZMQ_PUB) : NULL;
-    self->ping = ping_url ? zsock_new (ZMQ_SUB) : NULL;
-    rc = self->loop && self->iopub && self->ping ? 0 : -1;
-    if (!rc) {
-        zsock_set_sndhwm (self->iopub, 0);
-        zsock_set_rcvhwm (self->ping, 0);
-        zsock_set_subscribe (self->ping, "");
-        if (self->curve_cert) {
-            zcert_apply (self->curve_cert, self->iopub);
-            zsock_set_curve_serverkey (self->iopub, serverkey);
-            zcert_apply (self->curve_cert, self->ping);
-            zsock_set_curve_serverkey (self->ping, serverkey);
-        }
-        rc = zsock_connect (self->iopub, "%s", iopub_url) ||
-                     zsock_connect (self->ping, "%s", ping_url)
-                 ? -1
-                 : 0;
-    }
-    if (rc)
-        bn_log_error ("cannot connect to the controller's iopub (%s) or "
-                      "hb_ping (%s)",
-                      iopub_url ? iopub_url : "?", ping_url ? ping_url : "?");
-    free (iopub_url);
-    free (ping_url);
-    if (rc)
+    self->watch = self->loop ? bn_watch_new (self->loop) : NULL;
+    self->iopub = s_shared_socket (self, ZMQ_PUB, "iopub");
+    self->ping = s_shared_socket (self, ZMQ_SUB, "hb_ping");
+    self->unregister = s_shared_socket (self, ZMQ_DEALER, "registration");
+    if (!self->loop || !self->watch || !self->iopub || !self->ping ||
+        !self->unregister)
         return -1;
 
     self->env.loop = self->loop;
+    self->env.watch = self->watch;
     self->env.connfile = self->connfile;
     self->env.iopub = self->iopub;
+    self->env.waiting = self->waiting;
+    self->env.unregister = self->unregister;
     self->env.functions = self->functions;
     self->env.cwd = self->cwd;
     self->env.curve_cert = self->curve_cert;

@@ -1,4 +1,5 @@
-/*  bn_shell: one shell command run asynchronously in a zloop.
+/*  bn_shell: one shell command run asynchronously in a zloop (its pipes and
+    exit watched through a bn_watch set).
 
     The child is started with posix_spawn (no code runs between fork and
     exec in this multi-threaded process) in its own process group, so a
@@ -7,11 +8,8 @@
     valgrind) through a polling timer that only wakes a pipe; no SIGCHLD
     handler, which would be process-wide.
 
-    Everything that ends pollers or frees the shell runs in a poller
-    handler, never in a timer handler: zloop dispatches the first ready
-    poller of its old poll set after the timers, even if a timer handler
-    just ended it, and rescans its timers (ended ones included) when a
-    timer handler adds a timer.  */
+    Nothing that frees the shell runs in a timer handler: zloop rescans
+    its timers, ended ones included, when a timer handler adds a timer.  */
 #define _GNU_SOURCE
 #include "bn_shell.h"
 #include "bn_log.h"
@@ -36,25 +34,27 @@ extern char **environ;
 
 //  One output pipe and the partial character it carries.
 typedef struct {
-    int fd;              //  read end, -1 once closed
-    const char *name;    //  "stdout" or "stderr"
-    zmq_pollitem_t item; //  registered with the loop
-    char carry[4];       //  bytes of a character split between reads
-    size_t ncarry;       //  bytes in carry
+    int fd;                //  read end, -1 once closed
+    const char *name;      //  "stdout" or "stderr"
+    bn_watch_item_t *item; //  while watched
+    bn_shell_t *shell;     //  owner
+    char carry[4];         //  bytes of a character split between reads
+    size_t ncarry;         //  bytes in carry
 } s_pipe_t;
 
 struct _bn_shell_t {
-    zloop_t *loop;            //  watches the pipes and the exit
-    pid_t pid;                //  shell process (and process group)
-    int pidfd;                //  readable when the child exits, or -1
-    int notify[2];            //  without a pidfd: pipe the timer writes to
-    zmq_pollitem_t pid_item;  //  registered pidfd or notify[0]
-    int wait_timer;           //  exit polling timer, or -1
-    bool notified;            //  the timer saw the exit
-    int limit_timer;          //  time limit timer, or -1
-    s_pipe_t pipes[2];        //  stdout, stderr
-    bool running;             //  not yet reaped
-    bn_shell_status_t status; //  how it ended
+    zloop_t *loop;             //  runs the timers
+    bn_watch_t *watch;         //  watches the pipes and the exit
+    pid_t pid;                 //  shell process (and process group)
+    int pidfd;                 //  readable when the child exits, or -1
+    int notify[2];             //  without a pidfd: pipe the timer writes to
+    bn_watch_item_t *pid_item; //  watched pidfd or notify[0]
+    int wait_timer;            //  exit polling timer, or -1
+    bool notified;             //  the timer saw the exit
+    int limit_timer;           //  time limit timer, or -1
+    s_pipe_t pipes[2];         //  stdout, stderr
+    bool running;              //  not yet reaped
+    bn_shell_status_t status;  //  how it ended
     bn_shell_output_fn *on_output;
     bn_shell_exit_fn *on_exit;
     void *arg;
@@ -149,7 +149,7 @@ s_pipe_close (bn_shell_t *self, s_pipe_t *pipe_)
     if (pipe_->fd < 0)
         return;
     s_deliver (self, pipe_, NULL, 0, true);
-    zloop_poller_end (self->loop, &pipe_->item);
+    bn_watch_cancel (self->watch, &pipe_->item);
     close (pipe_->fd);
     pipe_->fd = -1;
 }
@@ -180,22 +180,18 @@ s_pipe_read (bn_shell_t *self, s_pipe_t *pipe_, size_t limit)
     }
 }
 
-static int
-s_pipe_event (zloop_t *loop, zmq_pollitem_t *item, void *arg)
+static void
+s_pipe_event (bn_watch_item_t *item, void *arg)
 {
-    bn_shell_t *self = (bn_shell_t *)arg;
-    s_pipe_t *pipe_ =
-        item->fd == self->pipes[0].fd ? &self->pipes[0] : &self->pipes[1];
+    s_pipe_t *pipe_ = (s_pipe_t *)arg;
     //  One read per event keeps the loop fair to other engines.
-    s_pipe_read (self, pipe_, 1);
-    return 0;
+    s_pipe_read (pipe_->shell, pipe_, 1);
 }
 
 static void
 s_unwatch (bn_shell_t *self)
 {
-    if (self->pidfd >= 0 || self->notify[0] >= 0)
-        zloop_poller_end (self->loop, &self->pid_item);
+    bn_watch_cancel (self->watch, &self->pid_item);
     if (self->pidfd >= 0) {
         close (self->pidfd);
         self->pidfd = -1;
@@ -249,11 +245,10 @@ s_check_exit (bn_shell_t *self)
     self->on_exit (self, &status, self->arg);
 }
 
-static int
-s_pidfd_event (zloop_t *loop, zmq_pollitem_t *item, void *arg)
+static void
+s_pidfd_event (bn_watch_item_t *item, void *arg)
 {
     s_check_exit ((bn_shell_t *)arg);
-    return 0;
 }
 
 //  Without a pidfd: look (without reaping) whether the child ended, and
@@ -360,12 +355,12 @@ s_spawn (const char *command, const char *cwd, char *const envp[], int out_fd,
 }
 
 bn_shell_t *
-bn_shell_new (zloop_t *loop, const char *command, const char *cwd,
+bn_shell_new (bn_watch_t *watch, const char *command, const char *cwd,
               char *const envp[], double time_limit,
               bn_shell_output_fn *on_output, bn_shell_exit_fn *on_exit,
               void *arg)
 {
-    assert (loop);
+    assert (watch);
     assert (command);
     assert (on_output);
     assert (on_exit);
@@ -408,7 +403,8 @@ bn_shell_new (zloop_t *loop, const char *command, const char *cwd,
         errno = saved;
         return NULL;
     }
-    self->loop = loop;
+    self->watch = watch;
+    self->loop = bn_watch_loop (watch);
     self->pid = pid;
     self->pidfd = -1;
     self->notify[0] = self->notify[1] = -1;
@@ -426,9 +422,7 @@ bn_shell_new (zloop_t *loop, const char *command, const char *cwd,
         pipe_->fd = fds[i];
         pipe_->name = names[i];
         fcntl (pipe_->fd, F_SETFL, fcntl (pipe_->fd, F_GETFL) | O_NONBLOCK);
-        pipe_->item = (zmq_pollitem_t){NULL, pipe_->fd, ZMQ_POLLIN, 0};
-        zloop_poller (loop, &pipe_->item, s_pipe_event, self);
-        zloop_poller_set_tolerant (loop, &pipe_->item);
+        pipe_->shell = self;
     }
     self->pidfd = s_pidfd_open (pid);
     if (self->pidfd < 0 && pipe2 (self->notify, O_CLOEXEC | O_NONBLOCK)) {
@@ -438,16 +432,23 @@ bn_shell_new (zloop_t *loop, const char *command, const char *cwd,
         errno = saved;
         return NULL;
     }
-    int watch = self->pidfd >= 0 ? self->pidfd : self->notify[0];
-    self->pid_item = (zmq_pollitem_t){NULL, watch, ZMQ_POLLIN, 0};
-    zloop_poller (loop, &self->pid_item, s_pidfd_event, self);
-    zloop_poller_set_tolerant (loop, &self->pid_item);
+    int exit_fd = self->pidfd >= 0 ? self->pidfd : self->notify[0];
+    for (int i = 0; i < 2; i++)
+        self->pipes[i].item = bn_watch_fd (watch, self->pipes[i].fd,
+                                           s_pipe_event, &self->pipes[i]);
+    self->pid_item = bn_watch_fd (watch, exit_fd, s_pidfd_event, self);
+    if (!self->pipes[0].item || !self->pipes[1].item || !self->pid_item) {
+        saved = errno;
+        bn_shell_destroy (&self);
+        errno = saved;
+        return NULL;
+    }
     if (self->pidfd < 0)
         self->wait_timer =
-            zloop_timer (loop, S_WAIT_POLL_MS, 0, s_wait_timer, self);
+            zloop_timer (self->loop, S_WAIT_POLL_MS, 0, s_wait_timer, self);
     if (time_limit > 0) {
         double ms = time_limit * 1000.0;
-        self->limit_timer = zloop_timer (loop,
+        self->limit_timer = zloop_timer (self->loop,
                                          ms < 1     ? 1
                                          : ms > 1e9 ? 1000000000
                                                     : (size_t)ms,
@@ -466,7 +467,7 @@ bn_shell_destroy (bn_shell_t **self_p)
     s_unwatch (self);
     for (int i = 0; i < 2; i++) {
         if (self->pipes[i].fd >= 0) {
-            zloop_poller_end (self->loop, &self->pipes[i].item);
+            bn_watch_cancel (self->watch, &self->pipes[i].item);
             close (self->pipes[i].fd);
         }
     }

@@ -1,7 +1,10 @@
-/*  bn_shell: one shell command run asynchronously in a zloop, its output
-    streamed as it arrives, with an optional time limit.  */
+/*  bn_shell: one shell command run asynchronously in a zloop (through a
+    bn_watch set), its output streamed as it arrives, with an optional time
+    limit.  */
 #ifndef BN_SHELL_H_INCLUDED
 #define BN_SHELL_H_INCLUDED
+
+#include "bn_watch.h"
 
 #include <czmq.h>
 #include <stdbool.h>
@@ -30,11 +33,12 @@ typedef void (bn_shell_exit_fn) (bn_shell_t *shell,
 //  Start `/bin/sh -c command` in its own process group, in folder cwd
 //  (NULL: the current one), stdin from /dev/null, environment envp (NULL:
 //  this process's), killed with its group after time_limit seconds (0: no
-//  limit). Its pipes and exit are watched by loop. Returns NULL (errno
-//  set) if the process cannot be started.
-bn_shell_t *bn_shell_new (zloop_t *loop, const char *command, const char *cwd,
-                          char *const envp[], double time_limit,
-                          bn_shell_output_fn *on_output,
+//  limit). Its pipes and exit are watched by watch (and the time limit by
+//  watch's loop). Returns NULL (errno set) if the process cannot be
+//  started.
+bn_shell_t *bn_shell_new (bn_watch_t *watch, const char *command,
+                          const char *cwd, char *const envp[],
+                          double time_limit, bn_shell_output_fn *on_output,
                           bn_shell_exit_fn *on_exit, void *arg);
 
 //  Stop watching the command; one still running is killed with its

@@ -66,13 +66,15 @@ s_run (s_run_t *run, const char *command, const char *cwd, double limit)
 {
     memset (run, 0, sizeof *run);
     zloop_t *loop = zloop_new ();
+    bn_watch_t *watch = bn_watch_new (loop);
     run->shell =
-        bn_shell_new (loop, command, cwd, NULL, limit, s_output, s_exit, run);
+        bn_shell_new (watch, command, cwd, NULL, limit, s_output, s_exit, run);
     ck_assert_ptr_nonnull (run->shell);
     zloop_timer (loop, 5, 0, s_stop_when_done, run);
     zloop_timer (loop, 10000, 1, s_deadline, NULL);
     zloop_start (loop);
     bn_shell_destroy (&run->shell);
+    bn_watch_destroy (&watch);
     zloop_destroy (&loop);
     ck_assert_int_eq (run->exits, 1);
 }
@@ -112,11 +114,13 @@ START_TEST (test_large_output_in_order)
 
     memset (&run, 0, sizeof run);
     zloop_t *loop = zloop_new ();
-    run.shell = bn_shell_new (loop, "seq 1 1000", NULL, NULL, 0, s_output,
+    bn_watch_t *watch = bn_watch_new (loop);
+    run.shell = bn_shell_new (watch, "seq 1 1000", NULL, NULL, 0, s_output,
                               s_exit, &run);
     zloop_timer (loop, 5, 0, s_stop_when_done, &run);
     zloop_timer (loop, 10000, 1, s_deadline, NULL);
     zloop_start (loop);
+    bn_watch_destroy (&watch);
     zloop_destroy (&loop);
     char expected[8192] = "";
     for (int i = 1; i <= 1000; i++)
@@ -174,9 +178,11 @@ START_TEST (test_working_dir_and_stdin)
     ck_assert_str_eq (run.out, "/tmp\nend\n");
     memset (&run, 0, sizeof run);
     zloop_t *loop = zloop_new ();
-    bn_shell_t *shell = bn_shell_new (loop, "true", "/no/such/folder", NULL, 0,
+    bn_watch_t *watch = bn_watch_new (loop);
+    bn_shell_t *shell = bn_shell_new (watch, "true", "/no/such/folder", NULL, 0,
                                       s_output, s_exit, &run);
     ck_assert_ptr_null (shell);
+    bn_watch_destroy (&watch);
     zloop_destroy (&loop);
 }
 END_TEST
@@ -205,8 +211,9 @@ START_TEST (test_signal_and_destroy)
     s_run_t run;
     memset (&run, 0, sizeof run);
     zloop_t *loop = zloop_new ();
+    bn_watch_t *watch = bn_watch_new (loop);
     run.shell =
-        bn_shell_new (loop, "sleep 30", NULL, NULL, 0, s_output, s_exit, &run);
+        bn_shell_new (watch, "sleep 30", NULL, NULL, 0, s_output, s_exit, &run);
     ck_assert_int_gt (bn_shell_pid (run.shell), 0);
     zloop_timer (loop, 100, 1, s_send_signal, &run);
     zloop_timer (loop, 5, 0, s_stop_when_done, &run);
@@ -217,12 +224,13 @@ START_TEST (test_signal_and_destroy)
 
     //  destroying a running command kills and reaps it
     bn_shell_t *shell =
-        bn_shell_new (loop, "sleep 30", NULL, NULL, 0, s_output, s_exit, &run);
+        bn_shell_new (watch, "sleep 30", NULL, NULL, 0, s_output, s_exit, &run);
     pid_t pid = bn_shell_pid (shell);
     bn_shell_destroy (&shell);
     ck_assert_ptr_null (shell);
     ck_assert_int_ne (kill (pid, 0), 0);
     bn_shell_destroy (&shell);
+    bn_watch_destroy (&watch);
     zloop_destroy (&loop);
 }
 END_TEST
