@@ -520,7 +520,7 @@ s_on_iopub_shutdown (void *arg, bn_msg_t *msg)
     bn_hub_t *self = (bn_hub_t *)arg;
     const char *uuid = bn_msg_session (msg);
     if (uuid && bn_engine_table_id (self->engines, uuid) >= 0)
-        bn_hub_unregister (self, uuid, "shutdown_reply on iopub");
+        bn_hub_unregister (self, uuid, BN_MSG_SHUTDOWN_REPLY " on iopub");
 }
 
 void
@@ -551,7 +551,7 @@ s_unregistration_request (bn_hub_t *self, bn_msg_t *request)
             "hub: engine %" JSON_INTEGER_FORMAT " already unregistered", id);
         return;
     }
-    bn_hub_unregister (self, uuid, "unregistration_request");
+    bn_hub_unregister (self, uuid, BN_MSG_UNREGISTRATION_REQUEST);
 }
 
 //  --------------------------------------------------------------------------
