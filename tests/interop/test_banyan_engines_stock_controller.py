@@ -1,9 +1,11 @@
 """banyan-engine against a stock IPython Parallel 7.1.0 controller, driven
-by the stock Python client: ids, execute with streamed output, apply of
+by the stock Python client: command line, waiting for the connection file,
+IPP_CONNECTION_INFO, ids, SIGTERM, execute with streamed output, apply of
 named C functions, push/pull, errors, queue_status, broadcast and
 load-balanced views, plugins, shutdown of the engines.
 """
 import os
+import subprocess
 import sys
 import time
 
@@ -22,16 +24,82 @@ def main():
     checks = bnharness.Checks("banyan engines, stock controller")
     plugin = os.path.join(bnharness.BUILD_DIR, "plugins",
                           "bn_plugin_example.so")
+    engine_bin = bnharness.binary("banyan-engine")
+
+    run = subprocess.run([engine_bin, "--help"], capture_output=True,
+                         text=True, timeout=10)
+    checks.check("--help prints usage and examples on stdout, exit 0",
+                 run.returncode == 0 and "Examples:" in run.stdout
+                 and "--count" in run.stdout, run.returncode)
+    run = subprocess.run([engine_bin, "--version"], capture_output=True,
+                         text=True, timeout=10)
+    checks.check("--version", run.returncode == 0
+                 and run.stdout.startswith("banyan-engine "), run.stdout)
+    for bad in (["--bogus"], ["--count", "0"], ["--count"], ["extra"]):
+        run = subprocess.run([engine_bin] + bad, capture_output=True,
+                             text=True, timeout=10)
+        checks.check("usage error %s exits 2" % bad,
+                     run.returncode == 2 and "banyan-engine:" in run.stderr,
+                     (run.returncode, run.stderr))
+
     with bnharness.Cluster() as cluster:
         cluster.start_stock_controller()
-        engines = cluster.start_banyan_engines(COUNT, "--plugin", plugin)
+        # --profile-dir waits for the connection file to appear
+        held = cluster.engine_file + ".held"
+        os.rename(cluster.engine_file, held)
+        engines = cluster.spawn("banyan-engine", [
+            engine_bin, "--profile-dir", cluster.profile_dir,
+            "--count", str(COUNT), "--plugin", plugin])
+        time.sleep(1.5)
+        checks.check("the engines wait for the connection file",
+                     engines.poll() is None)
+        os.rename(held, cluster.engine_file)
         # Client(url_file=...) is ignored by 7.1.0: pass the file first.
         client = ipyparallel.Client(cluster.client_file, timeout=30)
         cluster.clients.append(client)
         ids = cluster.wait_for_engines(client, COUNT, timeout=60)
         checks.check("ids lists the %d engines" % COUNT,
                      sorted(ids) == list(range(COUNT)), ids)
-        view = client[:]
+
+        # the connection info itself in the environment, settings from a
+        # config file (overridden by a flag), a requested id
+        with open(cluster.engine_file) as f:
+            info = f.read()
+        config = os.path.join(cluster.profile_dir, "engine.conf")
+        with open(config, "w") as f:
+            f.write("engine\n    count = 5\nlog\n    level = warn\n")
+        other = cluster.spawn("banyan-engine", [
+            engine_bin, "--config", config, "--count", "1", "--id", "10"],
+            env={"IPP_CONNECTION_INFO": info})
+        ids = cluster.wait_for_engines(client, COUNT + 1, timeout=60)
+        checks.check("IPP_CONNECTION_INFO, --config, --id 10",
+                     sorted(ids) == list(range(COUNT)) + [10], ids)
+        pids = [client[i].apply_sync(Reference("getpid")) for i in (0, 10)]
+        checks.check("engine 10 runs in its own process",
+                     pids[0] == engines.pid and pids[1] == other.pid, pids)
+
+        # SIGTERM: the running command is killed, the engine unregisters
+        marker = os.path.join(cluster.profile_dir, "never")
+        ar = client[10].execute("sleep 30; touch %s" % marker, block=False)
+        time.sleep(0.5)
+        other.terminate()
+        bnharness.wait_until(lambda: 10 not in client.ids, 20,
+                             "engine 10 to unregister")
+        checks.check("SIGTERM unregisters the engine at once",
+                     10 not in client.ids, client.ids)
+        try:
+            ar.get(10)
+            checks.check("its running command fails", False)
+        except Exception as e:
+            checks.check("its running command fails (%s)" % type(e).__name__,
+                         True)
+        other.wait(10)
+        checks.check("banyan-engine exits 0 on SIGTERM",
+                     other.returncode == 0, other.returncode)
+        time.sleep(0.5)
+        checks.check("and its command was killed",
+                     not os.path.exists(marker))
+        view = client[list(range(COUNT))]
 
         ar = view.execute("echo hi; echo oops >&2", block=False)
         ar.wait(30)
