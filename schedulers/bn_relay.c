@@ -129,7 +129,10 @@ s_new (const char *name, zsock_t *client_side, zsock_t *engine_side,
         return NULL;
     }
     zhashx_set_destructor (self->engines, s_engine_destroy);
-    //  pending entries are owned by their engine's list
+    //  pending entries are owned by their engine's list, and keyed by
+    //  their own msg_id string (no copy per request)
+    zhashx_set_key_duplicator (self->pending, NULL);
+    zhashx_set_key_destructor (self->pending, NULL);
     return self;
 }
 
