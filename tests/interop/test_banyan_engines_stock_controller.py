@@ -201,6 +201,11 @@ def main():
                              "banyan-engine to exit")
         checks.check("banyan-engine exits 0 when all are shut down",
                      engines.returncode == 0, engines.returncode)
+        try:
+            bnharness.wait_until(lambda: client.ids == [], 20,
+                                 "the hub to unregister every engine")
+        except TimeoutError:
+            pass
         checks.check("no engines left", client.ids == [], client.ids)
         if checks.failed:
             cluster.dump_logs()
