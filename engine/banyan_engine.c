@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define S_FILE_WAIT_MS 10000 //  as ipengine's wait_for_url_file
@@ -251,6 +252,10 @@ main (int argc, char *argv[])
             bn_config_set (config, setting, optarg, BN_CONFIG_CMDLINE))
             status = s_usage_error ("%s", bn_config_error (config));
     }
+    struct stat folder;
+    if (status == 0 && work_dir &&
+        (stat (work_dir, &folder) || !S_ISDIR (folder.st_mode)))
+        status = s_usage_error ("--work-dir %s is not a folder", work_dir);
     if (status == 0 && optind < argc)
         status = s_usage_error ("unexpected argument '%s'", argv[optind]);
     if (status == 0 && plugins &&

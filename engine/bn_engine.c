@@ -1,16 +1,25 @@
 /*  bn_engine: one logical engine.
 
     Sockets (WIRE.md 3.1): a registration DEALER (closed once registered;
-    a fresh one carries unregistration_request), a shell ROUTER connected
-    to mux, task and broadcast[id % n], a control ROUTER, and a pong
-    DEALER; all with routing id = uuid. The iopub PUB and the ping SUB are
-    shared by the engines of one process (a PUB has no identity, and every
-    engine hears the same pings), which saves two sockets and their file
-    descriptors per engine.
+    unregistration_request goes out on a DEALER all engines share), a
+    shell ROUTER connected to mux, task and broadcast[id % n], a control
+    ROUTER, and a pong DEALER; all with routing id = uuid. The iopub PUB
+    and the ping SUB are shared by the engines of one process (a PUB has no
+    identity, and every engine hears the same pings), which saves two
+    sockets and their file descriptors per engine.
 
     One shell request runs at a time; the rest wait in a queue. Control
     requests are answered at once, even while a command runs, so abort,
-    signal and shutdown reach a busy engine.  */
+    signal and shutdown reach a busy engine.
+
+    execute_request: `code` runs as `/bin/sh -c code` (stdin /dev/null,
+    BANYAN_ENGINE_ID and BANYAN_ENGINE_UUID in its environment); its output
+    goes to iopub as stream messages while it runs. The reply's content
+    has `returncode` (Python's subprocess convention: the exit status, or
+    minus the signal that killed it); a failure is a CalledProcessError,
+    or TimeoutExpired when the time limit (engine.request_time_limit, or a
+    smaller request metadata `time_limit` in seconds) killed its process
+    group.  */
 #include "bn_engine.h"
 #include "bn_error.h"
 #include "bn_log.h"

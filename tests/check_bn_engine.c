@@ -22,7 +22,7 @@
 #define S_KEY "0a1b2c3d-4e5f60718293a4b5c6d7e8f9"
 #define S_CLIENT "\x00\x6b\x8b\x45\x67" //  a libzmq-style client id
 #define S_CLIENT_SIZE 5
-#define S_MAX 8
+#define S_MAX 64
 #define S_TIMEOUT 5000
 #define S_PLUGIN BN_BUILD_DIR "/plugins/bn_plugin_example.so"
 
