@@ -318,6 +318,8 @@ main (int argc, char *argv[])
     int exit_code = 0;
     int64_t stop_deadline = 0;
     zpoller_t *poller = zpoller_new (engines, NULL);
+    //  keep reading the actor after a signal, until it reports STOPPED
+    zpoller_set_nonstop (poller, true);
     while (true) {
         void *which = zpoller_wait (poller, 200);
         if (which == engines) {
@@ -334,8 +336,11 @@ main (int argc, char *argv[])
                 break;
         }
         if (zsys_interrupted) {
-            if (!stop_deadline)
+            //  the signal may have woken only this thread: tell the engines
+            if (!stop_deadline) {
                 stop_deadline = zclock_mono () + S_STOP_WAIT_MS;
+                zstr_send (engines, "STOP");
+            }
             else if (zclock_mono () >= stop_deadline)
                 break;
         }

@@ -49,6 +49,7 @@ typedef struct {
     int stopped;        //  engines in BN_ENGINE_STOPPED
     int exit_code;      //  highest exit code of a stopped engine
     bool reported;      //  STOPPED was sent
+    bool stop_asked;    //  STOP: end the loop, then wait for $TERM
     int64_t wait_until; //  pending WAIT deadline, or 0
 } s_actor_t;
 
@@ -229,6 +230,10 @@ s_pipe_event (zloop_t *loop, zsock_t *pipe, void *arg)
         ;
     else if (streq (command, "$TERM"))
         rc = -1;
+    else if (streq (command, "STOP")) {
+        self->stop_asked = true;
+        rc = -1;
+    }
     else if (streq (command, "WAIT")) {
         char *ms = zmsg_popstr (msg);
         long timeout = ms ? atol (ms) : 0;
@@ -490,7 +495,7 @@ bn_engine_actor (zsock_t *pipe, void *args)
         s_report_stopped (&self);
     bool terminated = false;
     if (rc == 0 && self.loop)
-        terminated = zloop_start (self.loop) == -1;
+        terminated = zloop_start (self.loop) == -1 && !self.stop_asked;
     //  Interrupted, or told to end: say goodbye to the controller.
     for (int i = 0; self.engines && i < self.count; i++)
         if (self.engines[i])

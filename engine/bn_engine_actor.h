@@ -25,6 +25,8 @@ typedef struct {
 //    IDS        replies the ids of the running engines: "0,1,2"
 //    UUIDS      replies every engine's uuid, in start order: "a,b"
 //    STATS      replies a JSON object of summed counters
+//    STOP       stops every engine (unregistering it), reports STOPPED
+//               and waits for $TERM
 //    $TERM      stops every engine (unregistering it) and ends
 //  It sends "STOPPED" <exit status> when every engine has stopped (by
 //  shutdown_request, a gone controller, a failed registration, or a
