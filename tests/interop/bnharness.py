@@ -26,10 +26,18 @@ def binary(name):
     return path
 
 
+_LIVE = []
+
+
 def deadline(seconds):
-    """Abort the whole test if it runs longer than seconds."""
+    """Abort the whole test if it runs longer than seconds, killing every
+    process the test started."""
     def expire(signum, frame):
         sys.stderr.write("test ran out of time (%ss)\n" % seconds)
+        for cluster in list(_LIVE):
+            cluster.dump_logs()
+            for proc in cluster.procs:
+                cluster.kill(proc)
         os._exit(3)
     signal.signal(signal.SIGALRM, expire)
     signal.alarm(seconds)
@@ -56,6 +64,7 @@ class Cluster:
         self.clients = []
         self.log_dir = os.path.join(self.profile_dir, "log")
         os.makedirs(self.log_dir, exist_ok=True)
+        _LIVE.append(self)
 
     # files ---------------------------------------------------------------
     def connection_file(self, kind):
@@ -175,6 +184,8 @@ class Cluster:
                 self.kill(proc)
                 proc.wait(5)
         shutil.rmtree(self.profile_dir, ignore_errors=True)
+        if self in _LIVE:
+            _LIVE.remove(self)
 
     def dump_logs(self):
         for proc in self.procs:
