@@ -427,7 +427,7 @@ s_move_pairs (s_reader_t *r, size_t from, bn_value_t *dict, uint32_t *depth_p)
 static int
 s_load_marked (s_reader_t *r, bn_value_t *container)
 {
-    size_t mark;
+    size_t mark = 0;
     uint32_t depth = 1;
     if (!container)
         return s_fail (r, "out of memory");
@@ -555,7 +555,7 @@ s_push_copy (s_reader_t *r, const bn_value_t *value)
 static int
 s_memo_put (s_reader_t *r, size_t index)
 {
-    size_t top;
+    size_t top = 0;
     if (s_top (r, &top))
         return -1;
     if (index >= r->memo_limit)
@@ -616,8 +616,8 @@ s_parse_int (const char *text, size_t size, int64_t *value_p)
 static int
 s_line_index (s_reader_t *r, size_t *index_p)
 {
-    const char *line;
-    size_t size;
+    const char *line = NULL;
+    size_t size = 0;
     int64_t value;
     if (s_readline (r, &line, &size))
         return -1;
@@ -649,8 +649,8 @@ s_push_string8 (s_reader_t *r, const unsigned char *data, size_t size)
 static int
 s_load_string (s_reader_t *r)
 {
-    const char *line;
-    size_t size;
+    const char *line = NULL;
+    size_t size = 0;
     if (s_readline (r, &line, &size))
         return -1;
     if (size < 2 || (line[0] != '\'' && line[0] != '"') ||
@@ -725,8 +725,8 @@ s_load_string (s_reader_t *r)
 static int
 s_load_unicode (s_reader_t *r)
 {
-    const char *line;
-    size_t size;
+    const char *line = NULL;
+    size_t size = 0;
     if (s_readline (r, &line, &size))
         return -1;
     //  Each byte makes at most two of UTF-8; escapes shrink.
@@ -810,8 +810,8 @@ s_push_global (s_reader_t *r, const char *module, size_t module_size,
 static int
 s_read_global (s_reader_t *r)
 {
-    const char *module, *name;
-    size_t module_size, name_size;
+    const char *module = NULL, *name = NULL;
+    size_t module_size = 0, name_size = 0;
     if (s_readline (r, &module, &module_size) ||
         s_readline (r, &name, &name_size))
         return -1;
@@ -980,7 +980,7 @@ s_load_reduce (s_reader_t *r, int op)
 static int
 s_load_inst (s_reader_t *r, int op)
 {
-    size_t mark;
+    size_t mark = 0;
     if (op == OP_INST && s_read_global (r))
         return -1;
     bn_value_t *cls = NULL;
@@ -1063,8 +1063,8 @@ s_load_long (s_reader_t *r, size_t length_bytes)
 static int
 s_load_text_int (s_reader_t *r, int op)
 {
-    const char *line;
-    size_t size;
+    const char *line = NULL;
+    size_t size = 0;
     int64_t value;
     if (s_readline (r, &line, &size))
         return -1;
@@ -1081,8 +1081,8 @@ s_load_text_int (s_reader_t *r, int op)
 static int
 s_load_text_float (s_reader_t *r)
 {
-    const char *line;
-    size_t size;
+    const char *line = NULL;
+    size_t size = 0;
     char buffer[512];
     if (s_readline (r, &line, &size))
         return -1;
@@ -1134,7 +1134,7 @@ static int
 s_load_build (s_reader_t *r)
 {
     uint32_t depth;
-    size_t top;
+    size_t top = 0;
     bn_value_t *state = s_pop (r, &depth);
     if (!state)
         return -1;
@@ -1168,7 +1168,7 @@ s_load_append (s_reader_t *r, bool pair)
 static int
 s_load_appends (s_reader_t *r, int op)
 {
-    size_t mark;
+    size_t mark = 0;
     if (s_pop_mark (r, &mark))
         return -1;
     if (mark == 0)
@@ -1200,7 +1200,7 @@ s_load_pop (s_reader_t *r)
 static int
 s_load_pop_mark (s_reader_t *r)
 {
-    size_t mark;
+    size_t mark = 0;
     if (s_pop_mark (r, &mark))
         return -1;
     while (r->size > mark) {
@@ -1236,7 +1236,7 @@ s_step (s_reader_t *r)
     if (s_need (r, 1))
         return -1;
     int op = *r->p++;
-    size_t top;
+    size_t top = 0;
     switch (op) {
     case OP_PROTO:
         if (s_need (r, 1))
