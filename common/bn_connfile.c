@@ -2,6 +2,7 @@
     and the Python Client read, checked key by key so a bad file is an
     error message, never a crash.  */
 #include "bn_connfile.h"
+#include "bn_error.h"
 #include "bn_log.h"
 
 #include <assert.h>
@@ -50,21 +51,6 @@ struct _bn_connfile_t {
     char *unpack;           //  Always json once checked
     char *curve_serverkey;  //  Z85 public key, or NULL
 };
-
-//  Format an error into err if the caller gave one.
-static void s_fail (char *err, size_t errsize, const char *format, ...)
-    __attribute__ ((format (printf, 3, 4)));
-
-static void
-s_fail (char *err, size_t errsize, const char *format, ...)
-{
-    if (!err || errsize == 0)
-        return;
-    va_list args;
-    va_start (args, format);
-    vsnprintf (err, errsize, format, args);
-    va_end (args);
-}
 
 //  True if the port key belongs in this kind of file.
 static bool
@@ -163,7 +149,7 @@ s_read_string (json_t *root, const char *name, bool required, bool nullable,
     const char *text = fallback;
     if (!value) {
         if (required) {
-            s_fail (err, errsize, "missing key '%s'", name);
+            bn_error_set (err, errsize, "missing key '%s'", name);
             return -1;
         }
     } else if (json_is_string (value))
@@ -171,11 +157,11 @@ s_read_string (json_t *root, const char *name, bool required, bool nullable,
     else if (json_is_null (value) && nullable)
         text = fallback;
     else {
-        s_fail (err, errsize, "'%s' must be a string", name);
+        bn_error_set (err, errsize, "'%s' must be a string", name);
         return -1;
     }
     if (s_set_string (field, text)) {
-        s_fail (err, errsize, "out of memory");
+        bn_error_set (err, errsize, "out of memory");
         return -1;
     }
     return 0;
@@ -186,7 +172,7 @@ static int
 s_read (bn_connfile_t *self, json_t *root, char *err, size_t errsize)
 {
     if (!json_is_object (root)) {
-        s_fail (err, errsize, "not a JSON object");
+        bn_error_set (err, errsize, "not a JSON object");
         return -1;
     }
     json_t *broadcast = json_object_get (root, "broadcast");
@@ -201,30 +187,30 @@ s_read (bn_connfile_t *self, json_t *root, char *err, size_t errsize)
             continue;
         json_t *value = json_object_get (root, s_port_names[i]);
         if (!value) {
-            s_fail (err, errsize, "missing key '%s' (%s file)", s_port_names[i],
+            bn_error_set (err, errsize, "missing key '%s' (%s file)", s_port_names[i],
                     kind_name);
             return -1;
         }
         self->ports[i] = s_json_port (value);
         if (self->ports[i] < 0) {
-            s_fail (err, errsize, "'%s' must be a port number (1-65535)",
+            bn_error_set (err, errsize, "'%s' must be a port number (1-65535)",
                     s_port_names[i]);
             return -1;
         }
     }
 
     if (!broadcast) {
-        s_fail (err, errsize, "missing key 'broadcast' (%s file)", kind_name);
+        bn_error_set (err, errsize, "missing key 'broadcast' (%s file)", kind_name);
         return -1;
     }
     size_t count = engine ? json_array_size (broadcast) : 1;
     if (count == 0) {
-        s_fail (err, errsize, "'broadcast' must list at least one port");
+        bn_error_set (err, errsize, "'broadcast' must list at least one port");
         return -1;
     }
     self->broadcast = calloc (count, sizeof (int));
     if (!self->broadcast) {
-        s_fail (err, errsize, "out of memory");
+        bn_error_set (err, errsize, "out of memory");
         return -1;
     }
     self->broadcast_count = count;
@@ -232,7 +218,7 @@ s_read (bn_connfile_t *self, json_t *root, char *err, size_t errsize)
         json_t *value = engine ? json_array_get (broadcast, i) : broadcast;
         self->broadcast[i] = s_json_port (value);
         if (self->broadcast[i] < 0) {
-            s_fail (err, errsize,
+            bn_error_set (err, errsize,
                     engine ? "'broadcast' must be a list of port numbers"
                            : "'broadcast' must be a port number (1-65535)");
             return -1;
@@ -262,20 +248,20 @@ s_read (bn_connfile_t *self, json_t *root, char *err, size_t errsize)
         return -1;
 
     if (!strstr (self->interface, "://")) {
-        s_fail (err, errsize,
+        bn_error_set (err, errsize,
                 "interface '%s' is not a URL like tcp://127.0.0.1",
                 self->interface);
         return -1;
     }
     if (strcmp (self->pack, "json") || strcmp (self->unpack, "json")) {
-        s_fail (err, errsize,
+        bn_error_set (err, errsize,
                 "pack '%s' / unpack '%s' is not supported: banyan speaks "
                 "only json",
                 self->pack, self->unpack);
         return -1;
     }
     if (strcmp (self->signature_scheme, "hmac-sha256")) {
-        s_fail (err, errsize,
+        bn_error_set (err, errsize,
                 "signature_scheme '%s' is not supported: banyan speaks only "
                 "hmac-sha256",
                 self->signature_scheme);
@@ -290,12 +276,12 @@ s_from_json (json_t *root, const char *origin, char *err, size_t errsize)
 {
     bn_connfile_t *self = calloc (1, sizeof (bn_connfile_t));
     if (!self) {
-        s_fail (err, errsize, "%s: out of memory", origin);
+        bn_error_set (err, errsize, "%s: out of memory", origin);
         return NULL;
     }
     char reason[256] = "";
     if (s_read (self, root, reason, sizeof reason)) {
-        s_fail (err, errsize, "%s: %s", origin, reason);
+        bn_error_set (err, errsize, "%s: %s", origin, reason);
         bn_connfile_destroy (&self);
     }
     return self;
@@ -308,7 +294,7 @@ bn_connfile_parse (const char *json_text, char *err, size_t errsize)
     json_error_t error;
     json_t *root = json_loads (json_text, 0, &error);
     if (!root) {
-        s_fail (err, errsize,
+        bn_error_set (err, errsize,
                 "connection info: not valid JSON: %s (line %d, column %d)",
                 error.text, error.line, error.column);
         return NULL;
@@ -324,13 +310,13 @@ bn_connfile_load (const char *path, char *err, size_t errsize)
     assert (path);
     //  Tell "missing" from "garbled", since clients retry on the former
     if (access (path, R_OK)) {
-        s_fail (err, errsize, "%s: cannot read: %s", path, strerror (errno));
+        bn_error_set (err, errsize, "%s: cannot read: %s", path, strerror (errno));
         return NULL;
     }
     json_error_t error;
     json_t *root = json_load_file (path, 0, &error);
     if (!root) {
-        s_fail (err, errsize, "%s: not valid JSON: %s (line %d, column %d)",
+        bn_error_set (err, errsize, "%s: not valid JSON: %s (line %d, column %d)",
                 path, error.text, error.line, error.column);
         return NULL;
     }

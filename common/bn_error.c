@@ -1,6 +1,9 @@
 /*  bn_error: text and names for banyan's error codes.  */
 #include "bn_error.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 const char *
 bn_strerror (int code)
 {
@@ -27,4 +30,15 @@ bn_err_name (int code)
 #undef BN_ERR_NAME
     }
     return "BN_UNKNOWN";
+}
+
+void
+bn_error_set (char *err, size_t errsize, const char *format, ...)
+{
+    if (!err || errsize == 0)
+        return;
+    va_list args;
+    va_start (args, format);
+    vsnprintf (err, errsize, format, args);
+    va_end (args);
 }

@@ -2,6 +2,8 @@
 #ifndef BN_ERROR_H_INCLUDED
 #define BN_ERROR_H_INCLUDED
 
+#include <stddef.h>
+
 //  X(name, value, text)
 #define BN_ERRNO_MAP(X)                                                        \
     X (EINVAL, -1, "invalid argument")                                         \
@@ -33,6 +35,11 @@ typedef enum {
 
 //  Text for an error code; "unknown error" for codes not in the table.
 const char *bn_strerror (int code);
+
+//  Write a printf-style message into a caller's error buffer (err may be
+//  NULL or errsize 0, then nothing is written).
+void bn_error_set (char *err, size_t errsize, const char *format, ...)
+    __attribute__ ((format (printf, 3, 4)));
 
 //  Symbolic name for an error code ("BN_ETIMEDOUT"), or "BN_UNKNOWN".
 const char *bn_err_name (int code);

@@ -1,6 +1,7 @@
 /*  bn_pickle: the pickle subset C peers read and write, and IPython
     Parallel's serialize_object / apply buffers on top of it.  */
 #include "bn_pickle.h"
+#include "bn_error.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -91,20 +92,6 @@ enum {
 #define S_BATCH 1000         //  items per APPENDS/SETITEMS/ADDITEMS
 #define S_NODE_COST 64       //  memory a copied value costs beyond data
 #define S_HIGHEST_PROTOCOL 5
-
-static void s_set_error (char *err, size_t errsize, const char *format, ...)
-    __attribute__ ((format (printf, 3, 4)));
-
-static void
-s_set_error (char *err, size_t errsize, const char *format, ...)
-{
-    if (!err || errsize == 0)
-        return;
-    va_list args;
-    va_start (args, format);
-    vsnprintf (err, errsize, format, args);
-    va_end (args);
-}
 
 //  Check UTF-8 as Python's decoder with surrogatepass accepts it.
 static bool
@@ -2245,14 +2232,14 @@ s_restore (bn_value_t *value, const bn_bytes_t *frames, size_t nframes,
         if (bn_value_type (bn_value_item (buffers, i)) != BN_VALUE_NONE)
             continue;
         if (*next >= nframes) {
-            s_set_error (err, errsize,
+            bn_error_set (err, errsize,
                          "canned object wants more buffers than were sent");
             return -1;
         }
         const bn_bytes_t *frame = &frames[(*next)++];
         bn_value_t *data = bn_value_new_bytes (frame->data, frame->size);
         if (!data) {
-            s_set_error (err, errsize, "out of memory");
+            bn_error_set (err, errsize, "out of memory");
             return -1;
         }
         bn_value_t *old = bn_value_swap_item (buffers, i, data);
@@ -2326,7 +2313,7 @@ bn_deserialize_object (const bn_bytes_t *frames, size_t nframes, size_t *used,
 {
     assert (frames || nframes == 0);
     if (nframes == 0) {
-        s_set_error (err, errsize, "no buffers to deserialize");
+        bn_error_set (err, errsize, "no buffers to deserialize");
         return NULL;
     }
     bn_value_t *value =
@@ -2344,7 +2331,7 @@ bn_deserialize_object (const bn_bytes_t *frames, size_t nframes, size_t *used,
             rc = s_restore (bn_value_item (value, i), frames, nframes, &next,
                             err, errsize);
         if (rc == 0 && s_uncan_items (&value)) {
-            s_set_error (err, errsize, "out of memory");
+            bn_error_set (err, errsize, "out of memory");
             rc = -1;
         }
     } else if (type == BN_VALUE_DICT && size < BN_SERIALIZE_ITEM_THRESHOLD) {
@@ -2467,29 +2454,29 @@ bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
     bn_value_t *info = NULL;
     size_t used = 0;
     if (nbufs < 2) {
-        s_set_error (err, errsize,
+        bn_error_set (err, errsize,
                      "apply_request has %zu buffers, wants 2 or more", nbufs);
         return -1;
     }
     out->f =
         bn_deserialize_object (bufs, nbufs, &used, reason, sizeof (reason));
     if (!out->f) {
-        s_set_error (err, errsize, "f: %s", reason);
+        bn_error_set (err, errsize, "f: %s", reason);
         goto failed;
     }
     if (s_classify (out)) {
-        s_set_error (err, errsize, "out of memory");
+        bn_error_set (err, errsize, "out of memory");
         goto failed;
     }
     if (used >= nbufs) {
-        s_set_error (err, errsize, "no info buffer after f");
+        bn_error_set (err, errsize, "no info buffer after f");
         goto failed;
     }
     info = bn_pickle_decode (bufs[used].data, bufs[used].size, reason,
                              sizeof (reason));
     used++;
     if (!info) {
-        s_set_error (err, errsize, "info: %s", reason);
+        bn_error_set (err, errsize, "info: %s", reason);
         goto failed;
     }
     int64_t nargs = s_info_count (info, "nargs");
@@ -2500,14 +2487,14 @@ bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
     for (size_t i = 0; keys_ok && i < nkw; i++)
         keys_ok = bn_value_type (bn_value_item (kw_keys, i)) == BN_VALUE_STR;
     if (nargs < 0 || narg_bufs < 0 || !keys_ok) {
-        s_set_error (err, errsize,
+        bn_error_set (err, errsize,
                      "info is not {'nargs', 'narg_bufs', "
                      "'kw_keys'}");
         goto failed;
     }
     //  Every arg takes at least one buffer.
     if ((uint64_t)narg_bufs > nbufs - used || nargs > narg_bufs) {
-        s_set_error (err, errsize,
+        bn_error_set (err, errsize,
                      "info claims %" PRId64 " args in %" PRId64
                      " buffers, %zu left",
                      nargs, narg_bufs, nbufs - used);
@@ -2516,7 +2503,7 @@ bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
     out->args = bn_value_new_list ();
     out->kwargs = bn_value_new_dict ();
     if (!out->args || !out->kwargs) {
-        s_set_error (err, errsize, "out of memory");
+        bn_error_set (err, errsize, "out of memory");
         goto failed;
     }
     const bn_bytes_t *arg_bufs = bufs + used;
@@ -2527,17 +2514,17 @@ bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
             arg_bufs + offset, (size_t)narg_bufs - offset, &taken, reason,
             sizeof (reason));
         if (!arg) {
-            s_set_error (err, errsize, "arg %" PRId64 ": %s", i, reason);
+            bn_error_set (err, errsize, "arg %" PRId64 ": %s", i, reason);
             goto failed;
         }
         offset += taken;
         if (bn_value_append (out->args, arg)) {
-            s_set_error (err, errsize, "out of memory");
+            bn_error_set (err, errsize, "out of memory");
             goto failed;
         }
     }
     if (offset != (size_t)narg_bufs) {
-        s_set_error (err, errsize, "%zu arg buffers left over",
+        bn_error_set (err, errsize, "%zu arg buffers left over",
                      (size_t)narg_bufs - offset);
         goto failed;
     }
@@ -2551,18 +2538,18 @@ bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
             bn_deserialize_object (kw_bufs + offset, nkw_bufs - offset, &taken,
                                    reason, sizeof (reason));
         if (!value) {
-            s_set_error (err, errsize, "kwarg %s: %s", bn_value_str (key),
+            bn_error_set (err, errsize, "kwarg %s: %s", bn_value_str (key),
                          reason);
             goto failed;
         }
         offset += taken;
         if (bn_value_dict_set (out->kwargs, bn_value_dup (key), value)) {
-            s_set_error (err, errsize, "out of memory");
+            bn_error_set (err, errsize, "out of memory");
             goto failed;
         }
     }
     if (offset != nkw_bufs) {
-        s_set_error (err, errsize, "%zu kwarg buffers left over",
+        bn_error_set (err, errsize, "%zu kwarg buffers left over",
                      nkw_bufs - offset);
         goto failed;
     }
