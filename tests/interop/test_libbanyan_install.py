@@ -69,6 +69,10 @@ int main ()
 """
 
 
+# a sanitized build's libraries need the sanitizer runtimes linked first
+SANITIZE = os.environ.get("BN_SANITIZE_FLAGS", "").split()
+
+
 def run(checks, what, argv, env=None, expect_out=None, timeout=120):
     proc = subprocess.run(argv, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, env=env, timeout=timeout)
@@ -105,24 +109,25 @@ def main():
         example = os.path.join(work, "bn_example")
         run(checks, "the example builds against the installed library",
             ["cc", "-std=c99", "-Wall", "-Wextra", "-pedantic", "-Werror",
-             "-o", example, EXAMPLE] + flags + ["-Wl,-rpath," + libdir])
+             "-o", example, EXAMPLE] + SANITIZE + flags + ["-Wl,-rpath," + libdir])
         example_static = os.path.join(work, "bn_example_static")
         run(checks, "the example builds against libbanyan.a",
             ["cc", "-o", example_static, EXAMPLE] + cflags
+            + SANITIZE
             + [os.path.join(libdir, "libbanyan.a")]
             + [lib for lib in static_libs if lib != "-lbanyan"])
         signals = os.path.join(work, "signals")
         with open(signals + ".c", "w") as f:
             f.write(SIGNALS_PROGRAM)
         run(checks, "a program using only banyan.h builds",
-            ["cc", "-Wall", "-o", signals, signals + ".c"] + flags
+            ["cc", "-Wall", "-o", signals, signals + ".c"] + SANITIZE + flags
             + ["-Wl,-rpath," + libdir])
         cxx = os.path.join(work, "cxx")
         with open(cxx + ".cc", "w") as f:
             f.write(CXX_PROGRAM)
         run(checks, "banyan.h compiles and links as C++",
             ["c++", "-Wall", "-Wextra", "-pedantic", "-Werror", "-o", cxx,
-             cxx + ".cc"] + flags + ["-Wl,-rpath," + libdir])
+             cxx + ".cc"] + SANITIZE + flags + ["-Wl,-rpath," + libdir])
         run(checks, "the C++ program runs", [cxx], expect_out="timed out")
 
         with bnharness.Cluster() as cluster:
