@@ -187,20 +187,21 @@ s_read (bn_connfile_t *self, json_t *root, char *err, size_t errsize)
             continue;
         json_t *value = json_object_get (root, s_port_names[i]);
         if (!value) {
-            bn_error_set (err, errsize, "missing key '%s' (%s file)", s_port_names[i],
-                    kind_name);
+            bn_error_set (err, errsize, "missing key '%s' (%s file)",
+                          s_port_names[i], kind_name);
             return -1;
         }
         self->ports[i] = s_json_port (value);
         if (self->ports[i] < 0) {
             bn_error_set (err, errsize, "'%s' must be a port number (1-65535)",
-                    s_port_names[i]);
+                          s_port_names[i]);
             return -1;
         }
     }
 
     if (!broadcast) {
-        bn_error_set (err, errsize, "missing key 'broadcast' (%s file)", kind_name);
+        bn_error_set (err, errsize, "missing key 'broadcast' (%s file)",
+                      kind_name);
         return -1;
     }
     size_t count = engine ? json_array_size (broadcast) : 1;
@@ -219,8 +220,9 @@ s_read (bn_connfile_t *self, json_t *root, char *err, size_t errsize)
         self->broadcast[i] = s_json_port (value);
         if (self->broadcast[i] < 0) {
             bn_error_set (err, errsize,
-                    engine ? "'broadcast' must be a list of port numbers"
-                           : "'broadcast' must be a port number (1-65535)");
+                          engine
+                              ? "'broadcast' must be a list of port numbers"
+                              : "'broadcast' must be a port number (1-65535)");
             return -1;
         }
     }
@@ -249,22 +251,23 @@ s_read (bn_connfile_t *self, json_t *root, char *err, size_t errsize)
 
     if (!strstr (self->interface, "://")) {
         bn_error_set (err, errsize,
-                "interface '%s' is not a URL like tcp://127.0.0.1",
-                self->interface);
+                      "interface '%s' is not a URL like tcp://127.0.0.1",
+                      self->interface);
         return -1;
     }
     if (strcmp (self->pack, "json") || strcmp (self->unpack, "json")) {
         bn_error_set (err, errsize,
-                "pack '%s' / unpack '%s' is not supported: banyan speaks "
-                "only json",
-                self->pack, self->unpack);
+                      "pack '%s' / unpack '%s' is not supported: banyan speaks "
+                      "only json",
+                      self->pack, self->unpack);
         return -1;
     }
     if (strcmp (self->signature_scheme, "hmac-sha256")) {
-        bn_error_set (err, errsize,
-                "signature_scheme '%s' is not supported: banyan speaks only "
-                "hmac-sha256",
-                self->signature_scheme);
+        bn_error_set (
+            err, errsize,
+            "signature_scheme '%s' is not supported: banyan speaks only "
+            "hmac-sha256",
+            self->signature_scheme);
         return -1;
     }
     return 0;
@@ -294,9 +297,10 @@ bn_connfile_parse (const char *json_text, char *err, size_t errsize)
     json_error_t error;
     json_t *root = json_loads (json_text, 0, &error);
     if (!root) {
-        bn_error_set (err, errsize,
-                "connection info: not valid JSON: %s (line %d, column %d)",
-                error.text, error.line, error.column);
+        bn_error_set (
+            err, errsize,
+            "connection info: not valid JSON: %s (line %d, column %d)",
+            error.text, error.line, error.column);
         return NULL;
     }
     bn_connfile_t *self = s_from_json (root, "connection info", err, errsize);
@@ -310,14 +314,16 @@ bn_connfile_load (const char *path, char *err, size_t errsize)
     assert (path);
     //  Tell "missing" from "garbled", since clients retry on the former
     if (access (path, R_OK)) {
-        bn_error_set (err, errsize, "%s: cannot read: %s", path, strerror (errno));
+        bn_error_set (err, errsize, "%s: cannot read: %s", path,
+                      strerror (errno));
         return NULL;
     }
     json_error_t error;
     json_t *root = json_load_file (path, 0, &error);
     if (!root) {
-        bn_error_set (err, errsize, "%s: not valid JSON: %s (line %d, column %d)",
-                path, error.text, error.line, error.column);
+        bn_error_set (err, errsize,
+                      "%s: not valid JSON: %s (line %d, column %d)", path,
+                      error.text, error.line, error.column);
         return NULL;
     }
     bn_connfile_t *self = s_from_json (root, path, err, errsize);

@@ -2233,7 +2233,7 @@ s_restore (bn_value_t *value, const bn_bytes_t *frames, size_t nframes,
             continue;
         if (*next >= nframes) {
             bn_error_set (err, errsize,
-                         "canned object wants more buffers than were sent");
+                          "canned object wants more buffers than were sent");
             return -1;
         }
         const bn_bytes_t *frame = &frames[(*next)++];
@@ -2455,7 +2455,7 @@ bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
     size_t used = 0;
     if (nbufs < 2) {
         bn_error_set (err, errsize,
-                     "apply_request has %zu buffers, wants 2 or more", nbufs);
+                      "apply_request has %zu buffers, wants 2 or more", nbufs);
         return -1;
     }
     out->f =
@@ -2488,16 +2488,16 @@ bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
         keys_ok = bn_value_type (bn_value_item (kw_keys, i)) == BN_VALUE_STR;
     if (nargs < 0 || narg_bufs < 0 || !keys_ok) {
         bn_error_set (err, errsize,
-                     "info is not {'nargs', 'narg_bufs', "
-                     "'kw_keys'}");
+                      "info is not {'nargs', 'narg_bufs', "
+                      "'kw_keys'}");
         goto failed;
     }
     //  Every arg takes at least one buffer.
     if ((uint64_t)narg_bufs > nbufs - used || nargs > narg_bufs) {
         bn_error_set (err, errsize,
-                     "info claims %" PRId64 " args in %" PRId64
-                     " buffers, %zu left",
-                     nargs, narg_bufs, nbufs - used);
+                      "info claims %" PRId64 " args in %" PRId64
+                      " buffers, %zu left",
+                      nargs, narg_bufs, nbufs - used);
         goto failed;
     }
     out->args = bn_value_new_list ();
@@ -2525,7 +2525,7 @@ bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
     }
     if (offset != (size_t)narg_bufs) {
         bn_error_set (err, errsize, "%zu arg buffers left over",
-                     (size_t)narg_bufs - offset);
+                      (size_t)narg_bufs - offset);
         goto failed;
     }
     const bn_bytes_t *kw_bufs = arg_bufs + narg_bufs;
@@ -2539,7 +2539,7 @@ bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
                                    reason, sizeof (reason));
         if (!value) {
             bn_error_set (err, errsize, "kwarg %s: %s", bn_value_str (key),
-                         reason);
+                          reason);
             goto failed;
         }
         offset += taken;
@@ -2550,7 +2550,7 @@ bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
     }
     if (offset != nkw_bufs) {
         bn_error_set (err, errsize, "%zu kwarg buffers left over",
-                     nkw_bufs - offset);
+                      nkw_bufs - offset);
         goto failed;
     }
     bn_value_destroy (&info);

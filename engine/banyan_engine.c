@@ -340,8 +340,7 @@ main (int argc, char *argv[])
             if (!stop_deadline) {
                 stop_deadline = zclock_mono () + S_STOP_WAIT_MS;
                 zstr_send (engines, "STOP");
-            }
-            else if (zclock_mono () >= stop_deadline)
+            } else if (zclock_mono () >= stop_deadline)
                 break;
         }
     }

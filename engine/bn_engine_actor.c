@@ -233,8 +233,7 @@ s_pipe_event (zloop_t *loop, zsock_t *pipe, void *arg)
     else if (streq (command, "STOP")) {
         self->stop_asked = true;
         rc = -1;
-    }
-    else if (streq (command, "WAIT")) {
+    } else if (streq (command, "WAIT")) {
         char *ms = zmsg_popstr (msg);
         long timeout = ms ? atol (ms) : 0;
         free (ms);

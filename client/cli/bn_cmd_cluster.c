@@ -152,8 +152,7 @@ s_print_started (bn_cliopts_t *opts, s_start_args_t *args,
                 (int)bn_launcher_pgid (launcher));
     printf ("Connection file: %s\n", bn_cliopts_client_file (opts));
     printf ("Use it:   banyan px%s hostname\n", selection);
-    printf ("Python:   ipp.Client(\"%s\")\n",
-            bn_cliopts_client_file (opts));
+    printf ("Python:   ipp.Client(\"%s\")\n", bn_cliopts_client_file (opts));
     if (!args->foreground)
         printf ("Stop it:  banyan cluster stop%s\n", selection);
     fflush (stdout);
