@@ -2,6 +2,7 @@
     demand, buffers moved without copying.  */
 #include "bn_msg.h"
 #include "bn_error.h"
+#include "bn_jscan.h"
 #include "bn_msgtypes.h"
 
 #include <assert.h>
@@ -11,6 +12,23 @@
 #include <string.h>
 
 #define BN_INLINE_IDENTS 4
+#define BN_FIELD_MAX 256 //  header strings read without jansson
+
+//  Header fields a relay reads, scanned from the raw part on first use.
+typedef enum {
+    S_FIELD_MSG_ID,
+    S_FIELD_MSG_TYPE,
+    S_FIELD_SESSION,
+    S_FIELD_PARENT_ID,
+    S_FIELDS
+} s_field_id_t;
+
+typedef struct {
+    bool tried[S_FIELDS];               //  a scan was attempted
+    int length[S_FIELDS];               //  bn_jscan_string's answer
+    char value[S_FIELDS][BN_FIELD_MAX]; //  the values found
+} s_fields_t;
+
 #define BN_HEADER_FORMAT                                                       \
     "{\"msg_id\":\"%s\",\"msg_type\":\"%s\",\"username\":\"%s\","              \
     "\"session\":\"%s\",\"date\":\"%s\",\"version\":\"" BN_PROTOCOL_VERSION    \
@@ -31,6 +49,7 @@ struct _bn_msg_t {
     zmq_msg_t *buffers; //  buffer frames
     size_t nbuffers;    //  buffers in use
     size_t buffers_cap; //  buffers allocated
+    s_fields_t *fields; //  scanned header fields, or NULL
 };
 
 static bn_msg_t *
@@ -165,6 +184,33 @@ bn_msg_recv (void *socket)
     return bn_msg_recv_flags (socket, 0);
 }
 
+//  True if text goes into a JSON string as it is (no quote, backslash,
+//  control or non-ASCII character).
+static bool
+s_json_plain (const char *text)
+{
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++)
+        if (*c < 0x20 || *c >= 0x7f || *c == '"' || *c == '\\')
+            return false;
+    return true;
+}
+
+//  text escaped for the inside of a JSON string (malloc'd), or NULL if it
+//  is not UTF-8.
+static char *
+s_json_escape (const char *text)
+{
+    json_t *string = json_string (text);
+    char *quoted = string ? json_dumps (string, JSON_ENCODE_ANY) : NULL;
+    json_decref (string);
+    if (!quoted)
+        return NULL;
+    size_t len = strlen (quoted);
+    memmove (quoted, quoted + 1, len - 2);
+    quoted[len - 2] = 0;
+    return quoted;
+}
+
 //  Build a fresh header frame of msg_type (and msg_id if given).
 static int
 s_build_header (bn_msg_t *self, bn_session_t *session, const char *msg_type,
@@ -175,6 +221,14 @@ s_build_header (bn_msg_t *self, bn_session_t *session, const char *msg_type,
         bn_session_msg_id (session, id);
         msg_id = id;
     }
+    //  a reply type derived from a peer's msg_type may need escaping
+    char *escaped = NULL;
+    if (!s_json_plain (msg_type)) {
+        escaped = s_json_escape (msg_type);
+        if (!escaped)
+            return -1;
+        msg_type = escaped;
+    }
     char date[BN_DATE_SIZE];
     bn_session_date (date);
     char stack[512];
@@ -182,19 +236,23 @@ s_build_header (bn_msg_t *self, bn_session_t *session, const char *msg_type,
     const char *sid = bn_session_id (session);
     int len = snprintf (stack, sizeof stack, BN_HEADER_FORMAT, msg_id, msg_type,
                         user, sid, date);
-    if (len < 0)
+    if (len < 0) {
+        free (escaped);
         return -1;
+    }
     char *text = stack;
     if ((size_t)len >= sizeof stack) {
         text = malloc ((size_t)len + 1);
-        if (!text)
-            return -1;
-        snprintf (text, (size_t)len + 1, BN_HEADER_FORMAT, msg_id, msg_type,
-                  user, sid, date);
+        if (text)
+            snprintf (text, (size_t)len + 1, BN_HEADER_FORMAT, msg_id, msg_type,
+                      user, sid, date);
     }
-    int rc = s_set_bytes (&self->parts[BN_PART_HEADER], text, (size_t)len);
+    int rc = text
+                 ? s_set_bytes (&self->parts[BN_PART_HEADER], text, (size_t)len)
+                 : -1;
     if (text != stack)
         free (text);
+    free (escaped);
     if (rc != 0)
         return -1;
     if (self->json[BN_PART_HEADER]) {
@@ -203,6 +261,8 @@ s_build_header (bn_msg_t *self, bn_session_t *session, const char *msg_type,
     }
     self->tried[BN_PART_HEADER] = false;
     self->dirty[BN_PART_HEADER] = false;
+    free (self->fields);
+    self->fields = NULL;
     self->signed_ok = false;
     return 0;
 }
@@ -266,6 +326,8 @@ bn_msg_new_reply (bn_session_t *session, bn_msg_t *request,
         bn_msg_destroy (&self);
         return NULL;
     }
+    free (self->fields);
+    self->fields = NULL;
     //  a request with no header at all still gets a JSON object as parent
     if (zmq_msg_size (&self->parts[BN_PART_PARENT]) == 0)
         s_set_bytes (&self->parts[BN_PART_PARENT], "{}", 2);
@@ -292,6 +354,7 @@ bn_msg_destroy (bn_msg_t **self_p)
     for (size_t i = 0; i < self->nbuffers; i++)
         zmq_msg_close (&self->buffers[i]);
     free (self->buffers);
+    free (self->fields);
     free (self);
     *self_p = NULL;
 }
@@ -530,34 +593,64 @@ bn_msg_content (bn_msg_t *self)
     return bn_msg_part (self, BN_PART_CONTENT);
 }
 
+//  A string field of a part: from the parsed part when there is one (it
+//  may have been changed), else scanned from the raw bytes without
+//  building a JSON tree, which is all a relay needs.
 static const char *
-s_string (json_t *object, const char *key)
+s_field (bn_msg_t *self, bn_part_t part, s_field_id_t id, const char *key)
 {
-    return object ? json_string_value (json_object_get (object, key)) : NULL;
+    if (self->json[part] || self->dirty[part])
+        return json_string_value (json_object_get (self->json[part], key));
+    if (self->tried[part])
+        return NULL; //  parsed, and not a JSON object
+    if (!self->fields) {
+        self->fields = malloc (sizeof *self->fields);
+        if (!self->fields)
+            return NULL;
+        memset (self->fields->tried, 0, sizeof self->fields->tried);
+    }
+    s_fields_t *fields = self->fields;
+    if (!fields->tried[id]) {
+        fields->tried[id] = true;
+        fields->length[id] =
+            bn_jscan_string (zmq_msg_data (&self->parts[part]),
+                             zmq_msg_size (&self->parts[part]), key,
+                             fields->value[id], BN_FIELD_MAX);
+    }
+    if (fields->length[id] == -2) {
+        //  longer than the scan buffer: let jansson read it
+        json_t *object = bn_msg_part (self, part);
+        return json_string_value (json_object_get (object, key));
+    }
+    return fields->length[id] >= 0 ? fields->value[id] : NULL;
 }
 
 const char *
 bn_msg_type (bn_msg_t *self)
 {
-    return s_string (bn_msg_header (self), "msg_type");
+    assert (self);
+    return s_field (self, BN_PART_HEADER, S_FIELD_MSG_TYPE, "msg_type");
 }
 
 const char *
 bn_msg_id (bn_msg_t *self)
 {
-    return s_string (bn_msg_header (self), "msg_id");
+    assert (self);
+    return s_field (self, BN_PART_HEADER, S_FIELD_MSG_ID, "msg_id");
 }
 
 const char *
 bn_msg_session (bn_msg_t *self)
 {
-    return s_string (bn_msg_header (self), "session");
+    assert (self);
+    return s_field (self, BN_PART_HEADER, S_FIELD_SESSION, "session");
 }
 
 const char *
 bn_msg_parent_id (bn_msg_t *self)
 {
-    return s_string (bn_msg_parent (self), "msg_id");
+    assert (self);
+    return s_field (self, BN_PART_PARENT, S_FIELD_PARENT_ID, "msg_id");
 }
 
 void

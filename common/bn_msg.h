@@ -33,7 +33,8 @@ bn_msg_t *bn_msg_recv_flags (void *socket, int flags);
 
 //  Create a message of msg_type with a fresh header from session, parent
 //  `{}`, metadata `{}`, content `{}`, no idents and no buffers. msg_type
-//  must be a plain ASCII identifier. Returns NULL on allocation failure.
+//  may be any UTF-8 text (a reply type derived from a peer's is escaped).
+//  Returns NULL on allocation failure or when msg_type is not UTF-8.
 bn_msg_t *bn_msg_new (bn_session_t *session, const char *msg_type);
 
 //  Create a reply to request: fresh header of msg_type from session, parent
@@ -89,7 +90,9 @@ json_t *bn_msg_parent (bn_msg_t *self);
 json_t *bn_msg_metadata (bn_msg_t *self);
 json_t *bn_msg_content (bn_msg_t *self);
 
-//  Header fields, or NULL when absent or not strings.
+//  Header fields, or NULL when absent or not strings. A part that was not
+//  parsed yet is only scanned for the field (no JSON tree is built), so a
+//  field can be read from a part whose other values jansson would refuse.
 const char *bn_msg_type (bn_msg_t *self);
 const char *bn_msg_id (bn_msg_t *self);
 const char *bn_msg_session (bn_msg_t *self);

@@ -102,6 +102,29 @@ START_TEST (test_reply_parent_is_request_header)
 }
 END_TEST
 
+//  A reply type derived from a peer's msg_type keeps the header JSON.
+START_TEST (test_odd_msg_type)
+{
+    const char *types[] = {"quote\"d_reply", "back\\slash_reply",
+                           "new\nline_reply", "caf\xc3\xa9_reply"};
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        bn_msg_t *request = bn_msg_new (s_session, BN_MSG_APPLY_REQUEST);
+        bn_msg_t *reply = bn_msg_new_reply (s_session, request, types[i]);
+        bn_msg_destroy (&request);
+        ck_assert_ptr_nonnull (reply);
+        ck_assert_int_eq (bn_msg_send (&reply, s_rout, s_session), 0);
+        bn_msg_t *got = bn_msg_recv (s_rin);
+        ck_assert_int_eq (bn_msg_verify (got, s_session, true), 0);
+        ck_assert_ptr_nonnull (bn_msg_header (got));
+        ck_assert_str_eq (bn_msg_type (got), types[i]);
+        ck_assert_ptr_nonnull (bn_msg_id (got));
+        bn_msg_destroy (&got);
+    }
+    //  not UTF-8: no message rather than a header that is not JSON
+    ck_assert_ptr_null (bn_msg_new (s_session, "bad\xff_reply"));
+}
+END_TEST
+
 START_TEST (test_idents)
 {
     bn_msg_t *msg = bn_msg_new (s_session, BN_MSG_APPLY_REQUEST);
@@ -149,6 +172,51 @@ START_TEST (test_rewrite_resigns)
                                                           "original_msg_id")),
                       "orig");
     bn_msg_destroy (&got);
+}
+END_TEST
+
+START_TEST (test_fields_without_parsing)
+{
+    const char *frames[] = {BN_DELIM,
+                            "",
+                            "{\"msg_id\": \"m\\u00e9\", \"msg_type\": "
+                            "\"apply_request\", \"session\": \"s\", "
+                            "\"bad\": [1, 2}",
+                            "{\"msg_id\": \"parent\"}",
+                            "{}",
+                            "{}"};
+    zmsg_t *raw = zmsg_new ();
+    for (int i = 0; i < 6; i++)
+        zmsg_addstr (raw, frames[i]);
+    zmsg_send (&raw, s_out);
+    bn_msg_t *msg = bn_msg_recv (s_rin);
+    //  a malformed header yields no field, scanned or parsed
+    ck_assert_ptr_null (bn_msg_id (msg));
+    ck_assert_ptr_null (bn_msg_header (msg));
+    ck_assert_str_eq (bn_msg_parent_id (msg), "parent");
+    bn_msg_destroy (&msg);
+
+    msg = bn_msg_new (s_session, BN_MSG_EXECUTE_REQUEST);
+    ck_assert_int_eq (bn_msg_send (&msg, s_rout, s_session), 0);
+    msg = bn_msg_recv (s_rin);
+    const char *scanned = bn_msg_id (msg);
+    ck_assert_ptr_nonnull (scanned);
+    ck_assert_str_eq (bn_msg_type (msg), "execute_request");
+    ck_assert_str_eq (bn_msg_session (msg), bn_session_id (s_session));
+    //  the scan agrees with the parse, and a rewrite is seen at once
+    ck_assert_str_eq (scanned, json_string_value (json_object_get (
+                                   bn_msg_header (msg), "msg_id")));
+    char *long_id = malloc (1000);
+    memset (long_id, 'x', 999);
+    long_id[999] = 0;
+    ck_assert_int_eq (bn_msg_set_msg_id (msg, long_id), 0);
+    ck_assert_str_eq (bn_msg_id (msg), long_id);
+    ck_assert_int_eq (bn_msg_send (&msg, s_rout, s_session), 0);
+    msg = bn_msg_recv (s_rin);
+    //  longer than the scan buffer: read through jansson
+    ck_assert_str_eq (bn_msg_id (msg), long_id);
+    free (long_id);
+    bn_msg_destroy (&msg);
 }
 END_TEST
 
@@ -247,8 +315,10 @@ main (void)
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_reply_parent_is_request_header);
+    tcase_add_test (tc, test_odd_msg_type);
     tcase_add_test (tc, test_idents);
     tcase_add_test (tc, test_rewrite_resigns);
+    tcase_add_test (tc, test_fields_without_parsing);
     tcase_add_test (tc, test_buffers_shared);
     tcase_add_test (tc, test_bad_framing);
     tcase_add_test (tc, test_recv_nothing);
