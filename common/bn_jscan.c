@@ -1,0 +1,253 @@
+/*  bn_jscan: read one top-level string field of a JSON object without
+    building a tree.  */
+#include "bn_jscan.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#define S_MAX_DEPTH 512
+
+typedef struct {
+    const unsigned char *p;   //  next byte
+    const unsigned char *end; //  one past the last byte
+} s_scan_t;
+
+static void
+s_skip_ws (s_scan_t *s)
+{
+    while (s->p < s->end &&
+           (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static int
+s_hex4 (const unsigned char *p, uint32_t *value)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        unsigned char c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= (uint32_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (uint32_t)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (uint32_t)(c - 'A' + 10);
+        else
+            return -1;
+    }
+    *value = v;
+    return 0;
+}
+
+//  Append a code point as UTF-8 to out at *len (when out is not NULL),
+//  tracking overflow in *full.
+static void
+s_put_utf8 (uint32_t cp, char *out, size_t outsize, size_t *len, bool *full)
+{
+    unsigned char buf[4];
+    size_t n;
+    if (cp < 0x80) {
+        buf[0] = (unsigned char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        buf[0] = (unsigned char)(0xC0 | (cp >> 6));
+        buf[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        buf[0] = (unsigned char)(0xE0 | (cp >> 12));
+        buf[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        buf[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        buf[0] = (unsigned char)(0xF0 | (cp >> 18));
+        buf[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+        buf[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        buf[3] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    if (!out)
+        return;
+    if (*len + n >= outsize) {
+        *full = true;
+        return;
+    }
+    memcpy (out + *len, buf, n);
+    *len += n;
+}
+
+//  Read a string at s->p (which is at its opening quote), unescaping into
+//  out when out is not NULL. Returns 0, or -1 if malformed.
+static int
+s_string (s_scan_t *s, char *out, size_t outsize, size_t *len, bool *full)
+{
+    s->p++;
+    *len = 0;
+    *full = false;
+    while (s->p < s->end) {
+        unsigned char c = *s->p++;
+        if (c == '"') {
+            if (out && !*full)
+                out[*len] = 0;
+            return 0;
+        }
+        if (c < 0x20)
+            return -1;
+        if (c != '\\') {
+            if (out) {
+                if (*len + 1 >= outsize)
+                    *full = true;
+                else
+                    out[(*len)++] = (char)c;
+            }
+            continue;
+        }
+        if (s->p >= s->end)
+            return -1;
+        c = *s->p++;
+        uint32_t cp;
+        switch (c) {
+        case '"':
+        case '\\':
+        case '/':
+            cp = c;
+            break;
+        case 'b':
+            cp = '\b';
+            break;
+        case 'f':
+            cp = '\f';
+            break;
+        case 'n':
+            cp = '\n';
+            break;
+        case 'r':
+            cp = '\r';
+            break;
+        case 't':
+            cp = '\t';
+            break;
+        case 'u':
+            if (s->end - s->p < 4 || s_hex4 (s->p, &cp) != 0)
+                return -1;
+            s->p += 4;
+            if (cp >= 0xD800 && cp <= 0xDBFF) {
+                uint32_t low;
+                if (s->end - s->p < 6 || s->p[0] != '\\' || s->p[1] != 'u' ||
+                    s_hex4 (s->p + 2, &low) != 0 || low < 0xDC00 ||
+                    low > 0xDFFF)
+                    return -1;
+                s->p += 6;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            } else if (cp >= 0xDC00 && cp <= 0xDFFF)
+                return -1;
+            if (cp == 0)
+                return -1; //  a NUL cannot live in a C string
+            break;
+        default:
+            return -1;
+        }
+        s_put_utf8 (cp, out, outsize, len, full);
+    }
+    return -1;
+}
+
+//  Skip one value of any kind. Returns 0, or -1 if malformed.
+static int
+s_skip_value (s_scan_t *s)
+{
+    int depth = 0;
+    do {
+        s_skip_ws (s);
+        if (s->p >= s->end)
+            return -1;
+        unsigned char c = *s->p;
+        size_t len;
+        bool full;
+        if (c == '"') {
+            if (s_string (s, NULL, 0, &len, &full) != 0)
+                return -1;
+        } else if (c == '{' || c == '[') {
+            if (++depth > S_MAX_DEPTH)
+                return -1;
+            s->p++;
+        } else if (c == '}' || c == ']') {
+            if (depth == 0)
+                return -1;
+            depth--;
+            s->p++;
+        } else if (c == ',' || c == ':') {
+            if (depth == 0)
+                return -1;
+            s->p++;
+        } else {
+            //  number or literal: a run of its characters
+            const unsigned char *start = s->p;
+            while (s->p < s->end &&
+                   ((*s->p >= '0' && *s->p <= '9') ||
+                    (*s->p >= 'a' && *s->p <= 'z') || *s->p == '-' ||
+                    *s->p == '+' || *s->p == '.' || *s->p == 'E'))
+                s->p++;
+            if (s->p == start)
+                return -1;
+        }
+    } while (depth > 0);
+    return 0;
+}
+
+int
+bn_jscan_string (const void *text, size_t size, const char *key, char *out,
+                 size_t outsize)
+{
+    s_scan_t scan = {text, (const unsigned char *)text + size};
+    s_scan_t *s = &scan;
+    size_t keylen = strlen (key);
+    int found = -1;
+    s_skip_ws (s);
+    if (s->p >= s->end || *s->p != '{')
+        return -1;
+    s->p++;
+    s_skip_ws (s);
+    if (s->p < s->end && *s->p == '}')
+        s->p++;
+    else
+        while (true) {
+            s_skip_ws (s);
+            if (s->p >= s->end || *s->p != '"')
+                return -1;
+            char name[64];
+            size_t len;
+            bool full;
+            if (s_string (s, name, sizeof name, &len, &full) != 0)
+                return -1;
+            bool match = !full && len == keylen && memcmp (name, key, len) == 0;
+            s_skip_ws (s);
+            if (s->p >= s->end || *s->p != ':')
+                return -1;
+            s->p++;
+            s_skip_ws (s);
+            if (match && s->p < s->end && *s->p == '"') {
+                if (s_string (s, out, outsize, &len, &full) != 0)
+                    return -1;
+                found = full ? -2 : (int)len;
+            } else {
+                if (match)
+                    found = -1;
+                if (s_skip_value (s) != 0)
+                    return -1;
+            }
+            s_skip_ws (s);
+            if (s->p < s->end && *s->p == ',') {
+                s->p++;
+                continue;
+            }
+            if (s->p < s->end && *s->p == '}') {
+                s->p++;
+                break;
+            }
+            return -1;
+        }
+    s_skip_ws (s);
+    return s->p == s->end ? found : -1;
+}

@@ -1,0 +1,158 @@
+/*  check_bn_jscan: top-level string fields read without a JSON tree agree
+    with jansson.  */
+#include "bn_jscan.h"
+
+#include <check.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int
+s_scan (const char *text, const char *key, char *out, size_t outsize)
+{
+    return bn_jscan_string (text, strlen (text), key, out, outsize);
+}
+
+START_TEST (test_usage)
+{
+    const char *header =
+        "{\"msg_id\": \"abc_1\", \"msg_type\": \"apply_request\", "
+        "\"username\": \"u\", \"session\": \"abc\", \"date\": "
+        "\"2026-11-21T14:29:26.444445Z\", \"version\": \"5.3\"}";
+    char value[128];
+    ck_assert_int_eq (s_scan (header, "msg_id", value, sizeof value), 5);
+    ck_assert_str_eq (value, "abc_1");
+    ck_assert_int_eq (s_scan (header, "msg_type", value, sizeof value), 13);
+    ck_assert_str_eq (value, "apply_request");
+    ck_assert_int_eq (s_scan (header, "missing", value, sizeof value), -1);
+}
+END_TEST
+
+START_TEST (test_shapes)
+{
+    char value[128];
+    //  nested values before the key are skipped
+    ck_assert_int_eq (
+        s_scan ("{\"a\": {\"msg_id\": \"inner\", \"l\": [1, {\"x\": \"}\"}]}, "
+                "\"b\": -1.5e+3, \"c\": null, \"msg_id\": \"outer\"}",
+                "msg_id", value, sizeof value),
+        5);
+    ck_assert_str_eq (value, "outer");
+    //  the last of repeated keys wins, as in Python
+    ck_assert_int_eq (
+        s_scan ("{\"k\": \"one\", \"k\": \"two\"}", "k", value, sizeof value),
+        3);
+    ck_assert_str_eq (value, "two");
+    ck_assert_int_eq (
+        s_scan ("{\"k\": \"one\", \"k\": 2}", "k", value, sizeof value), -1);
+    //  escapes
+    ck_assert_int_eq (
+        s_scan ("{\"k\": \"a\\\"b\\\\c\\/d\\n\\u00e9\\ud83d\\ude00\"}", "k",
+                value, sizeof value),
+        14);
+    ck_assert_str_eq (value, "a\"b\\c/d\n\xc3\xa9\xf0\x9f\x98\x80");
+    //  an escaped key matches its unescaped name
+    ck_assert_int_eq (
+        s_scan ("{\"msg\\u005fid\": \"x\"}", "msg_id", value, sizeof value), 1);
+    //  not a string, too long, malformed
+    ck_assert_int_eq (s_scan ("{\"k\": 7}", "k", value, sizeof value), -1);
+    ck_assert_int_eq (s_scan ("{\"k\": \"0123456789\"}", "k", value, 8), -2);
+    const char *bad[] = {"",
+                         "[]",
+                         "{",
+                         "{\"k\"}",
+                         "{\"k\": }",
+                         "{\"k\": \"x}",
+                         "{\"k\": \"x\",}",
+                         "{\"k\": \"x\"} x",
+                         "{\"k\": [}",
+                         "{\"k\": \"\\q\"}",
+                         "{\"k\": \"\\u12\"}",
+                         "{\"k\": \"\\ud800\"}",
+                         "{\"k\": \"\\u0000\"}",
+                         "{\"k\": \"a\tb\"}",
+                         "{\"k\": \"x\" \"j\": 1}",
+                         "{k: \"x\"}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_msg (s_scan (bad[i], "k", value, sizeof value) == -1,
+                       "accepted %s", bad[i]);
+    ck_assert_int_eq (s_scan ("  {}  ", "k", value, sizeof value), -1);
+}
+END_TEST
+
+START_TEST (test_deep_nesting)
+{
+    size_t depth = 100000;
+    char *text = malloc (2 * depth + 32);
+    size_t len = (size_t)sprintf (text, "{\"a\": ");
+    memset (text + len, '[', depth);
+    len += depth;
+    memset (text + len, ']', depth);
+    len += depth;
+    len += (size_t)sprintf (text + len, ", \"k\": \"v\"}");
+    char value[8];
+    ck_assert_int_eq (bn_jscan_string (text, len, "k", value, sizeof value),
+                      -1);
+    free (text);
+}
+END_TEST
+
+//  Whenever jansson reads the text as an object with a string at key, the
+//  scanner gives the same string.
+START_TEST (test_agrees_with_jansson)
+{
+    const char *seeds[] = {
+        "{\"msg_id\":\"a_1\",\"msg_type\":\"apply_request\",\"x\":[1,2,{}]}",
+        "{\"x\": {\"msg_id\": 3}, \"msg_id\": \"b\\u00e9\", \"y\": true}",
+        "{\"msg_id\": \"\\\"q\\\"\", \"z\": [\"]\", \"}\"]}",
+    };
+    const char alphabet[] = "{}[]\":,\\ u0a1_-.etrnl";
+    srand (7);
+    for (size_t seed = 0; seed < sizeof seeds / sizeof seeds[0]; seed++) {
+        for (int round = 0; round < 20000; round++) {
+            char text[256];
+            size_t len = strlen (seeds[seed]);
+            memcpy (text, seeds[seed], len);
+            int edits = 1 + rand () % 3;
+            for (int e = 0; e < edits; e++) {
+                size_t at = (size_t)rand () % len;
+                text[at] = alphabet[rand () % (int)(sizeof alphabet - 1)];
+            }
+            json_error_t error;
+            json_t *root = json_loadb (text, len, 0, &error);
+            const char *expect =
+                root ? json_string_value (json_object_get (root, "msg_id"))
+                     : NULL;
+            char value[256];
+            int got =
+                bn_jscan_string (text, len, "msg_id", value, sizeof value);
+            if (expect)
+                ck_assert_msg (got >= 0 && strcmp (value, expect) == 0,
+                               "%.*s: scanner %d, jansson '%s'", (int)len, text,
+                               got, expect);
+            if (root && json_is_object (root) && !expect)
+                ck_assert_msg (got < 0, "%.*s: scanner found a value", (int)len,
+                               text);
+            json_decref (root);
+        }
+    }
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("bn_jscan");
+    TCase *tc = tcase_create ("core");
+    tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_shapes);
+    tcase_add_test (tc, test_deep_nesting);
+    tcase_add_test (tc, test_agrees_with_jansson);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
