@@ -77,7 +77,14 @@ bn_engine_table_new_id (bn_engine_table_t *self, int requested)
             self->counter = requested + 1;
         return requested;
     }
-    return self->counter++;
+    if (self->counter < INT32_MAX)
+        return self->counter++;
+    //  a peer asked for the last id: reuse the lowest free one rather than
+    //  overflow (among size + 1 ids one is free)
+    int id = 0;
+    while (s_by_id (self, id))
+        id++;
+    return id;
 }
 
 int

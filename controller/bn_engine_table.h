@@ -18,7 +18,8 @@ void bn_engine_table_destroy (bn_engine_table_t **self_p);
 //  The id for a new registration: requested (if >= 0 and no registered or
 //  pending engine has it), else the next value of the counter. The counter
 //  always moves past the id returned, so the counter never hands out an id
-//  twice, even when the registration then fails.
+//  twice, even when the registration then fails; once a request has taken
+//  it to INT32_MAX, the lowest free id is given instead.
 int bn_engine_table_new_id (bn_engine_table_t *self, int requested);
 
 //  Add uuid as a pending registration with id. Returns -1 if the uuid is

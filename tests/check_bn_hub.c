@@ -592,6 +592,14 @@ START_TEST (test_table)
     ck_assert_int_eq (bn_engine_table_new_id (table, -1), 12);
     ck_assert_int_eq (bn_engine_table_new_id (table, 10), 10);
     ck_assert_uint_eq (bn_engine_table_size (table), 1);
+    //  a peer asking for the last id does not overflow the counter
+    ck_assert_int_eq (bn_engine_table_new_id (table, INT32_MAX - 1),
+                      INT32_MAX - 1);
+    ck_assert_int_eq (bn_engine_table_add_pending (table, "c", INT32_MAX - 1),
+                      0);
+    ck_assert_int_eq (bn_engine_table_new_id (table, -1), 1);
+    ck_assert_int_eq (bn_engine_table_new_id (table, -1), 1);
+    ck_assert_int_eq (bn_engine_table_new_id (table, INT32_MAX - 1), 1);
     bn_engine_table_destroy (&table);
     ck_assert_ptr_null (table);
     bn_engine_table_destroy (&table);
