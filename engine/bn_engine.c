@@ -41,6 +41,7 @@ extern char **environ;
 #define S_DRAIN 64                   //  messages read per readable event
 #define S_LINGER_MS 1000             //  time to flush replies when stopping
 #define S_DEFAULT_HB_MS 3000         //  hb_period when the reply gives none
+#define S_MAX_HB_MS 86400000         //  longest hb_period taken (a day)
 #define S_TIMELIMIT_KEY "time_limit" //  request metadata, seconds
 #define S_ENGINE_ID_VAR "BANYAN_ENGINE_ID"
 #define S_ENGINE_UUID_VAR "BANYAN_ENGINE_UUID"
@@ -943,10 +944,16 @@ s_registered (bn_engine_t *self, json_t *content)
 {
     self->id = (int)json_integer_value (json_object_get (content, "id"));
     json_t *period = json_object_get (content, "hb_period");
+    json_int_t asked = json_integer_value (period);
+    //  the period divides and is added to in bn_engine_tick: keep it sane
     self->hb_period =
-        json_is_integer (period) && json_integer_value (period) > 0
-            ? (int)json_integer_value (period)
+        json_is_integer (period) && asked > 0 && asked <= S_MAX_HB_MS
+            ? (int)asked
             : S_DEFAULT_HB_MS;
+    if (period && self->hb_period != asked)
+        bn_log_warn ("engine %s: hb_period %" JSON_INTEGER_FORMAT
+                     " ignored; using %d ms",
+                     self->uuid, asked, self->hb_period);
     snprintf (self->topic, sizeof self->topic, "engine.%d.", self->id);
     bn_connfile_t *cf = self->env->connfile;
     size_t nbroadcast = bn_connfile_broadcast_count (cf);

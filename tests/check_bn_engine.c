@@ -1422,6 +1422,32 @@ START_TEST (test_bad_registration_reply)
 }
 END_TEST
 
+//  A registration_reply's hb_period that an int cannot hold (-500 once
+//  truncated, so hb_period + 500 was a division by zero) is not used.
+START_TEST (test_bad_hb_period)
+{
+    s_fake_t *fake = s_fake;
+    s_start (fake, 1, -1, NULL);
+    bn_msg_t *request = s_recv_ok (fake->registration);
+    bn_msg_t *reply = bn_msg_new (fake->hub, BN_MSG_REGISTRATION_REPLY);
+    bn_msg_copy_idents (reply, request);
+    bn_msg_set_content (reply,
+                        json_pack ("{s:i, s:s, s:I}", "id", 4, "status", "ok",
+                                   "hb_period", (json_int_t)4294966796ll));
+    bn_msg_send (&reply, zsock_resolve (fake->registration), fake->hub);
+    bn_msg_destroy (&request);
+    zstr_sendx (fake->engines, "WAIT", "5000", NULL);
+    char *answer = zstr_recv (fake->engines);
+    ck_assert_str_eq (answer, "OK");
+    free (answer);
+    //  deadline checks run every 100 ms
+    zclock_sleep (400);
+    char *ids = s_command (fake, "IDS");
+    ck_assert_str_eq (ids, "4");
+    free (ids);
+}
+END_TEST
+
 START_TEST (test_many_engines_one_thread)
 {
     s_fake_t *fake = s_fake;
@@ -1479,6 +1505,7 @@ main (void)
     tcase_add_test (bad, test_bad_content_answered);
     tcase_add_test (bad, test_bad_apply_answered);
     tcase_add_test (bad, test_bad_registration_reply);
+    tcase_add_test (bad, test_bad_hb_period);
     suite_add_tcase (suite, bad);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
