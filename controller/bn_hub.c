@@ -434,7 +434,12 @@ s_registration_request (bn_hub_t *self, bn_msg_t *request)
 static void
 s_fail_and_notify (bn_hub_t *self, const char *uuid, int id)
 {
-    bn_relay_t *relay = zlistx_first (self->relays);
+    //  registered again under the same uuid (within the grace): adding it
+    //  to the relays failed the old requests, and what they hold now is
+    //  the new engine
+    bn_relay_t *relay = bn_engine_table_id (self->engines, uuid) < 0
+                            ? zlistx_first (self->relays)
+                            : NULL;
     while (relay) {
         bn_relay_engine_remove (relay, uuid);
         relay = zlistx_next (self->relays);

@@ -244,6 +244,45 @@ START_TEST (test_unregistration_request)
 }
 END_TEST
 
+//  An engine back under the same uuid while its old requests wait out the
+//  unregistration grace keeps its new place in the relays.
+START_TEST (test_registered_again_in_grace)
+{
+    t_engine_t *engine = t_engine_new (s_ctl);
+    int id = t_engine_register (engine, s_ctl, s_client, -1);
+    //  a request it never answers makes the unregistration wait
+    bn_msg_t *msg =
+        t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, engine->uuid);
+    t_send (&msg, s_client->mux, s_client->session);
+    bn_msg_t *got = t_recv (engine->shell);
+    ck_assert_ptr_nonnull (got);
+    bn_msg_destroy (&got);
+    msg = t_msg (engine->session, BN_MSG_UNREGISTRATION_REQUEST,
+                 json_pack ("{s:i}", "id", id), NULL);
+    t_send (&msg, engine->reg, engine->session);
+    int64_t until = zclock_mono () + T_TIMEOUT;
+    while (t_stat (s_ctl, "hub", "unregistrations") == 0)
+        ck_assert_int_lt (zclock_mono (), until);
+    //  back at once with the same uuid, on new connections
+    zsock_t **socks[] = {&engine->shell, &engine->control, &engine->iopub,
+                         &engine->hb_sub, &engine->hb_dealer};
+    for (size_t i = 0; i < sizeof socks / sizeof socks[0]; i++)
+        zsock_destroy (socks[i]);
+    zclock_sleep (100);
+    t_engine_register (engine, s_ctl, s_client, -1);
+    //  once the grace is over, requests still reach it
+    zclock_sleep (700);
+    msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, engine->uuid);
+    t_send (&msg, s_client->mux, s_client->session);
+    got = t_recv (engine->shell);
+    ck_assert_msg (got != NULL, "the engine registered again got no request");
+    ck_assert_str_eq (bn_msg_type (got), BN_MSG_APPLY_REQUEST);
+    bn_msg_destroy (&got);
+    s_assert_engines (1);
+    t_engine_destroy (&engine);
+}
+END_TEST
+
 START_TEST (test_iopub_shutdown_reply)
 {
     t_engine_t *engine = t_engine_new (s_ctl);
@@ -619,6 +658,7 @@ s_suite (void)
     tcase_add_test (tc, test_registration_errors);
     tcase_add_test (tc, test_stalled_registration);
     tcase_add_test (tc, test_unregistration_request);
+    tcase_add_test (tc, test_registered_again_in_grace);
     tcase_add_test (tc, test_iopub_shutdown_reply);
     tcase_add_test (tc, test_heart_failure);
     tcase_add_test (tc, test_queue_request);
