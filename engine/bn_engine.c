@@ -71,20 +71,24 @@ struct _bn_engine_t {
     bn_watch_item_t *registration_item; //  watches of the sockets
     bn_watch_item_t *shell_item;
     bn_watch_item_t *control_item;
-    char topic[64];      //  "engine.<id>." iopub topic prefix
-    int64_t deadline;    //  registration deadline (ms, mono)
-    int64_t last_ping;   //  last ping or registration (ms)
-    int hb_period;       //  ms, from the registration reply
-    int execution_count; //  non-silent execute_requests
-    bn_namespace_t *ns;  //  push/pull values
-    zlistx_t *queue;     //  bn_msg_t * waiting shell requests
-    zhashx_t *aborted;   //  msg_ids to answer "aborted"
-    s_current_t current; //  the request being handled
-    bool dispatching;    //  inside s_next: no recursion
-    bool waiting;        //  in env->waiting for a command slot
-    char **envp;         //  commands' environment
+    char topic[64];        //  "engine.<id>." iopub topic prefix
+    int64_t deadline;      //  registration deadline (ms, mono)
+    int64_t last_ping;     //  last ping or registration (ms)
+    int hb_period;         //  ms, from the registration reply
+    int execution_count;   //  non-silent execute_requests
+    bn_namespace_t *ns;    //  push/pull values
+    zlistx_t *queue;       //  bn_msg_t * waiting shell requests
+    zhashx_t *aborted;     //  msg_ids to answer "aborted"
+    zhashx_t *aborted_old; //  the previous generation of them, or NULL
+    s_current_t current;   //  the request being handled
+    bool dispatching;      //  inside s_next: no recursion
+    bool waiting;          //  in env->waiting for a command slot
+    char **envp;           //  commands' environment
     bn_engine_stats_t stats;
 };
+
+static void s_aborted_add (bn_engine_t *self, const char *msg_id);
+static bool s_aborted_take (bn_engine_t *self, const char *msg_id);
 
 //  ---------------------------------------------------------------------
 //  Sockets and messages
@@ -636,9 +640,8 @@ s_start (bn_engine_t *self, bn_msg_t *request)
     s_status (self, request, "busy");
     const char *type = bn_msg_type (request);
     const char *msg_id = bn_msg_id (request);
-    if (zhashx_lookup (self->aborted, msg_id)) {
+    if (s_aborted_take (self, msg_id)) {
         //  As ipykernel: an aborted reply, and no idle status after it.
-        zhashx_delete (self->aborted, msg_id);
         char reply_type[128];
         if (bn_wire_reply_type (type, reply_type, sizeof reply_type))
             snprintf (reply_type, sizeof reply_type, "error_reply");
@@ -746,6 +749,38 @@ s_signal (bn_engine_t *self, bn_msg_t *request, const char *started)
              s_reply_metadata (self, request, BN_STATUS_OK, started), NULL);
 }
 
+//  Remember msg_id as aborted. A peer may name ids that never arrive, so
+//  the set keeps two generations of at most BN_ENGINE_ABORTED_MAX ids and
+//  forgets the older one when the newer is full.
+static void
+s_aborted_add (bn_engine_t *self, const char *msg_id)
+{
+    if (zhashx_size (self->aborted) >= BN_ENGINE_ABORTED_MAX) {
+        zhashx_t *fresh = zhashx_new ();
+        if (!fresh)
+            return;
+        zhashx_destroy (&self->aborted_old);
+        self->aborted_old = self->aborted;
+        self->aborted = fresh;
+    }
+    zhashx_update (self->aborted, msg_id, (void *)1);
+}
+
+//  True (and forgotten) if msg_id was aborted.
+static bool
+s_aborted_take (bn_engine_t *self, const char *msg_id)
+{
+    if (zhashx_lookup (self->aborted, msg_id)) {
+        zhashx_delete (self->aborted, msg_id);
+        return true;
+    }
+    if (self->aborted_old && zhashx_lookup (self->aborted_old, msg_id)) {
+        zhashx_delete (self->aborted_old, msg_id);
+        return true;
+    }
+    return false;
+}
+
 //  abort_request: remember msg_ids; an empty list (or null) aborts the
 //  execute_requests waiting in the queue, as ipykernel does.
 static void
@@ -758,14 +793,13 @@ s_abort (bn_engine_t *self, bn_msg_t *request, const char *started)
         json_array_foreach (ids, index, id)
         {
             if (json_is_string (id))
-                zhashx_update (self->aborted, json_string_value (id),
-                               (void *)1);
+                s_aborted_add (self, json_string_value (id));
         }
     } else {
         bn_msg_t *queued = (bn_msg_t *)zlistx_first (self->queue);
         while (queued) {
             if (strcmp (bn_msg_type (queued), BN_MSG_EXECUTE_REQUEST) == 0)
-                zhashx_update (self->aborted, bn_msg_id (queued), (void *)1);
+                s_aborted_add (self, bn_msg_id (queued));
             queued = (bn_msg_t *)zlistx_next (self->queue);
         }
     }
@@ -1083,6 +1117,7 @@ bn_engine_destroy (bn_engine_t **self_p)
     s_close (self, &self->pong, NULL);
     zlistx_destroy (&self->queue);
     zhashx_destroy (&self->aborted);
+    zhashx_destroy (&self->aborted_old);
     bn_namespace_destroy (&self->ns);
     s_free_envp (self->envp);
     bn_session_destroy (&self->session);

@@ -20,6 +20,11 @@ typedef enum {
     BN_ENGINE_STOPPED      //  shut down, gave up, or failed to register
 } bn_engine_state_t;
 
+//  msg_ids named by abort_request are remembered in two generations of at
+//  most this many each; the older generation is forgotten when the newer
+//  one is full, so ids that never arrive cannot grow the set for ever.
+#define BN_ENGINE_ABORTED_MAX 16384
+
 //  Why an engine stopped; the process exit status its main should use.
 typedef enum {
     BN_ENGINE_EXIT_OK = 0,              //  shutdown_request or stop

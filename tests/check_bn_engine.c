@@ -4,6 +4,7 @@
     socket.  */
 #include "bn_config.h"
 #include "bn_connfile.h"
+#include "bn_engine.h"
 #include "bn_engine_actor.h"
 #include "bn_error.h"
 #include "bn_log.h"
@@ -799,6 +800,64 @@ START_TEST (test_execute_errors_and_limits)
 }
 END_TEST
 
+//  Give the request the msg_id in arg.
+static void
+s_set_id (bn_msg_t *msg, void *arg)
+{
+    ck_assert_int_eq (bn_msg_set_msg_id (msg, (const char *)arg), 0);
+}
+
+//  Send an abort_request for ids (taken) and check its reply.
+static void
+s_abort_ids (s_fake_t *fake, json_t *ids)
+{
+    char id[BN_MSG_ID_SIZE];
+    snprintf (id, sizeof id, "%s",
+              s_send (fake, fake->control, 0, BN_MSG_ABORT_REQUEST,
+                      json_pack ("{s:o}", "msg_ids", ids)));
+    bn_msg_t *reply = s_reply (fake, fake->control, 0, id, BN_MSG_ABORT_REPLY);
+    ck_assert_str_eq (s_status_of (reply), "ok");
+    bn_msg_destroy (&reply);
+}
+
+//  Run "true" as msg_id; the reply's status.
+static char *
+s_run_as (s_fake_t *fake, const char *msg_id)
+{
+    s_send_to (fake, fake->mux, 0, BN_MSG_EXECUTE_REQUEST,
+               json_pack ("{s:s}", "code", "true"), NULL, s_set_id,
+               (void *)msg_id, NULL);
+    bn_msg_t *reply =
+        s_reply (fake, fake->mux, 0, msg_id, BN_MSG_EXECUTE_REPLY);
+    char *status = strdup (s_status_of (reply));
+    bn_msg_destroy (&reply);
+    return status;
+}
+
+START_TEST (test_aborted_ids_bounded)
+{
+    s_fake_t *fake = s_fake;
+    s_start (fake, 1, -1, NULL);
+    s_register (fake, 1, 3000);
+    s_abort_ids (fake, json_pack ("[s]", "doomed-1"));
+    char *status = s_run_as (fake, "doomed-1");
+    ck_assert_str_eq (status, "aborted");
+    free (status);
+    //  ids that never arrive push an aborted id out after two generations
+    s_abort_ids (fake, json_pack ("[s]", "doomed-2"));
+    json_t *many = json_array ();
+    for (int i = 0; i < 2 * BN_ENGINE_ABORTED_MAX; i++) {
+        char id[32];
+        snprintf (id, sizeof id, "never-%d", i);
+        json_array_append_new (many, json_string (id));
+    }
+    s_abort_ids (fake, many);
+    status = s_run_as (fake, "doomed-2");
+    ck_assert_str_eq (status, "ok");
+    free (status);
+}
+END_TEST
+
 START_TEST (test_queue_abort_signal)
 {
     s_fake_t *fake = s_fake;
@@ -1487,6 +1546,7 @@ main (void)
     tcase_add_test (tc, test_sleep_does_not_block);
     tcase_add_test (tc, test_execute_errors_and_limits);
     tcase_add_test (tc, test_queue_abort_signal);
+    tcase_add_test (tc, test_aborted_ids_bounded);
     tcase_add_test (tc, test_task_and_broadcast_routes);
     tcase_add_test (tc, test_shutdown);
     tcase_add_test (tc, test_registration_timeout);
