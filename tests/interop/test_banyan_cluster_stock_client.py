@@ -33,9 +33,11 @@ def main():
     with bnharness.Cluster() as cluster:
         # a fast heartbeat, so that a killed engine is noticed in ~1 s
         cluster.start_banyan_controller("--ping", "200",
-                                        "--heartbeat-misses", "3")
-        cluster.start_banyan_engines(3)
-        killable = cluster.start_banyan_engines(1)
+                                        "--heartbeat-misses", "3",
+                                        "--log-level", "info")
+        # requested ids, so that the engine to kill is known to be 3
+        cluster.start_banyan_engines(3, "--id", "0")
+        killable = cluster.start_banyan_engines(1, "--id", "3")
         client = cluster.client()
         start = time.monotonic()
         cluster.wait_for_engines(client, 4)
@@ -87,7 +89,7 @@ def main():
                      {0, 1, 2, 3} <= set(status) and
                      status[0]["completed"] >= 4, status)
 
-        dead = [i for i in client.ids if i not in (0, 1, 2)][0]
+        dead = 3
         pending = client[dead].apply_async(Reference("sleep"), 30)
         time.sleep(0.3)
         cluster.kill(killable)
