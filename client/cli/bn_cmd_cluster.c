@@ -436,21 +436,36 @@ s_quiet_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
 static const struct option s_quiet_options[] = {
     {"quiet", no_argument, NULL, 'q'}, {NULL, 0, NULL, 0}};
 
+//  Parse the options of a command that takes only --quiet and the cluster
+//  options. On success *opts_p is set; otherwise it stays NULL and the
+//  exit status is returned (0 after --help or --version).
 static int
-s_stop (int argc, char **argv)
+s_quiet_command (const char *name, int argc, char **argv, bn_cliopts_t **opts_p,
+                 bool *quiet)
 {
-    bn_cliopts_t *opts = bn_cliopts_new (
-        "cluster stop", BN_CLIOPTS_CLUSTER | BN_CLIOPTS_PERMUTE);
+    bn_cliopts_t *opts =
+        bn_cliopts_new (name, BN_CLIOPTS_CLUSTER | BN_CLIOPTS_PERMUTE);
     if (!opts)
         return BN_EXIT_FAILURE;
-    bool quiet = false;
     int first = bn_cliopts_parse (opts, argc, argv, "q", s_quiet_options,
-                                  s_quiet_option, &quiet);
+                                  s_quiet_option, quiet);
     int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
     if (first < 0 || s_no_operands (opts, argc, argv, first) != 0) {
         bn_cliopts_destroy (&opts);
         return status;
     }
+    *opts_p = opts;
+    return BN_EXIT_OK;
+}
+
+static int
+s_stop (int argc, char **argv)
+{
+    bool quiet = false;
+    bn_cliopts_t *opts = NULL;
+    int status = s_quiet_command ("cluster stop", argc, argv, &opts, &quiet);
+    if (!opts)
+        return status;
     const char *profile_dir = bn_cliopts_profile_dir (opts);
     const char *cluster_id = bn_cliopts_cluster_id (opts);
     double grace = bn_cliopts_timeout_given (opts) ? bn_cliopts_timeout (opts)
@@ -707,18 +722,11 @@ s_connfile_ids (const char *profile_dir, zlist_t *ids)
 static int
 s_clean (int argc, char **argv)
 {
-    bn_cliopts_t *opts = bn_cliopts_new (
-        "cluster clean", BN_CLIOPTS_CLUSTER | BN_CLIOPTS_PERMUTE);
-    if (!opts)
-        return BN_EXIT_FAILURE;
     bool quiet = false;
-    int first = bn_cliopts_parse (opts, argc, argv, "q", s_quiet_options,
-                                  s_quiet_option, &quiet);
-    int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
-    if (first < 0 || s_no_operands (opts, argc, argv, first) != 0) {
-        bn_cliopts_destroy (&opts);
+    bn_cliopts_t *opts = NULL;
+    int status = s_quiet_command ("cluster clean", argc, argv, &opts, &quiet);
+    if (!opts)
         return status;
-    }
     const char *profile_dir = bn_cliopts_profile_dir (opts);
     //  Every cluster id that left a trace: records, pid files, connection
     //  files
