@@ -1,7 +1,21 @@
 /*  bn_session: a Jupyter session: identity, message ids, HMAC-SHA256
-    signing and verification with replay rejection.  */
+    signing and verification with replay rejection.
+
+    HMAC-SHA256 is computed with libcrypto's SHA-256, which uses the CPU's
+    SHA extensions (SHA-NI) where it has them; libsodium's is portable C
+    and took 4-5 times as long per message here (1.5 us against 0.33 us
+    for a 470-byte message). The HMAC is built from two SHA256_CTX states
+    precomputed from the key (inner and outer pad), copied by value per
+    message: the EVP interface would allocate twice per message to copy a
+    context, and this is the hottest function of every relay.  */
 #include "bn_session.h"
 #include "bn_error.h"
+
+//  SHA256_Init/Update/Final are deprecated in OpenSSL 3 in favour of EVP,
+//  which cannot copy a context without allocating (see above).
+#define OPENSSL_SUPPRESS_DEPRECATED
+#include <openssl/crypto.h>
+#include <openssl/sha.h>
 
 #include <assert.h>
 #include <jansson.h>
@@ -33,7 +47,8 @@ struct _bn_session_t {
     char id[64];                        //  session id
     char *username_json;                //  escaped user name
     bool signing;                       //  key is not empty
-    crypto_auth_hmacsha256_state keyed; //  state after the key, copied per use
+    SHA256_CTX inner;                   //  after the key's inner pad
+    SHA256_CTX outer;                   //  after the key's outer pad
     uint64_t counter;                   //  next message id counter
     int pid;                            //  process id in message ids
     s_generation_t gen[2];              //  replay history
@@ -118,6 +133,29 @@ bn_session_new_id (char *buf)
     buf[33] = 0;
 }
 
+//  Precompute the HMAC states of key (RFC 2104): a key longer than the
+//  SHA-256 block is hashed first.
+static void
+s_hmac_init (bn_session_t *self, const uint8_t *key, size_t size)
+{
+    uint8_t block[SHA256_CBLOCK] = {0};
+    if (size > sizeof block)
+        SHA256 (key, size, block);
+    else
+        memcpy (block, key, size);
+    uint8_t pad[SHA256_CBLOCK];
+    for (size_t i = 0; i < sizeof pad; i++)
+        pad[i] = block[i] ^ 0x36;
+    SHA256_Init (&self->inner);
+    SHA256_Update (&self->inner, pad, sizeof pad);
+    for (size_t i = 0; i < sizeof pad; i++)
+        pad[i] = block[i] ^ 0x5c;
+    SHA256_Init (&self->outer);
+    SHA256_Update (&self->outer, pad, sizeof pad);
+    OPENSSL_cleanse (block, sizeof block);
+    OPENSSL_cleanse (pad, sizeof pad);
+}
+
 bn_session_t *
 bn_session_new (const char *key, const char *id)
 {
@@ -156,8 +194,7 @@ bn_session_new (const char *key, const char *id)
     self->username_json = quoted;
     self->signing = key && *key;
     if (self->signing)
-        crypto_auth_hmacsha256_init (&self->keyed, (const uint8_t *)key,
-                                     strlen (key));
+        s_hmac_init (self, (const uint8_t *)key, strlen (key));
     self->pid = (int)getpid ();
     if (!self->username_json) {
         bn_session_destroy (&self);
@@ -178,7 +215,8 @@ bn_session_destroy (bn_session_t **self_p)
         free (self->gen[i].used);
     }
     free (self->username_json);
-    sodium_memzero (&self->keyed, sizeof self->keyed);
+    OPENSSL_cleanse (&self->inner, sizeof self->inner);
+    OPENSSL_cleanse (&self->outer, sizeof self->outer);
     free (self);
     *self_p = NULL;
 }
@@ -230,10 +268,14 @@ static void
 s_digest (bn_session_t *self, const void *const parts[4], const size_t sizes[4],
           uint8_t *digest)
 {
-    crypto_auth_hmacsha256_state state = self->keyed;
+    SHA256_CTX state = self->inner;
     for (int i = 0; i < 4; i++)
-        crypto_auth_hmacsha256_update (&state, parts[i], sizes[i]);
-    crypto_auth_hmacsha256_final (&state, digest);
+        SHA256_Update (&state, parts[i], sizes[i]);
+    uint8_t inner[BN_DIGEST];
+    SHA256_Final (inner, &state);
+    state = self->outer;
+    SHA256_Update (&state, inner, sizeof inner);
+    SHA256_Final (digest, &state);
 }
 
 void

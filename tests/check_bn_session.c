@@ -43,6 +43,33 @@ START_TEST (test_usage)
 }
 END_TEST
 
+//  Keys of exactly one SHA-256 block and longer (hashed first, RFC 2104)
+//  sign as Python's hmac does.
+START_TEST (test_long_keys)
+{
+    struct {
+        const char *key;
+        const char *digest;
+    } cases[] = {
+        {"kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk",
+         "f0eebc16d897064295701f396e711aed30e8b7fb26e0e78a82361d654868a65f"},
+        {"KKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKKK"
+         "long key past the SHA-256 block",
+         "dd455c2ffe5dc87890ccdd9b1f57db1ed7aed0220407c4cf5d7c8a557eb7093a"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bn_session_t *session = bn_session_new (cases[i].key, NULL);
+        const void *parts[4];
+        size_t sizes[4];
+        s_parts ("{\"msg_id\":\"z\"}", parts, sizes);
+        char hex[BN_SIGNATURE_SIZE + 1];
+        bn_session_sign (session, parts, sizes, hex);
+        ck_assert_str_eq (hex, cases[i].digest);
+        bn_session_destroy (&session);
+    }
+}
+END_TEST
+
 START_TEST (test_bad_signatures)
 {
     bn_session_t *session = bn_session_new (s_key, NULL);
@@ -176,6 +203,7 @@ main (void)
     Suite *suite = suite_create ("bn_session");
     TCase *tc = tcase_create ("core");
     tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_long_keys);
     tcase_add_test (tc, test_bad_signatures);
     tcase_add_test (tc, test_replay);
     tcase_add_test (tc, test_history_bounded);
