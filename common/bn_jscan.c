@@ -8,6 +8,11 @@
 
 #define S_MAX_DEPTH 512
 
+//  Bytes that stand for themselves inside a JSON string: everything but
+//  control characters, the quote and the backslash.
+static const bool s_plain[256] = {
+    [0x20 ... 0x21] = true, [0x23 ... 0x5B] = true, [0x5D ... 0xFF] = true};
+
 typedef struct {
     const unsigned char *p;   //  next byte
     const unsigned char *end; //  one past the last byte
@@ -86,6 +91,21 @@ s_string (s_scan_t *s, char *out, size_t outsize, size_t *len, bool *full)
     *len = 0;
     *full = false;
     while (s->p < s->end) {
+        //  a run of plain bytes, the common case, is moved in one piece
+        const unsigned char *run = s->p;
+        while (s->p < s->end && s_plain[*s->p])
+            s->p++;
+        size_t n = (size_t)(s->p - run);
+        if (out && n > 0) {
+            if (*len + n >= outsize)
+                *full = true;
+            else {
+                memcpy (out + *len, run, n);
+                *len += n;
+            }
+        }
+        if (s->p >= s->end)
+            break;
         unsigned char c = *s->p++;
         if (c == '"') {
             if (out && !*full)
@@ -94,15 +114,6 @@ s_string (s_scan_t *s, char *out, size_t outsize, size_t *len, bool *full)
         }
         if (c < 0x20)
             return -1;
-        if (c != '\\') {
-            if (out) {
-                if (*len + 1 >= outsize)
-                    *full = true;
-                else
-                    out[(*len)++] = (char)c;
-            }
-            continue;
-        }
         if (s->p >= s->end)
             return -1;
         c = *s->p++;
