@@ -44,15 +44,15 @@ typedef struct {
 } s_generation_t;
 
 struct _bn_session_t {
-    char id[64];                        //  session id
-    char *username_json;                //  escaped user name
-    bool signing;                       //  key is not empty
-    SHA256_CTX inner;                   //  after the key's inner pad
-    SHA256_CTX outer;                   //  after the key's outer pad
-    uint64_t counter;                   //  next message id counter
-    int pid;                            //  process id in message ids
-    s_generation_t gen[2];              //  replay history
-    int current;                        //  index of the current generation
+    char id[64];           //  session id
+    char *username_json;   //  escaped user name
+    bool signing;          //  key is not empty
+    SHA256_CTX inner;      //  after the key's inner pad
+    SHA256_CTX outer;      //  after the key's outer pad
+    uint64_t counter;      //  next message id counter
+    int pid;               //  process id in message ids
+    s_generation_t gen[2]; //  replay history
+    int current;           //  index of the current generation
 };
 
 static void
