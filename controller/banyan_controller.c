@@ -24,7 +24,9 @@ static const struct {
     {"--ping", "controller.heartbeat_period"},
     {"--heartbeat-misses", "controller.heartbeat_misses"},
     {"--registration-timeout", "controller.registration_timeout"},
-    {"--hwm", "controller.hwm"},
+    {"--scheme", "controller.scheme"},
+    {"--hwm", "controller.task_hwm"},
+    {"--socket-hwm", "controller.hwm"},
     {"--log-level", "log.level"},
     {"--log-file", "log.file"},
 };
@@ -67,7 +69,14 @@ s_usage (FILE *file)
         "                        seconds a registering engine has to answer "
         "a ping\n"
         "                        (default: 30)\n"
-        "  --hwm N               high-water mark of every socket, 0 = "
+        "  --scheme NAME         task scheduler scheme: leastload, lru, "
+        "plainrandom,\n"
+        "                        twobin, weighted, pure or none (default: "
+        "leastload)\n"
+        "  --hwm N               tasks the task scheduler gives an engine at "
+        "once,\n"
+        "                        0 = unlimited (default: 1)\n"
+        "  --socket-hwm N        high-water mark of every socket, 0 = "
         "unlimited\n"
         "                        (default: 0)\n"
         "  --reuse               keep the connection files on exit and reuse "

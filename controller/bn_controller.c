@@ -18,7 +18,14 @@
 #include "bn_refuser.h"
 #include "bn_relay.h"
 #include "bn_session.h"
+#include "bn_task.h"
 #include "bn_wire.h"
+
+//  Requests a client may have on its way into the task port's ROUTER
+//  beyond what the scheduler queues (the scheduler stops reading past
+//  BN_TASK_QUEUE_MAX queued tasks; then this bounds libzmq's buffer and
+//  the flooding client's sends block).
+#define S_TASK_RCVHWM 1000
 
 //  Milliseconds we keep trying to bind a port reused from old files.
 #define S_REBIND_WAIT 2000
@@ -62,7 +69,8 @@ typedef struct {
     bn_relay_t *mux;
     bn_relay_t *control;
     bn_relay_t *iopub;
-    bn_refuser_t *task;
+    bn_task_t *task;            //  Task scheduler, or NULL (scheme none)
+    bn_refuser_t *task_refuser; //  Task port with scheme none
     bn_refuser_t *broadcast;
     bool shutdown; //  Ended by a hub shutdown_request
 } s_controller_t;
@@ -196,6 +204,8 @@ s_bind_all (s_controller_t *self, bn_connfile_t *old_client,
         s_bind (self, &self->bcast_in, ZMQ_ROUTER, root_id, true,
                 bcast_port > 0 ? bcast_port : 0))
         return -1;
+    if (self->hwm == 0)
+        zsock_set_rcvhwm (self->task_in.sock, S_TASK_RCVHWM);
     return 0;
 }
 
@@ -335,7 +345,8 @@ s_controller_destroy (s_controller_t **self_p)
     bn_relay_destroy (&self->mux);
     bn_relay_destroy (&self->control);
     bn_relay_destroy (&self->iopub);
-    bn_refuser_destroy (&self->task);
+    bn_task_destroy (&self->task);
+    bn_refuser_destroy (&self->task_refuser);
     bn_refuser_destroy (&self->broadcast);
     zloop_destroy (&self->loop);
     s_bound_t *all[] = {
@@ -371,8 +382,9 @@ s_stats (s_controller_t *self)
         "heart", bn_heart_stats (self->heart), "mux",
         bn_relay_stats (self->mux), "control", bn_relay_stats (self->control),
         "iopub", bn_relay_stats (self->iopub), "task",
-        bn_refuser_stats (self->task), "broadcast",
-        bn_refuser_stats (self->broadcast));
+        self->task ? bn_task_stats (self->task)
+                   : bn_refuser_stats (self->task_refuser),
+        "broadcast", bn_refuser_stats (self->broadcast));
 }
 
 static int
@@ -406,7 +418,8 @@ s_on_pipe (zloop_t *loop, zsock_t *pipe, void *arg)
 //  Build components and register them in the loop.
 static int
 s_start_components (s_controller_t *self, int period, int misses,
-                    double registration_timeout)
+                    double registration_timeout, const char *scheme,
+                    int task_hwm)
 {
     self->loop = zloop_new ();
     self->heart =
@@ -417,20 +430,35 @@ s_start_components (s_controller_t *self, int period, int misses,
                                        self->control_out.sock, self->session);
     self->iopub = bn_relay_new_forward ("iopub", self->iopub_in.sock,
                                         self->iopub_out.sock, self->session);
-    self->task =
-        bn_refuser_new (BN_REFUSER_TASK, self->task_in.sock, self->session);
+    int scheme_id = bn_task_scheme_parse (scheme);
+    if (scheme_id >= 0) {
+        self->task =
+            bn_task_new (self->task_in.sock, self->task_out.sock, self->session,
+                         (bn_task_scheme_t)scheme_id, task_hwm);
+        if (!self->task)
+            return -1;
+    } else {
+        bn_log_info ("controller: no task scheduler (scheme %s)", scheme);
+        self->task_refuser =
+            bn_refuser_new (BN_REFUSER_TASK, self->task_in.sock, self->session);
+        if (!self->task_refuser)
+            return -1;
+    }
     self->broadcast = bn_refuser_new (BN_REFUSER_BROADCAST, self->bcast_in.sock,
                                       self->session);
     if (!self->loop || !self->heart || !self->mux || !self->control ||
-        !self->iopub || !self->task || !self->broadcast)
+        !self->iopub || !self->broadcast)
         return -1;
     self->hub = bn_hub_new (
         self->query.sock, self->notifier.sock, self->session, self->heart,
         s_connection_info (self), period, registration_timeout);
     if (!self->hub)
         return -1;
-    if (bn_refuser_add_engine_side (self->task, self->task_out.sock))
+    if (self->task_refuser &&
+        bn_refuser_add_engine_side (self->task_refuser, self->task_out.sock))
         return -1;
+    if (self->task)
+        bn_hub_set_task (self->hub, self->task);
     for (size_t leaf = 0; leaf < self->nleaves; leaf++)
         if (bn_refuser_add_engine_side (self->broadcast,
                                         self->bcast_leaves[leaf].sock))
@@ -448,7 +476,9 @@ s_start_components (s_controller_t *self, int period, int misses,
         bn_relay_attach (self->mux, self->loop) ||
         bn_relay_attach (self->control, self->loop) ||
         bn_relay_attach (self->iopub, self->loop) ||
-        bn_refuser_attach (self->task, self->loop) ||
+        (self->task && bn_task_attach (self->task, self->loop)) ||
+        (self->task_refuser &&
+         bn_refuser_attach (self->task_refuser, self->loop)) ||
         bn_refuser_attach (self->broadcast, self->loop))
         return -1;
     return 0;
@@ -516,7 +546,9 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
         rc = s_start_components (
             self, bn_config_int (config, "controller.heartbeat_period"),
             bn_config_int (config, "controller.heartbeat_misses"),
-            bn_config_double (config, "controller.registration_timeout"));
+            bn_config_double (config, "controller.registration_timeout"),
+            bn_config_str (config, "controller.scheme"),
+            bn_config_int (config, "controller.task_hwm"));
     if (rc == 0)
         rc = s_write_files (self, bn_config_str (config, "controller.scheme"));
     if (rc == 0)

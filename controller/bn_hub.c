@@ -71,6 +71,7 @@ struct _bn_hub_t {
     bn_engine_table_t *engines;
     zlistx_t *relays;   //  bn_relay_t * (borrowed)
     bn_relay_t *counts; //  Relay giving queue/completed counts
+    bn_task_t *task;    //  Task scheduler (borrowed), or NULL
     zhashx_t *stalls;   //  uuid -> s_stall_t
     zlistx_t *leaving;  //  s_leaving_t *, waiting for replies
     zloop_t *loop;
@@ -172,6 +173,13 @@ bn_hub_add_relay (bn_hub_t *self, bn_relay_t *relay, bool counts)
     if (counts)
         self->counts = relay;
     return 0;
+}
+
+void
+bn_hub_set_task (bn_hub_t *self, bn_task_t *task)
+{
+    assert (self);
+    self->task = task;
 }
 
 void
@@ -330,6 +338,8 @@ s_on_new_heart (void *arg, const char *uuid)
             bn_log_error ("hub: relay refused engine %d:%s", id, uuid);
         relay = zlistx_next (self->relays);
     }
+    if (self->task && bn_task_engine_add (self->task, uuid, id) != 0)
+        bn_log_error ("hub: task scheduler refused engine %d:%s", id, uuid);
     self->stats.registrations++;
     bn_log_info ("hub: engine %d:%s registered", id, uuid);
     s_notify (self, BN_MSG_REGISTRATION_NOTIFICATION,
@@ -440,6 +450,8 @@ s_fail_and_notify (bn_hub_t *self, const char *uuid, int id)
     bn_relay_t *relay = bn_engine_table_id (self->engines, uuid) < 0
                             ? zlistx_first (self->relays)
                             : NULL;
+    if (self->task && bn_engine_table_id (self->engines, uuid) < 0)
+        bn_task_engine_remove (self->task, uuid);
     while (relay) {
         bn_relay_engine_remove (relay, uuid);
         relay = zlistx_next (self->relays);
@@ -488,6 +500,10 @@ bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
         bn_relay_engine_close (relay, copy);
         waiting += bn_relay_queue_size (relay, copy);
         relay = zlistx_next (self->relays);
+    }
+    if (self->task) {
+        bn_task_engine_close (self->task, copy);
+        waiting += bn_task_engine_load (self->task, copy);
     }
     s_leaving_t *leaving =
         waiting && self->loop ? calloc (1, sizeof *leaving) : NULL;
@@ -658,8 +674,13 @@ s_queue_request (bn_hub_t *self, bn_msg_t *request)
             completed = json_integer (
                 (json_int_t)bn_relay_completed_size (self->counts, uuid));
         }
-        //  no task scheduler runs, so no task is ever on an engine
-        tasks = verbose ? json_array () : json_integer (0);
+        if (!self->task)
+            tasks = verbose ? json_array () : json_integer (0);
+        else if (verbose)
+            tasks = bn_task_engine_tasks (self->task, uuid);
+        else
+            tasks = json_integer (
+                (json_int_t)bn_task_engine_load (self->task, uuid));
         char key[16];
         snprintf (key, sizeof key, "%d", id);
         json_object_set_new (reply, key,
@@ -668,8 +689,14 @@ s_queue_request (bn_hub_t *self, bn_msg_t *request)
                                         tasks));
     }
     json_decref (ids);
-    json_object_set_new (reply, "unassigned",
-                         verbose ? json_array () : json_integer (0));
+    json_t *unassigned;
+    if (!self->task)
+        unassigned = verbose ? json_array () : json_integer (0);
+    else if (verbose)
+        unassigned = bn_task_unassigned_ids (self->task);
+    else
+        unassigned = json_integer ((json_int_t)bn_task_unassigned (self->task));
+    json_object_set_new (reply, "unassigned", unassigned);
     s_reply (self, request, BN_MSG_QUEUE_REPLY, reply);
 }
 

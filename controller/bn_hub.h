@@ -11,6 +11,7 @@
 #include "bn_heart.h"
 #include "bn_relay.h"
 #include "bn_session.h"
+#include "bn_task.h"
 
 typedef struct _bn_hub_t bn_hub_t;
 
@@ -39,6 +40,10 @@ void bn_hub_destroy (bn_hub_t **self_p);
 //  completed counts of queue_request come from the relay added with
 //  counts set (the mux). Returns -1 if out of memory.
 int bn_hub_add_relay (bn_hub_t *self, bn_relay_t *relay, bool counts);
+
+//  Tell the task scheduler (borrowed) about engines as they come and go,
+//  as the relays are told; queue_request counts its tasks.
+void bn_hub_set_task (bn_hub_t *self, bn_task_t *task);
 
 //  Unregister engines whose shutdown_reply passes through the iopub relay
 //  (borrowed).

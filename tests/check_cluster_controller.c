@@ -368,16 +368,20 @@ END_TEST
 
 START_TEST (test_task_and_broadcast)
 {
-    //  no task scheduler yet: an error the client can match
+    //  the task scheduler gives the request to the one engine, and its
+    //  reply comes back through it
     bn_msg_t *msg =
         t_msg (s_client->session, BN_MSG_EXECUTE_REQUEST, NULL, NULL);
     char *msg_id = strdup (bn_msg_id (msg));
     t_send (&msg, s_client->task, s_client->session);
+    char got_id[128];
+    t_engine_answer (s_engine, s_engine->shell, got_id, sizeof got_id);
+    ck_assert_str_eq (got_id, msg_id);
     bn_msg_t *reply = t_recv (s_client->task);
     ck_assert_ptr_nonnull (reply);
-    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_APPLY_REPLY);
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_EXECUTE_REPLY);
     ck_assert_str_eq (bn_msg_parent_id (reply), msg_id);
-    ck_assert_str_eq (t_content_str (reply, "ename"), "NotImplementedError");
+    ck_assert_str_eq (t_content_str (reply, "status"), "ok");
     bn_msg_destroy (&reply);
     free (msg_id);
 
@@ -397,7 +401,7 @@ START_TEST (test_task_and_broadcast)
     ck_assert_str_eq (t_metadata_str (reply, "original_msg_id"), msg_id);
     bn_msg_destroy (&reply);
     free (msg_id);
-    ck_assert_int_eq (t_stat (s_ctl, "task", "answered"), 1);
+    ck_assert_int_eq (t_stat (s_ctl, "task", "forwarded"), 1);
     ck_assert_int_eq (t_stat (s_ctl, "broadcast", "answered"), 1);
 }
 END_TEST
