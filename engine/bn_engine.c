@@ -19,7 +19,14 @@
     minus the signal that killed it); a failure is a CalledProcessError,
     or TimeoutExpired when the time limit (engine.request_time_limit, or a
     smaller request metadata `time_limit` in seconds) killed its process
-    group.  */
+    group.
+
+    A shell request whose metadata has `bn_output: "reply"` (banyan's
+    broadcast tree, TREE.md) publishes nothing on iopub (no status, no
+    stream, no error): what the command wrote comes back in the reply
+    content as `bn_stdout` and `bn_stderr` (both always present, at most
+    S_REPLY_OUTPUT_MAX bytes each), so that it can be merged and grouped
+    with the results on the way up.  */
 #include "bn_engine.h"
 #include "bn_error.h"
 #include "bn_log.h"
@@ -43,6 +50,8 @@ extern char **environ;
 #define S_DEFAULT_HB_MS 3000         //  hb_period when the reply gives none
 #define S_MAX_HB_MS 86400000         //  longest hb_period taken (a day)
 #define S_TIMELIMIT_KEY "time_limit" //  request metadata, seconds
+#define S_OUTPUT_KEY "bn_output"     //  request metadata: "reply"
+#define S_REPLY_OUTPUT_MAX (16 * 1024 * 1024) //  bytes kept per stream
 #define S_ENGINE_ID_VAR "BANYAN_ENGINE_ID"
 #define S_ENGINE_UUID_VAR "BANYAN_ENGINE_UUID"
 
@@ -54,6 +63,10 @@ typedef struct {
     bn_value_t *result;         //  a deferred apply's result
     int timer;                  //  deferral or time limit, or -1
     double time_limit;          //  seconds, 0: none
+    bool quiet;                 //  bn_output "reply": output in the reply
+    zchunk_t *out;              //  stdout kept for the reply, or NULL
+    zchunk_t *err;              //  stderr kept for the reply, or NULL
+    bool truncated;             //  output past S_REPLY_OUTPUT_MAX dropped
 } s_current_t;
 
 struct _bn_engine_t {
@@ -141,12 +154,29 @@ s_close (bn_engine_t *self, zsock_t **sock_p, bn_watch_item_t **item_p)
     zsock_destroy (sock_p);
 }
 
+//  True if request asks for its output in the reply (bn_output).
+static bool
+s_output_in_reply (bn_msg_t *request)
+{
+    json_t *metadata = request ? bn_msg_metadata (request) : NULL;
+    const char *output =
+        metadata ? json_string_value (json_object_get (metadata, S_OUTPUT_KEY))
+                 : NULL;
+    return output && strcmp (output, "reply") == 0;
+}
+
 //  Publish on iopub with topic engine.<id>.<kind>; parent is a request or
-//  NULL; with_engine adds metadata.engine (WIRE.md 9.2).
+//  NULL; with_engine adds metadata.engine (WIRE.md 9.2). Nothing is
+//  published for a request that wants its output in the reply.
 static void
 s_publish (bn_engine_t *self, bn_msg_t *parent, const char *msg_type,
            const char *kind, json_t *content, bool with_engine)
 {
+    if (parent && (parent == self->current.msg ? self->current.quiet
+                                               : s_output_in_reply (parent))) {
+        json_decref (content);
+        return;
+    }
     bn_msg_t *msg = parent ? bn_msg_new_reply (self->session, parent, msg_type)
                            : bn_msg_new (self->session, msg_type);
     if (!msg || !content) {
@@ -205,6 +235,31 @@ s_reply_metadata (bn_engine_t *self, bn_msg_t *request, const char *status,
     return metadata;
 }
 
+//  A JSON string of size bytes of output (bn_shell hands it over as
+//  valid UTF-8).
+static json_t *
+s_output_string (zchunk_t *chunk)
+{
+    json_t *string = chunk ? json_stringn ((const char *)zchunk_data (chunk),
+                                           zchunk_size (chunk))
+                           : NULL;
+    return string ? string : json_string ("");
+}
+
+//  Put the output the current request kept into its reply content as
+//  bn_stdout and bn_stderr ("" when none, or when request is not the
+//  current one: a request aborted before it ran).
+static void
+s_output_into (bn_engine_t *self, bn_msg_t *request, json_t *content)
+{
+    s_current_t *current = &self->current;
+    bool mine = request == current->msg;
+    zchunk_t *out = mine ? current->out : NULL;
+    zchunk_t *err = mine ? current->err : NULL;
+    json_object_set_new (content, "bn_stdout", s_output_string (out));
+    json_object_set_new (content, "bn_stderr", s_output_string (err));
+}
+
 //  Send a reply to request on sock: content and metadata taken; value,
 //  when given, is serialized into the buffers (an apply result).
 //  Returns -1 if value cannot be serialized (nothing sent).
@@ -227,6 +282,8 @@ s_reply (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
         bn_msg_destroy (&reply);
         return -1;
     }
+    if (sock == self->shell && s_output_in_reply (request))
+        s_output_into (self, request, content);
     bn_msg_set_metadata (reply, metadata);
     bn_msg_set_content (reply, content);
     if (bn_msg_send (&reply, zsock_resolve (sock), self->session))
@@ -315,6 +372,7 @@ static void s_next (bn_engine_t *self);
 static void s_stop (bn_engine_t *self, bn_engine_exit_t code, bool unregister);
 
 static void s_spawn (bn_engine_t *self);
+static void s_output_clear (bn_engine_t *self);
 
 //  Destroy the current command (killing it if it runs), or leave the
 //  queue for a command slot.
@@ -363,6 +421,7 @@ s_finish (bn_engine_t *self)
     bn_value_destroy (&current->result);
     if (current->msg)
         s_status (self, current->msg, "idle");
+    s_output_clear (self);
     bn_msg_destroy (&current->msg);
     s_start_waiting (self->env);
     s_next (self);
@@ -392,11 +451,51 @@ s_ms (double seconds)
     return ms < 1 ? 1 : ms > 1e9 ? 1000000000 : (size_t)ms;
 }
 
+//  Forget the output the current request kept.
+static void
+s_output_clear (bn_engine_t *self)
+{
+    zchunk_destroy (&self->current.out);
+    zchunk_destroy (&self->current.err);
+    self->current.quiet = false;
+    self->current.truncated = false;
+}
+
+//  Keep output of the current request for its reply, up to
+//  S_REPLY_OUTPUT_MAX bytes per stream.
+static void
+s_output_keep (bn_engine_t *self, const char *name, const char *text,
+               size_t size)
+{
+    s_current_t *current = &self->current;
+    zchunk_t **chunk =
+        strcmp (name, "stderr") == 0 ? &current->err : &current->out;
+    if (!*chunk)
+        *chunk = zchunk_new (NULL, size < 4096 ? 4096 : size);
+    if (!*chunk)
+        return;
+    size_t room = S_REPLY_OUTPUT_MAX - zchunk_size (*chunk);
+    if (size > room) {
+        size = room;
+        if (!current->truncated)
+            bn_log_warn ("engine %d: output of %s past %d bytes dropped",
+                         self->id, bn_msg_id (current->msg),
+                         S_REPLY_OUTPUT_MAX);
+        current->truncated = true;
+    }
+    if (size)
+        zchunk_extend (*chunk, text, size);
+}
+
 static void
 s_on_output (bn_shell_t *shell, const char *name, const char *text, size_t size,
              void *arg)
 {
     bn_engine_t *self = (bn_engine_t *)arg;
+    if (self->current.quiet) {
+        s_output_keep (self, name, text, size);
+        return;
+    }
     s_publish (self, self->current.msg, BN_MSG_STREAM, name,
                json_pack ("{s:s, s:s%}", "name", name, "text", text, size),
                true);
@@ -636,6 +735,7 @@ s_start (bn_engine_t *self, bn_msg_t *request)
     assert (!current->msg);
     current->msg = request;
     current->timer = -1;
+    current->quiet = s_output_in_reply (request);
     bn_session_date (current->started);
     s_status (self, request, "busy");
     const char *type = bn_msg_type (request);
@@ -651,6 +751,7 @@ s_start (bn_engine_t *self, bn_msg_t *request)
                                    current->started),
                  NULL);
         self->stats.aborted++;
+        s_output_clear (self);
         bn_msg_destroy (&current->msg);
         s_next (self);
         return;
@@ -1110,6 +1211,7 @@ bn_engine_destroy (bn_engine_t **self_p)
         zloop_timer_end (self->env->loop, self->current.timer);
     s_drop_shell (self);
     bn_value_destroy (&self->current.result);
+    s_output_clear (self);
     bn_msg_destroy (&self->current.msg);
     s_close (self, &self->registration, &self->registration_item);
     s_close (self, &self->shell, &self->shell_item);
@@ -1173,6 +1275,7 @@ s_stop (bn_engine_t *self, bn_engine_exit_t code, bool unregister)
     self->current.timer = -1;
     s_drop_shell (self);
     bn_value_destroy (&self->current.result);
+    s_output_clear (self);
     bn_msg_destroy (&self->current.msg);
     zlistx_purge (self->queue);
     s_start_waiting (self->env);

@@ -963,6 +963,125 @@ START_TEST (test_task_and_broadcast_routes)
 }
 END_TEST
 
+//  The iopub messages of every request up to the idle status of msg_id,
+//  as "parent-msg_id:type" items joined by spaces.
+static char *
+s_iopub_parents_until (s_fake_t *fake, const char *msg_id)
+{
+    char *trace = strdup ("");
+    int64_t until = zclock_mono () + S_TIMEOUT;
+    while (zclock_mono () < until) {
+        bn_msg_t *msg = s_recv (fake->iopub, 200);
+        if (!msg)
+            continue;
+        const char *parent = bn_msg_parent_id (msg);
+        char *longer = zsys_sprintf ("%s%s%s:%s", trace, *trace ? " " : "",
+                                     parent ? parent : "-", bn_msg_type (msg));
+        free (trace);
+        trace = longer;
+        bool idle = parent && strcmp (parent, msg_id) == 0 &&
+                    strcmp (bn_msg_type (msg), BN_MSG_STATUS) == 0 &&
+                    strcmp (json_string_value (json_object_get (
+                                bn_msg_content (msg), "execution_state")),
+                            "idle") == 0;
+        bn_msg_destroy (&msg);
+        if (idle)
+            return trace;
+    }
+    ck_abort_msg ("no idle status for %s: %s", msg_id, trace);
+    return trace;
+}
+
+START_TEST (test_output_in_reply)
+{
+    s_fake_t *fake = s_fake;
+    s_start (fake, 1, -1, NULL);
+    s_register (fake, 1, 3000);
+    s_probe_iopub (fake, 0);
+    json_t *quiet =
+        json_pack ("{s:b, s:b, s:s, s:s}", "is_broadcast", 1, "is_coalescing",
+                   1, "original_msg_id", "orig-1", "bn_output", "reply");
+    //  A command's output comes in the reply, with the broadcast keys
+    char ok_id[BN_MSG_ID_SIZE];
+    snprintf (ok_id, sizeof ok_id, "%s",
+              s_send_to (fake, fake->bcast[0], 0, BN_MSG_EXECUTE_REQUEST,
+                         json_pack ("{s:s, s:b}", "code",
+                                    "echo out; echo err >&2; printf 'x\\377y'",
+                                    "silent", 0),
+                         json_incref (quiet), NULL, NULL, "sub_scheduler_0"));
+    bn_msg_t *reply =
+        s_reply (fake, fake->bcast[0], 0, ok_id, BN_MSG_EXECUTE_REPLY);
+    json_t *content = bn_msg_content (reply);
+    json_t *metadata = bn_msg_metadata (reply);
+    ck_assert_str_eq (s_status_of (reply), "ok");
+    //  bytes that are not UTF-8 become U+FFFD, as on iopub
+    ck_assert_str_eq (
+        json_string_value (json_object_get (content, "bn_stdout")),
+        "out\nx\xef\xbf\xbdy");
+    ck_assert_str_eq (
+        json_string_value (json_object_get (content, "bn_stderr")), "err\n");
+    ck_assert (json_is_true (json_object_get (metadata, "is_broadcast")));
+    ck_assert (json_is_true (json_object_get (metadata, "is_coalescing")));
+    ck_assert_str_eq (
+        json_string_value (json_object_get (metadata, "original_msg_id")),
+        "orig-1");
+    bn_msg_destroy (&reply);
+
+    //  A failing command: its output and returncode in the error reply
+    char fail_id[BN_MSG_ID_SIZE];
+    snprintf (fail_id, sizeof fail_id, "%s",
+              s_send_to (fake, fake->bcast[0], 0, BN_MSG_EXECUTE_REQUEST,
+                         json_pack ("{s:s}", "code", "echo partial; exit 3"),
+                         json_incref (quiet), NULL, NULL, "sub_scheduler_0"));
+    reply = s_reply (fake, fake->bcast[0], 0, fail_id, BN_MSG_EXECUTE_REPLY);
+    content = bn_msg_content (reply);
+    ck_assert_str_eq (s_status_of (reply), "error");
+    ck_assert_int_eq (
+        json_integer_value (json_object_get (content, "returncode")), 3);
+    ck_assert_str_eq (
+        json_string_value (json_object_get (content, "bn_stdout")),
+        "partial\n");
+    ck_assert_str_eq (
+        json_string_value (json_object_get (content, "bn_stderr")), "");
+    bn_msg_destroy (&reply);
+
+    //  An apply: empty output
+    const char *echo[] = {"echo", "5", NULL};
+    char apply_id[BN_MSG_ID_SIZE];
+    snprintf (apply_id, sizeof apply_id, "%s",
+              s_send_to (fake, fake->bcast[0], 0, BN_MSG_APPLY_REQUEST, NULL,
+                         json_incref (quiet), s_add_reference, (void *)echo,
+                         "sub_scheduler_0"));
+    reply = s_reply (fake, fake->bcast[0], 0, apply_id, BN_MSG_APPLY_REPLY);
+    content = bn_msg_content (reply);
+    ck_assert_str_eq (s_status_of (reply), "ok");
+    ck_assert_str_eq (
+        json_string_value (json_object_get (content, "bn_stdout")), "");
+    char *repr = s_result_repr (reply);
+    ck_assert_str_eq (repr, "5");
+    free (repr);
+    bn_msg_destroy (&reply);
+
+    //  None of them published anything: iopub up to a plain request's
+    //  idle holds only that request's messages.
+    char loud_id[BN_MSG_ID_SIZE];
+    snprintf (loud_id, sizeof loud_id, "%s",
+              s_send (fake, fake->mux, 0, BN_MSG_EXECUTE_REQUEST,
+                      json_pack ("{s:s}", "code", "echo loud")));
+    reply = s_reply (fake, fake->mux, 0, loud_id, BN_MSG_EXECUTE_REPLY);
+    ck_assert_ptr_null (json_object_get (bn_msg_content (reply), "bn_stdout"));
+    bn_msg_destroy (&reply);
+    char *trace = s_iopub_parents_until (fake, loud_id);
+    char *expected =
+        zsys_sprintf ("%s:status %s:execute_input %s:stream %s:status", loud_id,
+                      loud_id, loud_id, loud_id);
+    ck_assert_str_eq (trace, expected);
+    free (expected);
+    free (trace);
+    json_decref (quiet);
+}
+END_TEST
+
 START_TEST (test_shutdown)
 {
     s_fake_t *fake = s_fake;
@@ -1548,6 +1667,7 @@ main (void)
     tcase_add_test (tc, test_queue_abort_signal);
     tcase_add_test (tc, test_aborted_ids_bounded);
     tcase_add_test (tc, test_task_and_broadcast_routes);
+    tcase_add_test (tc, test_output_in_reply);
     tcase_add_test (tc, test_shutdown);
     tcase_add_test (tc, test_registration_timeout);
     tcase_add_test (tc, test_registration_refused);
