@@ -430,12 +430,15 @@ s_status (json_t *content)
 }
 
 //  Decode the first result object of an ok apply_reply from buffer
-//  start on; *used is how many buffers it took.
+//  start on, using no buffer at or past end; *used is how many buffers
+//  it took.
 static bn_value_t *
-s_decode (bn_msg_t *msg, size_t start, size_t *used, int *error, char *why,
-          size_t whysize)
+s_decode (bn_msg_t *msg, size_t start, size_t end, size_t *used, int *error,
+          char *why, size_t whysize)
 {
     size_t n = bn_msg_nbuffers (msg);
+    if (end < n)
+        n = end;
     *used = 0;
     if (start >= n) {
         *error = BN_EPICKLE;
@@ -462,62 +465,358 @@ s_decode (bn_msg_t *msg, size_t start, size_t *used, int *error, char *why,
     return value;
 }
 
-//  A coalesced broadcast reply carries every target's result.
-static bool
-s_on_coalesced (bn_client_t *self, bn_msg_t *msg)
+//  Merged broadcast replies (TREE.md): one message carries the replies of
+//  many engines, as
+//  - the stock format: metadata.broadcast_targets ([uuid, id] pairs, or
+//    bare uuids from a 7.1.0 leaf at depth 0) and every engine's result
+//    objects concatenated in the buffers, decoded one after the other as
+//    the Python client does; the merged status applies to all;
+//  - the same with banyan's bn_replies beside the targets: each engine's
+//    status, error content, times, output and buffer count;
+//  - bn_groups: entries of an engine set (idset text) sharing one reply;
+//  - bn_reduced: one reduced value for the contributing engines, and the
+//    errors of those that failed.
+//  Each engine's entry completes its item ("<original>_<uuid>"); engines
+//  are found by uuid, or by id through the engine table.
+
+//  What a merged message's entries share.
+typedef struct {
+    bn_msg_t *msg;       //  the message
+    const char *type;    //  its msg_type
+    bool apply;          //  an apply_reply: buffers hold results
+    const char *started; //  metadata.started
+    const char *date;    //  header.date
+    json_t *hops;        //  metadata.bn_hops, or NULL
+    json_t *owned;       //  contents made here, freed with the message
+    size_t at;           //  next buffer to decode
+} s_merged_t;
+
+//  A JSON string member of object, or NULL.
+static const char *
+s_str (json_t *object, const char *key)
 {
-    json_t *metadata = bn_msg_metadata (msg);
-    const char *original =
-        json_string_value (json_object_get (metadata, "original_msg_id"));
-    json_t *targets = json_object_get (metadata, "broadcast_targets");
-    if (!original || !json_is_array (targets)) {
-        s_drop (self, "coalesced reply without original_msg_id/targets");
-        return false;
+    return json_string_value (json_object_get (object, key));
+}
+
+//  The content of an entry: its own error content when it has one (with
+//  a status), else {"status": status} made and kept in merged->owned.
+static json_t *
+s_entry_content (s_merged_t *merged, json_t *entry)
+{
+    const char *status = s_str (entry, "status");
+    json_t *content = json_object_get (entry, "content");
+    if (json_is_object (content) && s_str (content, "status"))
+        return content;
+    json_t *made;
+    if (json_is_object (content)) {
+        made = json_deep_copy (content);
+        if (made)
+            json_object_set_new (made, "status",
+                                 json_string (status ? status : "error"));
+    } else
+        made = json_pack ("{s:s}", "status", status ? status : "error");
+    if (!made || json_array_append_new (merged->owned, made) != 0)
+        return NULL;
+    return made;
+}
+
+//  Fill reply from one entry (of bn_replies or bn_groups; NULL: the
+//  message itself, stock format), decoding its result from the buffers.
+static void
+s_entry (s_merged_t *merged, json_t *entry, bn_reply_t *reply, char *why,
+         size_t whysize)
+{
+    bn_msg_t *msg = merged->msg;
+    memset (reply, 0, sizeof *reply);
+    reply->type = merged->type;
+    reply->hops = merged->hops;
+    reply->engine_id = -1;
+    reply->why = why;
+    reply->started = merged->started;
+    reply->completed = merged->date;
+    json_t *content = bn_msg_content (msg);
+    json_int_t nbuffers = -1;
+    if (entry) {
+        content = s_entry_content (merged, entry);
+        if (!content)
+            content = bn_msg_content (msg);
+        json_t *count = json_object_get (entry, "nbuffers");
+        if (json_is_integer (count) && json_integer_value (count) >= 0)
+            nbuffers = json_integer_value (count);
+        reply->started = s_str (entry, "started") ?: merged->started;
+        reply->completed = s_str (entry, "completed") ?: merged->date;
+        reply->out = s_str (entry, "bn_stdout");
+        reply->err = s_str (entry, "bn_stderr");
     }
-    bool ok =
-        strcmp (s_status (bn_msg_content (msg)) ?: "", BN_STATUS_OK) == 0 &&
-        strcmp (bn_msg_type (msg), BN_MSG_APPLY_REPLY) == 0;
-    size_t count = json_array_size (targets);
-    bn_value_t **values = calloc (count ? count : 1, sizeof *values);
-    int *errors = calloc (count ? count : 1, sizeof *errors);
-    char why[256] = "";
-    if (!values || !errors) {
-        free (values);
-        free (errors);
-        return false;
-    }
-    size_t at = 0;
-    for (size_t i = 0; ok && i < count; i++) {
+    reply->content = content;
+    bool ok = strcmp (s_str (content, "status") ?: "", BN_STATUS_OK) == 0;
+    size_t total = bn_msg_nbuffers (msg);
+    if (ok && merged->apply) {
+        size_t end = nbuffers >= 0 ? merged->at + (size_t)nbuffers : total;
         size_t used = 0;
-        values[i] = s_decode (msg, at, &used, &errors[i], why, sizeof why);
-        at += used;
+        reply->value = s_decode (msg, merged->at, end, &used,
+                                 &reply->decode_error, why, whysize);
+        merged->at += nbuffers >= 0 ? (size_t)nbuffers : used;
+    } else if (nbuffers >= 0)
+        merged->at += (size_t)nbuffers;
+    else if (entry && merged->apply)
+        merged->at++; //  a failed engine's pickled None
+}
+
+//  With the lock held: the outstanding item of the request original for
+//  engine uuid (or, when uuid is NULL, engine id), or NULL.
+static bn_item_t *
+s_merged_item (bn_client_t *self, const char *original, const char *uuid,
+               int id)
+{
+    if (!uuid && id >= 0 && (size_t)id < self->uuids_size)
+        uuid = self->uuids[id];
+    char msg_id[512];
+    if (!uuid || snprintf (msg_id, sizeof msg_id, "%s_%s", original, uuid) >=
+                     (int)sizeof msg_id)
+        return NULL;
+    return zhashx_lookup (self->items, msg_id);
+}
+
+//  With the lock held: hand reply to item; true if it completed.
+static bool
+s_deliver (bn_client_t *self, bn_item_t *item, bn_reply_t *reply)
+{
+    if (bn_item_on_entry (item, reply)) {
+        bn_client_untrack (self, item);
+        return true;
     }
+    return false;
+}
+
+static bool
+s_on_targets (bn_client_t *self, s_merged_t *merged, const char *original,
+              json_t *targets, json_t *replies)
+{
+    size_t count = json_array_size (targets);
+    if (!json_is_array (replies) || json_array_size (replies) != count)
+        replies = NULL;
+    bn_reply_t *entries = calloc (count ? count : 1, sizeof *entries);
+    char (*whys)[128] = calloc (count ? count : 1, sizeof *whys);
+    if (!entries || !whys) {
+        free (entries);
+        free (whys);
+        return false;
+    }
+    for (size_t i = 0; i < count; i++)
+        s_entry (merged, replies ? json_array_get (replies, i) : NULL,
+                 &entries[i], whys[i], sizeof whys[i]);
     bool changed = false;
+    bn_result_t *result = NULL;
     bn_client_lock (self);
     for (size_t i = 0; i < count; i++) {
         json_t *pair = json_array_get (targets, i);
         const char *uuid = json_is_array (pair)
                                ? json_string_value (json_array_get (pair, 0))
                                : json_string_value (pair);
-        char msg_id[512];
-        bn_item_t *item = NULL;
-        if (uuid && snprintf (msg_id, sizeof msg_id, "%s_%s", original, uuid) <
-                        (int)sizeof msg_id)
-            item = zhashx_lookup (self->items, msg_id);
-        if (!item) {
-            bn_value_destroy (&values[i]);
+        bn_item_t *item = s_merged_item (self, original, uuid, -1);
+        if (!item)
             continue;
+        if (!result) {
+            result = bn_item_result (item);
+            bn_result_count_message (result);
         }
-        if (bn_item_on_reply (item, msg, values[i], errors[i], why,
-                              bn_client_engine_id_of (self, uuid))) {
-            bn_client_untrack (self, item);
-            changed = true;
-        }
-        values[i] = NULL;
+        entries[i].uuid = uuid;
+        entries[i].engine_id = bn_client_engine_id_of (self, uuid);
+        changed |= s_deliver (self, item, &entries[i]);
     }
     bn_client_unlock (self);
-    free (values);
-    free (errors);
+    for (size_t i = 0; i < count; i++)
+        bn_value_destroy (&entries[i].value);
+    free (entries);
+    free (whys);
+    return changed;
+}
+
+static bool
+s_on_groups (bn_client_t *self, s_merged_t *merged, const char *original,
+             json_t *groups)
+{
+    bool changed = false;
+    bool counted = false;
+    size_t index;
+    json_t *group;
+    json_array_foreach (groups, index, group)
+    {
+        //  Decoded even when dropped, to keep the buffers in step
+        char why[128] = "";
+        bn_reply_t entry;
+        s_entry (merged, json_is_object (group) ? group : NULL, &entry, why,
+                 sizeof why);
+        bn_value_t *value = entry.value;
+        const char *text = s_str (group, "engines");
+        bn_idset_t *engines = text ? bn_idset_parse (text) : NULL;
+        if (!engines) {
+            bn_idset_destroy (&engines);
+            bn_value_destroy (&value);
+            s_drop (self, "bn_groups entry without engines");
+            continue;
+        }
+        bn_client_lock (self);
+        bn_result_t *result = NULL;
+        int number = -1;
+        for (int id = bn_idset_first (engines); id >= 0;
+             id = bn_idset_next (engines, id)) {
+            bn_item_t *item = s_merged_item (self, original, NULL, id);
+            if (!item)
+                continue;
+            if (!result) {
+                result = bn_item_result (item);
+                if (!counted)
+                    bn_result_count_message (result);
+                counted = true;
+                number = bn_result_add_group (result, bn_idset_dup (engines));
+            }
+            bn_item_set_group (item, number);
+            entry.value = value ? bn_value_dup (value) : NULL;
+            entry.engine_id = id;
+            changed |= s_deliver (self, item, &entry);
+        }
+        bn_client_unlock (self);
+        bn_value_destroy (&value);
+        bn_idset_destroy (&engines);
+    }
+    return changed;
+}
+
+static bool
+s_on_reduced (bn_client_t *self, s_merged_t *merged, const char *original,
+              json_t *reduced)
+{
+    const char *text = s_str (reduced, "engines");
+    bn_idset_t *engines = text ? bn_idset_parse (text) : NULL;
+    bn_idset_t *failed = bn_idset_new ();
+    json_t *ok = json_pack ("{s:s}", "status", BN_STATUS_OK);
+    if (!engines || !failed || !ok) {
+        bn_idset_destroy (&engines);
+        bn_idset_destroy (&failed);
+        json_decref (ok);
+        s_drop (self, "bn_reduced without engines");
+        return false;
+    }
+    char why[128] = "";
+    bn_value_t *value = NULL;
+    int error = 0;
+    if (merged->apply && bn_idset_count (engines)) {
+        size_t used;
+        value =
+            s_decode (merged->msg, 0, SIZE_MAX, &used, &error, why, sizeof why);
+    }
+    json_t *failures = json_object_get (reduced, "failed");
+    bool changed = false;
+    bn_result_t *result = NULL;
+    bn_client_lock (self);
+    for (int id = bn_idset_first (engines); id >= 0;
+         id = bn_idset_next (engines, id)) {
+        bn_item_t *item = s_merged_item (self, original, NULL, id);
+        if (!item)
+            continue;
+        result = bn_item_result (item);
+        bn_reply_t entry = {.type = merged->type,
+                            .content = ok,
+                            .started = merged->started,
+                            .completed = merged->date,
+                            .no_output = bn_result_output_in_reply (result),
+                            .decode_error = error,
+                            .why = why,
+                            .hops = merged->hops,
+                            .engine_id = id};
+        changed |= s_deliver (self, item, &entry);
+    }
+    size_t index;
+    json_t *failure;
+    json_array_foreach (failures, index, failure)
+    {
+        text = s_str (failure, "engines");
+        bn_idset_t *ids = text ? bn_idset_parse (text) : NULL;
+        json_t *content = json_object_get (failure, "content");
+        if (!ids || !json_is_object (content) || !s_str (content, "status")) {
+            bn_idset_destroy (&ids);
+            s_drop (self, "bn_reduced failure without engines or content");
+            continue;
+        }
+        for (int id = bn_idset_first (ids); id >= 0;
+             id = bn_idset_next (ids, id)) {
+            bn_idset_add (failed, id);
+            bn_item_t *item = s_merged_item (self, original, NULL, id);
+            if (!item)
+                continue;
+            result = bn_item_result (item);
+            bn_reply_t entry = {.type = merged->type,
+                                .content = content,
+                                .started = merged->started,
+                                .completed = merged->date,
+                                .no_output = bn_result_output_in_reply (result),
+                                .hops = merged->hops,
+                                .engine_id = id};
+            changed |= s_deliver (self, item, &entry);
+        }
+        bn_idset_destroy (&ids);
+    }
+    if (result) {
+        bn_result_count_message (result);
+        if (bn_result_add_reduced (result, s_str (reduced, "op"), value,
+                                   engines, failed) != 0)
+            bn_log_warn ("client: out of memory for a reduced result");
+        value = NULL;
+    }
+    bn_client_unlock (self);
+    bn_value_destroy (&value);
+    bn_idset_destroy (&engines);
+    bn_idset_destroy (&failed);
+    json_decref (ok);
+    return changed;
+}
+
+//  True if msg is a merged broadcast reply (of any shape above).
+static bool
+s_is_merged (json_t *metadata)
+{
+    return json_object_get (metadata, "broadcast_targets") ||
+           json_object_get (metadata, "bn_groups") ||
+           json_object_get (metadata, "bn_reduced");
+}
+
+static bool
+s_on_merged (bn_client_t *self, bn_msg_t *msg)
+{
+    json_t *metadata = bn_msg_metadata (msg);
+    const char *original = s_str (metadata, "original_msg_id");
+    json_t *targets = json_object_get (metadata, "broadcast_targets");
+    json_t *groups = json_object_get (metadata, "bn_groups");
+    json_t *reduced = json_object_get (metadata, "bn_reduced");
+    if (!original || !(json_is_array (targets) || json_is_array (groups) ||
+                       json_is_object (reduced))) {
+        s_drop (self, "merged reply without original_msg_id or targets");
+        return false;
+    }
+    s_merged_t merged = {
+        .msg = msg,
+        .type = bn_msg_type (msg),
+        .apply = strcmp (bn_msg_type (msg), BN_MSG_APPLY_REPLY) == 0,
+        .started = s_str (metadata, "started"),
+        .date = s_str (bn_msg_header (msg), "date"),
+        .hops = json_is_array (json_object_get (metadata, "bn_hops"))
+                    ? json_object_get (metadata, "bn_hops")
+                    : NULL,
+        .owned = json_array (),
+        .at = 0};
+    if (!merged.owned)
+        return false;
+    bool changed;
+    if (json_is_object (reduced))
+        changed = s_on_reduced (self, &merged, original, reduced);
+    else if (json_is_array (groups))
+        changed = s_on_groups (self, &merged, original, groups);
+    else
+        changed = s_on_targets (self, &merged, original, targets,
+                                json_object_get (metadata, "bn_replies"));
+    json_decref (merged.owned);
     return changed;
 }
 
@@ -541,10 +840,8 @@ s_on_reply (bn_client_t *self, bn_msg_t *msg, bn_sock_t sock)
         return false;
     }
     json_t *metadata = bn_msg_metadata (msg);
-    if (sock == BN_SOCK_BROADCAST &&
-        json_is_true (json_object_get (metadata, "is_broadcast")) &&
-        json_is_true (json_object_get (metadata, "is_coalescing")))
-        return s_on_coalesced (self, msg);
+    if (sock == BN_SOCK_BROADCAST && s_is_merged (metadata))
+        return s_on_merged (self, msg);
 
     bn_value_t *value = NULL;
     int error = 0;
@@ -552,7 +849,7 @@ s_on_reply (bn_client_t *self, bn_msg_t *msg, bn_sock_t sock)
     if (strcmp (type, BN_MSG_APPLY_REPLY) == 0 && s_status (content) &&
         strcmp (s_status (content), BN_STATUS_OK) == 0) {
         size_t used;
-        value = s_decode (msg, 0, &used, &error, why, sizeof why);
+        value = s_decode (msg, 0, SIZE_MAX, &used, &error, why, sizeof why);
     }
     bool changed = false;
     bn_client_lock (self);
@@ -562,6 +859,7 @@ s_on_reply (bn_client_t *self, bn_msg_t *msg, bn_sock_t sock)
         if (!bn_item_engine_uuid (item))
             engine_id = bn_client_engine_id_of (
                 self, json_string_value (json_object_get (metadata, "engine")));
+        bn_result_count_message (bn_item_result (item));
         changed = bn_item_on_reply (item, msg, value, error, why, engine_id);
         value = NULL;
         if (changed)

@@ -113,10 +113,55 @@ bn_item_t *bn_result_add (bn_result_t *self, const char *msg_id,
 //  The item at index.
 bn_item_t *bn_result_item (bn_result_t *self, size_t index);
 
+//  The request asked engines for output in the reply (bn_output), so an
+//  item whose reply carries none has no iopub output to wait for either.
+void bn_result_set_output_in_reply (bn_result_t *self, bool in_reply);
+bool bn_result_output_in_reply (bn_result_t *self);
+
+//  With the lock held: one more reply message arrived for the result.
+void bn_result_count_message (bn_result_t *self);
+
+//  With the lock held: record a group of engines (taken) that came as
+//  one entry; returns its number, or -1 if out of memory.
+int bn_result_add_group (bn_result_t *self, bn_idset_t *engines);
+
+//  With the lock held: record a reduced value (taken, may be NULL when
+//  it could not be decoded), its op, its contributors and failed
+//  engines (borrowed). Returns 0 or -1 if out of memory.
+int bn_result_add_reduced (bn_result_t *self, const char *op, bn_value_t *value,
+                           bn_idset_t *engines, bn_idset_t *failed);
+
 //  The reply content of a complete item (borrowed), or NULL.
 json_t *bn_result_reply (bn_result_t *self, size_t index);
 
 //  Item (with the lock held) --------------------------------------------
+
+//  One engine's reply, as a plain reply message or an entry of a merged,
+//  grouped or reduced one carries it.
+typedef struct {
+    const char *type;      //  apply_reply or execute_reply
+    json_t *content;       //  the engine's reply content (borrowed)
+    const char *started;   //  when the engine started, or NULL
+    const char *completed; //  the reply's date, or NULL
+    const char *out;       //  stdout carried in the reply, or NULL
+    const char *err;       //  stderr carried in the reply, or NULL
+    bool no_output;        //  no iopub output will follow
+    bn_value_t *value;     //  decoded apply result (taken), or NULL
+    int decode_error;      //  BN_E* when decoding the result failed
+    const char *why;       //  its text
+    json_t *hops;          //  bn_hops of the message (borrowed), or NULL
+    const char *uuid;      //  the replying engine, for an item without one
+    int engine_id;         //  its id, or -1
+} bn_reply_t;
+
+//  The result the item belongs to.
+bn_result_t *bn_item_result (bn_item_t *self);
+
+//  Record one engine's reply. Returns true if the item completed now.
+bool bn_item_on_entry (bn_item_t *self, bn_reply_t *reply);
+
+//  The item arrived in group number group.
+void bn_item_set_group (bn_item_t *self, int group);
 
 const char *bn_item_msg_id (bn_item_t *self);
 const char *bn_item_engine_uuid (bn_item_t *self);

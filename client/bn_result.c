@@ -44,18 +44,31 @@ struct _bn_item_t {
     char *traceback;      //  traceback lines joined by newlines
     s_text_t out;         //  stdout
     s_text_t err;         //  stderr
+    json_t *hops;         //  bn_hops of the reply's message, or NULL
+    int group;            //  group it arrived in, or -1
 };
 
 struct _bn_result_t {
-    bn_client_t *client; //  reference held
-    bn_item_t *items;    //  capacity items, count in use
-    size_t count;        //  items in use
-    size_t capacity;     //  items allocated
-    size_t *order;       //  indexes in completion order
-    size_t ncomplete;    //  complete items
-    size_t handed;       //  items handed out by bn_result_next
-    double sent;         //  clock when the first item was added
-    double done;         //  clock when the last item completed
+    bn_client_t *client;         //  reference held
+    bn_item_t *items;            //  capacity items, count in use
+    size_t count;                //  items in use
+    size_t capacity;             //  items allocated
+    size_t *order;               //  indexes in completion order
+    size_t ncomplete;            //  complete items
+    size_t handed;               //  items handed out by bn_result_next
+    double sent;                 //  clock when the first item was added
+    double done;                 //  clock when the last item completed
+    bool output_in_reply;        //  the request asked for bn_output: "reply"
+    size_t messages;             //  reply messages received
+    bn_idset_t **groups;         //  engines of each group, in arrival order
+    size_t ngroups;              //  groups in use
+    char *reduced_op;            //  reduction the tree reported, or NULL
+    bn_value_t **parts;          //  reduced values as they came
+    size_t nparts;               //  entries in parts
+    bn_value_t *combined;        //  their combination, or NULL
+    bool uncombinable;           //  parts that this library cannot combine
+    bn_idset_t *reduced_engines; //  contributors, or NULL
+    bn_idset_t *reduced_failed;  //  failed engines, or NULL
 };
 
 //  -------------------------------------------------------------------
@@ -107,6 +120,7 @@ bn_result_add (bn_result_t *self, const char *msg_id, const char *date,
     item->kind = kind;
     item->engine_id = engine_id;
     item->execution_count = -1;
+    item->group = -1;
     if (self->count == 0)
         self->sent = bn_client_clock ();
     self->count++;
@@ -132,6 +146,132 @@ bn_result_reply (bn_result_t *self, size_t index)
     json_t *content = item->complete ? item->content : NULL;
     bn_client_unlock (self->client);
     return content;
+}
+
+void
+bn_result_set_output_in_reply (bn_result_t *self, bool in_reply)
+{
+    assert (self);
+    self->output_in_reply = in_reply;
+}
+
+bool
+bn_result_output_in_reply (bn_result_t *self)
+{
+    assert (self);
+    return self->output_in_reply;
+}
+
+void
+bn_result_count_message (bn_result_t *self)
+{
+    assert (self);
+    self->messages++;
+}
+
+int
+bn_result_add_group (bn_result_t *self, bn_idset_t *engines)
+{
+    assert (self);
+    bn_idset_t **bigger =
+        realloc (self->groups, (self->ngroups + 1) * sizeof *bigger);
+    if (!bigger || !engines) {
+        bn_idset_destroy (&engines);
+        if (bigger)
+            self->groups = bigger;
+        return -1;
+    }
+    self->groups = bigger;
+    self->groups[self->ngroups] = engines;
+    return (int)self->ngroups++;
+}
+
+//  a op b for the built-in reductions on numbers (bools count as 0/1, as
+//  in Python); NULL when either is not a number or op is not built in.
+static bn_value_t *
+s_combine (const char *op, const bn_value_t *a, const bn_value_t *b)
+{
+    bn_value_type_t ta = bn_value_type (a), tb = bn_value_type (b);
+    bool num_a = ta == BN_VALUE_INT || ta == BN_VALUE_BOOL;
+    bool num_b = tb == BN_VALUE_INT || tb == BN_VALUE_BOOL;
+    if ((!num_a && ta != BN_VALUE_FLOAT) || (!num_b && tb != BN_VALUE_FLOAT))
+        return NULL;
+    bool ints = num_a && num_b;
+    int64_t ia = ta == BN_VALUE_BOOL  ? bn_value_bool (a)
+                 : ta == BN_VALUE_INT ? bn_value_int (a)
+                                      : 0;
+    int64_t ib = tb == BN_VALUE_BOOL  ? bn_value_bool (b)
+                 : tb == BN_VALUE_INT ? bn_value_int (b)
+                                      : 0;
+    double fa = ta == BN_VALUE_FLOAT ? bn_value_float (a) : (double)ia;
+    double fb = tb == BN_VALUE_FLOAT ? bn_value_float (b) : (double)ib;
+    if (strcmp (op, "sum") == 0) {
+        int64_t sum;
+        if (ints && !__builtin_add_overflow (ia, ib, &sum))
+            return bn_value_new_int (sum);
+        if (ints)
+            return NULL;
+        return bn_value_new_float (fa + fb);
+    }
+    bool first;
+    if (strcmp (op, "min") == 0)
+        first = ints ? ia <= ib : fa <= fb;
+    else if (strcmp (op, "max") == 0)
+        first = ints ? ia >= ib : fa >= fb;
+    else
+        return NULL;
+    return bn_value_dup (first ? a : b);
+}
+
+int
+bn_result_add_reduced (bn_result_t *self, const char *op, bn_value_t *value,
+                       bn_idset_t *engines, bn_idset_t *failed)
+{
+    assert (self);
+    if (!self->reduced_engines)
+        self->reduced_engines = bn_idset_new ();
+    if (!self->reduced_failed)
+        self->reduced_failed = bn_idset_new ();
+    if (!self->reduced_op && op)
+        self->reduced_op = strdup (op);
+    bn_value_t **bigger =
+        value ? realloc (self->parts, (self->nparts + 1) * sizeof *bigger)
+              : self->parts;
+    if (!self->reduced_engines || !self->reduced_failed || (value && !bigger)) {
+        bn_value_destroy (&value);
+        return -1;
+    }
+    for (int id = engines ? bn_idset_first (engines) : -1; id >= 0;
+         id = bn_idset_next (engines, id))
+        bn_idset_add (self->reduced_engines, id);
+    for (int id = failed ? bn_idset_first (failed) : -1; id >= 0;
+         id = bn_idset_next (failed, id))
+        bn_idset_add (self->reduced_failed, id);
+    if (!value)
+        return 0;
+    self->parts = bigger;
+    self->parts[self->nparts++] = value;
+    if (self->nparts == 1)
+        return 0;
+    const bn_value_t *sofar = self->combined ? self->combined : self->parts[0];
+    bn_value_t *next =
+        self->uncombinable || !op ? NULL : s_combine (op, sofar, value);
+    bn_value_destroy (&self->combined);
+    self->combined = next;
+    self->uncombinable = !next;
+    return 0;
+}
+
+bn_result_t *
+bn_item_result (bn_item_t *self)
+{
+    return self->result;
+}
+
+void
+bn_item_set_group (bn_item_t *self, int group)
+{
+    self->group = group;
 }
 
 const char *
@@ -227,12 +367,37 @@ bool
 bn_item_on_reply (bn_item_t *self, bn_msg_t *msg, bn_value_t *value,
                   int decode_error, const char *why, int engine_id)
 {
+    json_t *content = bn_msg_content (msg);
+    json_t *metadata = bn_msg_metadata (msg);
+    bn_reply_t reply = {
+        .type = bn_msg_type (msg),
+        .content = content,
+        .started = json_string_value (json_object_get (metadata, "started")),
+        .completed =
+            json_string_value (json_object_get (bn_msg_header (msg), "date")),
+        .out = json_string_value (json_object_get (content, "bn_stdout")),
+        .err = json_string_value (json_object_get (content, "bn_stderr")),
+        .value = value,
+        .decode_error = decode_error,
+        .why = why,
+        .hops = json_object_get (metadata, "bn_hops"),
+        .uuid = json_string_value (json_object_get (metadata, "engine")),
+        .engine_id = engine_id};
+    return bn_item_on_entry (self, &reply);
+}
+
+static int s_append (s_text_t *text, const char *data, size_t len);
+
+bool
+bn_item_on_entry (bn_item_t *self, bn_reply_t *reply)
+{
+    bn_value_t *value = reply->value;
+    reply->value = NULL;
     if (self->replied || self->complete) {
         bn_value_destroy (&value);
         return false;
     }
-    json_t *content = bn_msg_content (msg);
-    json_t *metadata = bn_msg_metadata (msg);
+    json_t *content = reply->content;
     const char *status =
         json_string_value (json_object_get (content, "status"));
     //  The Python client ignores these too: a resubmitted task's reply
@@ -242,20 +407,29 @@ bn_item_on_reply (bn_item_t *self, bn_msg_t *msg, bn_value_t *value,
         return false;
     }
     if (!self->engine_uuid) {
-        self->engine_uuid =
-            s_strdup_json (json_object_get (metadata, "engine"));
-        self->engine_id = engine_id;
+        self->engine_uuid = reply->uuid ? strdup (reply->uuid) : NULL;
+        self->engine_id = reply->engine_id;
     }
     free (self->started);
-    self->started = s_strdup_json (json_object_get (metadata, "started"));
+    self->started = reply->started ? strdup (reply->started) : NULL;
     free (self->completed);
-    self->completed =
-        s_strdup_json (json_object_get (bn_msg_header (msg), "date"));
+    self->completed = reply->completed ? strdup (reply->completed) : NULL;
     json_decref (self->content);
     self->content = json_incref (content);
+    json_decref (self->hops);
+    self->hops = json_is_array (reply->hops) ? json_incref (reply->hops) : NULL;
     json_t *count = json_object_get (content, "execution_count");
     if (json_is_integer (count))
         self->execution_count = (int)json_integer_value (count);
+    //  Output that came inside the reply is all of it: no iopub follows.
+    if (reply->out || reply->err || reply->no_output) {
+        if ((reply->out &&
+             s_append (&self->out, reply->out, strlen (reply->out)) != 0) ||
+            (reply->err &&
+             s_append (&self->err, reply->err, strlen (reply->err)) != 0))
+            bn_log_warn ("client: out of memory for output");
+        self->idle = true;
+    }
 
     bool output = false;
     if (!status)
@@ -263,8 +437,9 @@ bn_item_on_reply (bn_item_t *self, bn_msg_t *msg, bn_value_t *value,
                      "the reply has no status");
     else if (strcmp (status, BN_STATUS_OK) == 0) {
         output = true;
-        if (decode_error)
-            s_set_error (self, decode_error, "UnpicklingError", why);
+        if (reply->decode_error)
+            s_set_error (self, reply->decode_error, "UnpicklingError",
+                         reply->why);
         self->value = value;
         value = NULL;
     } else if (strcmp (status, BN_STATUS_ABORTED) == 0)
@@ -413,7 +588,18 @@ bn_result_destroy (bn_result_t **self_p)
         free (item->traceback);
         free (item->out.data);
         free (item->err.data);
+        json_decref (item->hops);
     }
+    for (size_t i = 0; i < self->ngroups; i++)
+        bn_idset_destroy (&self->groups[i]);
+    free (self->groups);
+    for (size_t i = 0; i < self->nparts; i++)
+        bn_value_destroy (&self->parts[i]);
+    free (self->parts);
+    bn_value_destroy (&self->combined);
+    free (self->reduced_op);
+    bn_idset_destroy (&self->reduced_engines);
+    bn_idset_destroy (&self->reduced_failed);
     free (self->items);
     free (self->order);
     bn_client_unref (&self->client);
@@ -644,4 +830,148 @@ bn_result_content (bn_result_t *self, size_t index)
         item->content_text = json_dumps (item->content, JSON_COMPACT);
     bn_client_unlock (self->client);
     return item->content_text;
+}
+
+size_t
+bn_result_messages (bn_result_t *self)
+{
+    if (!self)
+        return 0;
+    bn_client_lock (self->client);
+    size_t messages = self->messages;
+    bn_client_unlock (self->client);
+    return messages;
+}
+
+size_t
+bn_result_group_count (bn_result_t *self)
+{
+    if (!self)
+        return 0;
+    bn_client_lock (self->client);
+    size_t count = self->ngroups;
+    bn_client_unlock (self->client);
+    return count;
+}
+
+bn_idset_t *
+bn_result_group_engines (bn_result_t *self, size_t group)
+{
+    if (!self)
+        return NULL;
+    bn_client_lock (self->client);
+    bn_idset_t *engines = group < self->ngroups ? self->groups[group] : NULL;
+    bn_client_unlock (self->client);
+    return engines;
+}
+
+int
+bn_result_group_of (bn_result_t *self, size_t index)
+{
+    if (!self || index >= self->count)
+        return -1;
+    bn_client_lock (self->client);
+    int group = self->items[index].group;
+    bn_client_unlock (self->client);
+    return group;
+}
+
+const bn_value_t *
+bn_result_reduced (bn_result_t *self)
+{
+    if (!bn_result_ready (self))
+        return NULL;
+    bn_client_lock (self->client);
+    const bn_value_t *value = self->nparts == 1    ? self->parts[0]
+                              : self->uncombinable ? NULL
+                                                   : self->combined;
+    bn_client_unlock (self->client);
+    return value;
+}
+
+const char *
+bn_result_reduced_op (bn_result_t *self)
+{
+    if (!self)
+        return NULL;
+    bn_client_lock (self->client);
+    const char *op = self->reduced_op;
+    bn_client_unlock (self->client);
+    return op;
+}
+
+size_t
+bn_result_reduced_count (bn_result_t *self)
+{
+    if (!self)
+        return 0;
+    bn_client_lock (self->client);
+    size_t count = self->nparts;
+    bn_client_unlock (self->client);
+    return count;
+}
+
+const bn_value_t *
+bn_result_reduced_part (bn_result_t *self, size_t part)
+{
+    if (!self)
+        return NULL;
+    bn_client_lock (self->client);
+    const bn_value_t *value = part < self->nparts ? self->parts[part] : NULL;
+    bn_client_unlock (self->client);
+    return value;
+}
+
+//  *set_p, made empty on first use, under the lock.
+static bn_idset_t *
+s_reduced_set (bn_result_t *self, bn_idset_t **set_p)
+{
+    if (!self)
+        return NULL;
+    bn_client_lock (self->client);
+    if (!*set_p)
+        *set_p = bn_idset_new ();
+    bn_idset_t *set = *set_p;
+    bn_client_unlock (self->client);
+    return set;
+}
+
+bn_idset_t *
+bn_result_reduced_engines (bn_result_t *self)
+{
+    return s_reduced_set (self, self ? &self->reduced_engines : NULL);
+}
+
+bn_idset_t *
+bn_result_reduced_failed (bn_result_t *self)
+{
+    return s_reduced_set (self, self ? &self->reduced_failed : NULL);
+}
+
+size_t
+bn_result_hop_count (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item && item->hops ? json_array_size (item->hops) : 0;
+}
+
+int
+bn_result_hop (bn_result_t *self, size_t index, size_t hop, const char **node,
+               const char **received, const char **sent)
+{
+    if (!self || index >= self->count)
+        return BN_EINVAL;
+    bn_item_t *item = s_complete_item (self, index);
+    if (!item)
+        return BN_ENOTREADY;
+    json_t *entry = item->hops ? json_array_get (item->hops, hop) : NULL;
+    if (!json_is_object (entry))
+        return BN_EINVAL;
+    if (node)
+        *node = json_string_value (json_object_get (entry, "node"));
+    if (received)
+        *received = json_string_value (json_object_get (entry, "received"));
+    if (sent)
+        *sent = json_string_value (json_object_get (entry, "sent"));
+    return 0;
 }

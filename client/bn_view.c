@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define S_MAX_LEVELS 16 //  bn_levels entries
+#define S_MAX_OP 128    //  bytes of a reduction name and its NUL
+
 struct _bn_view_t {
     bn_client_t *client; //  reference held
     bn_view_kind_t kind; //  direct, broadcast or load-balanced
@@ -17,6 +20,16 @@ struct _bn_view_t {
     size_t ntargets;     //  entries in targets
     bool coalescing;     //  broadcast: merge replies in the tree
     bool silent;         //  execute_request silent flag
+    //  Broadcast tree options (TREE.md's bn_* request metadata)
+    bn_level_t levels[S_MAX_LEVELS]; //  per-level mode
+    size_t nlevels;                  //  0: the tree's default
+    bn_release_t release;            //  when merging levels release
+    int window_ms;                   //  BN_RELEASE_WINDOW period
+    bool group;                      //  group identical replies
+    char reduce[S_MAX_OP];           //  reduction, "" for none
+    int deadline_ms;                 //  0: the controller's default
+    bool timestamps;                 //  per-hop timestamps
+    bool output_in_reply;            //  bn_output: "reply"
 };
 
 //  The function an apply calls and its arguments.
@@ -123,6 +136,111 @@ bn_view_set_coalescing (bn_view_t *self, bool coalescing)
 }
 
 int
+bn_view_set_levels (bn_view_t *self, const bn_level_t *levels, size_t count)
+{
+    if (!self || self->kind != BN_VIEW_BROADCAST || count > S_MAX_LEVELS ||
+        (count && !levels))
+        return BN_EINVAL;
+    for (size_t i = 0; i < count; i++)
+        if (levels[i] != BN_LEVEL_MERGE && levels[i] != BN_LEVEL_FORWARD)
+            return BN_EINVAL;
+    bn_client_lock (self->client);
+    if (count)
+        memcpy (self->levels, levels, count * sizeof *levels);
+    self->nlevels = count;
+    bn_client_unlock (self->client);
+    return 0;
+}
+
+int
+bn_view_set_release (bn_view_t *self, bn_release_t mode, int window_ms)
+{
+    if (!self || self->kind != BN_VIEW_BROADCAST ||
+        (mode != BN_RELEASE_ALL && mode != BN_RELEASE_WINDOW &&
+         mode != BN_RELEASE_NONE) ||
+        (mode == BN_RELEASE_WINDOW && window_ms <= 0))
+        return BN_EINVAL;
+    bn_client_lock (self->client);
+    self->release = mode;
+    self->window_ms = mode == BN_RELEASE_WINDOW ? window_ms : 0;
+    bn_client_unlock (self->client);
+    return 0;
+}
+
+int
+bn_view_set_group (bn_view_t *self, bool group)
+{
+    if (!self || self->kind != BN_VIEW_BROADCAST)
+        return BN_EINVAL;
+    bn_client_lock (self->client);
+    self->group = group;
+    bn_client_unlock (self->client);
+    return 0;
+}
+
+//  "sum", "min", "max" or "<plugin>:<name>", both parts printable ASCII
+//  without spaces or colons.
+static bool
+s_valid_op (const char *op)
+{
+    if (strcmp (op, "sum") == 0 || strcmp (op, "min") == 0 ||
+        strcmp (op, "max") == 0)
+        return true;
+    const char *colon = strchr (op, ':');
+    if (!colon || colon == op || colon[1] == 0 || strlen (op) >= S_MAX_OP)
+        return false;
+    for (const char *c = op; *c; c++)
+        if ((*c <= ' ' || *c > '~' || *c == ':') && c != colon)
+            return false;
+    return true;
+}
+
+int
+bn_view_set_reduce (bn_view_t *self, const char *op)
+{
+    if (!self || self->kind != BN_VIEW_BROADCAST ||
+        (op && *op && !s_valid_op (op)))
+        return BN_EINVAL;
+    bn_client_lock (self->client);
+    snprintf (self->reduce, sizeof self->reduce, "%s", op ? op : "");
+    bn_client_unlock (self->client);
+    return 0;
+}
+
+int
+bn_view_set_deadline_ms (bn_view_t *self, int deadline_ms)
+{
+    if (!self || self->kind != BN_VIEW_BROADCAST || deadline_ms < 0)
+        return BN_EINVAL;
+    bn_client_lock (self->client);
+    self->deadline_ms = deadline_ms;
+    bn_client_unlock (self->client);
+    return 0;
+}
+
+int
+bn_view_set_timestamps (bn_view_t *self, bool timestamps)
+{
+    if (!self || self->kind != BN_VIEW_BROADCAST)
+        return BN_EINVAL;
+    bn_client_lock (self->client);
+    self->timestamps = timestamps;
+    bn_client_unlock (self->client);
+    return 0;
+}
+
+int
+bn_view_set_output_in_reply (bn_view_t *self, bool in_reply)
+{
+    if (!self || self->kind != BN_VIEW_BROADCAST)
+        return BN_EINVAL;
+    bn_client_lock (self->client);
+    self->output_in_reply = in_reply;
+    bn_client_unlock (self->client);
+    return 0;
+}
+
+int
 bn_view_set_silent (bn_view_t *self, bool silent)
 {
     if (!self)
@@ -153,6 +271,53 @@ s_pack (bn_msg_t *msg, const s_apply_t *apply)
     return rc == 0 ? 0 : BN_EPICKLE;
 }
 
+//  Request metadata of a broadcast view: the stock keys, and banyan's
+//  tree options only when they differ from the defaults, so that a
+//  plain broadcast request is exactly what the Python client sends.
+static json_t *
+s_broadcast_metadata (bn_view_t *self, json_t *targets)
+{
+    json_t *metadata =
+        json_pack ("{s:o, s:b, s:b}", "targets", targets, "is_broadcast", 1,
+                   "is_coalescing", self->coalescing);
+    if (!metadata)
+        return NULL;
+    int rc = 0;
+    if (self->nlevels) {
+        json_t *levels = json_array ();
+        for (size_t i = 0; levels && i < self->nlevels; i++)
+            json_array_append_new (
+                levels,
+                json_string (self->levels[i] == BN_LEVEL_MERGE ? "merge"
+                                                               : "forward"));
+        rc |= json_object_set_new (metadata, "bn_levels", levels);
+    }
+    if (self->release != BN_RELEASE_ALL)
+        rc |= json_object_set_new (
+            metadata, "bn_release",
+            json_string (self->release == BN_RELEASE_WINDOW ? "window"
+                                                            : "none"));
+    if (self->release == BN_RELEASE_WINDOW)
+        rc |= json_object_set_new (metadata, "bn_window_ms",
+                                   json_integer (self->window_ms));
+    if (self->group)
+        rc |= json_object_set_new (metadata, "bn_group", json_true ());
+    if (self->reduce[0])
+        rc |= json_object_set_new (metadata, "bn_reduce",
+                                   json_string (self->reduce));
+    if (self->deadline_ms > 0)
+        rc |= json_object_set_new (metadata, "bn_deadline_ms",
+                                   json_integer (self->deadline_ms));
+    if (self->timestamps)
+        rc |= json_object_set_new (metadata, "bn_timestamps", json_true ());
+    if (self->output_in_reply)
+        rc |=
+            json_object_set_new (metadata, "bn_output", json_string ("reply"));
+    if (rc != 0)
+        json_decref (metadata);
+    return rc == 0 ? metadata : NULL;
+}
+
 //  Request metadata of a broadcast or load-balanced view.
 static json_t *
 s_metadata (bn_view_t *self, bn_target_t *targets, size_t ntargets)
@@ -166,8 +331,7 @@ s_metadata (bn_view_t *self, bn_target_t *targets, size_t ntargets)
                       ? json_pack ("[si]", targets[i].uuid, targets[i].id)
                       : json_string (targets[i].uuid));
     if (self->kind == BN_VIEW_BROADCAST)
-        return json_pack ("{s:o, s:b, s:b}", "targets", list, "is_broadcast", 1,
-                          "is_coalescing", self->coalescing);
+        return s_broadcast_metadata (self, list);
     return json_pack ("{s:[], s:[], s:f, s:o, s:i}", "after", "follow",
                       "timeout", 0.0, "targets", list, "retries", 0);
 }
@@ -217,6 +381,8 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
         result = bn_result_new (client, nitems);
         if (!msgs || !result)
             rc = BN_ENOMEM;
+        else if (self->kind == BN_VIEW_BROADCAST)
+            bn_result_set_output_in_reply (result, self->output_in_reply);
     }
     for (size_t i = 0; rc == 0 && i < nmsgs; i++) {
         bn_msg_t *msg = first;

@@ -1343,6 +1343,562 @@ START_TEST (test_broadcast)
 }
 END_TEST
 
+//  -------------------------------------------------------------------
+//  Broadcast replies of every shape the tree sends (TREE.md), built by
+//  hand: the tree itself is not needed to check how they are decoded.
+
+//  An EngineError as a tree node makes it for an engine that did not
+//  answer (no engine_info: no output will follow).
+static json_t *
+s_tree_error (const char *evalue)
+{
+    return json_pack ("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
+                      "EngineError", "evalue", evalue, "traceback");
+}
+
+//  Start an apply of echo on a broadcast view of mock's engines and
+//  return the request the root received.
+static bn_msg_t *
+s_bcast_start (s_mock_t *mock, bn_view_t *view, bn_result_t **result)
+{
+    bn_value_t *args = s_args1 (bn_value_new_int (1));
+    ck_assert_int_eq (bn_view_apply (view, "echo", args, NULL, result), 0);
+    bn_value_destroy (&args);
+    return s_mock_expect (mock, mock->broadcast, BN_MSG_APPLY_REQUEST);
+}
+
+//  Send a merged reply of type to request (as the last reply the node
+//  got, engine's), with extra metadata keys (taken), content (taken) and
+//  the values (borrowed; NULL entries: a pickled None) as buffers.
+static void
+s_bcast_merged (s_mock_t *mock, bn_msg_t *request, const char *type, int engine,
+                json_t *extra, json_t *content, bn_value_t **values,
+                size_t nvalues)
+{
+    char sub_id[256];
+    snprintf (sub_id, sizeof sub_id, "%s_%s", bn_msg_id (request),
+              mock->uuids[engine]);
+    bn_msg_t *last = bn_msg_dup (request);
+    ck_assert_int_eq (bn_msg_set_msg_id (last, sub_id), 0);
+    bn_msg_t *reply = bn_msg_new_reply (mock->session, last, type);
+    char date[BN_DATE_SIZE];
+    bn_session_date (date);
+    json_t *metadata =
+        json_pack ("{s:s, s:s, s:b, s:b, s:s, s:s}", "started", date, "engine",
+                   mock->uuids[engine], "is_broadcast", 1, "is_coalescing", 1,
+                   "original_msg_id", bn_msg_id (request), "status",
+                   json_string_value (json_object_get (content, "status")));
+    json_object_update (metadata, extra);
+    json_decref (extra);
+    bn_msg_set_metadata (reply, metadata);
+    bn_msg_set_content (reply, content);
+    bn_value_t *none = bn_value_new_none ();
+    for (size_t i = 0; i < nvalues; i++)
+        ck_assert_int_eq (
+            bn_serialize_object_add (reply, values[i] ? values[i] : none), 0);
+    bn_value_destroy (&none);
+    ck_assert_int_eq (
+        bn_msg_send (&reply, zsock_resolve (mock->broadcast), mock->session),
+        0);
+    bn_msg_destroy (&last);
+}
+
+//  [uuid, id] pairs of engines ids (count of them).
+static json_t *
+s_bcast_targets (s_mock_t *mock, const int *ids, size_t count)
+{
+    json_t *targets = json_array ();
+    for (size_t i = 0; i < count; i++)
+        json_array_append_new (
+            targets, json_pack ("[s,i]", mock->uuids[ids[i]], ids[i]));
+    return targets;
+}
+
+START_TEST (test_broadcast_options)
+{
+    s_mock_t *mock = s_mock_new (2);
+    bn_client_t *client = s_mock_client (mock);
+    bn_view_t *direct = bn_view_new (client, BN_VIEW_DIRECT);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    bn_level_t levels[] = {BN_LEVEL_FORWARD, BN_LEVEL_MERGE};
+    //  Only broadcast views take them
+    ck_assert_int_eq (bn_view_set_levels (direct, levels, 2), BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_release (direct, BN_RELEASE_NONE, 0),
+                      BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_group (direct, true), BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_reduce (direct, "sum"), BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_deadline_ms (direct, 10), BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_timestamps (direct, true), BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_output_in_reply (direct, true), BN_EINVAL);
+    //  Bad arguments
+    ck_assert_int_eq (bn_view_set_levels (view, NULL, 2), BN_EINVAL);
+    bn_level_t bad = (bn_level_t)7;
+    ck_assert_int_eq (bn_view_set_levels (view, &bad, 1), BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_release (view, BN_RELEASE_WINDOW, 0),
+                      BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_reduce (view, "avg"), BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_reduce (view, ":x"), BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_reduce (view, "p:"), BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_reduce (view, "p:a b"), BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_deadline_ms (view, -1), BN_EINVAL);
+
+    //  By default the request is exactly the stock one
+    bn_result_t *result;
+    bn_msg_t *request = s_bcast_start (mock, view, &result);
+    json_t *metadata = bn_msg_metadata (request);
+    ck_assert_uint_eq (json_object_size (metadata), 3);
+    bn_msg_destroy (&request);
+    bn_result_destroy (&result);
+
+    ck_assert_int_eq (bn_view_set_levels (view, levels, 2), 0);
+    ck_assert_int_eq (bn_view_set_release (view, BN_RELEASE_WINDOW, 250), 0);
+    ck_assert_int_eq (bn_view_set_group (view, true), 0);
+    ck_assert_int_eq (bn_view_set_reduce (view, "stats:mean"), 0);
+    ck_assert_int_eq (bn_view_set_deadline_ms (view, 1500), 0);
+    ck_assert_int_eq (bn_view_set_timestamps (view, true), 0);
+    ck_assert_int_eq (bn_view_set_output_in_reply (view, true), 0);
+    request = s_bcast_start (mock, view, &result);
+    metadata = bn_msg_metadata (request);
+    json_t *copy = json_deep_copy (metadata);
+    json_object_del (copy, "targets");
+    char *text = json_dumps (copy, JSON_COMPACT | JSON_SORT_KEYS);
+    ck_assert_str_eq (text,
+                      "{\"bn_deadline_ms\":1500,\"bn_group\":true,"
+                      "\"bn_levels\":[\"forward\",\"merge\"],"
+                      "\"bn_output\":\"reply\",\"bn_reduce\":\"stats:mean\","
+                      "\"bn_release\":\"window\",\"bn_timestamps\":true,"
+                      "\"bn_window_ms\":250,\"is_broadcast\":true,"
+                      "\"is_coalescing\":false}");
+    json_decref (copy);
+    free (text);
+    ck_assert_str_eq (
+        json_string_value (json_object_get (metadata, "bn_release")), "window");
+    bn_msg_destroy (&request);
+    bn_result_destroy (&result);
+
+    //  And back to the defaults
+    ck_assert_int_eq (bn_view_set_levels (view, NULL, 0), 0);
+    ck_assert_int_eq (bn_view_set_release (view, BN_RELEASE_NONE, 0), 0);
+    ck_assert_int_eq (bn_view_set_group (view, false), 0);
+    ck_assert_int_eq (bn_view_set_reduce (view, NULL), 0);
+    ck_assert_int_eq (bn_view_set_deadline_ms (view, 0), 0);
+    ck_assert_int_eq (bn_view_set_timestamps (view, false), 0);
+    ck_assert_int_eq (bn_view_set_output_in_reply (view, false), 0);
+    request = s_bcast_start (mock, view, &result);
+    metadata = bn_msg_metadata (request);
+    ck_assert_uint_eq (json_object_size (metadata), 4);
+    ck_assert_str_eq (
+        json_string_value (json_object_get (metadata, "bn_release")), "none");
+    bn_msg_destroy (&request);
+    bn_result_destroy (&result);
+    bn_view_destroy (&view);
+    bn_view_destroy (&direct);
+    bn_client_destroy (&client);
+    s_mock_destroy (&mock);
+}
+END_TEST
+
+//  bn_replies: each engine's status, output and buffer count; a failed
+//  engine's pickled None keeps the buffers aligned.
+START_TEST (test_broadcast_bn_replies)
+{
+    s_mock_t *mock = s_mock_new (3);
+    bn_client_t *client = s_mock_client (mock);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    ck_assert_int_eq (bn_view_set_coalescing (view, true), 0);
+    ck_assert_int_eq (bn_view_set_output_in_reply (view, true), 0);
+    bn_result_t *result;
+    bn_msg_t *request = s_bcast_start (mock, view, &result);
+    //  Engine 2's result is large bytes: two buffers of its own
+    char big[3000];
+    memset (big, 'b', sizeof big);
+    bn_value_t *values[3] = {bn_value_new_int (10), NULL,
+                             bn_value_new_bytes (big, sizeof big)};
+    int order[] = {0, 1, 2};
+    json_t *failure = s_engine_error (mock, 1, "CalledProcessError", "boom");
+    json_object_set_new (failure, "returncode", json_integer (3));
+    json_t *replies = json_pack (
+        "[{s:s, s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:o, s:s, s:s},"
+        " {s:s, s:i, s:s}]",
+        "status", "ok", "started", "2026-01-01T00:00:00.000001Z", "completed",
+        "2026-01-01T00:00:01.000001Z", "nbuffers", 1, "bn_stdout", "zero\n",
+        "bn_stderr", "", "status", "error", "completed",
+        "2026-01-01T00:00:02.000001Z", "nbuffers", 1, "content", failure,
+        "bn_stdout", "partial\n", "bn_stderr", "oops\n", "status", "ok",
+        "nbuffers", 2, "bn_stdout", "");
+    json_t *content = json_deep_copy (failure);
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 2,
+                    json_pack ("{s:o, s:o}", "broadcast_targets",
+                               s_bcast_targets (mock, order, 3), "bn_replies",
+                               replies),
+                    content, values, 3);
+    //  No iopub at all: the output came in the reply
+    ck_assert_int_eq (bn_result_wait (result, 5), 0);
+    ck_assert_uint_eq (bn_result_messages (result), 1);
+    ck_assert_int_eq (bn_result_status (result, 0), 0);
+    ck_assert_int_eq (bn_value_int (bn_result_value (result, 0)), 10);
+    ck_assert_str_eq (bn_result_stdout (result, 0), "zero\n");
+    ck_assert_str_eq (bn_result_started (result, 0),
+                      "2026-01-01T00:00:00.000001Z");
+    ck_assert_str_eq (bn_result_completed (result, 0),
+                      "2026-01-01T00:00:01.000001Z");
+    ck_assert_int_eq (bn_result_status (result, 1), BN_EREMOTE);
+    ck_assert_str_eq (bn_result_ename (result, 1), "CalledProcessError");
+    ck_assert_str_eq (bn_result_evalue (result, 1), "boom");
+    ck_assert_ptr_null (bn_result_value (result, 1));
+    ck_assert_str_eq (bn_result_stdout (result, 1), "partial\n");
+    ck_assert_str_eq (bn_result_stderr (result, 1), "oops\n");
+    ck_assert_ptr_nonnull (
+        strstr (bn_result_content (result, 1), "\"returncode\":3"));
+    ck_assert_int_eq (bn_result_status (result, 2), 0);
+    ck_assert (bn_value_equal (bn_result_value (result, 2), values[2]));
+    ck_assert_int_eq (bn_result_engine_id (result, 2), 2);
+    ck_assert_int_eq (bn_result_get (result, 0), BN_EREMOTE);
+    ck_assert_uint_eq (bn_result_group_count (result), 0);
+    ck_assert_ptr_null (bn_result_reduced (result));
+    bn_result_destroy (&result);
+    bn_msg_destroy (&request);
+
+    //  The same without nbuffers: results are decoded one after the other
+    //  (as the Python client does) and a failure takes its one buffer.
+    request = s_bcast_start (mock, view, &result);
+    replies =
+        json_pack ("[{s:s}, {s:s, s:o}, {s:s}]", "status", "ok", "status",
+                   "error", "content", s_tree_error ("gone"), "status", "ok");
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 0,
+                    json_pack ("{s:o, s:o}", "broadcast_targets",
+                               s_bcast_targets (mock, order, 3), "bn_replies",
+                               replies),
+                    s_tree_error ("gone"), values, 3);
+    //  No output in these replies: items wait for the engines' idle
+    ck_assert_int_eq (bn_result_wait (result, 0.1), BN_ETIMEDOUT);
+    ck_assert_int_eq (bn_result_status (result, 1), BN_EENGINEDIED);
+    char sub_id[256];
+    for (int engine = 0; engine < 3; engine += 2) {
+        snprintf (sub_id, sizeof sub_id, "%s_%s", bn_msg_id (request),
+                  mock->uuids[engine]);
+        bn_msg_t *copy = bn_msg_dup (request);
+        bn_msg_set_msg_id (copy, sub_id);
+        s_mock_stream (mock, copy, engine, "stdout", "iopub\n");
+        s_mock_status (mock, copy, engine, "idle");
+        bn_msg_destroy (&copy);
+    }
+    ck_assert_int_eq (bn_result_get (result, 5), BN_EENGINEDIED);
+    ck_assert_int_eq (bn_value_int (bn_result_value (result, 0)), 10);
+    ck_assert (bn_value_equal (bn_result_value (result, 2), values[2]));
+    ck_assert_str_eq (bn_result_stdout (result, 2), "iopub\n");
+    bn_result_destroy (&result);
+    bn_msg_destroy (&request);
+
+    //  A 7.1.0 leaf at depth 0 lists bare uuids
+    request = s_bcast_start (mock, view, &result);
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 1,
+                    json_pack ("{s:[s,s,s]}", "broadcast_targets",
+                               mock->uuids[1], mock->uuids[0], mock->uuids[2]),
+                    s_ok (), values, 1);
+    ck_assert_int_eq (bn_result_wait (result, 0.1), BN_ETIMEDOUT);
+    bn_result_destroy (&result);
+    bn_msg_destroy (&request);
+
+    for (int i = 0; i < 3; i++)
+        bn_value_destroy (&values[i]);
+    json_decref (failure);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_mock_destroy (&mock);
+}
+END_TEST
+
+//  Execute replies merged, and per-hop timestamps
+START_TEST (test_broadcast_execute_and_hops)
+{
+    s_mock_t *mock = s_mock_new (2);
+    bn_client_t *client = s_mock_client (mock);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    ck_assert_int_eq (bn_view_set_coalescing (view, true), 0);
+    ck_assert_int_eq (bn_view_set_timestamps (view, true), 0);
+    bn_result_t *result;
+    ck_assert_int_eq (bn_view_execute (view, "hostname", &result), 0);
+    bn_msg_t *request =
+        s_mock_expect (mock, mock->broadcast, BN_MSG_EXECUTE_REQUEST);
+    int order[] = {1, 0};
+    json_t *failure = s_engine_error (mock, 0, "CalledProcessError", "exit 2");
+    json_object_set_new (failure, "returncode", json_integer (2));
+    s_bcast_merged (
+        mock, request, BN_MSG_EXECUTE_REPLY, 1,
+        json_pack ("{s:o, s:[{s:s, s:i, s:s, s:s}, {s:s, s:i, s:o, s:s}],"
+                   " s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}]}",
+                   "broadcast_targets", s_bcast_targets (mock, order, 2),
+                   "bn_replies", "status", "ok", "nbuffers", 0, "bn_stdout",
+                   "host1\n", "bn_stderr", "", "status", "error", "nbuffers", 0,
+                   "content", json_deep_copy (failure), "bn_stdout", "host0\n",
+                   "bn_hops", "node", "sub_scheduler_00", "received",
+                   "2026-01-01T00:00:00.000001Z", "sent",
+                   "2026-01-01T00:00:00.000300Z", "node", "sub_scheduler_0",
+                   "received", "2026-01-01T00:00:00.000000Z", "sent",
+                   "2026-01-01T00:00:00.000400Z"),
+        failure, NULL, 0);
+    ck_assert_int_eq (bn_result_get (result, 5), BN_EREMOTE);
+    ck_assert_str_eq (bn_result_stdout (result, 0), "host0\n");
+    ck_assert_str_eq (bn_result_stdout (result, 1), "host1\n");
+    ck_assert_int_eq (bn_result_status (result, 1), 0);
+    ck_assert_str_eq (bn_result_ename (result, 0), "CalledProcessError");
+    ck_assert_uint_eq (bn_result_hop_count (result, 0), 2);
+    const char *node, *received, *sent;
+    ck_assert_int_eq (bn_result_hop (result, 1, 0, &node, &received, &sent), 0);
+    ck_assert_str_eq (node, "sub_scheduler_00");
+    ck_assert_str_eq (received, "2026-01-01T00:00:00.000001Z");
+    ck_assert_str_eq (sent, "2026-01-01T00:00:00.000300Z");
+    ck_assert_int_eq (bn_result_hop (result, 1, 1, &node, NULL, NULL), 0);
+    ck_assert_str_eq (node, "sub_scheduler_0");
+    ck_assert_int_eq (bn_result_hop (result, 1, 2, &node, NULL, NULL),
+                      BN_EINVAL);
+    bn_result_destroy (&result);
+    bn_msg_destroy (&request);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_mock_destroy (&mock);
+}
+END_TEST
+
+//  Partial messages: a window release, or a forwarding root above merging
+//  leaves, completes items batch by batch, and bn_result_next streams.
+START_TEST (test_broadcast_partial_messages)
+{
+    s_mock_t *mock = s_mock_new (4);
+    bn_client_t *client = s_mock_client (mock);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    bn_level_t levels[] = {BN_LEVEL_FORWARD, BN_LEVEL_MERGE};
+    ck_assert_int_eq (bn_view_set_levels (view, levels, 2), 0);
+    ck_assert_int_eq (bn_view_set_output_in_reply (view, true), 0);
+    bn_result_t *result;
+    bn_msg_t *request = s_bcast_start (mock, view, &result);
+    //  is_coalescing is false: the merged keys alone say what it is
+    ck_assert (json_is_false (
+        json_object_get (bn_msg_metadata (request), "is_coalescing")));
+    bn_value_t *values[2] = {bn_value_new_int (1), bn_value_new_int (3)};
+    int leaf1[] = {1, 3};
+    json_t *ok2 = json_pack ("[{s:s, s:i, s:s}, {s:s, s:i, s:s}]", "status",
+                             "ok", "nbuffers", 1, "bn_stdout", "", "status",
+                             "ok", "nbuffers", 1, "bn_stdout", "");
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 3,
+                    json_pack ("{s:o, s:O, s:b, s:b}", "broadcast_targets",
+                               s_bcast_targets (mock, leaf1, 2), "bn_replies",
+                               ok2, "bn_partial", 0, "is_coalescing", 0),
+                    s_ok (), values, 2);
+    ck_assert_int_eq (bn_result_next (result, 5), 1);
+    ck_assert_int_eq (bn_result_next (result, 5), 3);
+    ck_assert_int_eq (bn_result_next (result, 0), BN_ETIMEDOUT);
+    ck_assert_uint_eq (bn_result_progress (result), 2);
+    ck_assert_int_eq (bn_value_int (bn_result_value (result, 3)), 3);
+    //  The other leaf's window: engine 2 first, then engine 0
+    int first[] = {2};
+    values[0] = bn_value_new_int (2);
+    json_t *ok1 = json_pack ("[{s:s, s:i, s:s}]", "status", "ok", "nbuffers", 1,
+                             "bn_stdout", "");
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 2,
+                    json_pack ("{s:o, s:O, s:b}", "broadcast_targets",
+                               s_bcast_targets (mock, first, 1), "bn_replies",
+                               ok1, "bn_partial", 1),
+                    s_ok (), values, 1);
+    ck_assert_int_eq (bn_result_next (result, 5), 2);
+    ck_assert (!bn_result_ready (result));
+    int last[] = {0};
+    bn_value_destroy (&values[0]);
+    values[0] = bn_value_new_int (0);
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 0,
+                    json_pack ("{s:o, s:O, s:b}", "broadcast_targets",
+                               s_bcast_targets (mock, last, 1), "bn_replies",
+                               ok1, "bn_partial", 0),
+                    s_ok (), values, 1);
+    ck_assert_int_eq (bn_result_next (result, 5), 0);
+    ck_assert_int_eq (bn_result_next (result, 5), BN_ENOENT);
+    ck_assert_int_eq (bn_result_get (result, 0), 0);
+    ck_assert_uint_eq (bn_result_messages (result), 3);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq (bn_value_int (bn_result_value (result, i)), i);
+    json_decref (ok1);
+    json_decref (ok2);
+    bn_value_destroy (&values[0]);
+    bn_value_destroy (&values[1]);
+    bn_result_destroy (&result);
+    bn_msg_destroy (&request);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_mock_destroy (&mock);
+}
+END_TEST
+
+//  bn_groups: one entry per set of engines with identical replies
+START_TEST (test_broadcast_groups)
+{
+    s_mock_t *mock = s_mock_new (5);
+    bn_client_t *client = s_mock_client (mock);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    ck_assert_int_eq (bn_view_set_coalescing (view, true), 0);
+    ck_assert_int_eq (bn_view_set_group (view, true), 0);
+    ck_assert_int_eq (bn_view_set_output_in_reply (view, true), 0);
+    bn_result_t *result;
+    bn_msg_t *request = s_bcast_start (mock, view, &result);
+    ck_assert (
+        json_is_true (json_object_get (bn_msg_metadata (request), "bn_group")));
+    bn_value_t *values[2] = {bn_value_new_str ("same"), NULL};
+    json_t *failure = s_engine_error (mock, 1, "ValueError", "bad");
+    s_bcast_merged (
+        mock, request, BN_MSG_APPLY_REPLY, 4,
+        json_pack ("{s:[{s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:O,"
+                   " s:s, s:s}]}",
+                   "bn_groups", "engines", "0,2-4", "status", "ok", "nbuffers",
+                   1, "bn_stdout", "hello\n", "bn_stderr", "", "engines", "1",
+                   "status", "error", "nbuffers", 1, "content", failure,
+                   "bn_stdout", "", "bn_stderr", "trace\n"),
+        json_deep_copy (failure), values, 2);
+    ck_assert_int_eq (bn_result_get (result, 5), BN_EREMOTE);
+    ck_assert_uint_eq (bn_result_messages (result), 1);
+    ck_assert_uint_eq (bn_result_group_count (result), 2);
+    char *text = bn_idset_encode (bn_result_group_engines (result, 0));
+    ck_assert_str_eq (text, "0,2-4");
+    free (text);
+    text = bn_idset_encode (bn_result_group_engines (result, 1));
+    ck_assert_str_eq (text, "1");
+    free (text);
+    ck_assert_ptr_null (bn_result_group_engines (result, 2));
+    for (int i = 0; i < 5; i++) {
+        ck_assert_int_eq (bn_result_engine_id (result, i), i);
+        if (i == 1) {
+            ck_assert_int_eq (bn_result_group_of (result, 1), 1);
+            ck_assert_int_eq (bn_result_status (result, 1), BN_EREMOTE);
+            ck_assert_str_eq (bn_result_ename (result, 1), "ValueError");
+            ck_assert_str_eq (bn_result_stderr (result, 1), "trace\n");
+            continue;
+        }
+        ck_assert_int_eq (bn_result_group_of (result, i), 0);
+        ck_assert_int_eq (bn_result_status (result, i), 0);
+        ck_assert (bn_value_equal (bn_result_value (result, i), values[0]));
+        ck_assert_str_eq (bn_result_stdout (result, i), "hello\n");
+    }
+    bn_result_destroy (&result);
+    bn_msg_destroy (&request);
+
+    //  Entries with bad engine sets are dropped and counted
+    request = s_bcast_start (mock, view, &result);
+    size_t dropped = bn_client_dropped (client);
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 0,
+                    json_pack ("{s:[{s:s, s:s, s:i}, {s:i, s:i}, {s:s, s:s, "
+                               "s:i, s:s}]}",
+                               "bn_groups", "engines", "x-y", "status", "ok",
+                               "nbuffers", 1, "engines", 3, "nbuffers", 0,
+                               "engines", "0-4", "status", "ok", "nbuffers", 1,
+                               "bn_stdout", ""),
+                    s_ok (), values, 1);
+    ck_assert_int_eq (bn_result_wait (result, 5), 0);
+    ck_assert_uint_eq (bn_client_dropped (client), dropped + 2);
+    ck_assert_uint_eq (bn_result_group_count (result), 1);
+    //  Every engine got the value of its own group's buffers
+    ck_assert_ptr_null (bn_result_value (result, 0));
+    ck_assert_int_eq (bn_result_status (result, 0), BN_EPICKLE);
+    bn_result_destroy (&result);
+    bn_msg_destroy (&request);
+
+    bn_value_destroy (&values[0]);
+    json_decref (failure);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_mock_destroy (&mock);
+}
+END_TEST
+
+//  bn_reduced: a value per merged message, combined by the client; the
+//  failed engines' items carry their errors.
+START_TEST (test_broadcast_reduced)
+{
+    s_mock_t *mock = s_mock_new (4);
+    bn_client_t *client = s_mock_client (mock);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    bn_level_t levels[] = {BN_LEVEL_FORWARD, BN_LEVEL_MERGE};
+    ck_assert_int_eq (bn_view_set_levels (view, levels, 2), 0);
+    ck_assert_int_eq (bn_view_set_reduce (view, "sum"), 0);
+    ck_assert_int_eq (bn_view_set_output_in_reply (view, true), 0);
+    bn_result_t *result;
+    bn_msg_t *request = s_bcast_start (mock, view, &result);
+    ck_assert_str_eq (json_string_value (json_object_get (
+                          bn_msg_metadata (request), "bn_reduce")),
+                      "sum");
+    bn_value_t *value = bn_value_new_int (10);
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 2,
+                    json_pack ("{s:{s:s, s:s, s:[]}}", "bn_reduced", "op",
+                               "sum", "engines", "0,2", "failed"),
+                    s_ok (), &value, 1);
+    ck_assert_int_eq (bn_result_next (result, 5), 0);
+    ck_assert_int_eq (bn_result_next (result, 5), 2);
+    ck_assert_ptr_null (bn_result_reduced (result));
+    bn_value_destroy (&value);
+    value = bn_value_new_float (5.5);
+    json_t *gone = json_pack (
+        "{s:s, s:s, s:s, s:[]}", "status", "error", "ename", "EngineError",
+        "evalue", "no reply from engine 3 within the deadline", "traceback");
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 1,
+                    json_pack ("{s:{s:s, s:s, s:[{s:s, s:O}]}}", "bn_reduced",
+                               "op", "sum", "engines", "1", "failed", "engines",
+                               "3", "content", gone),
+                    s_ok (), &value, 1);
+    ck_assert_int_eq (bn_result_get (result, 5), BN_EENGINEDIED);
+    ck_assert_int_eq (bn_result_status (result, 1), 0);
+    ck_assert_ptr_null (bn_result_value (result, 1));
+    ck_assert_str_eq (bn_result_evalue (result, 3),
+                      "no reply from engine 3 within the deadline");
+    ck_assert_str_eq (bn_result_reduced_op (result), "sum");
+    ck_assert_uint_eq (bn_result_reduced_count (result), 2);
+    ck_assert_int_eq (bn_value_int (bn_result_reduced_part (result, 0)), 10);
+    ck_assert_ptr_null (bn_result_reduced_part (result, 2));
+    ck_assert_double_eq (bn_value_float (bn_result_reduced (result)), 15.5);
+    char *text = bn_idset_encode (bn_result_reduced_engines (result));
+    ck_assert_str_eq (text, "0-2");
+    free (text);
+    text = bn_idset_encode (bn_result_reduced_failed (result));
+    ck_assert_str_eq (text, "3");
+    free (text);
+    ck_assert_uint_eq (bn_result_messages (result), 2);
+    bn_result_destroy (&result);
+    bn_msg_destroy (&request);
+
+    //  A plugin's partial results are not combined here
+    ck_assert_int_eq (bn_view_set_reduce (view, "stats:median"), 0);
+    request = s_bcast_start (mock, view, &result);
+    bn_value_destroy (&value);
+    value = bn_value_new_int (7);
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 0,
+                    json_pack ("{s:{s:s, s:s}}", "bn_reduced", "op",
+                               "stats:median", "engines", "0-1"),
+                    s_ok (), &value, 1);
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 2,
+                    json_pack ("{s:{s:s, s:s}}", "bn_reduced", "op",
+                               "stats:median", "engines", "2-3"),
+                    s_ok (), &value, 1);
+    ck_assert_int_eq (bn_result_get (result, 5), 0);
+    ck_assert_uint_eq (bn_result_reduced_count (result), 2);
+    ck_assert_ptr_null (bn_result_reduced (result));
+    bn_result_destroy (&result);
+    bn_msg_destroy (&request);
+    //  One message: its value is the result, whatever the op
+    request = s_bcast_start (mock, view, &result);
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 0,
+                    json_pack ("{s:{s:s, s:s}}", "bn_reduced", "op",
+                               "stats:median", "engines", "0-3"),
+                    s_ok (), &value, 1);
+    ck_assert_int_eq (bn_result_get (result, 5), 0);
+    ck_assert_int_eq (bn_value_int (bn_result_reduced (result)), 7);
+    bn_result_destroy (&result);
+    bn_msg_destroy (&request);
+
+    bn_value_destroy (&value);
+    json_decref (gone);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_mock_destroy (&mock);
+}
+END_TEST
+
 //  Answer n control requests of type on the mock's control socket.
 static void
 s_mock_control (s_mock_t *self, const char *type, int n, json_t **contents)
@@ -1970,6 +2526,12 @@ main (void)
     tcase_add_test (tc, test_no_engines);
     tcase_add_test (tc, test_load_balanced);
     tcase_add_test (tc, test_broadcast);
+    tcase_add_test (tc, test_broadcast_options);
+    tcase_add_test (tc, test_broadcast_bn_replies);
+    tcase_add_test (tc, test_broadcast_execute_and_hops);
+    tcase_add_test (tc, test_broadcast_partial_messages);
+    tcase_add_test (tc, test_broadcast_groups);
+    tcase_add_test (tc, test_broadcast_reduced);
     tcase_add_test (tc, test_abort_clear_shutdown);
     tcase_add_test (tc, test_client_shutdown);
     tcase_add_test (tc, test_queue_status);

@@ -196,6 +196,66 @@ int bn_view_set_target_list (bn_view_t *self, const int *ids, size_t count);
 //  look the same either way. Returns 0, or BN_EINVAL on other views.
 int bn_view_set_coalescing (bn_view_t *self, bool coalescing);
 
+//  Broadcast views: banyan's tree options (request metadata keys a stock
+//  IPython Parallel controller ignores; see the README's broadcast tree
+//  section). Each setter returns 0, or BN_EINVAL on other views or for a
+//  bad argument.
+
+//  What a level of the tree does with its subtree's replies: merge them
+//  into one message, or forward each message as it arrives.
+typedef enum {
+    BN_LEVEL_MERGE,  //  one message per request (and per release)
+    BN_LEVEL_FORWARD //  each message from below goes up at once
+} bn_level_t;
+
+//  Per-level mode, levels[0] for the root ... levels[depth] for the
+//  leaves; a level past the end uses the last entry. count 0 restores the
+//  default (every level merges when coalescing, else forwards). E.g.
+//  {FORWARD, MERGE}: each leaf merges its engines' replies and the root
+//  passes each leaf's batch up as it completes, so results stream in as
+//  one message per leaf. At most 16 entries.
+int bn_view_set_levels (bn_view_t *self, const bn_level_t *levels,
+                        size_t count);
+
+//  When a merging level releases what it holds.
+typedef enum {
+    BN_RELEASE_ALL,    //  once every reply arrived (the default)
+    BN_RELEASE_WINDOW, //  what has arrived, every window_ms
+    BN_RELEASE_NONE    //  each reply at once, as a merged message of one
+} bn_release_t;
+
+//  Release mode; window_ms (> 0) is used by BN_RELEASE_WINDOW only.
+int bn_view_set_release (bn_view_t *self, bn_release_t mode, int window_ms);
+
+//  Merging levels group engines whose replies are identical (status,
+//  result bytes, output, error): one entry with an engine set travels up.
+//  Results still hold one item per engine; bn_result_group_* show the
+//  groups as they came.
+int bn_view_set_group (bn_view_t *self, bool group);
+
+//  Reduce apply results at each merging level: "sum", "min", "max", or a
+//  plugin's "<plugin>:<name>"; NULL or "" for none. Items of engines that
+//  contributed complete with status 0 and no value; the reduced value is
+//  bn_result_reduced. An op of other shape is BN_EINVAL.
+int bn_view_set_reduce (bn_view_t *self, const char *op);
+
+//  The request's deadline in milliseconds from its arrival at the root
+//  (0: the controller's default, controller.tree_deadline). At it a
+//  merging node sends what it has; engines still missing fail with
+//  EngineError (BN_EENGINEDIED).
+int bn_view_set_deadline_ms (bn_view_t *self, int deadline_ms);
+
+//  Ask every node to record when it received the request and sent the
+//  reply (bn_result_hop).
+int bn_view_set_timestamps (bn_view_t *self, bool timestamps);
+
+//  Ask banyan engines to send no iopub output for the request and to
+//  return stdout and stderr inside the reply instead (less traffic, and
+//  output travels merged and grouped with the results). Stock engines
+//  ignore it and publish output as usual; results look the same either
+//  way.
+int bn_view_set_output_in_reply (bn_view_t *self, bool in_reply);
+
 //  Execute requests: silent (the default, as DirectView.execute) or not
 //  (as %px: a Python engine then publishes execute_result and counts the
 //  execution). Returns 0.
@@ -348,6 +408,55 @@ const char *bn_result_traceback (bn_result_t *self, size_t index);
 //  The reply's content as JSON text (for keys this API does not name), or
 //  NULL when no reply arrived (complete).
 const char *bn_result_content (bn_result_t *self, size_t index);
+
+//  Broadcast results: how the replies came, beyond the per-item view.
+
+//  Number of reply messages received for this result so far (one per
+//  engine without coalescing; one per merged batch with it).
+size_t bn_result_messages (bn_result_t *self);
+
+//  Groups of engines with identical replies, as the tree's merging levels
+//  formed them (bn_view_set_group), in arrival order; 0 without grouping.
+size_t bn_result_group_count (bn_result_t *self);
+
+//  The engines of group (borrowed, valid until the result is destroyed;
+//  do not modify), or NULL if there is no such group.
+bn_idset_t *bn_result_group_engines (bn_result_t *self, size_t group);
+
+//  The group item index arrived in, or -1 (not grouped, or not yet).
+int bn_result_group_of (bn_result_t *self, size_t index);
+
+//  A reduced request's value: the reduction of every contributing
+//  engine's result, combined in the client when it came in several
+//  messages (sum, min and max; a plugin's partial results are given by
+//  bn_result_reduced_part). NULL until the result is ready, when nothing
+//  was reduced, or when a plugin's partials cannot be combined here.
+const bn_value_t *bn_result_reduced (bn_result_t *self);
+
+//  The reduction's name as the tree reported it ("sum"...), or NULL.
+const char *bn_result_reduced_op (bn_result_t *self);
+
+//  Reduced values as they arrived (one per merged message) and their
+//  number; NULL past the end.
+size_t bn_result_reduced_count (bn_result_t *self);
+const bn_value_t *bn_result_reduced_part (bn_result_t *self, size_t part);
+
+//  Engines whose results went into the reduction, and engines that failed
+//  (their items hold the errors); borrowed, never NULL.
+bn_idset_t *bn_result_reduced_engines (bn_result_t *self);
+bn_idset_t *bn_result_reduced_failed (bn_result_t *self);
+
+//  Per-hop timestamps of the message that completed item index
+//  (bn_view_set_timestamps): the number of hops, from the first node
+//  that sent the reply up to the root (complete).
+size_t bn_result_hop_count (bn_result_t *self, size_t index);
+
+//  Hop number hop of item index: the node's routing id, and when it
+//  received the request and sent the reply (ISO-8601), each borrowed and
+//  NULL if not known; pass NULL for what you do not need. Returns 0, or
+//  BN_EINVAL past the last hop, BN_ENOTREADY before completion.
+int bn_result_hop (bn_result_t *self, size_t index, size_t hop,
+                   const char **node, const char **received, const char **sent);
 
 #ifdef __cplusplus
 }
