@@ -1,0 +1,107 @@
+/*  bn_bcast_node: one node of the broadcast spanning tree (WIRE.md 7,
+    doc/broadcast.md). Root, inner node and leaf are roles of the same
+    actor; each node runs its own zloop in its own thread (threads mode,
+    links over inproc://) or process (banyan-scheduler, links over ipc://
+    or tcp://).
+
+    Sockets of a node:
+      up    ROUTER, routing id = the node's routing id. The root binds it
+            (it is the client-facing broadcast port); every other node
+            connects it to its parent's down socket.
+      down  ROUTER, routing id = the node's routing id, bound. An inner
+            node's children connect their up sockets to it; a leaf's down
+            socket is the engine-facing broadcast port
+            (engine e connects to leaf e % leaves).
+    A node at depth 0 is root and leaf at once (up = client port,
+    down = the one engine port).
+
+    Requests go down split by child (each child gets only its targets, a
+    child without targets gets nothing); a leaf sends each engine its own
+    copy with header.msg_id = "<original>_<engine uuid>", sharing every
+    other frame. Replies go up forwarded or merged per level. Each node
+    tracks its requests in flight (request -> engines still owed); an
+    engine removed with ENGINE_REMOVE or a child lost with CHILD_LOST fails
+    its slots at once with EngineError, and a request past its deadline
+    fails the slots still missing.  */
+#ifndef BN_BCAST_NODE_H_INCLUDED
+#define BN_BCAST_NODE_H_INCLUDED
+
+#include <czmq.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "bn_monitor.h"
+
+//  Longest routing id and most children a node accepts.
+#define BN_BCAST_NODE_ID_MAX 128
+#define BN_BCAST_NODE_CHILDREN_MAX 4096
+
+//  What a node starts from. Everything is read (and copied) before the
+//  actor signals, i.e. before zactor_new returns, except the sockets
+//  handed over (taken) and the monitor (borrowed for the node's life).
+typedef struct {
+    const char *routing_id; //  "sub_scheduler_0", ... (WIRE.md 7.1)
+    int level;              //  0 = root ... depth = leaves
+    int depth;              //  depth of the whole tree
+    const char *key;        //  session key (connection file "key")
+
+    //  Upward link. The root takes up_sock (a bound ROUTER, with its
+    //  routing id set) or binds up_endpoint; other nodes connect
+    //  up_endpoint (the parent's down endpoint).
+    zsock_t *up_sock;        //  taken; NULL to create one
+    const char *up_endpoint; //  bind (root) or connect (others)
+    bool up_trusted;         //  the peer above is a node of this tree
+                             //  in the same process: no signing, no
+                             //  verification on this link
+
+    //  Downward link: an inner node binds down_endpoint for its
+    //  children; a leaf takes down_sock (the bound engine-facing ROUTER)
+    //  or binds down_endpoint.
+    zsock_t *down_sock;        //  taken; NULL to create one
+    const char *down_endpoint; //  bind
+    bool down_trusted;         //  children are nodes in the same process
+
+    //  Children (inner nodes only): their routing ids, in child order.
+    size_t nchildren;
+    const char *const *child_ids;
+    //  Leaves of the whole tree, and for an inner node which child serves
+    //  each leaf index (-1 = not below this node). Engine e is served by
+    //  leaf e % nleaves. A leaf sets leaf_child NULL.
+    size_t nleaves;
+    const int *leaf_child;
+
+    int hwm;         //  SNDHWM/RCVHWM of both sockets (0 = none)
+    int deadline_ms; //  default request deadline at the root (0 = none)
+    const bn_monitor_t *monitor; //  root only: the hub's monitor, or NULL
+    int status;                  //  Out: 0 started, -1 start-up failed
+} bn_bcast_node_args_t;
+
+//  The node actor (args: bn_bcast_node_args_t *). Commands on the pipe:
+//    ENGINE_ADD uuid eid     the hub registered an engine this leaf serves
+//    ENGINE_REMOVE uuid      the hub unregistered it: its slots fail now
+//    CHILD_LOST index        child index is gone: its slots fail now
+//    ENDPOINTS               reply [up endpoint, down endpoint] as bound
+//                            or connected ("" when a socket was handed
+//                            over)
+//    STATS                   reply [JSON object of counters; "requests"
+//                            is the number of requests in flight]
+//    $TERM                   stop
+//  The pipe carries no reply to ENGINE_ADD, ENGINE_REMOVE or CHILD_LOST.
+void bn_bcast_node_actor (zsock_t *pipe, void *args);
+
+//  Request metadata keys of banyan's extensions (doc/broadcast.md).
+#define BN_BCAST_LEVELS "bn_levels"
+#define BN_BCAST_RELEASE "bn_release"
+#define BN_BCAST_WINDOW "bn_window_ms"
+#define BN_BCAST_GROUP "bn_group"
+#define BN_BCAST_REDUCE "bn_reduce"
+#define BN_BCAST_DEADLINE "bn_deadline_ms"
+#define BN_BCAST_TIMESTAMPS "bn_timestamps"
+//  Reply metadata keys.
+#define BN_BCAST_REPLIES "bn_replies"
+#define BN_BCAST_GROUPS "bn_groups"
+#define BN_BCAST_REDUCED "bn_reduced"
+#define BN_BCAST_PARTIAL "bn_partial"
+#define BN_BCAST_HOPS "bn_hops"
+
+#endif
