@@ -679,6 +679,42 @@ bn_msg_set_content (bn_msg_t *self, json_t *value)
     bn_msg_set_part (self, BN_PART_CONTENT, value);
 }
 
+//  Forget what was parsed or scanned of part, which has new bytes.
+static void
+s_part_replaced (bn_msg_t *self, bn_part_t part)
+{
+    if (self->json[part])
+        json_decref (self->json[part]);
+    self->json[part] = NULL;
+    self->tried[part] = false;
+    self->dirty[part] = false;
+    if (part == BN_PART_HEADER || part == BN_PART_PARENT) {
+        free (self->fields);
+        self->fields = NULL;
+    }
+    self->signed_ok = false;
+}
+
+int
+bn_msg_set_part_raw (bn_msg_t *self, bn_part_t part, const void *data,
+                     size_t size)
+{
+    assert (self);
+    assert (part <= BN_PART_CONTENT);
+    s_part_replaced (self, part);
+    return s_set_bytes (&self->parts[part], data, size);
+}
+
+int
+bn_msg_set_part_frame (bn_msg_t *self, bn_part_t part, zmq_msg_t *frame)
+{
+    assert (self);
+    assert (part <= BN_PART_CONTENT);
+    assert (frame);
+    s_part_replaced (self, part);
+    return zmq_msg_copy (&self->parts[part], frame);
+}
+
 void
 bn_msg_touch (bn_msg_t *self, bn_part_t part)
 {

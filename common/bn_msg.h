@@ -105,6 +105,13 @@ void bn_msg_set_part (bn_msg_t *self, bn_part_t part, json_t *value);
 void bn_msg_set_metadata (bn_msg_t *self, json_t *value);
 void bn_msg_set_content (bn_msg_t *self, json_t *value);
 
+//  Replace a JSON part with raw bytes (copied) or with a frame sharing
+//  frame's bytes (no copy); the caller vouches that they are a JSON
+//  object. The message is re-signed when sent. Returns -1 on failure.
+int bn_msg_set_part_raw (bn_msg_t *self, bn_part_t part, const void *data,
+                         size_t size);
+int bn_msg_set_part_frame (bn_msg_t *self, bn_part_t part, zmq_msg_t *frame);
+
 //  Mark a parsed part as changed in place (after editing the object
 //  returned by bn_msg_part); it is re-serialised and re-signed on send.
 void bn_msg_touch (bn_msg_t *self, bn_part_t part);
