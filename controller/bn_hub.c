@@ -47,6 +47,11 @@ typedef struct {
 } s_stats_t;
 
 typedef struct {
+    bn_hub_engine_fn *fn;
+    void *arg;
+} s_listener_t;
+
+typedef struct {
     bn_hub_t *hub;
     char *uuid;   //  Engine whose registration is pending
     void *ticket; //  zloop ticket, NULL once it fired
@@ -69,11 +74,12 @@ struct _bn_hub_t {
     int hb_period_ms;
     double registration_timeout;
     bn_engine_table_t *engines;
-    zlistx_t *relays;   //  bn_relay_t * (borrowed)
-    bn_relay_t *counts; //  Relay giving queue/completed counts
-    bn_task_t *task;    //  Task scheduler (borrowed), or NULL
-    zhashx_t *stalls;   //  uuid -> s_stall_t
-    zlistx_t *leaving;  //  s_leaving_t *, waiting for replies
+    zlistx_t *relays;    //  bn_relay_t * (borrowed)
+    bn_relay_t *counts;  //  Relay giving queue/completed counts
+    bn_task_t *task;     //  Task scheduler (borrowed), or NULL
+    zlistx_t *listeners; //  s_listener_t *, told of (un)registrations
+    zhashx_t *stalls;    //  uuid -> s_stall_t
+    zlistx_t *leaving;   //  s_leaving_t *, waiting for replies
     zloop_t *loop;
     bool shutting_down; //  shutdown_request answered
     bn_hub_shutdown_fn *shutdown_fn;
@@ -105,6 +111,13 @@ s_leaving_destroy (void **item)
     *item = NULL;
 }
 
+static void
+s_listener_destroy (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
 bn_hub_t *
 bn_hub_new (zsock_t *query, zsock_t *notifier, bn_session_t *session,
             bn_heart_t *heart, json_t *connection_info, int hb_period_ms,
@@ -130,13 +143,15 @@ bn_hub_new (zsock_t *query, zsock_t *notifier, bn_session_t *session,
     self->relays = zlistx_new ();
     self->stalls = zhashx_new ();
     self->leaving = zlistx_new ();
+    self->listeners = zlistx_new ();
     if (!connection_info || !self->engines || !self->relays || !self->stalls ||
-        !self->leaving) {
+        !self->leaving || !self->listeners) {
         bn_hub_destroy (&self);
         return NULL;
     }
     zhashx_set_destructor (self->stalls, s_stall_destroy);
     zlistx_set_destructor (self->leaving, s_leaving_destroy);
+    zlistx_set_destructor (self->listeners, s_listener_destroy);
     return self;
 }
 
@@ -157,6 +172,7 @@ bn_hub_destroy (bn_hub_t **self_p)
     }
     zlistx_destroy (&self->leaving);
     zlistx_destroy (&self->relays);
+    zlistx_destroy (&self->listeners);
     bn_engine_table_destroy (&self->engines);
     json_decref (self->connection_info);
     free (self);
@@ -173,6 +189,34 @@ bn_hub_add_relay (bn_hub_t *self, bn_relay_t *relay, bool counts)
     if (counts)
         self->counts = relay;
     return 0;
+}
+
+int
+bn_hub_add_engine_listener (bn_hub_t *self, bn_hub_engine_fn *fn, void *arg)
+{
+    assert (self);
+    assert (fn);
+    s_listener_t *listener = calloc (1, sizeof *listener);
+    if (!listener)
+        return -1;
+    listener->fn = fn;
+    listener->arg = arg;
+    if (!zlistx_add_end (self->listeners, listener)) {
+        free (listener);
+        return -1;
+    }
+    return 0;
+}
+
+//  Tell every engine listener that uuid came or went.
+static void
+s_tell_listeners (bn_hub_t *self, const char *uuid, int id, bool registered)
+{
+    s_listener_t *listener = zlistx_first (self->listeners);
+    while (listener) {
+        listener->fn (listener->arg, uuid, id, registered);
+        listener = zlistx_next (self->listeners);
+    }
 }
 
 void
@@ -340,6 +384,7 @@ s_on_new_heart (void *arg, const char *uuid)
     }
     if (self->task && bn_task_engine_add (self->task, uuid, id) != 0)
         bn_log_error ("hub: task scheduler refused engine %d:%s", id, uuid);
+    s_tell_listeners (self, uuid, id, true);
     self->stats.registrations++;
     bn_log_info ("hub: engine %d:%s registered", id, uuid);
     s_notify (self, BN_MSG_REGISTRATION_NOTIFICATION,
@@ -494,6 +539,7 @@ bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
     }
     self->stats.unregistrations++;
     bn_log_info ("hub: engine %d:%s unregistered (%s)", id, copy, reason);
+    s_tell_listeners (self, copy, id, false);
     size_t waiting = 0;
     bn_relay_t *relay = zlistx_first (self->relays);
     while (relay) {

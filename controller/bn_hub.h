@@ -45,6 +45,17 @@ int bn_hub_add_relay (bn_hub_t *self, bn_relay_t *relay, bool counts);
 //  as the relays are told; queue_request counts its tasks.
 void bn_hub_set_task (bn_hub_t *self, bn_task_t *task);
 
+//  Called in the hub's thread when an engine finishes its registration
+//  (registered true) and at once when it is unregistered (false; before the
+//  grace the relays give its pending requests).
+typedef void (bn_hub_engine_fn) (void *arg, const char *uuid, int eid,
+                                 bool registered);
+
+//  Tell fn about engines as they come and go (the broadcast tree, the
+//  task scheduler). Returns -1 if out of memory.
+int bn_hub_add_engine_listener (bn_hub_t *self, bn_hub_engine_fn *fn,
+                                void *arg);
+
 //  Unregister engines whose shutdown_reply passes through the iopub relay
 //  (borrowed).
 void bn_hub_watch_iopub (bn_hub_t *self, bn_relay_t *iopub);
