@@ -40,6 +40,12 @@ static const s_setting_t s_settings[] = {
      "interface)"},
     {"controller.depth", BN_CONFIG_INT, "1", S_NUM (0, 12),
      "depth of the broadcast scheduler tree (2^depth leaf schedulers)"},
+    {"controller.topology", BN_CONFIG_STRING, "kary:2", S_STR (NULL, NULL),
+     "shape of the broadcast tree: kary:K, per-level fanouts AxB, binomial "
+     "or auto (with controller.depth)"},
+    {"controller.tree_deadline", BN_CONFIG_INT, "0", S_NUM (0, INT_MAX),
+     "default deadline of a broadcast request in milliseconds (0 = none): "
+     "engines that have not answered by then fail with EngineError"},
     {"controller.scheme", BN_CONFIG_STRING, "leastload",
      S_STR ("leastload|pure|lru|plainrandom|twobin|weighted|none", NULL),
      "task (load-balanced) scheduler scheme"},

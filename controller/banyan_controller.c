@@ -21,6 +21,8 @@ static const struct {
     {"--ip", "controller.ip"},
     {"--cluster-id", "cluster.id"},
     {"--depth", "controller.depth"},
+    {"--topology", "controller.topology"},
+    {"--tree-deadline", "controller.tree_deadline"},
     {"--ping", "controller.heartbeat_period"},
     {"--heartbeat-misses", "controller.heartbeat_misses"},
     {"--registration-timeout", "controller.registration_timeout"},
@@ -57,9 +59,15 @@ s_usage (FILE *file)
         "  --cluster-id ID       name the files ipcontroller-ID-client.json "
         "and\n"
         "                        ipcontroller-ID-engine.json\n"
-        "  --depth D             depth of the broadcast tree: 2^D engine "
-        "broadcast\n"
-        "                        ports (default: 1)\n"
+        "  --depth D             depth of the broadcast tree (default: 1; "
+        "kary:2\n"
+        "                        gives 2^D engine broadcast ports)\n"
+        "  --topology SPEC       shape of the broadcast tree: kary:K, "
+        "per-level\n"
+        "                        fanouts AxB, binomial or auto "
+        "(default: kary:2)\n"
+        "  --tree-deadline MS    default broadcast deadline, 0 = none "
+        "(default: 0)\n"
         "  --ping MS             milliseconds between heartbeats "
         "(default: 3000)\n"
         "  --heartbeat-misses N  beats an engine may miss in a row before it "
@@ -248,8 +256,7 @@ main (int argc, char **argv)
     }
 
     //  a deep broadcast tree needs more sockets than czmq's default 1024
-    if (BN_CONTROLLER_SOCKETS (bn_config_int (config, "controller.depth")) >
-        1024)
+    if (bn_controller_sockets (config) > 1024)
         zsys_set_max_sockets (0);
     bn_controller_args_t args = {
         .config = config, .profile_dir = dir, .status = BN_CONTROLLER_STARTING};

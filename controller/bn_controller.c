@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bn_bcast_tree.h"
 #include "bn_connfile.h"
 #include "bn_heart.h"
 #include "bn_hub.h"
@@ -19,6 +20,7 @@
 #include "bn_relay.h"
 #include "bn_session.h"
 #include "bn_task.h"
+#include "bn_topology.h"
 #include "bn_wire.h"
 
 //  Requests a client may have on its way into the task port's ROUTER
@@ -41,10 +43,12 @@ typedef struct {
     char *ip;        //  Bind address
     char *interface; //  "tcp://<ip>"
     char *cluster_id;
-    int depth;         //  Broadcast tree depth
-    int hwm;           //  SNDHWM/RCVHWM of every socket
-    bool reuse;        //  Keep (and reuse) connection files
-    char *client_path; //  Connection files and pid file
+    int depth;               //  Broadcast tree depth
+    bn_topology_t *topology; //  Broadcast tree shape
+    int tree_deadline;       //  Default broadcast deadline, ms (0: none)
+    int hwm;                 //  SNDHWM/RCVHWM of every socket
+    bool reuse;              //  Keep (and reuse) connection files
+    char *client_path;       //  Connection files and pid file
     char *engine_path;
     char *pid_path;
     bool files_written;
@@ -71,8 +75,8 @@ typedef struct {
     bn_relay_t *iopub;
     bn_task_t *task;            //  Task scheduler, or NULL (scheme none)
     bn_refuser_t *task_refuser; //  Task port with scheme none
-    bn_refuser_t *broadcast;
-    bool shutdown; //  Ended by a hub shutdown_request
+    bn_bcast_tree_t *tree;      //  Broadcast tree nodes (threads)
+    bool shutdown;              //  Ended by a hub shutdown_request
 } s_controller_t;
 
 //  Create path and its parents with mode (like mkdir -p); -1 on failure.
@@ -154,9 +158,7 @@ s_bind_all (s_controller_t *self, bn_connfile_t *old_client,
             bn_connfile_t *old_engine)
 {
     bn_connfile_t *c = old_client, *e = old_engine;
-    const char *prefix = BN_ROUTING_SCHEDULER_PREFIX;
-    char root_id[64];
-    snprintf (root_id, sizeof root_id, "%s0", prefix);
+    const char *root_id = bn_topology_routing_id (self->topology, 0);
     if (s_bind (self, &self->query, ZMQ_ROUTER, NULL, false,
                 s_old_port (c, "registration")) ||
         s_bind (self, &self->control_out, ZMQ_ROUTER, BN_ROUTING_CONTROL_OUT,
@@ -172,17 +174,13 @@ s_bind_all (s_controller_t *self, bn_connfile_t *old_client,
         s_bind (self, &self->hb_pong, ZMQ_ROUTER, NULL, false,
                 s_old_port (e, "hb_pong")))
         return -1;
-    self->nleaves = (size_t)1 << self->depth;
+    self->nleaves = (size_t)bn_topology_leaves (self->topology);
     self->bcast_leaves = calloc (self->nleaves, sizeof (s_bound_t));
     if (!self->bcast_leaves)
         return -1;
     for (size_t leaf = 0; leaf < self->nleaves; leaf++) {
-        //  leaf ids are depth + 1 binary digits, the first always 0
-        char id[64];
-        int len = snprintf (id, sizeof id, "%s", prefix);
-        for (int bit = self->depth; bit >= 0; bit--)
-            id[len++] = (leaf >> bit) & 1 ? '1' : '0';
-        id[len] = 0;
+        const char *id = bn_topology_routing_id (
+            self->topology, bn_topology_leaf_node (self->topology, (int)leaf));
         int port = e && leaf < bn_connfile_broadcast_count (e)
                        ? bn_connfile_broadcast (e, leaf)
                        : 0;
@@ -347,7 +345,7 @@ s_controller_destroy (s_controller_t **self_p)
     bn_relay_destroy (&self->iopub);
     bn_task_destroy (&self->task);
     bn_refuser_destroy (&self->task_refuser);
-    bn_refuser_destroy (&self->broadcast);
+    bn_bcast_tree_destroy (&self->tree);
     zloop_destroy (&self->loop);
     s_bound_t *all[] = {
         &self->query,      &self->notifier,    &self->hb_ping,
@@ -361,6 +359,7 @@ s_controller_destroy (s_controller_t **self_p)
     for (size_t leaf = 0; self->bcast_leaves && leaf < self->nleaves; leaf++)
         zsock_destroy (&self->bcast_leaves[leaf].sock);
     free (self->bcast_leaves);
+    bn_topology_destroy (&self->topology);
     s_remove_files (self);
     bn_session_destroy (&self->session);
     free (self->key);
@@ -384,7 +383,7 @@ s_stats (s_controller_t *self)
         "iopub", bn_relay_stats (self->iopub), "task",
         self->task ? bn_task_stats (self->task)
                    : bn_refuser_stats (self->task_refuser),
-        "broadcast", bn_refuser_stats (self->broadcast));
+        "broadcast", bn_bcast_tree_stats (self->tree));
 }
 
 static int
@@ -444,10 +443,20 @@ s_start_components (s_controller_t *self, int period, int misses,
         if (!self->task_refuser)
             return -1;
     }
-    self->broadcast = bn_refuser_new (BN_REFUSER_BROADCAST, self->bcast_in.sock,
-                                      self->session);
+    //  the tree's nodes take the root and leaf ports
+    zsock_t **leaves = calloc (self->nleaves, sizeof (zsock_t *));
+    if (!leaves)
+        return -1;
+    for (size_t leaf = 0; leaf < self->nleaves; leaf++)
+        leaves[leaf] = self->bcast_leaves[leaf].sock;
+    self->tree =
+        bn_bcast_tree_new (self->topology, self->key, &self->bcast_in.sock,
+                           leaves, self->hwm, self->tree_deadline);
+    for (size_t leaf = 0; leaf < self->nleaves; leaf++)
+        self->bcast_leaves[leaf].sock = leaves[leaf];
+    free (leaves);
     if (!self->loop || !self->heart || !self->mux || !self->control ||
-        !self->iopub || !self->broadcast)
+        !self->iopub || !self->tree)
         return -1;
     self->hub = bn_hub_new (
         self->query.sock, self->notifier.sock, self->session, self->heart,
@@ -459,11 +468,9 @@ s_start_components (s_controller_t *self, int period, int misses,
         return -1;
     if (self->task)
         bn_hub_set_task (self->hub, self->task);
-    for (size_t leaf = 0; leaf < self->nleaves; leaf++)
-        if (bn_refuser_add_engine_side (self->broadcast,
-                                        self->bcast_leaves[leaf].sock))
-            return -1;
-    if (bn_hub_add_relay (self->hub, self->mux, true) ||
+    if (bn_hub_add_engine_listener (self->hub, bn_bcast_tree_engine,
+                                    self->tree) ||
+        bn_hub_add_relay (self->hub, self->mux, true) ||
         bn_hub_add_relay (self->hub, self->control, false))
         return -1;
     bn_hub_watch_iopub (self->hub, self->iopub);
@@ -478,10 +485,35 @@ s_start_components (s_controller_t *self, int period, int misses,
         bn_relay_attach (self->iopub, self->loop) ||
         (self->task && bn_task_attach (self->task, self->loop)) ||
         (self->task_refuser &&
-         bn_refuser_attach (self->task_refuser, self->loop)) ||
-        bn_refuser_attach (self->broadcast, self->loop))
+         bn_refuser_attach (self->task_refuser, self->loop)))
         return -1;
     return 0;
+}
+
+//  The broadcast tree's shape from controller.topology and .depth (a
+//  depth left at its default does not override a shape's own, 4x16).
+static bn_topology_t *
+s_topology (bn_config_t *config, char *err, size_t errsize)
+{
+    const char *source = bn_config_source (config, "controller.depth");
+    bool given = source && strcmp (source, "default") != 0;
+    return bn_topology_new (bn_config_str (config, "controller.topology"),
+                            given ? bn_config_int (config, "controller.depth")
+                                  : BN_TOPOLOGY_DEPTH_DEFAULT,
+                            0, err, errsize);
+}
+
+size_t
+bn_controller_sockets (bn_config_t *config)
+{
+    char err[256];
+    bn_topology_t *topology = s_topology (config, err, sizeof err);
+    if (!topology)
+        return 0;
+    size_t needed = (size_t)bn_topology_leaves (topology) + 64 +
+                    BN_BCAST_TREE_SOCKETS (bn_topology_size (topology));
+    bn_topology_destroy (&topology);
+    return needed;
 }
 
 static s_controller_t *
@@ -496,6 +528,16 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
     self->interface = zsys_sprintf ("tcp://%s", self->ip);
     self->cluster_id = strdup (bn_config_str (config, "cluster.id"));
     self->depth = bn_config_int (config, "controller.depth");
+    self->tree_deadline = bn_config_int (config, "controller.tree_deadline");
+    char err[256] = "";
+    self->topology = s_topology (config, err, sizeof err);
+    if (self->topology)
+        self->depth = bn_topology_depth (self->topology);
+    if (!self->topology) {
+        bn_log_error ("broadcast tree: %s", err);
+        s_controller_destroy (&self);
+        return NULL;
+    }
     self->hwm = bn_config_int (config, "controller.hwm");
     self->reuse = bn_config_bool (config, "controller.reuse_files");
     self->client_path = bn_connfile_path (args->profile_dir, self->cluster_id,
@@ -511,17 +553,17 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
         return NULL;
     }
     //  czmq asserts when a socket cannot be created: check the room first
-    size_t needed = BN_CONTROLLER_SOCKETS (self->depth);
+    size_t needed = (size_t)bn_topology_leaves (self->topology) + 64 +
+                    BN_BCAST_TREE_SOCKETS (bn_topology_size (self->topology));
     int limit = zmq_ctx_get (zsys_init (), ZMQ_MAX_SOCKETS);
     if (limit > 0 && needed > (size_t)limit) {
-        bn_log_error ("depth %d needs %zu sockets; this process allows %d",
-                      self->depth, needed, limit);
+        bn_log_error ("%s needs %zu sockets; this process allows %d",
+                      bn_topology_describe (self->topology), needed, limit);
         s_controller_destroy (&self);
         return NULL;
     }
     bn_connfile_t *old_client = NULL, *old_engine = NULL;
     if (self->reuse) {
-        char err[256];
         old_client = bn_connfile_load (self->client_path, err, sizeof err);
         old_engine = old_client
                          ? bn_connfile_load (self->engine_path, err, sizeof err)
@@ -529,7 +571,7 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
         if (!old_engine)
             bn_connfile_destroy (&old_client);
         else if (bn_connfile_broadcast_count (old_engine) !=
-                 ((size_t)1 << self->depth)) {
+                 (size_t)bn_topology_leaves (self->topology)) {
             bn_log_warn ("%s is for another depth; not reused",
                          self->engine_path);
             bn_connfile_destroy (&old_client);

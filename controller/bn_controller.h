@@ -20,9 +20,10 @@ typedef struct {
 //  signal cut zactor_new's wait short, wait on the actor until it changes.
 #define BN_CONTROLLER_STARTING 1
 
-//  Sockets the actor needs at depth (size the process's socket limit with
-//  zsys_set_max_sockets before the first socket is created).
-#define BN_CONTROLLER_SOCKETS(depth) (((size_t)1 << (depth)) + 64)
+//  Sockets a controller with config needs, its broadcast tree's included
+//  (size the process's socket limit with zsys_set_max_sockets before the
+//  first socket is created); 0 if the tree's shape is not valid.
+size_t bn_controller_sockets (bn_config_t *config);
 
 //  The controller actor (args: bn_controller_args_t *). If start-up fails
 //  (a bind, a file) it sets args->status to -1 and ends at once. Commands:

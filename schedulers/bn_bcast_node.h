@@ -61,7 +61,8 @@ typedef struct {
     const char *down_endpoint; //  bind
     bool down_trusted;         //  children are nodes in the same process
 
-    //  Children (inner nodes only): their routing ids, in child order.
+    //  Children (inner nodes only): their routing ids, in child order. A
+    //  node without children is a leaf.
     size_t nchildren;
     const char *const *child_ids;
     //  Leaves of the whole tree, and for an inner node which child serves

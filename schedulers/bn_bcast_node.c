@@ -1,0 +1,1406 @@
+/*  bn_bcast_node: a node of the broadcast tree.
+
+    A request is tracked from its arrival until every target it holds has
+    an answer: one slot per target, in tree order (child order, then the
+    client's target order within a child). A slot is filled by an engine's
+    reply, by a merged message from a child (which fills the slots named
+    in its broadcast_targets), or by an EngineError the node makes itself
+    (engine unregistered, child lost, deadline passed, send failed).
+
+    Forwarding levels send each reply up as it came (the engine's own
+    frames and signature). Merging levels keep, per slot, the reply's
+    buffers (frames shared with the reply, never copied) and its bn_replies
+    entry, and send one message built from the last reply received, with
+    broadcast_targets, bn_replies and the slots' buffers in slot order.
+
+    Links between nodes of one process are trusted: what comes from them is
+    not verified. Everything a node sends is signed (once per message, not
+    per engine, except the per-engine copies to engines).
+
+    Deadlines: the root turns bn_deadline_ms (or the configured default)
+    into an absolute wall-clock time passed down in the request metadata
+    as bn_deadline_at (ms since the epoch). A leaf acts at that time, each
+    level above S_DEADLINE_STEP ms later, so that what the level below
+    delivered at its deadline is in before a parent gives up on it.  */
+#define _GNU_SOURCE //  memmem
+#include "bn_bcast_node.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "bn_error.h"
+#include "bn_jscan.h"
+#include "bn_log.h"
+#include "bn_msg.h"
+#include "bn_msgtypes.h"
+#include "bn_relay.h"
+#include "bn_session.h"
+#include "bn_wire.h"
+
+#define S_BATCH 1024       //  messages read per wake-up before polling again
+#define S_TICK 10          //  ms between deadline/window checks
+#define S_DEADLINE_STEP 25 //  ms each level waits past the level below
+#define S_FIELD 256        //  longest metadata string scanned in place
+#define S_MARKER                                                               \
+    "\x01"                                                                     \
+    "bn-msg-id\x01"
+#define S_DEADLINE_AT "bn_deadline_at"
+
+//  A pickled None (protocol 4): the buffer a failed engine contributes to
+//  a merged reply, so the buffer list stays aligned.
+static const char s_pickled_none[] = "\x80\x04N.";
+#define S_PICKLED_NONE_SIZE 4
+
+typedef enum { S_PENDING, S_DONE, S_RELEASED } s_state_t;
+typedef enum { S_RELEASE_ALL, S_RELEASE_WINDOW, S_RELEASE_NONE } s_release_t;
+
+typedef struct {
+    char *uuid;
+    int eid;
+    int child; //  child index (inner node), -1 at a leaf
+    s_state_t state;
+    json_t *entry;      //  bn_replies entry (merging levels)
+    bool ok;            //  status "ok"
+    zmq_msg_t *buffers; //  shared frames (merging levels)
+    size_t nbuffers;
+} s_slot_t;
+
+typedef struct {
+    char *key;           //  original msg_id
+    bn_msg_t *request;   //  the request as received, without buffers
+    bool coalescing;     //  is_coalescing
+    bool merge;          //  this level merges
+    s_release_t release; //  when a merging level sends
+    int window_ms;       //  window release period
+    int64_t next_window; //  mono ms of the next window release
+    int64_t deadline;    //  mono ms when missing slots fail (0: none)
+    s_slot_t *slots;
+    size_t nslots;
+    size_t owed;       //  slots still pending
+    size_t unreleased; //  slots done, not yet sent (merging)
+    zhashx_t *by_uuid; //  uuid -> slot index + 1
+    bn_msg_t *last;    //  last reply received (merging)
+    void *timed;       //  handle in the node's timed list, or NULL
+} s_request_t;
+
+typedef struct {
+    uint64_t requests;       //  requests received
+    uint64_t bad_frame;      //  no delimiter, too few frames
+    uint64_t bad_signature;  //  missing or wrong HMAC
+    uint64_t replayed;       //  signature seen before
+    uint64_t bad_request;    //  unusable header, metadata or targets
+    uint64_t duplicate;      //  a request reusing a msg_id in flight
+    uint64_t to_engines;     //  per-engine copies sent
+    uint64_t to_children;    //  per-child requests sent
+    uint64_t replies;        //  replies received from below
+    uint64_t forwarded;      //  replies sent up unchanged
+    uint64_t merged;         //  merged messages sent up
+    uint64_t late;           //  replies for no request or a filled slot
+    uint64_t stray;          //  replies from an unknown peer
+    uint64_t engine_lost;    //  slots failed: engine unregistered
+    uint64_t child_lost;     //  slots failed: child lost
+    uint64_t unknown_engine; //  slots failed: engine not registered
+    uint64_t expired;        //  slots failed: deadline
+    uint64_t send_failed;    //  sends that failed (slot failed if down)
+} s_stats_t;
+
+typedef struct {
+    zsock_t *pipe;
+    char *id; //  routing id
+    int level;
+    int depth;
+    bool leaf;
+    zsock_t *up;
+    zsock_t *down;
+    void *up_handle;
+    void *down_handle;
+    bool up_trusted;
+    bool down_trusted;
+    char *up_endpoint;
+    char *down_endpoint;
+    size_t nchildren;
+    char **child_ids;
+    zhashx_t *child_index; //  child id -> index + 1
+    size_t nleaves;
+    int *leaf_child;
+    bn_session_t *session;
+    zhashx_t *requests; //  key -> s_request_t
+    zhashx_t *engines;  //  leaf: uuid -> eid + 1
+    zlistx_t *timed;    //  requests with a deadline or window
+    int timer;          //  zloop timer id, -1 when none
+    int deadline_ms;
+    const bn_monitor_t *monitor;
+    zloop_t *loop;
+    bool terminated;
+    s_stats_t stats;
+} s_node_t;
+
+//  --------------------------------------------------------------------------
+//  Small helpers
+
+static int64_t
+s_epoch_ms (void)
+{
+    struct timeval tv;
+    gettimeofday (&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+}
+
+//  The value of a top-level string key of a JSON part, scanned in place
+//  into buf; NULL if absent, not a string or too long.
+static const char *
+s_scan (bn_msg_t *msg, bn_part_t part, const char *key, char *buf, size_t size)
+{
+    size_t len;
+    const void *data = bn_msg_part_data (msg, part, &len);
+    return bn_jscan_string (data, len, key, buf, size) >= 0 ? buf : NULL;
+}
+
+//  True if the raw JSON part contains text (a cheap test before parsing).
+static bool
+s_part_has (bn_msg_t *msg, bn_part_t part, const char *text)
+{
+    size_t len;
+    const void *data = bn_msg_part_data (msg, part, &len);
+    return memmem (data, len, text, strlen (text)) != NULL;
+}
+
+static void
+s_slot_clear (s_slot_t *slot)
+{
+    free (slot->uuid);
+    json_decref (slot->entry);
+    for (size_t i = 0; i < slot->nbuffers; i++)
+        zmq_msg_close (&slot->buffers[i]);
+    free (slot->buffers);
+}
+
+static void
+s_request_destroy (s_request_t **self_p)
+{
+    s_request_t *self = *self_p;
+    if (!self)
+        return;
+    for (size_t i = 0; i < self->nslots; i++)
+        s_slot_clear (&self->slots[i]);
+    free (self->slots);
+    zhashx_destroy (&self->by_uuid);
+    bn_msg_destroy (&self->request);
+    bn_msg_destroy (&self->last);
+    free (self->key);
+    free (self);
+    *self_p = NULL;
+}
+
+static void
+s_request_free (void **item)
+{
+    s_request_destroy ((s_request_t **)item);
+}
+
+static s_slot_t *
+s_slot_of (s_request_t *req, const char *uuid)
+{
+    size_t index = (size_t)(uintptr_t)zhashx_lookup (req->by_uuid, uuid);
+    return index ? &req->slots[index - 1] : NULL;
+}
+
+//  Set the slot's buffers to shared copies of count frames of msg from
+//  first (or to the pickled-None placeholder when msg is NULL).
+static int
+s_slot_take_buffers (s_slot_t *slot, bn_msg_t *msg, size_t first, size_t count)
+{
+    size_t n = msg ? count : 1;
+    slot->buffers = n ? calloc (n, sizeof (zmq_msg_t)) : NULL;
+    if (n && !slot->buffers)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (msg) {
+            zmq_msg_init (&slot->buffers[i]);
+            zmq_msg_copy (&slot->buffers[i], bn_msg_buffer (msg, first + i));
+        } else
+            zmq_msg_init_data (&slot->buffers[i], (void *)s_pickled_none,
+                               S_PICKLED_NONE_SIZE, NULL, NULL);
+        slot->nbuffers++;
+    }
+    return 0;
+}
+
+//  --------------------------------------------------------------------------
+//  Sending up
+
+static void s_request_done (s_node_t *self, s_request_t *req);
+
+static void
+s_send_up (s_node_t *self, bn_msg_t **msg_p)
+{
+    if (bn_msg_send_flags (msg_p, self->up_handle, self->session,
+                           ZMQ_DONTWAIT) != 0)
+        self->stats.send_failed++;
+}
+
+//  A merged message of the slots done and not yet released; partial
+//  is -1 (no bn_partial key), 0 or 1.
+static void
+s_send_merged (s_node_t *self, s_request_t *req, int partial)
+{
+    if (req->unreleased == 0)
+        return;
+    //  built on the last reply; with none (every slot failed here), a
+    //  reply to the request
+    bn_msg_t *out = NULL;
+    if (req->last)
+        out = bn_msg_dup (req->last);
+    else {
+        char type[128];
+        if (bn_wire_reply_type (bn_msg_type (req->request), type,
+                                sizeof type) == 0)
+            out = bn_msg_new_reply (self->session, req->request, type);
+    }
+    if (!out) {
+        self->stats.send_failed++;
+        return;
+    }
+    bn_msg_clear_buffers (out);
+    bn_msg_copy_idents (out, req->request);
+    json_t *metadata = NULL;
+    if (req->last)
+        metadata = json_copy (bn_msg_metadata (req->last));
+    if (!metadata)
+        metadata = json_object ();
+    json_t *targets = json_array ();
+    json_t *replies = json_array ();
+    json_t *failure = NULL;
+    for (size_t i = 0; i < req->nslots; i++) {
+        s_slot_t *slot = &req->slots[i];
+        if (slot->state != S_DONE)
+            continue;
+        slot->state = S_RELEASED;
+        json_array_append_new (targets,
+                               json_pack ("[s, i]", slot->uuid, slot->eid));
+        json_array_append (replies, slot->entry ? slot->entry : json_null ());
+        if (!slot->ok && !failure)
+            failure = json_object_get (slot->entry, "content");
+        for (size_t b = 0; b < slot->nbuffers; b++)
+            bn_msg_add_buffer_msg (out, &slot->buffers[b]);
+        //  what was sent is not needed any more
+        for (size_t b = 0; b < slot->nbuffers; b++)
+            zmq_msg_close (&slot->buffers[b]);
+        free (slot->buffers);
+        slot->buffers = NULL;
+        slot->nbuffers = 0;
+        json_decref (slot->entry);
+        slot->entry = NULL;
+    }
+    req->unreleased = 0;
+    json_object_del (metadata, BN_BCAST_GROUPS);
+    json_object_del (metadata, BN_BCAST_REDUCED);
+    json_object_set_new (metadata, "broadcast_targets", targets);
+    json_object_set_new (metadata, BN_BCAST_REPLIES, replies);
+    json_object_set_new (metadata, "is_broadcast", json_true ());
+    json_object_set_new (metadata, "is_coalescing",
+                         json_boolean (req->coalescing));
+    json_object_set_new (metadata, "original_msg_id", json_string (req->key));
+    if (partial >= 0)
+        json_object_set_new (metadata, BN_BCAST_PARTIAL,
+                             json_boolean (partial));
+    else
+        json_object_del (metadata, BN_BCAST_PARTIAL);
+    if (failure) {
+        json_object_set_new (metadata, "status", json_string ("error"));
+        bn_msg_set_content (out, json_deep_copy (failure));
+    } else {
+        json_object_set_new (metadata, "status", json_string (BN_STATUS_OK));
+        if (!req->last)
+            bn_msg_set_content (out, json_pack ("{s:s}", "status", "ok"));
+    }
+    bn_msg_set_metadata (out, metadata);
+    self->stats.merged++;
+    s_send_up (self, &out);
+}
+
+//  An EngineError reply of one engine, for forwarding levels.
+static void
+s_send_engine_error (s_node_t *self, s_request_t *req, s_slot_t *slot,
+                     json_t *content)
+{
+    bn_msg_t *reply = bn_relay_error_reply (self->session, req->request, NULL,
+                                            slot->uuid, json_incref (content));
+    if (!reply) {
+        self->stats.send_failed++;
+        return;
+    }
+    json_t *parent = bn_msg_parent (reply);
+    char *msg_id = zsys_sprintf ("%s_%s", req->key, slot->uuid);
+    json_t *md = bn_msg_metadata (reply);
+    if (parent && msg_id && md) {
+        json_object_set_new (parent, "msg_id", json_string (msg_id));
+        bn_msg_touch (reply, BN_PART_PARENT);
+        json_object_set_new (md, "is_broadcast", json_true ());
+        json_object_set_new (md, "is_coalescing",
+                             json_boolean (req->coalescing));
+        json_object_set_new (md, "original_msg_id", json_string (req->key));
+        bn_msg_touch (reply, BN_PART_METADATA);
+    }
+    zstr_free (&msg_id);
+    s_send_up (self, &reply);
+}
+
+//  Fail a pending slot with an EngineError whose text is why.
+static void
+s_fail_slot (s_node_t *self, s_request_t *req, s_slot_t *slot, const char *why)
+{
+    assert (slot->state == S_PENDING);
+    json_t *content = bn_wire_errorf ("EngineError", NULL, "engine %d (%s): %s",
+                                      slot->eid, slot->uuid, why);
+    if (req->merge) {
+        char date[BN_DATE_SIZE];
+        bn_session_date (date);
+        slot->entry = json_pack ("{s:s, s:n, s:s, s:i, s:O}", "status", "error",
+                                 "started", "completed", date, "nbuffers", 1,
+                                 "content", content);
+        s_slot_take_buffers (slot, NULL, 0, 0);
+        slot->ok = false;
+        req->unreleased++;
+    } else
+        s_send_engine_error (self, req, slot, content);
+    json_decref (content);
+    slot->state = S_DONE;
+    if (!req->merge)
+        slot->state = S_RELEASED;
+    req->owed--;
+}
+
+//  After slots were filled: send what the release mode says, and finish
+//  the request when nothing is owed.
+static void
+s_progress (s_node_t *self, s_request_t *req)
+{
+    if (req->merge) {
+        bool partial = req->release != S_RELEASE_ALL;
+        if (req->owed == 0)
+            s_send_merged (self, req, partial ? 0 : -1);
+        else if (req->release == S_RELEASE_NONE)
+            s_send_merged (self, req, 1);
+    }
+    if (req->owed == 0)
+        s_request_done (self, req);
+}
+
+static void
+s_request_done (s_node_t *self, s_request_t *req)
+{
+    if (req->timed)
+        zlistx_delete (self->timed, req->timed);
+    req->timed = NULL;
+    zhashx_delete (self->requests, req->key);
+}
+
+//  --------------------------------------------------------------------------
+//  Requests coming down
+
+//  Reply to a request that cannot be routed with one error reply
+//  (found by the client through original_msg_id when coalescing).
+static void
+s_refuse (s_node_t *self, bn_msg_t *request, const char *original,
+          bool coalescing, const char *ename, const char *evalue)
+{
+    bn_msg_t *reply =
+        bn_relay_error_reply (self->session, request, NULL, NULL,
+                              bn_wire_error (ename, evalue, NULL, NULL));
+    if (!reply) {
+        self->stats.send_failed++;
+        return;
+    }
+    json_t *md = bn_msg_metadata (reply);
+    json_object_set_new (md, "is_broadcast", json_true ());
+    json_object_set_new (md, "is_coalescing", json_boolean (coalescing));
+    json_object_set_new (md, "original_msg_id", json_string (original));
+    if (coalescing)
+        json_object_set_new (md, "broadcast_targets", json_array ());
+    bn_msg_touch (reply, BN_PART_METADATA);
+    s_send_up (self, &reply);
+}
+
+//  This level's reply mode: bn_levels[level] (past the end: the last
+//  entry), else merge when coalescing.
+static bool
+s_level_merges (s_node_t *self, json_t *metadata, bool coalescing)
+{
+    json_t *levels = json_object_get (metadata, BN_BCAST_LEVELS);
+    size_t n = json_is_array (levels) ? json_array_size (levels) : 0;
+    if (n == 0)
+        return coalescing;
+    size_t at = (size_t)self->level < n ? (size_t)self->level : n - 1;
+    const char *mode = json_string_value (json_array_get (levels, at));
+    return mode ? strcmp (mode, "forward") != 0 : coalescing;
+}
+
+static int s_on_tick (zloop_t *loop, int timer_id, void *arg);
+
+static void
+s_timed_add (s_node_t *self, s_request_t *req)
+{
+    req->timed = zlistx_add_end (self->timed, req);
+    if (req->timed && self->timer < 0)
+        self->timer = zloop_timer (self->loop, S_TICK, 0, s_on_tick, self);
+}
+
+//  Validate targets: an array of [uuid, eid] pairs.
+static bool
+s_targets_ok (json_t *targets)
+{
+    if (!json_is_array (targets))
+        return false;
+    size_t i;
+    json_t *target;
+    json_array_foreach (targets, i, target)
+    {
+        if (!json_is_array (target) || json_array_size (target) < 2 ||
+            !json_is_string (json_array_get (target, 0)) ||
+            !json_is_integer (json_array_get (target, 1)) ||
+            json_integer_value (json_array_get (target, 1)) < 0 ||
+            json_integer_value (json_array_get (target, 1)) > INT32_MAX)
+            return false;
+    }
+    return true;
+}
+
+//  Process what waits on the pipe without blocking (engine registrations
+//  that were sent before the request we are routing).
+static void s_drain_pipe (s_node_t *self);
+
+//  The per-engine header: the request header with msg_id replaced, built
+//  as prefix + id + suffix around a marker so that no JSON is built per
+//  engine. Returns 0 and sets *prefix/*suffix (the caller frees *prefix).
+static int
+s_header_template (bn_msg_t *request, char **text_p, size_t *at,
+                   size_t *marker_len)
+{
+    json_t *header = json_copy (bn_msg_header (request));
+    if (!header)
+        return -1;
+    json_object_set_new (header, "msg_id", json_string (S_MARKER));
+    char *text = json_dumps (header, JSON_COMPACT);
+    json_decref (header);
+    if (!text)
+        return -1;
+    //  jansson writes the control characters as \u0001
+    const char *escaped = "\\u0001bn-msg-id\\u0001";
+    char *found = strstr (text, escaped);
+    if (!found) {
+        free (text);
+        return -1;
+    }
+    *text_p = text;
+    *at = (size_t)(found - text);
+    *marker_len = strlen (escaped);
+    return 0;
+}
+
+//  Send each pending slot's engine its copy of request (a leaf).
+static void
+s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
+                    json_t *metadata)
+{
+    bool drained = false;
+    for (size_t i = 0; i < req->nslots; i++) {
+        s_slot_t *slot = &req->slots[i];
+        if (!drained && !zhashx_lookup (self->engines, slot->uuid)) {
+            s_drain_pipe (self);
+            drained = true;
+        }
+    }
+    //  what every engine's copy shares: the metadata without targets
+    json_t *md = json_copy (metadata);
+    json_object_del (md, "targets");
+    json_object_del (md, S_DEADLINE_AT);
+    json_object_set_new (md, "original_msg_id", json_string (req->key));
+    char *md_text = md ? json_dumps (md, JSON_COMPACT) : NULL;
+    json_decref (md);
+    char *header = NULL;
+    size_t at = 0, marker = 0;
+    zmq_msg_t md_frame;
+    zmq_msg_init (&md_frame);
+    if (!md_text || s_header_template (request, &header, &at, &marker) != 0 ||
+        zmq_msg_init_size (&md_frame, strlen (md_text)) != 0) {
+        free (md_text);
+        free (header);
+        zmq_msg_close (&md_frame);
+        for (size_t i = 0; i < req->nslots; i++)
+            if (req->slots[i].state == S_PENDING) {
+                self->stats.send_failed++;
+                s_fail_slot (self, req, &req->slots[i],
+                             "the request could not be sent");
+            }
+        return;
+    }
+    memcpy (zmq_msg_data (&md_frame), md_text, strlen (md_text));
+    free (md_text);
+    size_t header_len = strlen (header);
+    const char *suffix = header + at + marker;
+    size_t suffix_len = header_len - at - marker;
+    size_t key_len = strlen (req->key);
+    bn_msg_t *proto = bn_msg_dup (request);
+    if (proto)
+        bn_msg_set_part_frame (proto, BN_PART_METADATA, &md_frame);
+    zmq_msg_close (&md_frame);
+    char stack[1024];
+    for (size_t i = 0; i < req->nslots; i++) {
+        s_slot_t *slot = &req->slots[i];
+        if (slot->state != S_PENDING)
+            continue;
+        if (!zhashx_lookup (self->engines, slot->uuid)) {
+            self->stats.unknown_engine++;
+            s_fail_slot (self, req, slot, "not registered");
+            continue;
+        }
+        size_t uuid_len = strlen (slot->uuid);
+        size_t need = header_len - marker + key_len + 1 + uuid_len;
+        char *text = need <= sizeof stack ? stack : malloc (need);
+        bn_msg_t *copy = proto ? bn_msg_dup (proto) : NULL;
+        int rc = text && copy ? 0 : -1;
+        if (rc == 0) {
+            //  uuids are printable ASCII (the hub checks); only quote and
+            //  backslash would need escaping, and then we let jansson do it
+            bool plain =
+                !strpbrk (slot->uuid, "\"\\") && !strpbrk (req->key, "\"\\");
+            if (plain) {
+                char *p = text;
+                memcpy (p, header, at);
+                p += at;
+                memcpy (p, req->key, key_len);
+                p += key_len;
+                *p++ = '_';
+                memcpy (p, slot->uuid, uuid_len);
+                p += uuid_len;
+                memcpy (p, suffix, suffix_len);
+                p += suffix_len;
+                rc = bn_msg_set_part_raw (copy, BN_PART_HEADER, text,
+                                          (size_t)(p - text));
+            } else {
+                char *id = zsys_sprintf ("%s_%s", req->key, slot->uuid);
+                rc = id ? bn_msg_set_msg_id (copy, id) : -1;
+                zstr_free (&id);
+            }
+        }
+        if (text != stack)
+            free (text);
+        if (rc == 0)
+            rc = bn_msg_push_ident (copy, slot->uuid, uuid_len);
+        if (rc == 0)
+            rc = bn_msg_send_flags (&copy, self->down_handle, self->session,
+                                    ZMQ_DONTWAIT);
+        bn_msg_destroy (&copy);
+        if (rc == 0)
+            self->stats.to_engines++;
+        else {
+            self->stats.send_failed++;
+            s_fail_slot (self, req, slot,
+                         errno == EHOSTUNREACH ? "not connected to its leaf"
+                                               : "the request could not be "
+                                                 "sent");
+        }
+    }
+    bn_msg_destroy (&proto);
+    free (header);
+}
+
+//  Send each child the request with its own targets (an inner node).
+static void
+s_dispatch_children (s_node_t *self, s_request_t *req, bn_msg_t *request,
+                     json_t *metadata, json_t **lists, int64_t deadline_at)
+{
+    for (size_t c = 0; c < self->nchildren; c++) {
+        if (!lists[c])
+            continue;
+        json_t *md = json_copy (metadata);
+        bn_msg_t *copy = md ? bn_msg_dup (request) : NULL;
+        int rc = copy ? 0 : -1;
+        if (rc == 0) {
+            json_object_set (md, "targets", lists[c]);
+            json_object_set_new (md, "original_msg_id", json_string (req->key));
+            if (deadline_at)
+                json_object_set_new (md, S_DEADLINE_AT,
+                                     json_integer (deadline_at));
+            bn_msg_set_metadata (copy, md);
+            md = NULL;
+            rc = bn_msg_push_ident (copy, self->child_ids[c],
+                                    strlen (self->child_ids[c]));
+        }
+        json_decref (md);
+        if (rc == 0)
+            rc = bn_msg_send_flags (&copy, self->down_handle, self->session,
+                                    ZMQ_DONTWAIT);
+        bn_msg_destroy (&copy);
+        if (rc == 0) {
+            self->stats.to_children++;
+            continue;
+        }
+        self->stats.send_failed++;
+        for (size_t i = 0; i < req->nslots; i++)
+            if (req->slots[i].child == (int)c &&
+                req->slots[i].state == S_PENDING)
+                s_fail_slot (self, req, &req->slots[i],
+                             "its tree node could not be reached");
+    }
+}
+
+static void
+s_on_request (s_node_t *self, bn_msg_t *msg)
+{
+    self->stats.requests++;
+    bool root = self->level == 0;
+    if (!self->up_trusted) {
+        int rc = bn_msg_verify (msg, self->session, root);
+        if (rc != 0) {
+            if (rc == BN_EPROTO)
+                self->stats.bad_frame++;
+            else if (rc == BN_EREPLAY)
+                self->stats.replayed++;
+            else
+                self->stats.bad_signature++;
+            bn_log_warn ("%s: dropped a request: %s", self->id,
+                         bn_strerror (rc));
+            return;
+        }
+    }
+    json_t *metadata = bn_msg_metadata (msg);
+    const char *msg_id = bn_msg_id (msg);
+    if (!metadata || !msg_id || !bn_msg_type (msg) || !bn_msg_header (msg)) {
+        self->stats.bad_request++;
+        bn_log_warn ("%s: dropped a request without header or metadata",
+                     self->id);
+        return;
+    }
+    json_t *original = json_object_get (metadata, "original_msg_id");
+    const char *key =
+        json_is_string (original) ? json_string_value (original) : msg_id;
+    bool coalescing =
+        json_is_true (json_object_get (metadata, "is_coalescing"));
+    json_t *targets = json_object_get (metadata, "targets");
+    if (!s_targets_ok (targets)) {
+        self->stats.bad_request++;
+        if (root)
+            s_refuse (self, msg, key, coalescing, "ValueError",
+                      "a broadcast request needs metadata.targets, a list of "
+                      "[engine uuid, engine id] pairs");
+        return;
+    }
+    if (zhashx_lookup (self->requests, key)) {
+        self->stats.duplicate++;
+        if (root)
+            s_refuse (self, msg, key, coalescing, "KeyError",
+                      "a broadcast request with this msg_id is in flight");
+        return;
+    }
+    s_request_t *req = calloc (1, sizeof *req);
+    if (!req) {
+        self->stats.send_failed++;
+        return;
+    }
+    req->key = strdup (key);
+    req->coalescing = coalescing;
+    req->merge = s_level_merges (self, metadata, coalescing);
+    const char *release =
+        json_string_value (json_object_get (metadata, BN_BCAST_RELEASE));
+    req->release = release && streq (release, "window") ? S_RELEASE_WINDOW
+                   : release && streq (release, "none") ? S_RELEASE_NONE
+                                                        : S_RELEASE_ALL;
+    json_t *window = json_object_get (metadata, BN_BCAST_WINDOW);
+    req->window_ms = json_is_integer (window) && json_integer_value (window) > 0
+                         ? (int)json_integer_value (window)
+                         : 100;
+    //  the absolute deadline, set by the root
+    int64_t deadline_at = 0;
+    if (root) {
+        json_t *ms = json_object_get (metadata, BN_BCAST_DEADLINE);
+        int64_t relative = json_is_number (ms) ? (int64_t)json_number_value (ms)
+                                               : self->deadline_ms;
+        if (relative > 0)
+            deadline_at = s_epoch_ms () + relative;
+    } else {
+        json_t *at = json_object_get (metadata, S_DEADLINE_AT);
+        deadline_at = json_is_integer (at) ? json_integer_value (at) : 0;
+    }
+    size_t n = json_array_size (targets);
+    req->slots = n ? calloc (n, sizeof (s_slot_t)) : NULL;
+    req->by_uuid = zhashx_new ();
+    req->request = bn_msg_dup (msg);
+    json_t **lists = self->leaf ? NULL
+                                : calloc (self->nchildren ? self->nchildren : 1,
+                                          sizeof (json_t *));
+    if (!req->key || (n && !req->slots) || !req->by_uuid || !req->request ||
+        (!self->leaf && !lists) ||
+        zhashx_insert (self->requests, req->key, req) != 0) {
+        s_request_destroy (&req);
+        free (lists);
+        self->stats.send_failed++;
+        return;
+    }
+    bn_msg_clear_buffers (req->request);
+    //  slots in tree order: child by child, the client's order within one
+    size_t rounds = self->leaf ? 1 : self->nchildren;
+    json_t **child_of = NULL;
+    if (!self->leaf) {
+        child_of = calloc (n ? n : 1, sizeof (json_t *));
+        for (size_t i = 0; child_of && i < n; i++) {
+            json_t *target = json_array_get (targets, i);
+            int eid = (int)json_integer_value (json_array_get (target, 1));
+            int child = self->leaf_child[(size_t)eid % self->nleaves];
+            child_of[i] = (json_t *)(intptr_t)child;
+        }
+    }
+    for (size_t round = 0; round < rounds + (self->leaf ? 0 : 1); round++) {
+        for (size_t i = 0; i < n; i++) {
+            json_t *target = json_array_get (targets, i);
+            int child =
+                self->leaf ? -1 : (child_of ? (int)(intptr_t)child_of[i] : -1);
+            //  an inner node's last round takes targets no child serves
+            if (!self->leaf &&
+                (round < rounds ? child != (int)round : child >= 0))
+                continue;
+            const char *uuid = json_string_value (json_array_get (target, 0));
+            if (zhashx_lookup (req->by_uuid, uuid))
+                continue; //  a target named twice is served once
+            s_slot_t *slot = &req->slots[req->nslots];
+            slot->uuid = strdup (uuid);
+            slot->eid = (int)json_integer_value (json_array_get (target, 1));
+            slot->child = child;
+            slot->state = S_PENDING;
+            if (!slot->uuid)
+                continue;
+            req->nslots++;
+            req->owed++;
+            zhashx_insert (req->by_uuid, uuid, (void *)(uintptr_t)req->nslots);
+            if (!self->leaf && child >= 0) {
+                if (!lists[child])
+                    lists[child] = json_array ();
+                json_array_append (lists[child], target);
+            }
+        }
+    }
+    free (child_of);
+    if (deadline_at) {
+        int64_t wait = deadline_at - s_epoch_ms () +
+                       (int64_t)(self->depth - self->level) * S_DEADLINE_STEP;
+        req->deadline = zclock_mono () + (wait > 0 ? wait : 0);
+    }
+    if (req->merge && req->release == S_RELEASE_WINDOW)
+        req->next_window = zclock_mono () + req->window_ms;
+    if (req->deadline || (req->merge && req->release == S_RELEASE_WINDOW))
+        s_timed_add (self, req);
+    if (root && self->monitor && self->monitor->request)
+        self->monitor->request (self->monitor->arg, BN_MONITOR_QUEUE_BROADCAST,
+                                msg, NULL);
+    //  targets no child serves cannot be reached from here
+    for (size_t i = 0; i < req->nslots; i++)
+        if (!self->leaf && req->slots[i].child < 0) {
+            self->stats.unknown_engine++;
+            s_fail_slot (self, req, &req->slots[i],
+                         "not served by this broadcast tree");
+        }
+    if (self->leaf)
+        s_dispatch_engines (self, req, msg, metadata);
+    else
+        s_dispatch_children (self, req, msg, metadata, lists, deadline_at);
+    if (lists)
+        for (size_t c = 0; c < self->nchildren; c++)
+            json_decref (lists[c]);
+    free (lists);
+    s_progress (self, req);
+}
+
+//  --------------------------------------------------------------------------
+//  Replies coming up
+
+//  Store an engine's own reply in slot (merging level).
+static void
+s_fill_from_reply (s_slot_t *slot, bn_msg_t *msg)
+{
+    char status[64], started[64], date[64];
+    const char *st =
+        s_scan (msg, BN_PART_CONTENT, "status", status, sizeof status);
+    if (!st)
+        st = s_scan (msg, BN_PART_METADATA, "status", status, sizeof status);
+    slot->ok = st && streq (st, BN_STATUS_OK);
+    const char *s_started =
+        s_scan (msg, BN_PART_METADATA, "started", started, sizeof started);
+    const char *s_date =
+        s_scan (msg, BN_PART_HEADER, "date", date, sizeof date);
+    size_t nbuffers = slot->ok ? bn_msg_nbuffers (msg) : 1;
+    slot->entry = json_pack (
+        "{s:s, s:s?, s:s?, s:I}", "status", st ? st : "error", "started",
+        s_started, "completed", s_date, "nbuffers", (json_int_t)nbuffers);
+    json_t *content = NULL;
+    if (!slot->ok) {
+        content = bn_msg_content (msg);
+        if (slot->entry)
+            json_object_set (slot->entry, "content",
+                             content ? content : json_object ());
+    }
+    if (slot->entry && (s_part_has (msg, BN_PART_CONTENT, "\"bn_stdout\"") ||
+                        s_part_has (msg, BN_PART_CONTENT, "\"bn_stderr\""))) {
+        content = bn_msg_content (msg);
+        const char *keys[] = {"bn_stdout", "bn_stderr"};
+        for (int k = 0; k < 2; k++) {
+            json_t *value = json_object_get (content, keys[k]);
+            if (json_is_string (value))
+                json_object_set (slot->entry, keys[k], value);
+        }
+    }
+    if (slot->ok)
+        s_slot_take_buffers (slot, msg, 0, nbuffers);
+    else
+        s_slot_take_buffers (slot, NULL, 0, 0);
+}
+
+//  A merged message from a child: fill the slots it names. Returns the
+//  number of slots filled, -1 if the message is not a usable merge.
+static int
+s_take_merged (s_node_t *self, s_request_t *req, bn_msg_t *msg)
+{
+    json_t *md = bn_msg_metadata (msg);
+    json_t *targets = json_object_get (md, "broadcast_targets");
+    json_t *replies = json_object_get (md, BN_BCAST_REPLIES);
+    if (!json_is_array (targets))
+        return -1;
+    size_t n = json_array_size (targets);
+    size_t buffer = 0;
+    int filled = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_t *target = json_array_get (targets, i);
+        const char *uuid = json_string_value (
+            json_is_array (target) ? json_array_get (target, 0) : target);
+        json_t *entry = json_array_get (replies, i);
+        json_t *count = json_object_get (entry, "nbuffers");
+        size_t nbuffers = json_is_integer (count)
+                              ? (size_t)json_integer_value (count)
+                              : (n == 1 ? bn_msg_nbuffers (msg) : 0);
+        if (buffer + nbuffers > bn_msg_nbuffers (msg))
+            nbuffers = bn_msg_nbuffers (msg) - buffer;
+        s_slot_t *slot = uuid ? s_slot_of (req, uuid) : NULL;
+        if (!slot || slot->state != S_PENDING) {
+            self->stats.late++;
+            buffer += nbuffers;
+            continue;
+        }
+        if (req->merge) {
+            const char *status =
+                json_string_value (json_object_get (entry, "status"));
+            if (!status)
+                status = json_string_value (
+                    json_object_get (bn_msg_content (msg), "status"));
+            slot->ok = status && streq (status, BN_STATUS_OK);
+            slot->entry = entry ? json_incref (entry)
+                                : json_pack ("{s:s, s:I}", "status",
+                                             slot->ok ? "ok" : "error",
+                                             "nbuffers", (json_int_t)nbuffers);
+            s_slot_take_buffers (slot, msg, buffer, nbuffers);
+            slot->state = S_DONE;
+            req->unreleased++;
+        } else
+            slot->state = S_RELEASED;
+        req->owed--;
+        buffer += nbuffers;
+        filled++;
+    }
+    return filled;
+}
+
+static void
+s_on_reply (s_node_t *self, bn_msg_t *msg)
+{
+    self->stats.replies++;
+    if (!self->down_trusted) {
+        int rc = bn_msg_verify (msg, self->session, false);
+        if (rc != 0) {
+            if (rc == BN_EPROTO)
+                self->stats.bad_frame++;
+            else
+                self->stats.bad_signature++;
+            bn_log_warn ("%s: dropped a reply: %s", self->id, bn_strerror (rc));
+            return;
+        }
+    }
+    if (bn_msg_nidents (msg) < 2) {
+        self->stats.stray++;
+        return;
+    }
+    size_t from_len;
+    const char *from = bn_msg_ident (msg, 0, &from_len);
+    char peer[BN_BCAST_NODE_ID_MAX + 1];
+    if (from_len > BN_BCAST_NODE_ID_MAX) {
+        self->stats.stray++;
+        return;
+    }
+    memcpy (peer, from, from_len);
+    peer[from_len] = 0;
+    char key[S_FIELD];
+    const char *original =
+        s_scan (msg, BN_PART_METADATA, "original_msg_id", key, sizeof key);
+    if (!original || !*original) {
+        //  an engine that does not copy original_msg_id: the parent
+        //  msg_id is "<original>_<engine uuid>"
+        char engine[S_FIELD];
+        const char *uuid = self->leaf ? peer
+                                      : s_scan (msg, BN_PART_METADATA, "engine",
+                                                engine, sizeof engine);
+        const char *parent = bn_msg_parent_id (msg);
+        size_t plen = parent ? strlen (parent) : 0;
+        size_t ulen = uuid ? strlen (uuid) : 0;
+        original = NULL;
+        if (uuid && plen > ulen + 1 && plen - ulen - 1 < sizeof key &&
+            strcmp (parent + plen - ulen, uuid) == 0 &&
+            parent[plen - ulen - 1] == '_') {
+            memcpy (key, parent, plen - ulen - 1);
+            key[plen - ulen - 1] = 0;
+            original = key;
+        }
+    }
+    s_request_t *req =
+        original ? (s_request_t *)zhashx_lookup (self->requests, original)
+                 : NULL;
+    if (!req) {
+        self->stats.late++;
+        return;
+    }
+    bool merged = !self->leaf &&
+                  s_part_has (msg, BN_PART_METADATA, "\"broadcast_targets\"");
+    s_slot_t *slot = NULL;
+    if (self->leaf)
+        slot = s_slot_of (req, peer);
+    else if (!merged) {
+        //  the engine's uuid is what follows "<original>_" in parent msg_id
+        const char *parent = bn_msg_parent_id (msg);
+        size_t klen = strlen (req->key);
+        if (parent && strncmp (parent, req->key, klen) == 0 &&
+            parent[klen] == '_')
+            slot = s_slot_of (req, parent + klen + 1);
+    }
+    if (!merged && (!slot || slot->state != S_PENDING)) {
+        self->stats.late++;
+        return;
+    }
+    bn_msg_pop_ident (msg);
+    if (!req->merge) {
+        //  forward unchanged
+        if (merged) {
+            if (s_take_merged (self, req, msg) < 0) {
+                self->stats.bad_request++;
+                return;
+            }
+        } else {
+            slot->state = S_RELEASED;
+            req->owed--;
+        }
+        bn_msg_t *out = bn_msg_dup (msg);
+        if (out) {
+            self->stats.forwarded++;
+            s_send_up (self, &out);
+        }
+        s_progress (self, req);
+        return;
+    }
+    if (merged) {
+        if (s_take_merged (self, req, msg) < 0) {
+            self->stats.bad_request++;
+            return;
+        }
+    } else {
+        s_fill_from_reply (slot, msg);
+        slot->state = S_DONE;
+        req->unreleased++;
+        req->owed--;
+    }
+    bn_msg_t *keep = bn_msg_dup (msg);
+    if (keep) {
+        bn_msg_clear_buffers (keep);
+        bn_msg_destroy (&req->last);
+        req->last = keep;
+    }
+    s_progress (self, req);
+}
+
+//  --------------------------------------------------------------------------
+//  Engines and children lost, deadlines
+
+static void
+s_fail_matching (s_node_t *self, const char *uuid, int child, const char *why,
+                 uint64_t *counter)
+{
+    //  collect first: finishing a request deletes it from the table
+    zlistx_t *hit = zlistx_new ();
+    s_request_t *req = (s_request_t *)zhashx_first (self->requests);
+    while (req) {
+        zlistx_add_end (hit, req);
+        req = (s_request_t *)zhashx_next (self->requests);
+    }
+    req = (s_request_t *)zlistx_first (hit);
+    while (req) {
+        bool touched = false;
+        if (uuid) {
+            s_slot_t *slot = s_slot_of (req, uuid);
+            if (slot && slot->state == S_PENDING) {
+                s_fail_slot (self, req, slot, why);
+                (*counter)++;
+                touched = true;
+            }
+        } else
+            for (size_t i = 0; i < req->nslots; i++)
+                if (req->slots[i].child == child &&
+                    req->slots[i].state == S_PENDING) {
+                    s_fail_slot (self, req, &req->slots[i], why);
+                    (*counter)++;
+                    touched = true;
+                }
+        if (touched)
+            s_progress (self, req);
+        req = (s_request_t *)zlistx_next (hit);
+    }
+    zlistx_destroy (&hit);
+}
+
+static int
+s_on_tick (zloop_t *loop, int timer_id, void *arg)
+{
+    s_node_t *self = (s_node_t *)arg;
+    int64_t now = zclock_mono ();
+    zlistx_t *due = zlistx_new ();
+    s_request_t *req = (s_request_t *)zlistx_first (self->timed);
+    while (req) {
+        if ((req->deadline && now >= req->deadline) ||
+            (req->next_window && now >= req->next_window))
+            zlistx_add_end (due, req);
+        req = (s_request_t *)zlistx_next (self->timed);
+    }
+    req = (s_request_t *)zlistx_first (due);
+    while (req) {
+        if (req->deadline && now >= req->deadline) {
+            char why[64];
+            snprintf (why, sizeof why, "no reply within the deadline");
+            for (size_t i = 0; i < req->nslots; i++)
+                if (req->slots[i].state == S_PENDING) {
+                    self->stats.expired++;
+                    s_fail_slot (self, req, &req->slots[i], why);
+                }
+        } else if (req->next_window && now >= req->next_window) {
+            req->next_window = now + req->window_ms;
+            if (req->owed)
+                s_send_merged (self, req, 1);
+        }
+        s_progress (self, req);
+        req = (s_request_t *)zlistx_next (due);
+    }
+    zlistx_destroy (&due);
+    if (zlistx_size (self->timed) == 0 && self->timer >= 0) {
+        zloop_timer_end (self->loop, self->timer);
+        self->timer = -1;
+    }
+    return 0;
+}
+
+//  --------------------------------------------------------------------------
+//  Actor plumbing
+
+static json_t *
+s_stats (s_node_t *self)
+{
+    s_stats_t *s = &self->stats;
+    json_t *stats = json_pack (
+        "{s:s, s:I, s:I, s:I}", "node", self->id, "requests",
+        (json_int_t)zhashx_size (self->requests), "engines",
+        (json_int_t)(self->engines ? zhashx_size (self->engines) : 0),
+        "received", (json_int_t)s->requests);
+    struct {
+        const char *name;
+        uint64_t value;
+    } counters[] = {
+        {"bad_frame", s->bad_frame},
+        {"bad_signature", s->bad_signature},
+        {"replayed", s->replayed},
+        {"bad_request", s->bad_request},
+        {"duplicate", s->duplicate},
+        {"to_engines", s->to_engines},
+        {"to_children", s->to_children},
+        {"replies", s->replies},
+        {"forwarded", s->forwarded},
+        {"merged", s->merged},
+        {"late", s->late},
+        {"stray", s->stray},
+        {"engine_lost", s->engine_lost},
+        {"child_lost", s->child_lost},
+        {"unknown_engine", s->unknown_engine},
+        {"expired", s->expired},
+        {"send_failed", s->send_failed},
+    };
+    for (size_t i = 0; stats && i < sizeof counters / sizeof counters[0]; i++)
+        json_object_set_new (stats, counters[i].name,
+                             json_integer ((json_int_t)counters[i].value));
+    return stats;
+}
+
+//  Handle one pipe command; returns -1 on $TERM.
+static int
+s_command (s_node_t *self, zmsg_t *request)
+{
+    char *command = zmsg_popstr (request);
+    int rc = 0;
+    if (!command || streq (command, "$TERM")) {
+        rc = -1;
+        self->terminated = true;
+    } else if (streq (command, "ENGINE_ADD")) {
+        char *uuid = zmsg_popstr (request);
+        char *eid = zmsg_popstr (request);
+        if (uuid && eid && self->engines)
+            zhashx_update (self->engines, uuid,
+                           (void *)(uintptr_t)(atoi (eid) + 1));
+        free (uuid);
+        free (eid);
+    } else if (streq (command, "ENGINE_REMOVE")) {
+        char *uuid = zmsg_popstr (request);
+        if (uuid) {
+            if (self->engines)
+                zhashx_delete (self->engines, uuid);
+            s_fail_matching (self, uuid, -1, "unregistered (engine died)",
+                             &self->stats.engine_lost);
+        }
+        free (uuid);
+    } else if (streq (command, "CHILD_LOST")) {
+        char *index = zmsg_popstr (request);
+        if (index && !self->leaf)
+            s_fail_matching (self, NULL, atoi (index), "its tree node was lost",
+                             &self->stats.child_lost);
+        free (index);
+    } else if (streq (command, "ENDPOINTS"))
+        zstr_sendx (self->pipe, self->up_endpoint ? self->up_endpoint : "",
+                    self->down_endpoint ? self->down_endpoint : "", NULL);
+    else if (streq (command, "STATS")) {
+        json_t *stats = s_stats (self);
+        char *text = stats ? json_dumps (stats, JSON_COMPACT) : NULL;
+        zstr_send (self->pipe, text ? text : "{}");
+        free (text);
+        json_decref (stats);
+    } else
+        bn_log_warn ("%s: unknown actor command %s", self->id, command);
+    free (command);
+    return rc;
+}
+
+static void
+s_drain_pipe (s_node_t *self)
+{
+    while (!self->terminated && (zsock_events (self->pipe) & ZMQ_POLLIN)) {
+        zmsg_t *request = zmsg_recv (self->pipe);
+        if (!request)
+            break;
+        s_command (self, request);
+        zmsg_destroy (&request);
+    }
+}
+
+static int
+s_on_pipe (zloop_t *loop, zsock_t *pipe, void *arg)
+{
+    s_node_t *self = (s_node_t *)arg;
+    zmsg_t *request = zmsg_recv (pipe);
+    if (!request)
+        return -1;
+    int rc = s_command (self, request);
+    zmsg_destroy (&request);
+    return rc || self->terminated ? -1 : 0;
+}
+
+static int
+s_on_up (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    s_node_t *self = (s_node_t *)arg;
+    for (int i = 0; i < S_BATCH && !self->terminated; i++) {
+        bn_msg_t *msg = bn_msg_recv_flags (self->up_handle, ZMQ_DONTWAIT);
+        if (!msg)
+            break;
+        s_on_request (self, msg);
+        bn_msg_destroy (&msg);
+    }
+    return self->terminated ? -1 : 0;
+}
+
+static int
+s_on_down (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    s_node_t *self = (s_node_t *)arg;
+    for (int i = 0; i < S_BATCH && !self->terminated; i++) {
+        bn_msg_t *msg = bn_msg_recv_flags (self->down_handle, ZMQ_DONTWAIT);
+        if (!msg)
+            break;
+        s_on_reply (self, msg);
+        bn_msg_destroy (&msg);
+    }
+    return self->terminated ? -1 : 0;
+}
+
+static void
+s_node_destroy (s_node_t **self_p)
+{
+    s_node_t *self = *self_p;
+    if (!self)
+        return;
+    zhashx_destroy (&self->requests);
+    zlistx_destroy (&self->timed);
+    zhashx_destroy (&self->engines);
+    zhashx_destroy (&self->child_index);
+    zloop_destroy (&self->loop);
+    zsock_destroy (&self->up);
+    zsock_destroy (&self->down);
+    for (size_t i = 0; i < self->nchildren; i++)
+        free (self->child_ids[i]);
+    free (self->child_ids);
+    free (self->leaf_child);
+    bn_session_destroy (&self->session);
+    free (self->up_endpoint);
+    free (self->down_endpoint);
+    free (self->id);
+    free (self);
+    *self_p = NULL;
+}
+
+//  A ROUTER with the node's routing id, bound or connected to endpoint;
+//  the endpoint as bound goes to *last.
+static zsock_t *
+s_socket (s_node_t *self, const char *endpoint, bool bind, int hwm, char **last)
+{
+    zsock_t *sock = zsock_new (ZMQ_ROUTER);
+    if (!sock)
+        return NULL;
+    zsock_set_sndhwm (sock, hwm);
+    zsock_set_rcvhwm (sock, hwm);
+    zsock_set_linger (sock, 0);
+    zsock_set_identity (sock, self->id);
+    //  an unreachable peer is an error we can report, not a silent drop
+    zsock_set_router_mandatory (sock, 1);
+    int rc = bind ? zsock_bind (sock, "%s", endpoint)
+                  : zsock_connect (sock, "%s", endpoint);
+    if (rc < 0) {
+        bn_log_error ("%s: cannot %s %s: %s", self->id,
+                      bind ? "bind" : "connect", endpoint,
+                      zmq_strerror (errno));
+        zsock_destroy (&sock);
+        return NULL;
+    }
+    *last = bind ? zsock_last_endpoint (sock) : strdup (endpoint);
+    return sock;
+}
+
+static s_node_t *
+s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
+{
+    s_node_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->pipe = pipe;
+    self->id = strdup (args->routing_id);
+    self->level = args->level;
+    self->depth = args->depth;
+    self->leaf = args->nchildren == 0;
+    self->up_trusted = args->up_trusted;
+    self->down_trusted = args->down_trusted;
+    self->deadline_ms = args->deadline_ms;
+    self->monitor = args->monitor;
+    self->timer = -1;
+    self->nleaves = args->nleaves ? args->nleaves : 1;
+    self->session = bn_session_new (args->key ? args->key : "", NULL);
+    self->requests = zhashx_new ();
+    self->timed = zlistx_new ();
+    self->child_index = zhashx_new ();
+    self->loop = zloop_new ();
+    if (!self->id || !self->session || !self->requests || !self->timed ||
+        !self->child_index || !self->loop ||
+        strlen (self->id) > BN_BCAST_NODE_ID_MAX) {
+        s_node_destroy (&self);
+        return NULL;
+    }
+    zhashx_set_destructor (self->requests, s_request_free);
+    if (self->leaf) {
+        self->engines = zhashx_new ();
+        if (!self->engines) {
+            s_node_destroy (&self);
+            return NULL;
+        }
+    } else {
+        if (!args->leaf_child || !args->child_ids ||
+            args->nchildren > BN_BCAST_NODE_CHILDREN_MAX) {
+            bn_log_error ("%s: an inner node needs children", self->id);
+            s_node_destroy (&self);
+            return NULL;
+        }
+        self->child_ids = calloc (args->nchildren, sizeof (char *));
+        self->leaf_child = calloc (self->nleaves, sizeof (int));
+        if (!self->child_ids || !self->leaf_child) {
+            s_node_destroy (&self);
+            return NULL;
+        }
+        memcpy (self->leaf_child, args->leaf_child,
+                self->nleaves * sizeof (int));
+        for (size_t i = 0; i < args->nchildren; i++) {
+            self->child_ids[i] = strdup (args->child_ids[i]);
+            self->nchildren++;
+            if (!self->child_ids[i]) {
+                s_node_destroy (&self);
+                return NULL;
+            }
+            zhashx_insert (self->child_index, self->child_ids[i],
+                           (void *)(uintptr_t)(i + 1));
+        }
+        for (size_t l = 0; l < self->nleaves; l++)
+            if (self->leaf_child[l] >= (int)self->nchildren)
+                self->leaf_child[l] = -1;
+    }
+    //  the sockets: the ones handed over are taken even if we fail
+    self->up = args->up_sock;
+    args->up_sock = NULL;
+    self->down = args->down_sock;
+    args->down_sock = NULL;
+    if (!self->up && args->up_endpoint)
+        self->up = s_socket (self, args->up_endpoint, self->level == 0,
+                             args->hwm, &self->up_endpoint);
+    if (!self->down && args->down_endpoint)
+        self->down = s_socket (self, args->down_endpoint, true, args->hwm,
+                               &self->down_endpoint);
+    if (!self->up || !self->down) {
+        bn_log_error ("%s: needs an up and a down socket", self->id);
+        s_node_destroy (&self);
+        return NULL;
+    }
+    self->up_handle = zsock_resolve (self->up);
+    self->down_handle = zsock_resolve (self->down);
+    zloop_set_nonstop (self->loop, true);
+    if (zloop_reader (self->loop, pipe, s_on_pipe, self) ||
+        zloop_reader (self->loop, self->up, s_on_up, self) ||
+        zloop_reader (self->loop, self->down, s_on_down, self)) {
+        s_node_destroy (&self);
+        return NULL;
+    }
+    return self;
+}
+
+void
+bn_bcast_node_actor (zsock_t *pipe, void *args)
+{
+    bn_bcast_node_args_t *start = (bn_bcast_node_args_t *)args;
+    assert (start);
+    assert (start->routing_id);
+    s_node_t *self = s_node_new (pipe, start);
+    start->status = self ? 0 : -1;
+    if (!self) {
+        zsock_destroy (&start->up_sock);
+        zsock_destroy (&start->down_sock);
+    }
+    zsock_signal (pipe, 0);
+    if (!self)
+        return;
+    zloop_start (self->loop);
+    s_node_destroy (&self);
+}

@@ -1,0 +1,427 @@
+/*  check_bn_bcast_node: the broadcast tree inside a controller actor, seen
+    from a fake client and fake engines on the wire: splitting, per-engine
+    msg_ids, forwarded and merged replies at depths 0-3, engines lost,
+    deadlines, bad requests, and requests in flight returning to zero.  */
+#include "bn_bcast_node.h"
+#include "bn_ctltest.h"
+
+#define S_ENGINES 4
+
+static t_controller_t *s_ctl;
+static t_client_t *s_client;
+static t_engine_t *s_engines[S_ENGINES];
+
+//  A controller with a tree of depth (more settings may follow) and
+//  S_ENGINES fake engines with ids 0 ... S_ENGINES-1.
+static void
+s_start (int depth, const char *setting)
+{
+    char text[64];
+    snprintf (text, sizeof text, "controller.depth=%d", depth);
+    s_ctl = t_controller_start (text, setting, NULL);
+    s_client = t_client_new (s_ctl);
+    for (int i = 0; i < S_ENGINES; i++) {
+        s_engines[i] = t_engine_new (s_ctl);
+        ck_assert_int_eq (t_engine_register (s_engines[i], s_ctl, s_client, i),
+                          i);
+    }
+}
+
+static void
+s_stop (void)
+{
+    for (int i = 0; i < S_ENGINES; i++)
+        t_engine_destroy (&s_engines[i]);
+    t_client_destroy (&s_client);
+    t_controller_stop (&s_ctl);
+}
+
+//  Send a broadcast apply_request to the engines listed in ids (ending
+//  with -1), with extra metadata (taken, may be NULL); returns its msg_id.
+static char *
+s_broadcast (bool coalescing, const int *ids, json_t *extra)
+{
+    bn_msg_t *msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, NULL);
+    json_t *targets = json_array ();
+    for (int i = 0; ids[i] >= 0; i++)
+        json_array_append_new (targets,
+                               json_pack ("[s, i]", s_engines[ids[i]]->uuid,
+                                          s_engines[ids[i]]->id));
+    json_t *metadata =
+        json_pack ("{s:o, s:b, s:b}", "targets", targets, "is_broadcast", 1,
+                   "is_coalescing", coalescing);
+    if (extra)
+        json_object_update (metadata, extra);
+    json_decref (extra);
+    bn_msg_set_metadata (msg, metadata);
+    bn_msg_add_buffer (msg, "payload", 7);
+    char *msg_id = strdup (bn_msg_id (msg));
+    t_send (&msg, s_client->broadcast, s_client->session);
+    return msg_id;
+}
+
+//  Engine i receives its copy of request original and checks it; returns
+//  the request (for the answer).
+static bn_msg_t *
+s_engine_receive (int i, const char *original)
+{
+    t_engine_t *engine = s_engines[i];
+    bn_msg_t *request = t_recv (engine->shell);
+    ck_assert_msg (request != NULL, "engine %d got no request", i);
+    ck_assert_int_eq (bn_msg_verify (request, engine->session, false), 0);
+    char expected[256];
+    snprintf (expected, sizeof expected, "%s_%s", original, engine->uuid);
+    ck_assert_str_eq (bn_msg_id (request), expected);
+    ck_assert_str_eq (t_metadata_str (request, "original_msg_id"), original);
+    //  the first ident is the leaf's routing id
+    char *leaf = bn_msg_ident_strdup (request, 0);
+    ck_assert_ptr_nonnull (strstr (leaf, BN_ROUTING_SCHEDULER_PREFIX));
+    free (leaf);
+    ck_assert_uint_eq (bn_msg_nbuffers (request), 1);
+    ck_assert_mem_eq (zmq_msg_data (bn_msg_buffer (request, 0)), "payload", 7);
+    return request;
+}
+
+//  Engine i answers request (taken): status ok and one buffer "r<i>", or
+//  an error.
+static void
+s_engine_reply (int i, bn_msg_t *request, bool ok)
+{
+    t_engine_t *engine = s_engines[i];
+    bn_msg_t *reply =
+        bn_msg_new_reply (engine->session, request, BN_MSG_APPLY_REPLY);
+    json_t *md = bn_msg_metadata (request);
+    bn_msg_set_metadata (
+        reply,
+        json_pack ("{s:s, s:s, s:s, s:O, s:O, s:O}", "status",
+                   ok ? "ok" : "error", "engine", engine->uuid, "started",
+                   "2026-01-01T00:00:00.000000Z", "is_broadcast",
+                   json_object_get (md, "is_broadcast"), "is_coalescing",
+                   json_object_get (md, "is_coalescing"), "original_msg_id",
+                   json_object_get (md, "original_msg_id")));
+    if (ok) {
+        bn_msg_set_content (reply, json_pack ("{s:s}", "status", "ok"));
+        char text[16];
+        snprintf (text, sizeof text, "r%d", i);
+        bn_msg_add_buffer (reply, text, strlen (text));
+    } else
+        bn_msg_set_content (reply,
+                            bn_wire_error ("ValueError", "bad", NULL, NULL));
+    bn_msg_destroy (&request);
+    t_send (&reply, engine->shell, engine->session);
+}
+
+//  The merged reply of original: checks broadcast_targets and bn_replies
+//  against the expected engine order (ids, ending with -1).
+static bn_msg_t *
+s_merged (const char *original, const int *order)
+{
+    bn_msg_t *reply = t_recv (s_client->broadcast);
+    ck_assert_msg (reply != NULL, "no merged reply");
+    ck_assert_int_eq (bn_msg_verify (reply, s_client->session, true), 0);
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_APPLY_REPLY);
+    ck_assert_str_eq (t_metadata_str (reply, "original_msg_id"), original);
+    json_t *md = bn_msg_metadata (reply);
+    ck_assert (json_is_true (json_object_get (md, "is_coalescing")));
+    json_t *targets = json_object_get (md, "broadcast_targets");
+    json_t *replies = json_object_get (md, "bn_replies");
+    size_t n = 0;
+    while (order[n] >= 0)
+        n++;
+    ck_assert_uint_eq (json_array_size (targets), n);
+    ck_assert_uint_eq (json_array_size (replies), n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *pair = json_array_get (targets, i);
+        ck_assert_str_eq (json_string_value (json_array_get (pair, 0)),
+                          s_engines[order[i]]->uuid);
+        ck_assert_int_eq (json_integer_value (json_array_get (pair, 1)),
+                          order[i]);
+    }
+    return reply;
+}
+
+//  Run one broadcast to every engine at the current depth; engines answer
+//  in reverse order; check what the client gets.
+static void
+s_round_trip (bool coalescing, const int *tree_order)
+{
+    const int all[] = {0, 1, 2, 3, -1};
+    char *original = s_broadcast (coalescing, all, NULL);
+    bn_msg_t *requests[S_ENGINES];
+    for (int i = 0; i < S_ENGINES; i++)
+        requests[i] = s_engine_receive (i, original);
+    for (int i = S_ENGINES - 1; i >= 0; i--)
+        s_engine_reply (i, requests[i], true);
+    if (coalescing) {
+        bn_msg_t *reply = s_merged (original, tree_order);
+        ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+        ck_assert_uint_eq (bn_msg_nbuffers (reply), S_ENGINES);
+        for (int i = 0; i < S_ENGINES; i++) {
+            char text[16];
+            snprintf (text, sizeof text, "r%d", tree_order[i]);
+            zmq_msg_t *buffer = bn_msg_buffer (reply, (size_t)i);
+            ck_assert_uint_eq (zmq_msg_size (buffer), strlen (text));
+            ck_assert_mem_eq (zmq_msg_data (buffer), text, strlen (text));
+        }
+        bn_msg_destroy (&reply);
+    } else {
+        bool seen[S_ENGINES] = {false};
+        for (int i = 0; i < S_ENGINES; i++) {
+            bn_msg_t *reply = t_recv (s_client->broadcast);
+            ck_assert_msg (reply != NULL, "reply %d missing", i);
+            ck_assert_int_eq (bn_msg_verify (reply, s_client->session, true),
+                              0);
+            const char *engine = t_metadata_str (reply, "engine");
+            int which = -1;
+            for (int e = 0; e < S_ENGINES; e++)
+                if (streq (engine, s_engines[e]->uuid))
+                    which = e;
+            ck_assert_int_ge (which, 0);
+            ck_assert (!seen[which]);
+            seen[which] = true;
+            char expected[256];
+            snprintf (expected, sizeof expected, "%s_%s", original, engine);
+            ck_assert_str_eq (bn_msg_parent_id (reply), expected);
+            bn_msg_destroy (&reply);
+        }
+    }
+    free (original);
+    ck_assert_int_eq (t_stat (s_ctl, "broadcast", "requests"), 0);
+}
+
+START_TEST (test_usage)
+{
+    //  depth 1: engines 0, 2 on leaf 0 and 1, 3 on leaf 1
+    s_start (1, NULL);
+    const int order[] = {0, 2, 1, 3, -1};
+    s_round_trip (false, order);
+    s_round_trip (true, order);
+    s_stop ();
+}
+END_TEST
+
+START_TEST (test_depths)
+{
+    const int orders[4][S_ENGINES + 1] = {
+        {0, 1, 2, 3, -1}, //  depth 0: one leaf
+        {0, 2, 1, 3, -1}, //  depth 1: e % 2
+        {0, 1, 2, 3, -1}, //  depth 2: e % 4, one engine a leaf
+        {0, 1, 2, 3, -1}, //  depth 3: 8 leaves, 4 of them without engines
+    };
+    int depth = _i;
+    s_start (depth, NULL);
+    s_round_trip (false, orders[depth]);
+    s_round_trip (true, orders[depth]);
+    s_stop ();
+}
+END_TEST
+
+START_TEST (test_split)
+{
+    //  only the targets' leaves get the request; an engine not targeted
+    //  gets nothing
+    s_start (2, NULL);
+    const int some[] = {3, 1, -1};
+    char *original = s_broadcast (true, some, NULL);
+    bn_msg_t *r3 = s_engine_receive (3, original);
+    bn_msg_t *r1 = s_engine_receive (1, original);
+    ck_assert_ptr_null (t_recv_within (s_engines[0]->shell, 100));
+    ck_assert_ptr_null (t_recv_within (s_engines[2]->shell, 100));
+    s_engine_reply (3, r3, true);
+    s_engine_reply (1, r1, true);
+    const int order[] = {1, 3, -1};
+    bn_msg_t *reply = s_merged (original, order);
+    bn_msg_destroy (&reply);
+    free (original);
+    json_t *stats = t_stats (s_ctl);
+    json_t *nodes =
+        json_object_get (json_object_get (stats, "broadcast"), "nodes");
+    //  root, 2 inner, 4 leaves: leaves 0 and 2 got nothing
+    ck_assert_uint_eq (json_array_size (nodes), 7);
+    ck_assert_int_eq (json_integer_value (json_object_get (
+                          json_array_get (nodes, 3), "received")),
+                      0);
+    ck_assert_int_eq (json_integer_value (json_object_get (
+                          json_array_get (nodes, 4), "received")),
+                      1);
+    json_decref (stats);
+    s_stop ();
+}
+END_TEST
+
+START_TEST (test_errors_keep_alignment)
+{
+    s_start (2, NULL);
+    const int all[] = {0, 1, 2, 3, -1};
+    char *original = s_broadcast (true, all, NULL);
+    for (int i = 0; i < S_ENGINES; i++)
+        s_engine_reply (i, s_engine_receive (i, original), i != 2);
+    bn_msg_t *reply = s_merged (original, all);
+    //  the merged status is the failure's; one placeholder buffer for it
+    ck_assert_str_eq (t_content_str (reply, "status"), "error");
+    ck_assert_str_eq (t_content_str (reply, "ename"), "ValueError");
+    ck_assert_uint_eq (bn_msg_nbuffers (reply), 4);
+    ck_assert_mem_eq (zmq_msg_data (bn_msg_buffer (reply, 2)), "\x80\x04N.", 4);
+    ck_assert_mem_eq (zmq_msg_data (bn_msg_buffer (reply, 3)), "r3", 2);
+    json_t *replies =
+        json_object_get (bn_msg_metadata (reply), BN_BCAST_REPLIES);
+    ck_assert_str_eq (json_string_value (json_object_get (
+                          json_array_get (replies, 2), "status")),
+                      "error");
+    ck_assert_str_eq (
+        json_string_value (json_object_get (
+            json_object_get (json_array_get (replies, 2), "content"), "ename")),
+        "ValueError");
+    ck_assert_str_eq (json_string_value (json_object_get (
+                          json_array_get (replies, 1), "status")),
+                      "ok");
+    bn_msg_destroy (&reply);
+    free (original);
+    s_stop ();
+}
+END_TEST
+
+START_TEST (test_engine_lost)
+{
+    //  depth 2, coalescing: engine 2 unregisters while the others answer
+    s_start (2, NULL);
+    const int all[] = {0, 1, 2, 3, -1};
+    char *original = s_broadcast (true, all, NULL);
+    bn_msg_t *requests[S_ENGINES];
+    for (int i = 0; i < S_ENGINES; i++)
+        requests[i] = s_engine_receive (i, original);
+    s_engine_reply (0, requests[0], true);
+    s_engine_reply (1, requests[1], true);
+    bn_msg_destroy (&requests[2]);
+    bn_msg_t *bye = t_msg (s_engines[2]->session, BN_MSG_UNREGISTRATION_REQUEST,
+                           json_pack ("{s:i}", "id", 2), NULL);
+    t_send (&bye, s_engines[2]->reg, s_engines[2]->session);
+    s_engine_reply (3, requests[3], true);
+    bn_msg_t *reply = s_merged (original, all);
+    ck_assert_str_eq (t_content_str (reply, "ename"), "EngineError");
+    json_t *replies =
+        json_object_get (bn_msg_metadata (reply), BN_BCAST_REPLIES);
+    for (int i = 0; i < S_ENGINES; i++)
+        ck_assert_str_eq (json_string_value (json_object_get (
+                              json_array_get (replies, (size_t)i), "status")),
+                          i == 2 ? "error" : "ok");
+    ck_assert_mem_eq (zmq_msg_data (bn_msg_buffer (reply, 3)), "r3", 2);
+    bn_msg_destroy (&reply);
+    free (original);
+
+    //  the next broadcast fails engine 2 at once, never waits for it
+    original = s_broadcast (false, all, NULL);
+    for (int i = 0; i < S_ENGINES; i++)
+        if (i != 2)
+            s_engine_reply (i, s_engine_receive (i, original), true);
+    int errors = 0;
+    for (int i = 0; i < S_ENGINES; i++) {
+        bn_msg_t *got = t_recv (s_client->broadcast);
+        ck_assert_ptr_nonnull (got);
+        if (streq (t_content_str (got, "status"), "error")) {
+            errors++;
+            ck_assert_str_eq (t_content_str (got, "ename"), "EngineError");
+            char expected[256];
+            snprintf (expected, sizeof expected, "%s_%s", original,
+                      s_engines[2]->uuid);
+            ck_assert_str_eq (bn_msg_parent_id (got), expected);
+        }
+        bn_msg_destroy (&got);
+    }
+    ck_assert_int_eq (errors, 1);
+    ck_assert_ptr_null (t_recv_within (s_engines[2]->shell, 50));
+    free (original);
+    ck_assert_int_eq (t_stat (s_ctl, "broadcast", "requests"), 0);
+    s_stop ();
+}
+END_TEST
+
+START_TEST (test_deadline)
+{
+    //  the controller's default deadline, then a request's own
+    s_start (2, "controller.tree_deadline=300");
+    for (int round = 0; round < 2; round++) {
+        const int all[] = {0, 1, 2, 3, -1};
+        char *original = s_broadcast (
+            true, all,
+            round ? json_pack ("{s:i}", BN_BCAST_DEADLINE, 200) : NULL);
+        bn_msg_t *requests[S_ENGINES];
+        for (int i = 0; i < S_ENGINES; i++)
+            requests[i] = s_engine_receive (i, original);
+        for (int i = 0; i < S_ENGINES; i++)
+            if (i == 1)
+                bn_msg_destroy (&requests[i]);
+            else
+                s_engine_reply (i, requests[i], true);
+        bn_msg_t *reply = s_merged (original, all);
+        ck_assert_str_eq (t_content_str (reply, "ename"), "EngineError");
+        ck_assert_ptr_nonnull (
+            strstr (t_content_str (reply, "evalue"), "deadline"));
+        ck_assert_uint_eq (bn_msg_nbuffers (reply), 4);
+        bn_msg_destroy (&reply);
+        free (original);
+    }
+    ck_assert_int_eq (t_stat (s_ctl, "broadcast", "requests"), 0);
+    s_stop ();
+}
+END_TEST
+
+START_TEST (test_bad_requests)
+{
+    s_start (1, NULL);
+    //  no targets: an error reply, nothing tracked
+    bn_msg_t *msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, NULL);
+    bn_msg_set_metadata (msg, json_pack ("{s:b}", "is_coalescing", 1));
+    t_send (&msg, s_client->broadcast, s_client->session);
+    bn_msg_t *reply = t_recv (s_client->broadcast);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (t_content_str (reply, "ename"), "ValueError");
+    bn_msg_destroy (&reply);
+    //  garbage and a bad signature are dropped and counted
+    t_send_raw (s_client->broadcast, "junk", NULL);
+    t_send_raw (s_client->broadcast, BN_DELIM, "bad", "{}", "{}", "{}", "{}",
+                NULL);
+    //  a target that is not registered fails at once
+    bn_msg_t *req = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, NULL);
+    bn_msg_set_metadata (req, json_pack ("{s:[[s, i]], s:b, s:b}", "targets",
+                                         "nobody", 7, "is_broadcast", 1,
+                                         "is_coalescing", 0));
+    t_send (&req, s_client->broadcast, s_client->session);
+    reply = t_recv (s_client->broadcast);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (t_content_str (reply, "ename"), "EngineError");
+    bn_msg_destroy (&reply);
+    const int order[] = {0, 2, 1, 3, -1};
+    s_round_trip (true, order);
+    json_t *stats = t_stats (s_ctl);
+    json_t *root = json_array_get (
+        json_object_get (json_object_get (stats, "broadcast"), "nodes"), 0);
+    ck_assert_int_eq (json_integer_value (json_object_get (root, "bad_frame")),
+                      1);
+    ck_assert_int_eq (
+        json_integer_value (json_object_get (root, "bad_signature")), 1);
+    json_decref (stats);
+    s_stop ();
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("bn_bcast_node");
+    TCase *tc = tcase_create ("tree");
+    tcase_set_timeout (tc, 30);
+    tcase_add_test (tc, test_usage);
+    tcase_add_loop_test (tc, test_depths, 0, 4);
+    tcase_add_test (tc, test_split);
+    tcase_add_test (tc, test_errors_keep_alignment);
+    tcase_add_test (tc, test_engine_lost);
+    tcase_add_test (tc, test_deadline);
+    tcase_add_test (tc, test_bad_requests);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
