@@ -1,0 +1,570 @@
+/*  bn_reduce: one request's partial reduction at a node: lift each
+    engine's result, fold partials with combine, keep who contributed and
+    who failed.  */
+#include "bn_reduce.h"
+
+#include "bn_error.h"
+#include "bn_pickle.h"
+
+#include <assert.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    bn_idset_t *engines; //  engines that failed this way
+    json_t *content;     //  first failure's error content
+} s_failure_t;
+
+struct _bn_reduce_t {
+    const bn_reduction_t *reduction; //  from the reducers table
+    char *op;                        //  full name
+    bn_value_t *value;               //  partial so far, or NULL
+    bn_idset_t *engines;             //  contributors
+    bn_idset_t *seen;                //  contributors and failed engines
+    s_failure_t *failures;           //  grouped by ename and evalue
+    size_t nfailures;                //  groups in use
+    bool sorted;                     //  failures by lowest engine id
+    json_t *error;                   //  the reduction's error, or NULL
+};
+
+//  What a call of lift or combine reported through call->error.
+typedef struct {
+    bool failed;
+    char ename[64];
+    char evalue[512];
+} s_outcome_t;
+
+//  call->error: record the exception for the node.
+static void
+s_call_error (bn_reduce_call_t *call, const char *ename, const char *format,
+              ...)
+{
+    s_outcome_t *outcome = call->node;
+    outcome->failed = true;
+    snprintf (outcome->ename, sizeof outcome->ename, "%s",
+              ename ? ename : "Exception");
+    va_list args;
+    va_start (args, format);
+    vsnprintf (outcome->evalue, sizeof outcome->evalue, format, args);
+    va_end (args);
+}
+
+//  An error content as an engine would send it.
+static json_t *
+s_error_content (const char *ename, const char *evalue)
+{
+    return json_pack ("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
+                      ename, "evalue", evalue, "traceback");
+}
+
+//  Run fn on acc and value (both taken; either may be NULL). Returns the
+//  result, or NULL with the error in *outcome.
+static bn_value_t *
+s_call (bn_reduce_t *self, bn_reduce_fn *fn, bn_value_t *acc, bn_value_t *value,
+        s_outcome_t *outcome)
+{
+    memset (outcome, 0, sizeof *outcome);
+    bn_reduce_call_t call = {BN_REDUCE_ABI_VERSION, self->op, acc, value,
+                             s_call_error,          outcome};
+    bn_value_t *result = fn (&call);
+    bn_value_destroy (&call.acc);
+    bn_value_destroy (&call.value);
+    if (result && outcome->failed)
+        bn_value_destroy (&result);
+    if (!result && !outcome->failed) {
+        outcome->failed = true;
+        snprintf (outcome->ename, sizeof outcome->ename, "RuntimeError");
+        snprintf (outcome->evalue, sizeof outcome->evalue,
+                  "reduction %s returned nothing", self->op);
+    }
+    return result;
+}
+
+//  Fail the whole reduction with content (taken), unless it failed before.
+static void
+s_fail (bn_reduce_t *self, json_t *content)
+{
+    if (self->error)
+        json_decref (content);
+    else {
+        self->error = content;
+        bn_value_destroy (&self->value);
+    }
+}
+
+//  Fold a partial (taken) into the value.
+static void
+s_combine (bn_reduce_t *self, bn_value_t *partial)
+{
+    if (self->error)
+        bn_value_destroy (&partial);
+    else if (!self->value)
+        self->value = partial;
+    else {
+        s_outcome_t outcome;
+        bn_value_t *acc = self->value;
+        self->value = NULL;
+        self->value =
+            s_call (self, self->reduction->combine, acc, partial, &outcome);
+        if (!self->value)
+            s_fail (self, s_error_content (outcome.ename, outcome.evalue));
+    }
+}
+
+//  True if any id of set was counted already.
+static bool
+s_overlaps (bn_idset_t *seen, bn_idset_t *set)
+{
+    for (int id = bn_idset_first (set); id >= 0; id = bn_idset_next (set, id))
+        if (bn_idset_contains (seen, id))
+            return true;
+    return false;
+}
+
+//  Add the ids of from to to; -1 if out of memory.
+static int
+s_union (bn_idset_t *to, bn_idset_t *from)
+{
+    char *text = bn_idset_encode (from);
+    int rc = text ? bn_idset_add_text (to, text) : -1;
+    free (text);
+    return rc;
+}
+
+//  True if both JSON values are the same string or both absent.
+static bool
+s_same (json_t *a, json_t *b)
+{
+    const char *x = json_string_value (a), *y = json_string_value (b);
+    return x == y || (x && y && strcmp (x, y) == 0);
+}
+
+//  Record engines (already checked as new) as failed with content
+//  (borrowed). Returns -1 if out of memory.
+static int
+s_add_failure (bn_reduce_t *self, bn_idset_t *engines, json_t *content)
+{
+    json_t *ename = json_object_get (content, "ename");
+    json_t *evalue = json_object_get (content, "evalue");
+    size_t i = 0;
+    for (; i < self->nfailures; i++) {
+        json_t *other = self->failures[i].content;
+        if (s_same (ename, json_object_get (other, "ename")) &&
+            s_same (evalue, json_object_get (other, "evalue")))
+            break;
+    }
+    if (i == self->nfailures) {
+        s_failure_t *failures = realloc (
+            self->failures, (self->nfailures + 1) * sizeof (s_failure_t));
+        if (!failures)
+            return -1;
+        self->failures = failures;
+        bn_idset_t *set = bn_idset_new ();
+        if (!set)
+            return -1;
+        self->failures[i] = (s_failure_t){set, json_incref (content)};
+        self->nfailures++;
+    }
+    self->sorted = false;
+    if (s_union (self->failures[i].engines, engines) ||
+        s_union (self->seen, engines))
+        return -1;
+    return 0;
+}
+
+bn_reduce_t *
+bn_reduce_new (bn_reducers_t *reducers, const char *op, char *err,
+               size_t errsize)
+{
+    assert (reducers);
+    const bn_reduction_t *reduction = bn_reducers_find (reducers, op);
+    if (!reduction) {
+        bn_error_set (err, errsize,
+                      "no reduction '%s': sum, min, max or "
+                      "<plugin>:<name> of a loaded plugin",
+                      op ? op : "");
+        return NULL;
+    }
+    bn_reduce_t *self = calloc (1, sizeof (bn_reduce_t));
+    if (self) {
+        self->reduction = reduction;
+        self->op = strdup (op);
+        self->engines = bn_idset_new ();
+        self->seen = bn_idset_new ();
+        self->sorted = true;
+        if (!self->op || !self->engines || !self->seen)
+            bn_reduce_destroy (&self);
+    }
+    if (!self)
+        bn_error_set (err, errsize, "out of memory");
+    return self;
+}
+
+void
+bn_reduce_destroy (bn_reduce_t **self_p)
+{
+    assert (self_p);
+    bn_reduce_t *self = *self_p;
+    if (!self)
+        return;
+    free (self->op);
+    bn_value_destroy (&self->value);
+    bn_idset_destroy (&self->engines);
+    bn_idset_destroy (&self->seen);
+    for (size_t i = 0; i < self->nfailures; i++) {
+        bn_idset_destroy (&self->failures[i].engines);
+        json_decref (self->failures[i].content);
+    }
+    free (self->failures);
+    json_decref (self->error);
+    free (self);
+    *self_p = NULL;
+}
+
+int
+bn_reduce_add_value (bn_reduce_t *self, int eid, bn_value_t **value_p)
+{
+    assert (self);
+    assert (value_p);
+    bn_value_t *value = *value_p;
+    *value_p = NULL;
+    if (eid < 0 || bn_idset_contains (self->seen, eid)) {
+        bn_value_destroy (&value);
+        return -1;
+    }
+    bn_value_t *partial = value;
+    s_outcome_t outcome = {false, "", ""};
+    if (self->reduction->lift)
+        partial = s_call (self, self->reduction->lift, NULL, value, &outcome);
+    if (!partial) {
+        bn_idset_t *one = bn_idset_new ();
+        json_t *content = s_error_content (outcome.ename, outcome.evalue);
+        int rc = one && content && bn_idset_add (one, eid) == 0
+                     ? s_add_failure (self, one, content)
+                     : -1;
+        json_decref (content);
+        bn_idset_destroy (&one);
+        return rc;
+    }
+    if (bn_idset_add (self->engines, eid) || bn_idset_add (self->seen, eid)) {
+        bn_value_destroy (&partial);
+        return -1;
+    }
+    s_combine (self, partial);
+    return 0;
+}
+
+int
+bn_reduce_add_failure (bn_reduce_t *self, bn_idset_t *engines, json_t *content)
+{
+    assert (self);
+    assert (engines);
+    if (bn_idset_count (engines) == 0 || s_overlaps (self->seen, engines))
+        return -1;
+    return s_add_failure (self, engines, content);
+}
+
+int
+bn_reduce_add_reply (bn_reduce_t *self, int eid, bn_msg_t *reply, char *err,
+                     size_t errsize)
+{
+    assert (self);
+    assert (reply);
+    json_t *content = bn_msg_content (reply);
+    if (!content) {
+        bn_error_set (err, errsize, "reply of engine %d has no JSON content",
+                      eid);
+        return -1;
+    }
+    if (eid < 0 || bn_idset_contains (self->seen, eid)) {
+        bn_error_set (err, errsize, "engine %d already has a reply", eid);
+        return -1;
+    }
+    const char *status =
+        json_string_value (json_object_get (content, "status"));
+    int rc;
+    if (!status || strcmp (status, "ok") != 0) {
+        bn_idset_t *one = bn_idset_new ();
+        rc = one && bn_idset_add (one, eid) == 0
+                 ? s_add_failure (self, one, content)
+                 : -1;
+        bn_idset_destroy (&one);
+    } else {
+        size_t nbuffers = bn_msg_nbuffers (reply);
+        bn_bytes_t *bytes = calloc (nbuffers ? nbuffers : 1, sizeof *bytes);
+        if (!bytes) {
+            bn_error_set (err, errsize, "out of memory");
+            return -1;
+        }
+        bn_bytes_from_msg (reply, bytes, nbuffers);
+        char problem[256] = "";
+        bn_value_t *value =
+            bn_apply_decode_result (bytes, nbuffers, problem, sizeof problem);
+        free (bytes);
+        if (value)
+            rc = bn_reduce_add_value (self, eid, &value);
+        else {
+            char evalue[400];
+            snprintf (evalue, sizeof evalue, "cannot decode the result: %s",
+                      problem);
+            json_t *failure = s_error_content ("ValueError", evalue);
+            bn_idset_t *one = bn_idset_new ();
+            rc = failure && one && bn_idset_add (one, eid) == 0
+                     ? s_add_failure (self, one, failure)
+                     : -1;
+            bn_idset_destroy (&one);
+            json_decref (failure);
+        }
+    }
+    if (rc)
+        bn_error_set (err, errsize, "out of memory");
+    return rc;
+}
+
+int
+bn_reduce_add_merged (bn_reduce_t *self, bn_msg_t *merged, char *err,
+                      size_t errsize)
+{
+    assert (self);
+    assert (merged);
+    json_t *reduced = json_object_get (bn_msg_metadata (merged), "bn_reduced");
+    const char *op = json_string_value (json_object_get (reduced, "op"));
+    const char *text = json_string_value (json_object_get (reduced, "engines"));
+    json_t *failed = json_object_get (reduced, "failed");
+    json_t *error = json_object_get (reduced, "error");
+    if (!json_is_object (reduced) || !op || !text ||
+        (failed && !json_is_array (failed)) ||
+        (error && !json_is_object (error))) {
+        bn_error_set (err, errsize, "merged reply has no valid bn_reduced");
+        return -1;
+    }
+    if (strcmp (op, self->op) != 0) {
+        bn_error_set (err, errsize,
+                      "merged reply reduces with %s, this request with %s", op,
+                      self->op);
+        return -1;
+    }
+    int rc = -1;
+    bn_idset_t *engines = bn_idset_parse (text);
+    bn_idset_t *counted = bn_idset_new ();
+    bn_idset_t **sets = calloc (json_array_size (failed) + 1, sizeof *sets);
+    bn_bytes_t *bytes = NULL;
+    bn_value_t *value = NULL;
+    if (!engines || !counted || !sets) {
+        bn_error_set (err, errsize,
+                      engines ? "out of memory"
+                              : "bn_reduced.engines is not an "
+                                "engine set");
+        goto done;
+    }
+    //  Every engine named once, none counted here before.
+    if (s_union (counted, engines))
+        goto oom;
+    size_t index;
+    json_t *failure;
+    json_array_foreach (failed, index, failure)
+    {
+        const char *set =
+            json_string_value (json_object_get (failure, "engines"));
+        sets[index] = set ? bn_idset_parse (set) : NULL;
+        if (!sets[index] || bn_idset_count (sets[index]) == 0 ||
+            !json_is_object (json_object_get (failure, "content"))) {
+            bn_error_set (err, errsize, "bn_reduced.failed[%zu] is malformed",
+                          index);
+            goto done;
+        }
+        if (s_overlaps (counted, sets[index])) {
+            bn_error_set (err, errsize,
+                          "bn_reduced.failed[%zu] names an engine twice",
+                          index);
+            goto done;
+        }
+        if (s_union (counted, sets[index]))
+            goto oom;
+    }
+    if (s_overlaps (self->seen, counted)) {
+        bn_error_set (err, errsize,
+                      "merged reply names an engine already counted");
+        goto done;
+    }
+    if (bn_idset_count (engines) > 0 && !error) {
+        size_t nbuffers = bn_msg_nbuffers (merged);
+        bytes = calloc (nbuffers ? nbuffers : 1, sizeof *bytes);
+        if (!bytes)
+            goto oom;
+        bn_bytes_from_msg (merged, bytes, nbuffers);
+        char problem[256] = "";
+        value = bn_deserialize_object (bytes, nbuffers, NULL, problem,
+                                       sizeof problem);
+        if (!value) {
+            bn_error_set (err, errsize, "merged reply's value: %s", problem);
+            goto done;
+        }
+    }
+    //  Checked: apply.
+    if (s_union (self->engines, engines) || s_union (self->seen, engines))
+        goto oom;
+    json_array_foreach (
+        failed, index,
+        failure) if (s_add_failure (self, sets[index],
+                                    json_object_get (failure,
+                                                     "content"))) goto oom;
+    if (error)
+        s_fail (self, json_incref (error));
+    else if (value) {
+        s_combine (self, value);
+        value = NULL;
+    }
+    rc = 0;
+    goto done;
+oom:
+    bn_error_set (err, errsize, "out of memory");
+done:
+    for (size_t i = 0; sets && i < json_array_size (failed); i++)
+        bn_idset_destroy (&sets[i]);
+    free (sets);
+    free (bytes);
+    bn_value_destroy (&value);
+    bn_idset_destroy (&engines);
+    bn_idset_destroy (&counted);
+    return rc;
+}
+
+const char *
+bn_reduce_op (bn_reduce_t *self)
+{
+    assert (self);
+    return self->op;
+}
+
+const bn_value_t *
+bn_reduce_value (bn_reduce_t *self)
+{
+    assert (self);
+    return self->value;
+}
+
+bn_idset_t *
+bn_reduce_engines (bn_reduce_t *self)
+{
+    assert (self);
+    return self->engines;
+}
+
+size_t
+bn_reduce_count (bn_reduce_t *self)
+{
+    assert (self);
+    return bn_idset_count (self->engines);
+}
+
+size_t
+bn_reduce_total (bn_reduce_t *self)
+{
+    assert (self);
+    return bn_idset_count (self->seen);
+}
+
+bool
+bn_reduce_has (bn_reduce_t *self, int eid)
+{
+    assert (self);
+    return eid >= 0 && bn_idset_contains (self->seen, eid);
+}
+
+json_t *
+bn_reduce_error (bn_reduce_t *self)
+{
+    assert (self);
+    return self->error;
+}
+
+//  Failure groups by lowest engine id (sets are disjoint).
+static int
+s_compare_failures (const void *a, const void *b)
+{
+    int x = bn_idset_first (((const s_failure_t *)a)->engines);
+    int y = bn_idset_first (((const s_failure_t *)b)->engines);
+    return (x > y) - (x < y);
+}
+
+//  Failure group index, in order.
+static s_failure_t *
+s_failure (bn_reduce_t *self, size_t index)
+{
+    assert (self);
+    if (!self->sorted) {
+        qsort (self->failures, self->nfailures, sizeof (s_failure_t),
+               s_compare_failures);
+        self->sorted = true;
+    }
+    assert (index < self->nfailures);
+    return &self->failures[index];
+}
+
+size_t
+bn_reduce_nfailed (bn_reduce_t *self)
+{
+    assert (self);
+    return self->nfailures;
+}
+
+bn_idset_t *
+bn_reduce_failed_engines (bn_reduce_t *self, size_t index)
+{
+    return s_failure (self, index)->engines;
+}
+
+json_t *
+bn_reduce_failed_content (bn_reduce_t *self, size_t index)
+{
+    return s_failure (self, index)->content;
+}
+
+json_t *
+bn_reduce_json (bn_reduce_t *self)
+{
+    assert (self);
+    char *text = bn_idset_encode (self->engines);
+    json_t *failed = json_array ();
+    json_t *reduced = text && failed
+                          ? json_pack ("{s:s, s:s, s:O}", "op", self->op,
+                                       "engines", text, "failed", failed)
+                          : NULL;
+    free (text);
+    json_decref (failed);
+    failed = json_object_get (reduced, "failed");
+    for (size_t i = 0; reduced && i < self->nfailures; i++) {
+        s_failure_t *failure = s_failure (self, i);
+        char *set = bn_idset_encode (failure->engines);
+        json_t *entry = set ? json_pack ("{s:s, s:O}", "engines", set,
+                                         "content", failure->content)
+                            : NULL;
+        free (set);
+        if (!entry || json_array_append_new (failed, entry)) {
+            json_decref (reduced);
+            reduced = NULL;
+        }
+    }
+    if (reduced && self->error &&
+        json_object_set (reduced, "error", self->error)) {
+        json_decref (reduced);
+        reduced = NULL;
+    }
+    return reduced;
+}
+
+int
+bn_reduce_add_buffers (bn_reduce_t *self, bn_msg_t *msg)
+{
+    assert (self);
+    assert (msg);
+    if (self->value)
+        return bn_serialize_object_add (msg, self->value);
+    bn_value_t *none = bn_value_new_none ();
+    int rc = none ? bn_serialize_object_add (msg, none) : -1;
+    bn_value_destroy (&none);
+    return rc;
+}
