@@ -62,6 +62,9 @@ static const s_setting_t s_settings[] = {
      "high-water mark of every controller socket (0 = unlimited)"},
     {"controller.reuse_files", BN_CONFIG_BOOL, "false", S_BOOL,
      "keep connection files (ports and key) on exit and reuse them"},
+    {"controller.reduce_plugins", BN_CONFIG_STRING, "", S_STR (NULL, NULL),
+     "colon-separated paths of .so reduction plugins every broadcast tree "
+     "node loads (bn_reduce \"<plugin>:<name>\")"},
     {"cluster.id", BN_CONFIG_STRING, "", S_STR (NULL, NULL),
      "cluster id; names connection files ipcontroller-<id>-client.json"},
     {"profile.name", BN_CONFIG_STRING, "default",
