@@ -361,8 +361,13 @@ s_reply_error (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
     if (content && method)
         s_publish (self, request, BN_MSG_ERROR, "error",
                    json_deep_copy (content), true);
-    s_reply (self, sock, request, reply_type, content,
-             s_reply_metadata (self, request, BN_STATUS_ERROR, started), NULL);
+    //  a function that raises UnmetDependency asks the task scheduler to
+    //  try another engine (WIRE.md 9.2)
+    json_t *metadata =
+        s_reply_metadata (self, request, BN_STATUS_ERROR, started);
+    if (metadata && streq (ename, "UnmetDependency"))
+        json_object_set_new (metadata, "dependencies_met", json_false ());
+    s_reply (self, sock, request, reply_type, content, metadata, NULL);
 }
 
 //  ---------------------------------------------------------------------
