@@ -906,6 +906,18 @@ s_consider (bn_task_t *self, s_job_t *job, const char *uuid, s_engine_t **cands,
     cands[(*n)++] = engine;
 }
 
+//  True if a target of job is a live engine that did not refuse it.
+static bool
+s_targets_live (bn_task_t *self, s_job_t *job)
+{
+    for (size_t i = 0; i < job->ntargets; i++) {
+        s_engine_t *engine = zhashx_lookup (self->engines, job->targets[i]);
+        if (engine && !engine->closed && !s_blacklisted (job, engine))
+            return true;
+    }
+    return false;
+}
+
 typedef enum { S_RAN, S_QUEUE, S_GONE } s_outcome_t;
 
 static void s_run (bn_task_t *self, s_job_t *job, s_engine_t *engine);
@@ -1626,12 +1638,14 @@ bn_task_engine_close (bn_task_t *self, const char *uuid)
     double old_weight = s_slot_weight (self, engine);
     engine->closed = true;
     s_engine_update (self, engine, old_weight);
-    //  targets naming only dead engines are impossible now
+    //  queued tasks that only this engine could take are impossible now
     s_job_t *job = self->wait_head;
     while (job) {
         s_job_t *next = job->next;
-        if (job->ntargets && s_strings_have (job->targets, job->ntargets, uuid))
-            s_maybe_run (self, job);
+        if (job->ntargets &&
+            s_strings_have (job->targets, job->ntargets, uuid) &&
+            !s_targets_live (self, job))
+            s_fail_impossible (self, job);
         job = next;
     }
     s_settle (self);
