@@ -422,10 +422,30 @@ bn_topology_find (bn_topology_t *self, const char *id)
     size_t prefix = strlen (BN_TOPOLOGY_ID_PREFIX);
     if (strncmp (id, BN_TOPOLOGY_ID_PREFIX, prefix) == 0)
         id += prefix;
-    for (int node = 0; node < self->size; node++)
-        if (strcmp (self->nodes[node].id + prefix, id) == 0)
-            return node;
-    return -1;
+    //  Walk the path from the root, one child index per step, then
+    //  confirm the spelling (no leading zeros, no stray characters).
+    if (*id++ != '0')
+        return -1;
+    bool digits = self->max_fanout <= 10;
+    int node = 0;
+    while (*id) {
+        int index = 0;
+        if (digits) {
+            if (*id < '0' || *id > '9')
+                return -1;
+            index = *id++ - '0';
+        } else {
+            if (*id++ != '.' || *id < '0' || *id > '9' ||
+                (id[0] == '0' && id[1] >= '0' && id[1] <= '9'))
+                return -1;
+            while (*id >= '0' && *id <= '9' && index <= BN_TOPOLOGY_MAX_NODES)
+                index = index * 10 + (*id++ - '0');
+        }
+        node = bn_topology_child (self, node, index);
+        if (node < 0)
+            return -1;
+    }
+    return node;
 }
 
 int

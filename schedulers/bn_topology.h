@@ -143,7 +143,8 @@ const char *bn_topology_routing_id (bn_topology_t *self, int node);
 //  Path of a node: "0", "01", "0.12.3"; borrowed.
 const char *bn_topology_path (bn_topology_t *self, int node);
 
-//  Node whose routing id (or, without the prefix, path) is `id`, or -1.
+//  Node whose routing id (or, without the prefix, path) is `id`, or -1;
+//  it walks the path, so the cost is the depth, not the size.
 int bn_topology_find (bn_topology_t *self, const char *id);
 
 //  Leaf index serving engine eid (eid % leaves), or -1 if eid < 0.

@@ -259,12 +259,34 @@ START_TEST (test_wide_names)
     ck_assert_int_eq (bn_topology_find (topology, "sub_scheduler_0.11.11"),
                       156);
     ck_assert_int_eq (bn_topology_find (topology, "0.12"), -1);
+    //  Only the exact spelling names a node.
+    const char *wrong[] = {"",
+                           "1",
+                           "00",
+                           "0.",
+                           "0.011",
+                           "0..1",
+                           "0.1x",
+                           "0.1.",
+                           "0 .1",
+                           "0.99999999999",
+                           "sub_scheduler_",
+                           "sub_scheduler_0.1.2.3"};
+    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++)
+        ck_assert_msg (bn_topology_find (topology, wrong[i]) == -1, "%s",
+                       wrong[i]);
     ck_assert_int_eq (bn_topology_find (topology, NULL), -1);
     bn_topology_destroy (&topology);
 
     //  A fanout of 10 still fits single digits.
     topology = s_new ("kary:10", 1, 0);
     ck_assert_str_eq (bn_topology_path (topology, 10), "09");
+    ck_assert_int_eq (bn_topology_find (topology, "sub_scheduler_09"), 10);
+    ck_assert_int_eq (bn_topology_find (topology, "sub_scheduler_00"), 1);
+    ck_assert_int_eq (bn_topology_find (topology, "sub_scheduler_0"), 0);
+    ck_assert_int_eq (bn_topology_find (topology, "sub_scheduler_090"), -1);
+    ck_assert_int_eq (bn_topology_find (topology, "sub_scheduler_0a"), -1);
+    ck_assert_int_eq (bn_topology_find (topology, "sub_scheduler_0.1"), -1);
     bn_topology_destroy (&topology);
 }
 END_TEST
