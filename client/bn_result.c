@@ -422,7 +422,12 @@ bn_item_on_entry (bn_item_t *self, bn_reply_t *reply)
     if (json_is_integer (count))
         self->execution_count = (int)json_integer_value (count);
     //  Output that came inside the reply is all of it: no iopub follows.
-    if (reply->out || reply->err || reply->no_output) {
+    //  When the request asked for it there (bn_output), a reply without
+    //  it had none (the tree leaves out empty texts); a stock engine
+    //  ignores bn_output, and its iopub output counts as far as it came
+    //  before its reply.
+    if (reply->out || reply->err || reply->no_output ||
+        self->result->output_in_reply) {
         if ((reply->out &&
              s_append (&self->out, reply->out, strlen (reply->out)) != 0) ||
             (reply->err &&
