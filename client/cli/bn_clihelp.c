@@ -194,16 +194,21 @@ static const s_help_t s_helps[] = {
      "followed by their stderr lines tagged \"[stderr] \" and their status\n"
      "tagged \"[status] \". On a terminal, a progress count appears after a\n"
      "second. The first Ctrl-C prints which engines are still running, the\n"
-     "second aborts their commands and exits with status 130.\n",
+     "second aborts their commands and exits with status 130.\n"
+     "\n"
+     "The command goes to the engines as one request through the\n"
+     "controller's broadcast tree, which merges their replies (and with -b\n"
+     "groups identical ones at its nodes); --direct sends one request per\n"
+     "engine through the mux instead. The output is the same either way.\n",
      "  -t, --targets SET       engines to run on, e.g. 0-7,12 (default: all)\n"
      "  -b, --gather            group engines with identical output and\n"
      "                          status\n"
      "  -S, --max-status        exit with the largest exit status of the\n"
      "                          command on any engine\n"
      "  -q, --quiet             print no status lines, only output\n"
-     "      --broadcast         send one request through the controller's\n"
-     "                          broadcast scheduler tree instead of one per\n"
-     "                          engine through the mux\n",
+     "      --direct            send one request per engine through the mux\n"
+     "                          instead of one through the broadcast tree\n"
+     "      --broadcast         through the broadcast tree (the default)\n",
      true, true,
      "  0    every engine ran the command, whatever its exit status; with -S,\n"
      "       the largest exit status of the command on any engine\n"
@@ -215,7 +220,8 @@ static const s_help_t s_helps[] = {
      "  banyan px hostname\n"
      "  banyan px -b uname -r\n"
      "  banyan px -t 0-3 -S 'test -d /scratch'\n"
-     "  banyan px --timeout 60 -b 'make -C ~/src test'\n",
+     "  banyan px --timeout 60 -b 'make -C ~/src test'\n"
+     "  banyan px --direct hostname\n",
      "seconds to wait for the controller (default:\n"
      "                          client.timeout, 10) and for the results\n"
      "                          (default: no limit); engines that have not\n"

@@ -1,4 +1,12 @@
-/*  bn_cmd_px: banyan px, a shell command on engines.  */
+/*  bn_cmd_px: banyan px, a shell command on engines.
+
+    By default the command goes through the broadcast tree as one request:
+    coalescing with a release window of S_WINDOW_MS, with the engines'
+    output in their replies (bn_output), and with -b grouped at the tree's
+    nodes, so that identical outputs travel up as one entry. --direct sends one request per engine through the
+    mux instead. What is printed is the same either way. A controller
+    without a broadcast scheduler (it answers NotImplementedError) gets
+    the command again through the mux.  */
 #include "bn_cliclient.h"
 #include "bn_cliopts.h"
 #include "bn_cmd.h"
@@ -10,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define S_WINDOW_MS 200 //  release window of the tree's merging nodes
+
 typedef struct {
     bn_cliopts_t *opts;
     bn_idset_t *targets;
@@ -17,13 +27,14 @@ typedef struct {
     bool max_status;
     bool quiet;
     bool broadcast;
+    bn_idset_t *unsupported; //  engines the broadcast port refused
     bn_gather_t *gathered;
     int largest; //  Largest exit status of the command
     bool failed; //  Some engine did not run it to its end
     double timeout;
 } s_px_t;
 
-enum { S_OPT_BROADCAST = 1 };
+enum { S_OPT_BROADCAST = 1, S_OPT_DIRECT };
 
 static int
 s_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
@@ -44,21 +55,50 @@ s_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
     case S_OPT_BROADCAST:
         self->broadcast = true;
         return 0;
+    case S_OPT_DIRECT:
+        self->broadcast = false;
+        return 0;
     default:
         return -1;
     }
 }
 
+typedef struct {
+    const char *command;
+    bool group;
+} s_call_t;
+
 static int
 s_execute (bn_view_t *view, void *data, bn_result_t **result_p)
 {
-    return bn_view_execute (view, (const char *)data, result_p);
+    s_call_t *call = data;
+    if (bn_view_kind (view) == BN_VIEW_BROADCAST) {
+        int rc = bn_view_set_coalescing (view, true);
+        if (rc == 0)
+            rc = bn_view_set_output_in_reply (view, true);
+        //  What has arrived goes up every window: engines that finished
+        //  are printed while slow ones run, and Ctrl-C and --timeout
+        //  name only the engines still running.
+        if (rc == 0)
+            rc = bn_view_set_release (view, BN_RELEASE_WINDOW, S_WINDOW_MS);
+        if (rc == 0)
+            rc = bn_view_set_group (view, call->group);
+        if (rc != 0)
+            return rc;
+    }
+    return bn_view_execute (view, call->command, result_p);
 }
 
 static void
 s_on_item (bn_result_t *result, size_t index, bool timed_out, void *data)
 {
     s_px_t *self = data;
+    if (!timed_out && self->unsupported &&
+        bn_result_status (result, index) == BN_ENOTSUP) {
+        //  Run again through the mux once the others are printed
+        bn_idset_add (self->unsupported, bn_result_engine_id (result, index));
+        return;
+    }
     char status[512];
     int code;
     bool failed;
@@ -99,7 +139,9 @@ bn_cmd_px (int argc, char **argv)
         {"max-status", no_argument, NULL, 'S'},
         {"quiet", no_argument, NULL, 'q'},
         {"broadcast", no_argument, NULL, S_OPT_BROADCAST},
+        {"direct", no_argument, NULL, S_OPT_DIRECT},
         {NULL, 0, NULL, 0}};
+    self.broadcast = true;
     int first = bn_cliopts_parse (self.opts, argc, argv, "t:bSq", options,
                                   s_option, &self);
     int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
@@ -126,9 +168,12 @@ bn_cmd_px (int argc, char **argv)
     bn_client_t *client = bn_cliclient_connect (self.opts, &status);
     bn_view_t *view = NULL;
     bn_result_t *result = NULL;
+    s_call_t call = {command, self.gather};
+    if (self.broadcast)
+        self.unsupported = bn_idset_new ();
     if (client &&
         bn_cliclient_call (self.opts, client, self.targets, self.broadcast,
-                           s_execute, command, &view, &result) == 0) {
+                           s_execute, &call, &view, &result) == 0) {
         if (self.gather)
             self.gathered = bn_gather_new ();
         double timeout = bn_cliopts_timeout_given (self.opts)
@@ -136,6 +181,20 @@ bn_cmd_px (int argc, char **argv)
                              : -1;
         status = bn_cliclient_collect (self.opts, view, result, timeout,
                                        s_on_item, &self);
+        if (status == BN_EXIT_OK && self.unsupported &&
+            bn_idset_count (self.unsupported)) {
+            bn_idset_t *again = self.unsupported;
+            self.unsupported = NULL;
+            bn_result_destroy (&result);
+            bn_view_destroy (&view);
+            if (bn_cliclient_call (self.opts, client, again, false, s_execute,
+                                   &call, &view, &result) == 0)
+                status = bn_cliclient_collect (self.opts, view, result, timeout,
+                                               s_on_item, &self);
+            else
+                status = BN_EXIT_FAILURE;
+            bn_idset_destroy (&again);
+        }
         if (status == BN_EXIT_OK) {
             if (self.gathered)
                 bn_gather_print (self.gathered, stdout, self.quiet);
@@ -151,6 +210,7 @@ bn_cmd_px (int argc, char **argv)
     bn_view_destroy (&view);
     bn_client_destroy (&client);
     bn_gather_destroy (&self.gathered);
+    bn_idset_destroy (&self.unsupported);
     free (command);
 done:
     bn_idset_destroy (&self.targets);

@@ -24,6 +24,14 @@ with Profile("px") as profile:
           "px prefixes each line with its engine, stdout and stderr apart",
           describe(plain))
 
+    direct = run(["px", "--direct"] + px
+                 + ["echo out $BANYAN_ENGINE_ID; echo err >&2"])
+    check(direct.returncode == 0
+          and sorted(direct.stdout.splitlines()) == sorted(plain.stdout.splitlines())
+          and sorted(direct.stderr.splitlines()) == sorted(plain.stderr.splitlines()),
+          "px --direct (one request per engine) prints what px through the "
+          "broadcast tree prints", describe(direct))
+
     words = run(["px"] + px + ["printf", "'%s-%s\\n'", "a", "b"])
     check(words.returncode == 0 and words.stdout.count("[stdout:0] a-b\n") == 1,
           "px joins its words into one command line", describe(words))
@@ -38,6 +46,10 @@ with Profile("px") as profile:
           and differ.stdout == HEADER.format("0,2", 2) + "0\n"
           + HEADER.format("1,3", 2) + "1\n",
           "px -b: differing outputs, one block per output", describe(differ))
+
+    direct = run(["px", "-b", "--direct"] + px + ["echo $((BANYAN_ENGINE_ID % 2))"])
+    check(direct.returncode == 0 and direct.stdout == differ.stdout,
+          "px -b --direct groups as px -b through the tree does", describe(direct))
 
     status = run(["px", "-b"] + px + ["echo x; exit $((BANYAN_ENGINE_ID / 2))"])
     check(status.returncode == 0
