@@ -1,9 +1,9 @@
 """banyan-controller with two stock ipengines and the stock Python Client.
 
 Checks: engine ids, DirectView apply and execute (results, stdout through
-the iopub relay), queue_status, the error answers of the hub and of the
-task and broadcast ports, a request to a killed engine failing instead of
-hanging, and shutdown of engines and hub.
+the iopub relay), queue_status, the hub's error answer, load-balanced and
+broadcast (coalescing or not) applies, a request to a killed engine failing
+instead of hanging, and shutdown of engines and hub.
 """
 import os
 import signal
@@ -71,14 +71,14 @@ def main():
                      raises(lambda: client.db_query({}))
                      == "NotImplementedError")
         balanced = client.load_balanced_view()
-        checks.check("load-balanced apply gets an error reply",
-                     raises(lambda: balanced.apply_async(abs, -1).get(
-                         timeout=TIMEOUT)) == "NotImplementedError")
-        broadcast = client.broadcast_view()
-        name = raises(lambda: broadcast.apply_async(abs, -1).get(
-            timeout=TIMEOUT))
-        checks.check("broadcast apply gets error replies",
-                     name in ("NotImplementedError", "CompositeError"), name)
+        checks.check("load-balanced apply runs on an engine",
+                     balanced.apply_async(abs, -1).get(timeout=TIMEOUT) == 1)
+        for coalescing in (False, True):
+            broadcast = client.broadcast_view(is_coalescing=coalescing)
+            result = broadcast.apply_async(abs, -3).get(timeout=TIMEOUT)
+            checks.check("broadcast apply (coalescing %s) gives every "
+                         "engine's value" % coalescing, result == [3, 3],
+                         result)
 
         # kill engine 1 while it runs a request
         target = client[1]
