@@ -1,0 +1,392 @@
+/*  banyan-bench: an asv-like benchmark runner for banyan: run, list,
+    compare, continuous and publish.  */
+#include "bn_benchcompare.h"
+#include "bn_benchpublish.h"
+#include "bn_benchresults.h"
+#include "bn_benchrunner.h"
+#include "bn_suites.h"
+
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef BN_SOURCE_DIR
+#define BN_SOURCE_DIR "."
+#endif
+#ifndef BN_BUILD_TYPE
+#define BN_BUILD_TYPE "unknown"
+#endif
+
+#define S_EXIT_OK 0
+#define S_EXIT_FAILED 1 //  run: a case failed; continuous: a regression
+#define S_EXIT_USAGE 2
+#define S_EXIT_ERROR 3 //  results could not be read or written
+
+static void
+s_usage (FILE *out)
+{
+    fprintf (
+        out,
+        "Usage: banyan-bench run [--quick] [-b REGEX]... [--machine NAME]\n"
+        "                        [--results DIR] [--engines LIST] [-k N]\n"
+        "                        [--commit HASH] [--env NAME] [-e] [-f]\n"
+        "       banyan-bench list [-b REGEX]... [--quick] [--engines LIST]\n"
+        "       banyan-bench compare A B [--factor F] [--only-changed]\n"
+        "                        [--results DIR] [--machine NAME]\n"
+        "       banyan-bench continuous BASE HEAD [--factor F]\n"
+        "                        [--results DIR] [--machine NAME]\n"
+        "       banyan-bench publish [--results DIR] [--html DIR]\n"
+        "Benchmark banyan the way asv does: suites with parameter grids, one\n"
+        "process per parameter set, results as asv's files.\n\n"
+        "  run         run the benchmarks (all, or those whose name matches a\n"
+        "              -b regex) and save results/<machine>/<commit>-<env>.json\n"
+        "  list        print the benchmarks and their parameters\n"
+        "  compare     before, after and ratio of two commits' results;\n"
+        "              + worse, - better, ! newly failing\n"
+        "  continuous  compare BASE with HEAD, showing changes only; exit 1\n"
+        "              on a significant regression (Mann-Whitney U on the\n"
+        "              samples, or 99%% intervals that do not overlap)\n"
+        "  publish     write a static site (index, a page per benchmark,\n"
+        "              plots drawn with gnuplot) and table.md\n\n"
+        "  -q, --quick         one sample of one call per case, small grids\n"
+        "  -b, --bench REGEX   benchmarks whose name matches (repeatable)\n"
+        "      --machine NAME  machine name in the results (host name)\n"
+        "      --results DIR   results folder (results)\n"
+        "      --engines LIST  engine counts to use, as 1,16,64\n"
+        "  -k, --engines-per-process N\n"
+        "                      engines per banyan-engine process (N up to 4\n"
+        "                      engines, else the engines over 4 processes)\n"
+        "      --commit HASH   the commit measured (this build's source)\n"
+        "      --env NAME      environment name (banyan-<build type>)\n"
+        "  -e, --show-stderr   print why failed cases failed, with their log\n"
+        "  -f, --full          OSU tables with min, max and iterations\n"
+        "      --factor F      ratio a change must pass to be marked (1.1)\n"
+        "      --only-changed  compare: leave out unmarked rows\n"
+        "      --html DIR      site folder (html)\n"
+        "  -h, --help          show this help and exit\n"
+        "      --version       show the version and exit\n\n"
+        "Exit status: 0 ok; 1 a case failed (run) or a regression\n"
+        "(continuous); 2 usage error; 3 results could not be read or "
+        "written.\n\n"
+        "Examples:\n"
+        "  banyan-bench run --quick -b '^echo\\.DirectView'\n"
+        "  banyan-bench run -b 'echo|floor' --engines 1,16,64,128,1024\n"
+        "  banyan-bench run -b '^osu\\.Latency' -f\n"
+        "  banyan-bench compare 1a2b3c4d 5e6f7a8b --only-changed\n"
+        "  banyan-bench continuous main HEAD\n"
+        "  banyan-bench publish --html site\n");
+}
+
+typedef struct {
+    bool quick;
+    const char *regexes[16];
+    size_t regex_count;
+    const char *machine;
+    const char *results;
+    const char *engines;
+    int per_process;
+    const char *commit;
+    const char *env;
+    bool show_stderr;
+    bool full;
+    double factor;
+    bool only_changed;
+    const char *html;
+} s_options_t;
+
+enum {
+    S_OPT_MACHINE = 256,
+    S_OPT_RESULTS,
+    S_OPT_ENGINES,
+    S_OPT_COMMIT,
+    S_OPT_ENV,
+    S_OPT_FACTOR,
+    S_OPT_ONLY_CHANGED,
+    S_OPT_HTML,
+    S_OPT_VERSION
+};
+
+//  Parse options after the command; returns the index of the first
+//  operand, -1 on a usage error, -2 after --help or --version.
+static int
+s_parse (int argc, char **argv, s_options_t *options)
+{
+    static const struct option longopts[] = {
+        {"quick", no_argument, NULL, 'q'},
+        {"bench", required_argument, NULL, 'b'},
+        {"machine", required_argument, NULL, S_OPT_MACHINE},
+        {"results", required_argument, NULL, S_OPT_RESULTS},
+        {"engines", required_argument, NULL, S_OPT_ENGINES},
+        {"engines-per-process", required_argument, NULL, 'k'},
+        {"commit", required_argument, NULL, S_OPT_COMMIT},
+        {"env", required_argument, NULL, S_OPT_ENV},
+        {"show-stderr", no_argument, NULL, 'e'},
+        {"full", no_argument, NULL, 'f'},
+        {"factor", required_argument, NULL, S_OPT_FACTOR},
+        {"only-changed", no_argument, NULL, S_OPT_ONLY_CHANGED},
+        {"html", required_argument, NULL, S_OPT_HTML},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, S_OPT_VERSION},
+        {NULL, 0, NULL, 0}};
+    int opt;
+    optind = 1;
+    while ((opt = getopt_long (argc, argv, "qb:k:efh", longopts, NULL)) !=
+           -1) {
+        char *end;
+        switch (opt) {
+        case 'q':
+            options->quick = true;
+            break;
+        case 'b':
+            if (options->regex_count == 16)
+                return -1;
+            options->regexes[options->regex_count++] = optarg;
+            break;
+        case S_OPT_MACHINE:
+            options->machine = optarg;
+            break;
+        case S_OPT_RESULTS:
+            options->results = optarg;
+            break;
+        case S_OPT_ENGINES:
+            options->engines = optarg;
+            break;
+        case 'k':
+            options->per_process = (int)strtol (optarg, &end, 10);
+            if (*end || options->per_process < 1) {
+                fprintf (stderr, "banyan-bench: bad -k %s\n", optarg);
+                return -1;
+            }
+            break;
+        case S_OPT_COMMIT:
+            options->commit = optarg;
+            break;
+        case S_OPT_ENV:
+            options->env = optarg;
+            break;
+        case 'e':
+            options->show_stderr = true;
+            break;
+        case 'f':
+            options->full = true;
+            break;
+        case S_OPT_FACTOR:
+            options->factor = strtod (optarg, &end);
+            if (*end || options->factor < 1) {
+                fprintf (stderr, "banyan-bench: --factor must be a number "
+                                 "of at least 1\n");
+                return -1;
+            }
+            break;
+        case S_OPT_ONLY_CHANGED:
+            options->only_changed = true;
+            break;
+        case S_OPT_HTML:
+            options->html = optarg;
+            break;
+        case 'h':
+            s_usage (stdout);
+            return -2;
+        case S_OPT_VERSION:
+            printf ("banyan-bench %s\n", BANYAN_VERSION);
+            return -2;
+        default:
+            return -1;
+        }
+    }
+    return optind;
+}
+
+//  Run a command and read its first line of output; NULL if it fails.
+static char *
+s_command_line (const char *command)
+{
+    FILE *pipe = popen (command, "r");
+    if (!pipe)
+        return NULL;
+    char line[256] = "";
+    char *got = fgets (line, sizeof line, pipe);
+    int status = pclose (pipe);
+    if (!got || status != 0)
+        return NULL;
+    line[strcspn (line, "\n")] = 0;
+    return *line ? strdup (line) : NULL;
+}
+
+static int
+s_run (bn_benchrunner_t *runner, s_options_t *options)
+{
+    char *commit = NULL;
+    double date_ms = 0;
+    if (options->commit)
+        commit = strdup (options->commit);
+    else
+        commit = s_command_line ("git -C '" BN_SOURCE_DIR
+                                 "' rev-parse HEAD 2>/dev/null");
+    char command[512];
+    snprintf (command, sizeof command,
+              "git -C '" BN_SOURCE_DIR "' log -1 --format=%%ct %s 2>/dev/null",
+              commit ? commit : "HEAD");
+    char *date = s_command_line (command);
+    if (date)
+        date_ms = atof (date) * 1000;
+    free (date);
+    bn_benchrunner_set_commit (
+        runner, commit ? commit : "0000000000000000000000000000000000000000",
+        date_ms);
+    free (commit);
+    char env[64];
+    snprintf (env, sizeof env, "banyan-%s", BN_BUILD_TYPE);
+    for (char *c = env; *c; c++)
+        *c = (char)(*c >= 'A' && *c <= 'Z' ? *c + 32 : *c);
+    bn_benchrunner_set_env (runner, options->env ? options->env : env);
+    bn_benchrunner_set_show_stderr (runner, options->show_stderr);
+    bn_benchrunner_set_osu_full (runner, options->full);
+    bn_benchrunner_set_per_process (runner, options->per_process);
+    char exe[PATH_MAX];
+    ssize_t length = readlink ("/proc/self/exe", exe, sizeof exe - 1);
+    if (length > 0) {
+        exe[length] = 0;
+        bn_benchrunner_set_bin_dir (runner, dirname (exe));
+    }
+    int rc = bn_benchrunner_run (runner);
+    if (rc >= 0)
+        fprintf (stderr, "results: %s\n", bn_benchrunner_result_path (runner));
+    return rc < 0 ? S_EXIT_ERROR : rc > 0 ? S_EXIT_FAILED : S_EXIT_OK;
+}
+
+static int
+s_compare (s_options_t *options, const char *a, const char *b, bool continuous)
+{
+    char err[512] = "";
+    bn_benchresults_t *before =
+        bn_benchcompare_find (options->results, options->machine, a, err,
+                              sizeof err);
+    bn_benchresults_t *after =
+        before ? bn_benchcompare_find (options->results, options->machine, b,
+                                       err, sizeof err)
+               : NULL;
+    if (!before || !after) {
+        fprintf (stderr, "banyan-bench: %s\n", err);
+        if (continuous)
+            fprintf (stderr, "banyan-bench: run `banyan-bench run` on each "
+                             "commit first\n");
+        bn_benchresults_destroy (&before);
+        return S_EXIT_ERROR;
+    }
+    char path[4096];
+    snprintf (path, sizeof path, "%s/benchmarks.json", options->results);
+    json_t *units = json_load_file (path, 0, NULL);
+    bn_benchcompare_counts_t counts;
+    bn_benchcompare_print (before, after, units, options->factor,
+                           options->only_changed || continuous, stdout,
+                           &counts);
+    json_decref (units);
+    bn_benchresults_destroy (&before);
+    bn_benchresults_destroy (&after);
+    if (!continuous)
+        return S_EXIT_OK;
+    if (counts.worse || counts.failing) {
+        printf ("\nSOME BENCHMARKS HAVE CHANGED SIGNIFICANTLY.\n"
+                "PERFORMANCE DECREASED: %zu worse, %zu newly failing.\n",
+                counts.worse, counts.failing);
+        return S_EXIT_FAILED;
+    }
+    printf ("\nBENCHMARKS NOT SIGNIFICANTLY CHANGED.\n");
+    return S_EXIT_OK;
+}
+
+int
+main (int argc, char **argv)
+{
+    if (argc < 2) {
+        s_usage (stderr);
+        return S_EXIT_USAGE;
+    }
+    const char *command = argv[1];
+    if (strcmp (command, "-h") == 0 || strcmp (command, "--help") == 0) {
+        s_usage (stdout);
+        return S_EXIT_OK;
+    }
+    if (strcmp (command, "--version") == 0) {
+        printf ("banyan-bench %s\n", BANYAN_VERSION);
+        return S_EXIT_OK;
+    }
+    s_options_t options = {
+        .results = "results", .html = "html", .factor = 1.1};
+    int first = s_parse (argc - 1, argv + 1, &options);
+    if (first == -2)
+        return S_EXIT_OK;
+    if (first < 0) {
+        s_usage (stderr);
+        return S_EXIT_USAGE;
+    }
+    int operands = argc - 1 - first;
+    char **operand = argv + 1 + first;
+    size_t count;
+    const bn_benchdef_t *table = bn_suites_table (&count);
+    if (strcmp (command, "run") == 0 || strcmp (command, "list") == 0) {
+        if (operands != 0) {
+            fprintf (stderr, "banyan-bench: %s takes no operands\n", command);
+            return S_EXIT_USAGE;
+        }
+        bn_benchrunner_t *runner = bn_benchrunner_new (table, count);
+        if (!runner)
+            return S_EXIT_ERROR;
+        int status = S_EXIT_OK;
+        bn_benchrunner_set_quick (runner, options.quick);
+        bn_benchrunner_set_results (runner, options.results);
+        bn_benchrunner_set_machine (runner, options.machine);
+        for (size_t i = 0; i < options.regex_count; i++)
+            if (bn_benchrunner_add_regex (runner, options.regexes[i]) != 0) {
+                fprintf (stderr, "banyan-bench: bad regex %s\n",
+                         options.regexes[i]);
+                status = S_EXIT_USAGE;
+            }
+        if (options.engines &&
+            bn_benchrunner_set_engines (runner, options.engines) != 0) {
+            fprintf (stderr, "banyan-bench: --engines takes counts as "
+                             "1,16,64\n");
+            status = S_EXIT_USAGE;
+        }
+        if (status == S_EXIT_OK) {
+            if (strcmp (command, "list") == 0)
+                bn_benchrunner_list (runner, stdout);
+            else
+                status = s_run (runner, &options);
+        }
+        bn_benchrunner_destroy (&runner);
+        return status;
+    }
+    if (strcmp (command, "compare") == 0 ||
+        strcmp (command, "continuous") == 0) {
+        if (operands != 2) {
+            fprintf (stderr, "banyan-bench: %s takes two commits\n", command);
+            return S_EXIT_USAGE;
+        }
+        return s_compare (&options, operand[0], operand[1],
+                          strcmp (command, "continuous") == 0);
+    }
+    if (strcmp (command, "publish") == 0) {
+        if (operands != 0) {
+            fprintf (stderr, "banyan-bench: publish takes no operands\n");
+            return S_EXIT_USAGE;
+        }
+        char err[512] = "";
+        if (bn_benchpublish_run (options.results, options.html, err,
+                                 sizeof err) != 0) {
+            fprintf (stderr, "banyan-bench: %s\n", err);
+            return S_EXIT_ERROR;
+        }
+        printf ("site: %s/index.html\ntable: %s/table.md\n", options.html,
+                options.html);
+        return S_EXIT_OK;
+    }
+    fprintf (stderr, "banyan-bench: unknown command %s\n", command);
+    s_usage (stderr);
+    return S_EXIT_USAGE;
+}

@@ -1,0 +1,27 @@
+/*  bn_benchfloor: the bare ZeroMQ floor every banyan figure is stated
+    against: one ROUTER sends a payload to N DEALER echo sockets in helper
+    processes (laid out as engines are: K per process) and collects the N
+    replies. No JSON, no signing, no relay.  */
+#ifndef BN_BENCHFLOOR_H_INCLUDED
+#define BN_BENCHFLOOR_H_INCLUDED
+
+#include <stddef.h>
+
+typedef struct _bn_benchfloor_t bn_benchfloor_t;
+
+//  Fork the helper processes (engines echo sockets, per_process in each)
+//  and bind the ROUTER they connect to; returns when every echo socket
+//  has said hello, or NULL with the reason in err after timeout seconds.
+//  Must be called before this process creates a ZeroMQ context of its
+//  own (the helpers are forked).
+bn_benchfloor_t *bn_benchfloor_new (int engines, int per_process,
+                                    double timeout, char *err, size_t errsize);
+
+//  Stop the helpers, wait for them, and NULL *self_p; NULL-safe.
+void bn_benchfloor_destroy (bn_benchfloor_t **self_p);
+
+//  One round: size bytes to every echo socket and every reply back.
+//  Returns 0, or -1 if a reply did not come within timeout seconds.
+int bn_benchfloor_round (bn_benchfloor_t *self, size_t size, double timeout);
+
+#endif

@@ -1,0 +1,113 @@
+/*  bn_benchresults: one run's results in asv's file format (version 2):
+    results/<machine>/<commit[:8]>-<env>.json with result_columns,
+    params and samples per benchmark, results/<machine>/machine.json and
+    results/benchmarks.json, so that asv's own tools read them.  */
+#ifndef BN_BENCHRESULTS_H_INCLUDED
+#define BN_BENCHRESULTS_H_INCLUDED
+
+#include "bn_benchdef.h"
+#include "bn_benchstats.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+
+typedef struct _bn_benchresults_t bn_benchresults_t;
+
+//  Outcome of one parameter set.
+typedef enum {
+    BN_BENCHRESULT_OK,      //  a value
+    BN_BENCHRESULT_FAILED,  //  null in the file
+    BN_BENCHRESULT_SKIPPED, //  NaN in the file
+    BN_BENCHRESULT_MISSING  //  no such benchmark or case in the file
+} bn_benchresult_t;
+
+//  What this machine is: asv's machine fields (arch, cpu, machine,
+//  num_cpu, os, ram) under the given machine name (NULL: the host name).
+json_t *bn_benchresults_machine_info (const char *machine);
+
+//  Empty results for commit (full hash) in environment env on machine
+//  (a machine_info object, borrowed), dated date_ms (the commit's date).
+bn_benchresults_t *bn_benchresults_new (json_t *machine, const char *commit,
+                                        const char *env, double date_ms);
+
+//  Read a result file; NULL with the reason in err if it cannot be read
+//  or is not version 2.
+bn_benchresults_t *bn_benchresults_load (const char *path, char *err,
+                                         size_t errsize);
+
+//  Destroy; NULLs *self_p; NULL-safe.
+void bn_benchresults_destroy (bn_benchresults_t **self_p);
+
+//  Write <dir>/<machine>/<commit[:8]>-<env>.json and machine.json.
+//  Returns 0, or -1 with the reason in err.
+int bn_benchresults_save (bn_benchresults_t *self, const char *dir, char *err,
+                          size_t errsize);
+
+//  The file name a result of commit and env takes under its machine.
+void bn_benchresults_filename (const char *commit, const char *env,
+                               char *buf, size_t size);
+
+//  Start a benchmark's row: params is its grid as asv's list of lists of
+//  repr texts (borrowed), cases the number of parameter sets.
+void bn_benchresults_begin (bn_benchresults_t *self, const char *name,
+                            json_t *params, const char *version,
+                            double started_at_ms);
+
+//  Record case index of benchmark name: status, and for OK the samples
+//  (count of them), number of calls per sample and repeat.
+void bn_benchresults_set_case (bn_benchresults_t *self, const char *name,
+                               size_t index, bn_benchresult_t status,
+                               const double *samples, size_t count,
+                               int number);
+
+//  Set the benchmark's duration in seconds.
+void bn_benchresults_set_duration (bn_benchresults_t *self, const char *name,
+                                   double seconds);
+
+//  Case index of benchmark name: its status, and when OK its value, stats
+//  and samples (a pointer into the results; may be NULL with count 0).
+bn_benchresult_t bn_benchresults_case (bn_benchresults_t *self,
+                                       const char *name, size_t index,
+                                       double *value, bn_benchstats_t *stats,
+                                       double **samples, size_t *count);
+
+//  The index of the case of name whose params (repr texts, one per
+//  parameter) are values; -1 if none.
+long bn_benchresults_find (bn_benchresults_t *self, const char *name,
+                           const char **values, size_t count);
+
+//  The benchmark's params list of lists, or NULL (borrowed).
+json_t *bn_benchresults_params (bn_benchresults_t *self, const char *name);
+
+//  The results object (name to row), borrowed.
+json_t *bn_benchresults_rows (bn_benchresults_t *self);
+
+const char *bn_benchresults_commit (bn_benchresults_t *self);
+const char *bn_benchresults_env (bn_benchresults_t *self);
+const char *bn_benchresults_machine (bn_benchresults_t *self);
+double bn_benchresults_date (bn_benchresults_t *self);
+
+//  Write <dir>/benchmarks.json describing the benchmarks in defs (count
+//  of them) with the grids they ran with (grids[i], borrowed; NULL: the
+//  table's), merged into what the file holds. Returns 0 or -1.
+int bn_benchresults_save_benchmarks (const char *dir,
+                                     const bn_benchdef_t *const *defs,
+                                     json_t *const *grids, size_t count,
+                                     char *err, size_t errsize);
+
+//  The version asv keeps for a benchmark: a hash of its definition and
+//  grid, as hex text in buf.
+void bn_benchresults_version (const bn_benchdef_t *def, json_t *grid,
+                              char *buf, size_t size);
+
+//  JSON text with NaN written as asv (Python) writes it; malloc'd.
+char *bn_benchresults_dumps (json_t *root, size_t flags);
+
+//  Parse JSON text that may hold NaN tokens (read back as the string
+//  "NaN"); NULL with the reason in err.
+json_t *bn_benchresults_loads (const char *text, char *err, size_t errsize);
+
+//  Read a whole file into a malloc'd string; NULL if it cannot be read.
+char *bn_benchresults_slurp (const char *path);
+
+#endif

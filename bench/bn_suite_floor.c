@@ -1,0 +1,36 @@
+/*  bn_suite_floor: floor.ZmqFloor, the bare ZeroMQ round trip to N echo
+    sockets that every banyan figure is stated against.  */
+#include "bn_benchfloor.h"
+#include "bn_suites.h"
+
+#include <stdlib.h>
+
+int
+bn_suite_floor_setup (bn_benchcase_t *c)
+{
+    int engines = (int)bn_benchcase_long (c, "engines", 1);
+    char err[256] = "";
+    bn_benchfloor_t *floor = bn_benchfloor_new (
+        engines, bn_benchcase_per_process (c, engines), 60, err, sizeof err);
+    if (!floor)
+        return bn_benchcase_fail (c, "%s", *err ? err : "out of memory");
+    c->state = floor;
+    return BN_BENCH_OK;
+}
+
+int
+bn_suite_floor_run (bn_benchcase_t *c, double *value)
+{
+    size_t bytes = (size_t)bn_benchcase_long (c, "bytes", 0);
+    if (bn_benchfloor_round (c->state, bytes, 60) != 0)
+        return bn_benchcase_fail (c, "no echo within 60 s");
+    return BN_BENCH_OK;
+}
+
+void
+bn_suite_floor_teardown (bn_benchcase_t *c)
+{
+    bn_benchfloor_t *floor = c->state;
+    bn_benchfloor_destroy (&floor);
+    c->state = NULL;
+}

@@ -1,0 +1,41 @@
+/*  bn_suites: the table of banyan-bench's benchmarks, and the suites'
+    setup, run and teardown functions it names.  */
+#ifndef BN_SUITES_H_INCLUDED
+#define BN_SUITES_H_INCLUDED
+
+#include "bn_benchdef.h"
+
+//  The table, in the order `list` shows and `run` runs it.
+const bn_benchdef_t *bn_suites_table (size_t *count);
+
+//  Cluster suites (bn_suite_cluster.c): a cluster of `engines` (stack,
+//  depth from the params) and a view of the kind the setup names.
+int bn_suite_direct_setup (bn_benchcase_t *c);
+int bn_suite_coalescing_setup (bn_benchcase_t *c);
+int bn_suite_noncoalescing_setup (bn_benchcase_t *c);
+int bn_suite_one_engine_setup (bn_benchcase_t *c);
+int bn_suite_push_run (bn_benchcase_t *c, double *value);
+int bn_suite_echo_run (bn_benchcase_t *c, double *value);
+int bn_suite_many_run (bn_benchcase_t *c, double *value);
+int bn_suite_window_run (bn_benchcase_t *c, double *value);
+int bn_suite_gather_run (bn_benchcase_t *c, double *value);
+int bn_suite_reduce_run (bn_benchcase_t *c, double *value);
+int bn_suite_allreduce_run (bn_benchcase_t *c, double *value);
+int bn_suite_barrier_run (bn_benchcase_t *c, double *value);
+void bn_suite_cluster_teardown (bn_benchcase_t *c);
+
+//  The floor (bn_suite_floor.c).
+int bn_suite_floor_setup (bn_benchcase_t *c);
+int bn_suite_floor_run (bn_benchcase_t *c, double *value);
+void bn_suite_floor_teardown (bn_benchcase_t *c);
+
+//  Start-up and memory (bn_suite_system.c).
+int bn_suite_registered_run (bn_benchcase_t *c, double *value);
+int bn_suite_memory_setup (bn_benchcase_t *c);
+int bn_suite_controller_mem_run (bn_benchcase_t *c, double *value);
+int bn_suite_tree_node_mem_run (bn_benchcase_t *c, double *value);
+int bn_suite_engine_mem_run (bn_benchcase_t *c, double *value);
+int bn_suite_engine_bytes_run (bn_benchcase_t *c, double *value);
+void bn_suite_memory_teardown (bn_benchcase_t *c);
+
+#endif
