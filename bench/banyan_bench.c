@@ -43,7 +43,8 @@ s_usage (FILE *out)
         "Benchmark banyan the way asv does: suites with parameter grids, one\n"
         "process per parameter set, results as asv's files.\n\n"
         "  run         run the benchmarks (all, or those whose name matches a\n"
-        "              -b regex) and save results/<machine>/<commit>-<env>.json\n"
+        "              -b regex) and save "
+        "results/<machine>/<commit>-<env>.json\n"
         "  list        print the benchmarks and their parameters\n"
         "  compare     before, after and ratio of two commits' results;\n"
         "              + worse, - better, ! newly failing\n"
@@ -134,8 +135,7 @@ s_parse (int argc, char **argv, s_options_t *options)
         {NULL, 0, NULL, 0}};
     int opt;
     optind = 1;
-    while ((opt = getopt_long (argc, argv, "qb:k:efh", longopts, NULL)) !=
-           -1) {
+    while ((opt = getopt_long (argc, argv, "qb:k:efh", longopts, NULL)) != -1) {
         char *end;
         switch (opt) {
         case 'q':
@@ -263,9 +263,8 @@ static int
 s_compare (s_options_t *options, const char *a, const char *b, bool continuous)
 {
     char err[512] = "";
-    bn_benchresults_t *before =
-        bn_benchcompare_find (options->results, options->machine, a, err,
-                              sizeof err);
+    bn_benchresults_t *before = bn_benchcompare_find (
+        options->results, options->machine, a, err, sizeof err);
     bn_benchresults_t *after =
         before ? bn_benchcompare_find (options->results, options->machine, b,
                                        err, sizeof err)
@@ -316,8 +315,7 @@ main (int argc, char **argv)
         printf ("banyan-bench %s\n", BANYAN_VERSION);
         return S_EXIT_OK;
     }
-    s_options_t options = {
-        .results = "results", .html = "html", .factor = 1.1};
+    s_options_t options = {.results = "results", .html = "html", .factor = 1.1};
     int first = s_parse (argc - 1, argv + 1, &options);
     if (first == -2)
         return S_EXIT_OK;

@@ -20,18 +20,18 @@
 #define S_PYTHON "/usr/bin/python3"
 
 struct _bn_benchcluster_t {
-    bn_benchcase_t *c;           //  the case (folder, reasons)
-    bn_benchstack_t stack;       //  what runs
-    int engines;                 //  engines to wait for
-    int depth;                   //  controller --depth, or -1
-    int per_process;             //  engines per banyan-engine process
-    bn_launcher_t *launcher;     //  banyan stack
-    pid_t spawned[S_MAX_SPAWNED];//  peer and mixed stacks' processes
-    int spawned_count;           //  how many
-    pid_t controller;            //  controller pid when spawned
-    bn_client_t *client;         //  connected once engines registered
-    double start_seconds;        //  launch to all registered
-    char client_file[4096];      //  the connection files
+    bn_benchcase_t *c;            //  the case (folder, reasons)
+    bn_benchstack_t stack;        //  what runs
+    int engines;                  //  engines to wait for
+    int depth;                    //  controller --depth, or -1
+    int per_process;              //  engines per banyan-engine process
+    bn_launcher_t *launcher;      //  banyan stack
+    pid_t spawned[S_MAX_SPAWNED]; //  peer and mixed stacks' processes
+    int spawned_count;            //  how many
+    pid_t controller;             //  controller pid when spawned
+    bn_client_t *client;          //  connected once engines registered
+    double start_seconds;         //  launch to all registered
+    char client_file[4096];       //  the connection files
     char engine_file[4096];
 };
 
@@ -186,8 +186,9 @@ s_start_banyan (bn_benchcluster_t *self, double deadline)
     if (!controller || !engine) {
         free (controller);
         free (engine);
-        return bn_benchcase_fail (self->c, "no banyan-controller or "
-                                           "banyan-engine in %s",
+        return bn_benchcase_fail (self->c,
+                                  "no banyan-controller or "
+                                  "banyan-engine in %s",
                                   self->c->bin_dir);
     }
     self->launcher = bn_launcher_new (self->c->dir, "");
@@ -236,8 +237,12 @@ s_start_spawned (bn_benchcluster_t *self, double deadline)
               self->c->dir);
     snprintf (file_arg, sizeof file_arg, "--file=%s", self->engine_file);
     if (self->stack == BN_BENCHSTACK_IPP) {
-        char *argv[] = {S_PYTHON,     "-m",          "ipyparallel.controller",
-                        "--ip=127.0.0.1", profile_arg, "--log-level=WARN",
+        char *argv[] = {S_PYTHON,
+                        "-m",
+                        "ipyparallel.controller",
+                        "--ip=127.0.0.1",
+                        profile_arg,
+                        "--log-level=WARN",
                         NULL};
         self->controller = s_spawn (self, "ipcontroller", argv);
     } else {
@@ -249,7 +254,8 @@ s_start_spawned (bn_benchcluster_t *self, double deadline)
         snprintf (depth, sizeof depth, "%d", self->depth);
         char dir[4096];
         snprintf (dir, sizeof dir, "%s", self->c->dir);
-        char *argv[] = {controller,  "--profile-dir", dir, "--ip",
+        char *argv[] = {controller,  "--profile-dir",
+                        dir,         "--ip",
                         "127.0.0.1", self->depth >= 0 ? "--depth" : NULL,
                         depth,       NULL};
         self->controller = s_spawn (self, "banyan-controller", argv);
@@ -260,8 +266,9 @@ s_start_spawned (bn_benchcluster_t *self, double deadline)
     if (s_wait_file (self, deadline) != 0)
         return -1;
     for (int i = 0; i < self->engines; i++) {
-        char *argv[] = {S_PYTHON, "-m", "ipyparallel.engine", file_arg,
-                        "--log-level=WARN", NULL};
+        char *argv[] = {
+            S_PYTHON,           "-m", "ipyparallel.engine", file_arg,
+            "--log-level=WARN", NULL};
         if (s_spawn (self, "ipengine", argv) < 0)
             return bn_benchcase_fail (self->c, "cannot start ipengine %d", i);
     }
@@ -284,8 +291,8 @@ bn_benchcluster_start (bn_benchcluster_t *self, double timeout)
     if (rc != 0)
         return -1;
     int error = 0;
-    self->client = bn_client_new (self->client_file, deadline - s_now (),
-                                  &error);
+    self->client =
+        bn_client_new (self->client_file, deadline - s_now (), &error);
     if (!self->client)
         return bn_benchcase_fail (self->c, "cannot connect: %s",
                                   bn_strerror (error));
@@ -303,8 +310,7 @@ bn_benchcluster_start (bn_benchcluster_t *self, double timeout)
         if (s_now () > deadline)
             return bn_benchcase_fail (
                 self->c, "only %zu of %d engines registered in %.0f s",
-                bn_client_engine_count (self->client), self->engines,
-                timeout);
+                bn_client_engine_count (self->client), self->engines, timeout);
     }
     self->start_seconds = s_now () - start;
     return 0;

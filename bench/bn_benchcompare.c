@@ -102,14 +102,27 @@ s_params_text (json_t *params, size_t index, char *buf, size_t size)
         snprintf (buf + used, size - used, ")");
 }
 
+//  Print text right-aligned in width columns (UTF-8 aware: ± and μ are
+//  one column each).
+static void
+s_right (FILE *out, const char *text, size_t width)
+{
+    size_t columns = 0;
+    for (const char *c = text; *c; c++)
+        if (((unsigned char)*c & 0xC0) != 0x80)
+            columns++;
+    for (size_t i = columns; i < width; i++)
+        fputc (' ', out);
+    fputs (text, out);
+}
+
 static size_t
 s_cases (json_t *params)
 {
     size_t cases = 1;
     size_t i;
     json_t *list;
-    json_array_foreach (params, i, list)
-        cases *= json_array_size (list);
+    json_array_foreach (params, i, list) cases *= json_array_size (list);
     return cases;
 }
 
@@ -133,8 +146,7 @@ bn_benchcompare_print (bn_benchresults_t *before, bn_benchresults_t *after,
     size_t total = json_object_size (names);
     const char **sorted = calloc (total ? total : 1, sizeof *sorted);
     size_t n = 0;
-    json_object_foreach (names, name, row)
-        sorted[n++] = name;
+    json_object_foreach (names, name, row) sorted[n++] = name;
     for (size_t i = 1; i < n; i++)
         for (size_t j = i; j > 0 && strcmp (sorted[j - 1], sorted[j]) > 0;
              j--) {
@@ -161,7 +173,8 @@ bn_benchcompare_print (bn_benchresults_t *before, bn_benchresults_t *after,
             for (size_t p = count; p-- > 0 && p < 8;) {
                 json_t *list = json_array_get (params, p);
                 size_t size = json_array_size (list);
-                values[p] = json_string_value (json_array_get (list, index % size));
+                values[p] =
+                    json_string_value (json_array_get (list, index % size));
                 index /= size;
             }
             long ia = bn_benchresults_find (before, name, values, count);
@@ -225,8 +238,11 @@ bn_benchcompare_print (bn_benchresults_t *before, bn_benchresults_t *after,
                 snprintf (after_text, sizeof after_text, "n/a");
             else if (rb == BN_BENCHRESULT_MISSING)
                 snprintf (after_text, sizeof after_text, "-");
-            fprintf (out, "%c %16s %16s %8s  %s%s\n", mark, before_text,
-                     after_text, ratio, name, text);
+            fprintf (out, "%c ", mark);
+            s_right (out, before_text, 16);
+            fputc (' ', out);
+            s_right (out, after_text, 16);
+            fprintf (out, " %8s  %s%s\n", ratio, name, text);
         }
     }
     free (sorted);

@@ -13,10 +13,10 @@
 
 //  Counts of what a comparison found.
 typedef struct {
-    size_t worse;     //  + rows
-    size_t better;    //  - rows
-    size_t failing;   //  ! rows
-    size_t compared;  //  rows printed or considered
+    size_t worse;    //  + rows
+    size_t better;   //  - rows
+    size_t failing;  //  ! rows
+    size_t compared; //  rows printed or considered
 } bn_benchcompare_counts_t;
 
 //  Find the result file of commit (a hash or its prefix; or the path of a
@@ -30,9 +30,8 @@ bn_benchresults_t *bn_benchcompare_find (const char *results_dir,
 //  Print the comparison of before and after to out, using the units in
 //  units (benchmarks.json's object, may be NULL). Changes smaller than
 //  factor are not marked; only_changed leaves out unmarked rows.
-void bn_benchcompare_print (bn_benchresults_t *before,
-                            bn_benchresults_t *after, json_t *units,
-                            double factor, bool only_changed, FILE *out,
-                            bn_benchcompare_counts_t *counts);
+void bn_benchcompare_print (bn_benchresults_t *before, bn_benchresults_t *after,
+                            json_t *units, double factor, bool only_changed,
+                            FILE *out, bn_benchcompare_counts_t *counts);
 
 #endif

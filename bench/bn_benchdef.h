@@ -14,11 +14,7 @@
 #define BN_BENCH_SKIP 1  //  the case does not apply (asv's NaN)
 
 //  Kinds, from the name's last part: time_, track_, peakmem_.
-typedef enum {
-    BN_BENCH_TIME,
-    BN_BENCH_TRACK,
-    BN_BENCH_PEAKMEM
-} bn_benchkind_t;
+typedef enum { BN_BENCH_TIME, BN_BENCH_TRACK, BN_BENCH_PEAKMEM } bn_benchkind_t;
 
 #define BN_BENCH_MAX_PARAMS 4
 
@@ -26,49 +22,49 @@ typedef struct _bn_benchcase_t bn_benchcase_t;
 typedef struct _bn_benchdef_t bn_benchdef_t;
 
 //  Prepare a case (start a cluster, build arguments): BN_BENCH_*.
-typedef int(bn_bench_setup_fn) (bn_benchcase_t *self);
+typedef int (bn_bench_setup_fn) (bn_benchcase_t *self);
 //  One measured call. A time_ benchmark is timed around it; track_ and
 //  peakmem_ ones put their figure in *value. Returns BN_BENCH_*.
-typedef int(bn_bench_run_fn) (bn_benchcase_t *self, double *value);
+typedef int (bn_bench_run_fn) (bn_benchcase_t *self, double *value);
 //  Release what setup made; called whenever setup was called.
-typedef void(bn_bench_teardown_fn) (bn_benchcase_t *self);
+typedef void (bn_bench_teardown_fn) (bn_benchcase_t *self);
 
 struct _bn_benchdef_t {
-    const char *name;           //  suite.Class.time_name
-    const char *param_names;    //  "engines bytes", or "" for none
-    const char *params;         //  values per name, "1 2 16 | 1000 10000"
-    const char *quick_params;   //  the grid under --quick (NULL: params)
-    const char *unit;           //  track_ unit (NULL: seconds / bytes)
-    bn_bench_setup_fn *setup;   //  may be NULL
-    bn_bench_run_fn *run;       //  the measured call
+    const char *name;               //  suite.Class.time_name
+    const char *param_names;        //  "engines bytes", or "" for none
+    const char *params;             //  values per name, "1 2 16 | 1000 10000"
+    const char *quick_params;       //  the grid under --quick (NULL: params)
+    const char *unit;               //  track_ unit (NULL: seconds / bytes)
+    bn_bench_setup_fn *setup;       //  may be NULL
+    bn_bench_run_fn *run;           //  the measured call
     bn_bench_teardown_fn *teardown; //  may be NULL
-    int repeat;                 //  samples (0: 10)
-    int number;                 //  calls per time_ sample (0: automatic)
-    int warmup;                 //  untimed calls first (0: calls for
-                                //  0.1 s, -1: none)
-    double timeout;             //  seconds for the whole case (0: 120)
-    const char *floor;          //  "ENGINES BYTES" of the floor to state
-                                //  the figure against: each a param
-                                //  name or a number; NULL: none
-    const char *description;    //  one line for list and the site
-    const char *osu;            //  OSU test title ("Latency", "Bandwidth",
-                                //  "Bcast Latency"...), or NULL
+    int repeat;                     //  samples (0: 10)
+    int number;                     //  calls per time_ sample (0: automatic)
+    int warmup;                     //  untimed calls first (0: calls for
+                                    //  0.1 s, -1: none)
+    double timeout;                 //  seconds for the whole case (0: 120)
+    const char *floor;              //  "ENGINES BYTES" of the floor to state
+                                    //  the figure against: each a param
+                                    //  name or a number; NULL: none
+    const char *description;        //  one line for list and the site
+    const char *osu;                //  OSU test title ("Latency", "Bandwidth",
+                                    //  "Bcast Latency"...), or NULL
 };
 
 //  Parameter values are kept as asv keeps them, Python repr() text:
 //  numbers plain, strings quoted ('direct').
 struct _bn_benchcase_t {
-    const bn_benchdef_t *def;                     //  the benchmark
-    size_t param_count;                           //  its parameters
-    const char *param_names[BN_BENCH_MAX_PARAMS]; //  their names
-    const char *param_values[BN_BENCH_MAX_PARAMS];//  this case's values
-    bool quick;                                   //  --quick run
-    int per_process;                              //  engines per process
-                                                  //  (0: automatic)
-    const char *dir;       //  a fresh folder for this case (a profile)
-    const char *bin_dir;   //  where banyan-controller and banyan-engine are
-    void *state;           //  the suite's own, from setup
-    char reason[512];      //  why the case failed or was skipped
+    const bn_benchdef_t *def;                      //  the benchmark
+    size_t param_count;                            //  its parameters
+    const char *param_names[BN_BENCH_MAX_PARAMS];  //  their names
+    const char *param_values[BN_BENCH_MAX_PARAMS]; //  this case's values
+    bool quick;                                    //  --quick run
+    int per_process;                               //  engines per process
+                                                   //  (0: automatic)
+    const char *dir;     //  a fresh folder for this case (a profile)
+    const char *bin_dir; //  where banyan-controller and banyan-engine are
+    void *state;         //  the suite's own, from setup
+    char reason[512];    //  why the case failed or was skipped
 };
 
 //  The kind a benchmark's name says.
@@ -79,8 +75,8 @@ const char *bn_benchdef_unit (const bn_benchdef_t *def);
 
 //  Value of parameter name as text with any quotes removed, or NULL if
 //  the benchmark has no such parameter.
-const char *bn_benchcase_str (bn_benchcase_t *self, const char *name,
-                              char *buf, size_t size);
+const char *bn_benchcase_str (bn_benchcase_t *self, const char *name, char *buf,
+                              size_t size);
 
 //  Value of a numeric parameter, or fallback if there is none.
 long bn_benchcase_long (bn_benchcase_t *self, const char *name, long fallback);

@@ -16,14 +16,14 @@
 #include <zmq.h>
 
 struct _bn_benchfloor_t {
-    void *context;    //  this process's ZeroMQ context
-    void *router;     //  sends to and hears from every echo socket
-    int engines;      //  echo sockets
-    int helpers;      //  helper processes
-    pid_t *pids;      //  their process ids
-    int *pipes;       //  write ends: the endpoint, then EOF to stop
-    char *payload;    //  the bytes sent (shared by every message)
-    size_t capacity;  //  bytes allocated in payload
+    void *context;   //  this process's ZeroMQ context
+    void *router;    //  sends to and hears from every echo socket
+    int engines;     //  echo sockets
+    int helpers;     //  helper processes
+    pid_t *pids;     //  their process ids
+    int *pipes;      //  write ends: the endpoint, then EOF to stop
+    char *payload;   //  the bytes sent (shared by every message)
+    size_t capacity; //  bytes allocated in payload
 };
 
 static double
@@ -125,8 +125,8 @@ bn_benchfloor_new (int engines, int per_process, double timeout, char *err,
             return NULL;
         }
         int first = h * per_process;
-        int count = engines - first < per_process ? engines - first
-                                                  : per_process;
+        int count =
+            engines - first < per_process ? engines - first : per_process;
         pid_t pid = fork ();
         if (pid == 0) {
             close (fds[1]);
@@ -155,8 +155,8 @@ bn_benchfloor_new (int engines, int per_process, double timeout, char *err,
     char endpoint[256];
     size_t length = sizeof endpoint - 1;
     if (zmq_bind (self->router, "tcp://127.0.0.1:*") != 0 ||
-        zmq_getsockopt (self->router, ZMQ_LAST_ENDPOINT, endpoint,
-                        &length) != 0) {
+        zmq_getsockopt (self->router, ZMQ_LAST_ENDPOINT, endpoint, &length) !=
+            0) {
         snprintf (err, errsize, "cannot bind the floor's ROUTER: %s",
                   zmq_strerror (errno));
         bn_benchfloor_destroy (&self);

@@ -105,8 +105,8 @@ s_load_machines (s_site_t *site, const char *results_dir, char *err,
                   entry->d_name);
         if (entry->d_name[0] == '.' || access (path, R_OK) != 0)
             continue;
-        s_machine_t *grown = realloc (site->machines, (site->machine_count + 1) *
-                                                          sizeof *grown);
+        s_machine_t *grown =
+            realloc (site->machines, (site->machine_count + 1) * sizeof *grown);
         if (!grown)
             break;
         site->machines = grown;
@@ -129,8 +129,7 @@ s_load_machines (s_site_t *site, const char *results_dir, char *err,
             if (!results)
                 continue;
             bn_benchresults_t **more =
-                realloc (machine->results,
-                         (machine->count + 1) * sizeof *more);
+                realloc (machine->results, (machine->count + 1) * sizeof *more);
             if (!more) {
                 bn_benchresults_destroy (&results);
                 break;
@@ -165,8 +164,7 @@ s_cases (json_t *params)
     size_t cases = 1;
     size_t i;
     json_t *list;
-    json_array_foreach (params, i, list)
-        cases *= json_array_size (list);
+    json_array_foreach (params, i, list) cases *= json_array_size (list);
     return cases;
 }
 
@@ -208,14 +206,14 @@ s_floor_ratio (s_site_t *site, bn_benchresults_t *results, const char *name,
         parts[i] = word;
         size_t p;
         json_t *param;
-        json_array_foreach (names, p, param)
-            if (strcmp (json_string_value (param), word) == 0)
-                parts[i] = values[p];
+        json_array_foreach (
+            names, p, param) if (strcmp (json_string_value (param), word) == 0)
+            parts[i] = values[p];
     }
     if (!parts[1])
         return NAN;
-    long index = bn_benchresults_find (results, "floor.ZmqFloor.time_echo",
-                                       parts, 2);
+    long index =
+        bn_benchresults_find (results, "floor.ZmqFloor.time_echo", parts, 2);
     double floor;
     if (index < 0 ||
         bn_benchresults_case (results, "floor.ZmqFloor.time_echo",
@@ -264,9 +262,9 @@ s_plot_params (s_site_t *site, s_machine_t *machine, const char *name,
     json_t *xs = json_array_get (params, x);
     size_t i;
     json_t *value;
-    json_array_foreach (xs, i, value)
-        if (!s_numeric (json_string_value (value)))
-            numeric = false;
+    json_array_foreach (xs, i,
+                        value) if (!s_numeric (json_string_value (value)))
+        numeric = false;
     //  one block per combination of the other parameters
     size_t cases = count ? s_cases (params) : 1;
     size_t xcount = count ? json_array_size (xs) : 1;
@@ -277,8 +275,8 @@ s_plot_params (s_site_t *site, s_machine_t *machine, const char *name,
         const char *values[S_MAX_PARAMS];
         s_case_values (params, c, values);
         //  a series starts at its first x value
-        if (count && strcmp (values[x], json_string_value (
-                                            json_array_get (xs, 0))) != 0)
+        if (count &&
+            strcmp (values[x], json_string_value (json_array_get (xs, 0))) != 0)
             continue;
         char title[512] = "";
         size_t used = 0;
@@ -329,8 +327,8 @@ s_plot_params (s_site_t *site, s_machine_t *machine, const char *name,
     fprintf (gp, "set ylabel ");
     s_gp_string (gp, unit);
     fprintf (gp, "\nset xlabel ");
-    s_gp_string (gp, count ? json_string_value (json_array_get (names, x))
-                           : "");
+    s_gp_string (gp,
+                 count ? json_string_value (json_array_get (names, x)) : "");
     fprintf (gp, " noenhanced\n");
     if (points == 0) {
         fprintf (gp, "set xrange [0:1]\nset yrange [0:1]\n"
@@ -382,17 +380,16 @@ s_plot_commits (s_site_t *site, s_machine_t *machine, const char *name,
         char title[512] = "";
         size_t used = 0;
         for (size_t p = 0; p < count && used < sizeof title; p++)
-            used += (size_t)snprintf (title + used, sizeof title - used,
-                                      "%s%s", p ? ", " : "", values[p]);
+            used += (size_t)snprintf (title + used, sizeof title - used, "%s%s",
+                                      p ? ", " : "", values[p]);
         size_t here = 0;
         for (size_t r = 0; r < machine->count; r++) {
-            long index = bn_benchresults_find (machine->results[r], name,
-                                               values, count);
+            long index =
+                bn_benchresults_find (machine->results[r], name, values, count);
             double y;
-            if (index < 0 ||
-                bn_benchresults_case (machine->results[r], name,
-                                      (size_t)index, &y, NULL, NULL,
-                                      NULL) != BN_BENCHRESULT_OK)
+            if (index < 0 || bn_benchresults_case (
+                                 machine->results[r], name, (size_t)index, &y,
+                                 NULL, NULL, NULL) != BN_BENCHRESULT_OK)
                 continue;
             fprintf (file, "%zu %.9g\n", r, y);
             here++;
@@ -467,15 +464,15 @@ s_page_head (FILE *out, const char *title)
     fprintf (out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n"
                   "<meta charset=\"utf-8\">\n<title>");
     s_html_escape (out, title);
-    fprintf (out, "</title>\n%s%s</head>\n<body>\n", s_style,
-             s_loaded_script);
+    fprintf (out, "</title>\n%s%s</head>\n<body>\n", s_style, s_loaded_script);
 }
 
 static void
 s_machine_line (FILE *out, s_machine_t *machine, bool markdown)
 {
     json_t *info = machine->info;
-    double ram = atof (json_string_value (json_object_get (info, "ram")) ?: "0");
+    double ram =
+        atof (json_string_value (json_object_get (info, "ram")) ?: "0");
     fprintf (out, "%s%s%s: %s, %s CPUs, %.1f GiB RAM, %s%s",
              markdown ? "Machine `" : "", machine->name, markdown ? "`" : "",
              json_string_value (json_object_get (info, "cpu")) ?: "?",
@@ -517,16 +514,18 @@ s_benchmark_page (s_site_t *site, const char *name, json_t *entry)
                   machine->name);
         snprintf (svg, sizeof svg, "%s/%s", site->html_dir, file);
         s_plot_params (site, machine, name, svg, unit);
-        fprintf (out, "<h3>Across parameters (commit %.8s)</h3>\n"
-                      "<img class=\"plot\" src=\"%s\" alt=\"%s across "
-                      "parameters\">\n",
+        fprintf (out,
+                 "<h3>Across parameters (commit %.8s)</h3>\n"
+                 "<img class=\"plot\" src=\"%s\" alt=\"%s across "
+                 "parameters\">\n",
                  bn_benchresults_commit (results), file, name);
         snprintf (file, sizeof file, "plots/%s.%s.commits.svg", name,
                   machine->name);
         snprintf (svg, sizeof svg, "%s/%s", site->html_dir, file);
         s_plot_commits (site, machine, name, svg, unit);
-        fprintf (out, "<h3>Across commits</h3>\n<img class=\"plot\" "
-                      "src=\"%s\" alt=\"%s across commits\">\n",
+        fprintf (out,
+                 "<h3>Across commits</h3>\n<img class=\"plot\" "
+                 "src=\"%s\" alt=\"%s across commits\">\n",
                  file, name);
         //  the latest figures
         fprintf (out, "<table>\n<tr>");
@@ -567,8 +566,9 @@ s_benchmark_page (s_site_t *site, const char *name, json_t *entry)
                 s_html_escape (out, values[k]);
                 fprintf (out, "</td>");
             }
-            fprintf (out, "<td class=\"n\">%s</td><td class=\"n\">%s</td>"
-                          "<td class=\"n\">%zu</td></tr>\n",
+            fprintf (out,
+                     "<td class=\"n\">%s</td><td class=\"n\">%s</td>"
+                     "<td class=\"n\">%zu</td></tr>\n",
                      text, ratio_text, count);
             //  table.md: results worth stating (not skipped ones)
             if (status == BN_BENCHRESULT_SKIPPED ||
@@ -605,13 +605,14 @@ s_run_gnuplot (const char *script, const char *log, char *err, size_t errsize)
     }
     int status = 0;
     if (pid < 0 || waitpid (pid, &status, 0) < 0) {
-        snprintf (err, errsize, "cannot run %s: %s", program,
-                  strerror (errno));
+        snprintf (err, errsize, "cannot run %s: %s", program, strerror (errno));
         return -1;
     }
     if (WIFEXITED (status) && WEXITSTATUS (status) == 127) {
-        snprintf (err, errsize, "%s not found: install gnuplot (Debian: "
-                                "gnuplot-nox)", program);
+        snprintf (err, errsize,
+                  "%s not found: install gnuplot (Debian: "
+                  "gnuplot-nox)",
+                  program);
         return -1;
     }
     if (!WIFEXITED (status) || WEXITSTATUS (status) != 0) {
@@ -665,11 +666,10 @@ bn_benchpublish_run (const char *results_dir, const char *html_dir, char *err,
         s_machine_t *machine = &site.machines[m];
         s_machine_line (site.table, machine, true);
         if (machine->count)
-            fprintf (site.table, "(latest commit %.8s, environment %s)\n",
-                     bn_benchresults_commit (
-                         machine->results[machine->count - 1]),
-                     bn_benchresults_env (
-                         machine->results[machine->count - 1]));
+            fprintf (
+                site.table, "(latest commit %.8s, environment %s)\n",
+                bn_benchresults_commit (machine->results[machine->count - 1]),
+                bn_benchresults_env (machine->results[machine->count - 1]));
     }
     fprintf (site.table, "\n| benchmark | parameters | result | × floor |\n"
                          "| --- | --- | ---: | ---: |\n");
@@ -679,9 +679,8 @@ bn_benchpublish_run (const char *results_dir, const char *html_dir, char *err,
     size_t n = 0;
     const char *name;
     json_t *entry;
-    json_object_foreach (site.benchmarks, name, entry)
-        if (json_is_object (entry))
-            names[n++] = name;
+    json_object_foreach (site.benchmarks, name,
+                         entry) if (json_is_object (entry)) names[n++] = name;
     for (size_t i = 1; i < n; i++)
         for (size_t j = i; j > 0 && strcmp (names[j - 1], names[j]) > 0; j--) {
             const char *swap = names[j];
@@ -701,8 +700,7 @@ bn_benchpublish_run (const char *results_dir, const char *html_dir, char *err,
     for (size_t m = 0; m < site.machine_count; m++) {
         fprintf (index, "<li>");
         s_machine_line (index, &site.machines[m], false);
-        fprintf (index, ": %zu result file%s</li>\n",
-                 site.machines[m].count,
+        fprintf (index, ": %zu result file%s</li>\n", site.machines[m].count,
                  site.machines[m].count == 1 ? "" : "s");
     }
     fprintf (index, "</ul>\n<table>\n<tr><th>benchmark</th>"

@@ -5,19 +5,19 @@
 #include <assert.h>
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
-#include <stdint.h>
 #include <unistd.h>
 
 //  asv's columns, in its order
 static const char *s_columns[] = {
-    "result",        "params",        "version",    "started_at",
-    "duration",      "stats_ci_99_a", "stats_ci_99_b", "stats_q_25",
-    "stats_q_75",    "stats_number",  "stats_repeat", "samples",
+    "result",     "params",        "version",       "started_at",
+    "duration",   "stats_ci_99_a", "stats_ci_99_b", "stats_q_25",
+    "stats_q_75", "stats_number",  "stats_repeat",  "samples",
     "profile"};
 #define S_COLUMNS (sizeof s_columns / sizeof s_columns[0])
 enum {
@@ -37,10 +37,10 @@ enum {
 };
 
 struct _bn_benchresults_t {
-    json_t *root;    //  the file's object
-    json_t *columns; //  name -> array of S_COLUMNS values, while building
+    json_t *root;      //  the file's object
+    json_t *columns;   //  name -> array of S_COLUMNS values, while building
     json_t *durations; //  name -> seconds
-    char *machine;   //  machine name
+    char *machine;     //  machine name
 };
 
 //  5 significant digits, as asv truncates stats before saving.
@@ -145,8 +145,7 @@ s_write (const char *path, json_t *root, size_t flags, char *err,
     char *text = bn_benchresults_dumps (root, flags);
     FILE *file = text ? fopen (path, "w") : NULL;
     if (!file || fputs (text, file) < 0 || fclose (file) != 0) {
-        snprintf (err, errsize, "cannot write %s: %s", path,
-                  strerror (errno));
+        snprintf (err, errsize, "cannot write %s: %s", path, strerror (errno));
         free (text);
         return -1;
     }
@@ -193,10 +192,9 @@ bn_benchresults_machine_info (const char *machine)
     snprintf (ram, sizeof ram, "%lld", (long long)pages * page / 1024);
     snprintf (os, sizeof os, "%s %s", names.sysname, names.release);
     snprintf (cpus, sizeof cpus, "%ld", sysconf (_SC_NPROCESSORS_ONLN));
-    return json_pack ("{s:s, s:s, s:s, s:s, s:s, s:s}", "arch",
-                      names.machine, "cpu", cpu, "machine",
-                      machine ? machine : names.nodename, "num_cpu", cpus,
-                      "os", os, "ram", ram);
+    return json_pack ("{s:s, s:s, s:s, s:s, s:s, s:s}", "arch", names.machine,
+                      "cpu", cpu, "machine", machine ? machine : names.nodename,
+                      "num_cpu", cpus, "os", os, "ram", ram);
 }
 
 bn_benchresults_t *
@@ -218,8 +216,8 @@ bn_benchresults_new (json_t *machine, const char *commit, const char *env,
                                json_string (s_columns[i]));
     self->columns = json_object ();
     self->durations = json_object ();
-    self->machine = strdup (
-        json_string_value (json_object_get (machine, "machine")) ?: "");
+    self->machine =
+        strdup (json_string_value (json_object_get (machine, "machine")) ?: "");
     if (!self->root || !self->columns || !self->machine)
         bn_benchresults_destroy (&self);
     return self;
@@ -297,8 +295,8 @@ bn_benchresults_load (const char *path, char *err, size_t errsize)
     self->columns = json_object ();
     self->durations = json_object ();
     json_t *params = json_object_get (root, "params");
-    self->machine = strdup (
-        json_string_value (json_object_get (params, "machine")) ?: "");
+    self->machine =
+        strdup (json_string_value (json_object_get (params, "machine")) ?: "");
     const char *name;
     json_t *row;
     json_object_foreach (results, name, row)
@@ -333,11 +331,9 @@ bn_benchresults_save (bn_benchresults_t *self, const char *dir, char *err,
             bool all_null = json_is_array (value) && c != S_PARAMS;
             size_t i;
             json_t *item;
-            json_array_foreach (value, i, item)
-                if (!json_is_null (item))
-                    all_null = false;
-            json_array_append (row, !value || all_null ? json_null ()
-                                                       : value);
+            json_array_foreach (value, i, item) if (!json_is_null (item))
+                all_null = false;
+            json_array_append (row, !value || all_null ? json_null () : value);
         }
         while (json_array_size (row) &&
                json_is_null (json_array_get (row, json_array_size (row) - 1)))
@@ -349,16 +345,15 @@ bn_benchresults_save (bn_benchresults_t *self, const char *dir, char *err,
     char path[4096];
     snprintf (path, sizeof path, "%s/%s", dir, self->machine);
     if (s_mkdirs (path) != 0) {
-        snprintf (err, errsize, "cannot create %s: %s", path,
-                  strerror (errno));
+        snprintf (err, errsize, "cannot create %s: %s", path, strerror (errno));
         return -1;
     }
     json_t *machine = json_deep_copy (json_object_get (self->root, "params"));
     json_object_del (machine, "python");
     json_object_set_new (machine, "version", json_integer (1));
     snprintf (path, sizeof path, "%s/%s/machine.json", dir, self->machine);
-    int rc = s_write (path, machine, JSON_INDENT (4) | JSON_SORT_KEYS, err,
-                      errsize);
+    int rc =
+        s_write (path, machine, JSON_INDENT (4) | JSON_SORT_KEYS, err, errsize);
     json_decref (machine);
     if (rc != 0)
         return -1;
@@ -377,8 +372,7 @@ bn_benchresults_begin (bn_benchresults_t *self, const char *name,
     size_t cases = 1;
     size_t i;
     json_t *values;
-    json_array_foreach (params, i, values)
-        cases *= json_array_size (values);
+    json_array_foreach (params, i, values) cases *= json_array_size (values);
     json_t *columns = json_array ();
     for (size_t c = 0; c < S_COLUMNS; c++) {
         json_t *value = json_null ();
@@ -614,8 +608,8 @@ bn_benchresults_save_benchmarks (const char *dir,
             "s:s, s:f}",
             "code", def->description ? def->description : def->name, "name",
             def->name, "param_names", names, "params", grid, "number",
-            def->number, "repeat", def->repeat, "min_run_count", 2, "rounds",
-            1, "sample_time", 0.01, "timeout",
+            def->number, "repeat", def->repeat, "min_run_count", 2, "rounds", 1,
+            "sample_time", 0.01, "timeout",
             def->timeout > 0 ? def->timeout : 120.0, "type", type, "unit",
             bn_benchdef_unit (def), "version", version, "warmup_time", -1.0);
         if (def->floor)
@@ -624,8 +618,8 @@ bn_benchresults_save_benchmarks (const char *dir,
         json_object_set_new (root, def->name, entry);
     }
     json_object_set_new (root, "version", json_integer (2));
-    int rc = s_write (path, root, JSON_INDENT (4) | JSON_SORT_KEYS, err,
-                      errsize);
+    int rc =
+        s_write (path, root, JSON_INDENT (4) | JSON_SORT_KEYS, err, errsize);
     json_decref (root);
     return rc;
 }

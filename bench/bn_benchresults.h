@@ -44,8 +44,8 @@ int bn_benchresults_save (bn_benchresults_t *self, const char *dir, char *err,
                           size_t errsize);
 
 //  The file name a result of commit and env takes under its machine.
-void bn_benchresults_filename (const char *commit, const char *env,
-                               char *buf, size_t size);
+void bn_benchresults_filename (const char *commit, const char *env, char *buf,
+                               size_t size);
 
 //  Start a benchmark's row: params is its grid as asv's list of lists of
 //  repr texts (borrowed), cases the number of parameter sets.
@@ -57,8 +57,7 @@ void bn_benchresults_begin (bn_benchresults_t *self, const char *name,
 //  (count of them), number of calls per sample and repeat.
 void bn_benchresults_set_case (bn_benchresults_t *self, const char *name,
                                size_t index, bn_benchresult_t status,
-                               const double *samples, size_t count,
-                               int number);
+                               const double *samples, size_t count, int number);
 
 //  Set the benchmark's duration in seconds.
 void bn_benchresults_set_duration (bn_benchresults_t *self, const char *name,
@@ -97,8 +96,8 @@ int bn_benchresults_save_benchmarks (const char *dir,
 
 //  The version asv keeps for a benchmark: a hash of its definition and
 //  grid, as hex text in buf.
-void bn_benchresults_version (const bn_benchdef_t *def, json_t *grid,
-                              char *buf, size_t size);
+void bn_benchresults_version (const bn_benchdef_t *def, json_t *grid, char *buf,
+                              size_t size);
 
 //  JSON text with NaN written as asv (Python) writes it; malloc'd.
 char *bn_benchresults_dumps (json_t *root, size_t flags);

@@ -29,27 +29,27 @@
 #define S_WARMUP_TIME 0.1 //  seconds of untimed calls first (by default)
 
 struct _bn_benchrunner_t {
-    const bn_benchdef_t *table;         //  the benchmarks
-    size_t count;                       //  how many
-    bool quick;                         //  --quick
-    regex_t regexes[S_MAX_REGEXES];     //  -b
-    size_t regex_count;                 //  how many
-    char *machine;                      //  --machine (NULL: host name)
-    char *results_dir;                  //  --results
-    char *bin_dir;                      //  where the programs are
-    char *commit;                       //  the commit measured
-    double date_ms;                     //  its date
-    char *env;                          //  environment name
-    json_t *engines;                    //  --engines values, or NULL
-    int per_process;                    //  engines per process (0: auto)
-    bool show_stderr;                   //  print why cases failed
-    bool osu_full;                      //  -f: OSU min, max, iterations
-    FILE *out;                          //  where results go
-    bool tty;                           //  out is a terminal
-    bn_benchresults_t *results;         //  this run's
-    json_t *floor_needed;               //  "engines bytes" keys to floor
-    size_t cases_total, cases_done;     //  for the progress line
-    char result_path[4096];             //  the file written
+    const bn_benchdef_t *table;     //  the benchmarks
+    size_t count;                   //  how many
+    bool quick;                     //  --quick
+    regex_t regexes[S_MAX_REGEXES]; //  -b
+    size_t regex_count;             //  how many
+    char *machine;                  //  --machine (NULL: host name)
+    char *results_dir;              //  --results
+    char *bin_dir;                  //  where the programs are
+    char *commit;                   //  the commit measured
+    double date_ms;                 //  its date
+    char *env;                      //  environment name
+    json_t *engines;                //  --engines values, or NULL
+    int per_process;                //  engines per process (0: auto)
+    bool show_stderr;               //  print why cases failed
+    bool osu_full;                  //  -f: OSU min, max, iterations
+    FILE *out;                      //  where results go
+    bool tty;                       //  out is a terminal
+    bn_benchresults_t *results;     //  this run's
+    json_t *floor_needed;           //  "engines bytes" keys to floor
+    size_t cases_total, cases_done; //  for the progress line
+    char result_path[4096];         //  the file written
 };
 
 typedef struct {
@@ -281,8 +281,7 @@ s_cases (json_t *grid)
     size_t cases = 1;
     size_t i;
     json_t *values;
-    json_array_foreach (grid, i, values)
-        cases *= json_array_size (values);
+    json_array_foreach (grid, i, values) cases *= json_array_size (values);
     return cases;
 }
 
@@ -301,8 +300,8 @@ s_case_values (json_t *grid, size_t index, const char **values)
 //  The floor's (engines, bytes) for a case of def, as "E B"; false if def
 //  is not stated against the floor.
 static bool
-s_floor_key (const bn_benchdef_t *def, const char **names,
-             const char **values, size_t count, char *key, size_t size)
+s_floor_key (const bn_benchdef_t *def, const char **names, const char **values,
+             size_t count, char *key, size_t size)
 {
     if (!def->floor)
         return false;
@@ -438,8 +437,7 @@ s_run_case (bn_benchrunner_t *self, const bn_benchdef_t *def,
                         .dir = made,
                         .bin_dir = self->bin_dir};
     char namebuf[256];
-    c.param_count = s_param_names (def, namebuf, sizeof namebuf,
-                                   c.param_names);
+    c.param_count = s_param_names (def, namebuf, sizeof namebuf, c.param_names);
     for (size_t p = 0; p < count && p < BN_BENCH_MAX_PARAMS; p++)
         c.param_values[p] = values[p];
     int repeat = def->repeat > 0 ? def->repeat : S_DEFAULT_REPEAT;
@@ -507,13 +505,14 @@ s_run_case (bn_benchrunner_t *self, const bn_benchdef_t *def,
             if (line[0] == 'S' && outcome->samples) {
                 if (outcome->count == capacity) {
                     capacity *= 2;
-                    double *bigger = realloc (
-                        outcome->samples, capacity * sizeof *bigger);
+                    double *bigger =
+                        realloc (outcome->samples, capacity * sizeof *bigger);
                     if (bigger)
                         outcome->samples = bigger;
                 }
                 if (outcome->count < capacity)
-                    outcome->samples[outcome->count++] = strtod (line + 2, NULL);
+                    outcome->samples[outcome->count++] =
+                        strtod (line + 2, NULL);
             } else if (line[0] == 'N')
                 outcome->number = atoi (line + 2);
             else if (line[0] == 'F') {
@@ -634,13 +633,12 @@ s_floor_ratio (bn_benchrunner_t *self, const char *key, s_outcome_t *outcome,
         return;
     *space = 0;
     const char *values[2] = {copy, space + 1};
-    long index = bn_benchresults_find (self->results, BN_BENCH_FLOOR_NAME,
-                                       values, 2);
+    long index =
+        bn_benchresults_find (self->results, BN_BENCH_FLOOR_NAME, values, 2);
     double floor;
     if (index < 0 ||
-        bn_benchresults_case (self->results, BN_BENCH_FLOOR_NAME,
-                              (size_t)index, &floor, NULL, NULL,
-                              NULL) != BN_BENCHRESULT_OK ||
+        bn_benchresults_case (self->results, BN_BENCH_FLOOR_NAME, (size_t)index,
+                              &floor, NULL, NULL, NULL) != BN_BENCHRESULT_OK ||
         floor <= 0)
         return;
     bn_benchstats_t stats;
@@ -676,8 +674,7 @@ s_print_osu (bn_benchrunner_t *self, const bn_benchdef_t *def, json_t *grid)
                     json_string_value (json_array_get (
                         json_array_get (grid, size_param), 0))) != 0)
             continue;
-        fprintf (self->out, "\n# OSU banyan %s Test (%s", def->osu,
-                 def->name);
+        fprintf (self->out, "\n# OSU banyan %s Test (%s", def->osu, def->name);
         for (size_t p = 0; p < count; p++)
             if (p != size_param)
                 fprintf (self->out, ", %s %s", names[p], values[p]);
@@ -700,10 +697,9 @@ s_print_osu (bn_benchrunner_t *self, const bn_benchdef_t *def, json_t *grid)
             bn_benchstats_t stats;
             double *samples = NULL;
             size_t n = 0;
-            if (index < 0 ||
-                bn_benchresults_case (self->results, def->name, (size_t)index,
-                                      NULL, &stats, &samples, &n) !=
-                    BN_BENCHRESULT_OK) {
+            if (index < 0 || bn_benchresults_case (
+                                 self->results, def->name, (size_t)index, NULL,
+                                 &stats, &samples, &n) != BN_BENCHRESULT_OK) {
                 fprintf (self->out, "%-12s %18s\n",
                          size_param < count ? these[size_param] : "0",
                          "failed");
@@ -753,16 +749,16 @@ s_add_sorted (json_t *list, const char *value)
 {
     size_t i;
     json_t *item;
-    json_array_foreach (list, i, item)
-        if (strcmp (json_string_value (item), value) == 0)
-            return;
+    json_array_foreach (list, i, item) if (strcmp (json_string_value (item),
+                                                   value) == 0) return;
     double number = atof (value);
     size_t at = json_array_size (list);
-    json_array_foreach (list, i, item)
-        if (atof (json_string_value (item)) > number) {
-            at = i;
-            break;
-        }
+    json_array_foreach (list, i,
+                        item) if (atof (json_string_value (item)) > number)
+    {
+        at = i;
+        break;
+    }
     json_array_insert_new (list, at, json_string (value));
 }
 
@@ -780,9 +776,10 @@ bn_benchrunner_run (bn_benchrunner_t *self)
         free (grids);
         return -1;
     }
-    json_t *floor_grid = floor_def ? bn_benchrunner_grid (self, floor_def)
-                                   : NULL;
-    bool floor_selected = floor_def && bn_benchrunner_selected (self, floor_def);
+    json_t *floor_grid =
+        floor_def ? bn_benchrunner_grid (self, floor_def) : NULL;
+    bool floor_selected =
+        floor_def && bn_benchrunner_selected (self, floor_def);
     json_t *floor_own = json_deep_copy (floor_grid);
     if (floor_def && !floor_selected) {
         json_array_clear (json_array_get (floor_grid, 0));
@@ -798,8 +795,7 @@ bn_benchrunner_run (bn_benchrunner_t *self)
         const char *names[BN_BENCH_MAX_PARAMS];
         size_t count = s_param_names (def, namebuf, sizeof namebuf, names);
         const char *values[BN_BENCH_MAX_PARAMS];
-        for (size_t k = 0; floor_def && def->floor && k < s_cases (grid);
-             k++) {
+        for (size_t k = 0; floor_def && def->floor && k < s_cases (grid); k++) {
             s_case_values (grid, k, values);
             char key[128];
             if (s_floor_key (def, names, values, count, key, sizeof key)) {
@@ -933,17 +929,15 @@ bn_benchrunner_list (bn_benchrunner_t *self, FILE *out)
         if (def->param_names && *def->param_names) {
             char namebuf[256];
             const char *names[BN_BENCH_MAX_PARAMS];
-            size_t count =
-                s_param_names (def, namebuf, sizeof namebuf, names);
+            size_t count = s_param_names (def, namebuf, sizeof namebuf, names);
             fprintf (out, " (");
             for (size_t p = 0; p < count; p++) {
                 json_t *values = json_array_get (grid, p);
                 fprintf (out, "%s%s=", p ? "; " : "", names[p]);
                 size_t v;
                 json_t *value;
-                json_array_foreach (values, v, value)
-                    fprintf (out, "%s%s", v ? "," : "",
-                             json_string_value (value));
+                json_array_foreach (values, v, value) fprintf (
+                    out, "%s%s", v ? "," : "", json_string_value (value));
             }
             fprintf (out, ")");
         }

@@ -19,8 +19,7 @@ typedef struct _bn_benchrunner_t bn_benchrunner_t;
 
 //  A runner over table (count entries, kept by reference). Returns NULL
 //  if out of memory.
-bn_benchrunner_t *bn_benchrunner_new (const bn_benchdef_t *table,
-                                      size_t count);
+bn_benchrunner_t *bn_benchrunner_new (const bn_benchdef_t *table, size_t count);
 
 //  Destroy; NULLs *self_p; NULL-safe.
 void bn_benchrunner_destroy (bn_benchrunner_t **self_p);

@@ -40,9 +40,9 @@ s_collect (bn_benchcase_t *c, bn_result_t **result_p)
                 evalue = bn_result_evalue (result, i);
                 break;
             }
-        bn_benchcase_fail (c, "%s%s%s%s%s", bn_strerror (rc),
-                           ename ? ": " : "", ename ? ename : "",
-                           evalue ? ": " : "", evalue ? evalue : "");
+        bn_benchcase_fail (c, "%s%s%s%s%s", bn_strerror (rc), ename ? ": " : "",
+                           ename ? ename : "", evalue ? ": " : "",
+                           evalue ? evalue : "");
     }
     bn_result_destroy (result_p);
     return rc == 0 ? BN_BENCH_OK : BN_BENCH_FAIL;
@@ -186,8 +186,8 @@ s_back_to_back (bn_benchcase_t *c, const char *function, bn_value_t *args,
         return bn_benchcase_fail (c, "out of memory");
     int rc = BN_BENCH_OK;
     for (int i = 0; i < count && rc == BN_BENCH_OK; i++) {
-        int sent = bn_view_apply (self->view, function, args, NULL,
-                                  &results[i]);
+        int sent =
+            bn_view_apply (self->view, function, args, NULL, &results[i]);
         if (sent != 0)
             rc = bn_benchcase_fail (c, "apply %s: %s", function,
                                     bn_strerror (sent));
@@ -321,6 +321,5 @@ int
 bn_suite_barrier_run (bn_benchcase_t *c, double *value)
 {
     s_state_t *self = c->state;
-    return s_apply (c, bn_benchcluster_noop_fn (self->cluster),
-                    self->no_args);
+    return s_apply (c, bn_benchcluster_noop_fn (self->cluster), self->no_args);
 }

@@ -41,8 +41,8 @@ bn_suite_memory_setup (bn_benchcase_t *c)
         return bn_benchcase_fail (c, "out of memory");
     c->state = self;
     long count = bn_benchcase_long (c, "count", 0);
-    self->engines = count > 0 ? (int)count
-                              : (int)bn_benchcase_long (c, "engines", 1);
+    self->engines =
+        count > 0 ? (int)count : (int)bn_benchcase_long (c, "engines", 1);
     self->cluster =
         bn_benchcluster_new (c, BN_BENCHSTACK_BANYAN, self->engines);
     if (!self->cluster)

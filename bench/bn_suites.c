@@ -19,7 +19,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 120,
      .floor = NULL,
-     .description = "bare ZeroMQ: a ROUTER sends B bytes to N DEALER echo sockets in helper processes and collects the N replies",
+     .description = "bare ZeroMQ: a ROUTER sends B bytes to N DEALER echo "
+                    "sockets in helper processes and collects the N replies",
      .osu = NULL},
     {.name = "push.DirectViewBroadcast.time_push",
      .param_names = "engines bytes",
@@ -34,7 +35,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "noop(B bytes) on every engine, direct view (one request per engine through the mux)",
+     .description = "noop(B bytes) on every engine, direct view (one request "
+                    "per engine through the mux)",
      .osu = NULL},
     {.name = "push.CoalescingBroadcast.time_push",
      .param_names = "engines bytes",
@@ -49,7 +51,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "noop(B bytes) on every engine, broadcast view through the tree, replies coalesced",
+     .description = "noop(B bytes) on every engine, broadcast view through the "
+                    "tree, replies coalesced",
      .osu = NULL},
     {.name = "push.NonCoalescingBroadcast.time_push",
      .param_names = "engines bytes",
@@ -64,7 +67,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "noop(B bytes) on every engine, broadcast view through the tree, replies forwarded one by one",
+     .description = "noop(B bytes) on every engine, broadcast view through the "
+                    "tree, replies forwarded one by one",
      .osu = NULL},
     {.name = "echo.DirectViewBroadcast.time_echo",
      .param_names = "engines bytes",
@@ -79,7 +83,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "echo(B bytes) there and back on every engine, direct view (one request per engine through the mux)",
+     .description = "echo(B bytes) there and back on every engine, direct view "
+                    "(one request per engine through the mux)",
      .osu = NULL},
     {.name = "echo.CoalescingBroadcast.time_echo",
      .param_names = "engines bytes",
@@ -94,7 +99,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "echo(B bytes) there and back on every engine, broadcast view through the tree, replies coalesced",
+     .description = "echo(B bytes) there and back on every engine, broadcast "
+                    "view through the tree, replies coalesced",
      .osu = NULL},
     {.name = "echo.NonCoalescingBroadcast.time_echo",
      .param_names = "engines bytes",
@@ -109,7 +115,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "echo(B bytes) there and back on every engine, broadcast view through the tree, replies forwarded one by one",
+     .description = "echo(B bytes) there and back on every engine, broadcast "
+                    "view through the tree, replies forwarded one by one",
      .osu = NULL},
     {.name = "many.DirectViewBroadcast.time_many",
      .param_names = "engines messages",
@@ -124,7 +131,9 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = NULL,
-     .description = "M echo(1 kB) calls on every engine back to back, then wait for all, direct view (one request per engine through the mux)",
+     .description =
+         "M echo(1 kB) calls on every engine back to back, then wait for all, "
+         "direct view (one request per engine through the mux)",
      .osu = NULL},
     {.name = "many.CoalescingBroadcast.time_many",
      .param_names = "engines messages",
@@ -139,7 +148,9 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = NULL,
-     .description = "M echo(1 kB) calls on every engine back to back, then wait for all, broadcast view through the tree, replies coalesced",
+     .description =
+         "M echo(1 kB) calls on every engine back to back, then wait for all, "
+         "broadcast view through the tree, replies coalesced",
      .osu = NULL},
     {.name = "many.NonCoalescingBroadcast.time_many",
      .param_names = "engines messages",
@@ -154,7 +165,9 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = NULL,
-     .description = "M echo(1 kB) calls on every engine back to back, then wait for all, broadcast view through the tree, replies forwarded one by one",
+     .description =
+         "M echo(1 kB) calls on every engine back to back, then wait for all, "
+         "broadcast view through the tree, replies forwarded one by one",
      .osu = NULL},
     {.name = "depth.DepthTestingSuite.time_echo",
      .param_names = "depth engines",
@@ -169,7 +182,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines 1000",
-     .description = "echo(1 kB) on every engine through a coalescing tree of depth D (banyan-controller --depth D)",
+     .description = "echo(1 kB) on every engine through a coalescing tree of "
+                    "depth D (banyan-controller --depth D)",
      .osu = NULL},
     {.name = "peer.DirectViewBroadcast.time_echo",
      .param_names = "stack engines bytes",
@@ -184,7 +198,10 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "echo (copy.copy on stock engines) through banyan, stock engines behind banyan-controller (mixed), or ipcontroller with ipengines (ipp); direct view (one request per engine through the mux)",
+     .description =
+         "echo (copy.copy on stock engines) through banyan, stock engines "
+         "behind banyan-controller (mixed), or ipcontroller with ipengines "
+         "(ipp); direct view (one request per engine through the mux)",
      .osu = NULL},
     {.name = "peer.CoalescingBroadcast.time_echo",
      .param_names = "stack engines bytes",
@@ -199,7 +216,10 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "echo (copy.copy on stock engines) through banyan, stock engines behind banyan-controller (mixed), or ipcontroller with ipengines (ipp); broadcast view through the tree, replies coalesced",
+     .description =
+         "echo (copy.copy on stock engines) through banyan, stock engines "
+         "behind banyan-controller (mixed), or ipcontroller with ipengines "
+         "(ipp); broadcast view through the tree, replies coalesced",
      .osu = NULL},
     {.name = "peer.DirectViewBroadcast.time_push",
      .param_names = "stack engines bytes",
@@ -214,11 +234,13 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "a consuming call (builtins.len on stock engines) through banyan, mixed or ipp; direct view",
+     .description = "a consuming call (builtins.len on stock engines) through "
+                    "banyan, mixed or ipp; direct view",
      .osu = NULL},
     {.name = "osu.Latency.time_latency",
      .param_names = "bytes",
-     .params = "1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576 2097152 4194304",
+     .params = "1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 "
+               "65536 131072 262144 524288 1048576 2097152 4194304",
      .quick_params = "1 1024",
      .unit = NULL,
      .setup = bn_suite_one_engine_setup,
@@ -229,11 +251,13 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "1 bytes",
-     .description = "ping-pong: echo(B bytes) to one engine and back, direct view (OSU prints half of it)",
+     .description = "ping-pong: echo(B bytes) to one engine and back, direct "
+                    "view (OSU prints half of it)",
      .osu = "Latency"},
     {.name = "osu.Bandwidth.time_window",
      .param_names = "bytes",
-     .params = "1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576 2097152 4194304",
+     .params = "1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 "
+               "65536 131072 262144 524288 1048576 2097152 4194304",
      .quick_params = "1 1024",
      .unit = NULL,
      .setup = bn_suite_one_engine_setup,
@@ -244,11 +268,13 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = NULL,
-     .description = "a window of 64 noop(B bytes) calls outstanding to one engine, direct view",
+     .description = "a window of 64 noop(B bytes) calls outstanding to one "
+                    "engine, direct view",
      .osu = "Bandwidth"},
     {.name = "osu.Bcast.time_bcast",
      .param_names = "view engines bytes",
-     .params = "'direct' 'tree' | 16 | 1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576",
+     .params = "'direct' 'tree' | 16 | 1 2 4 8 16 32 64 128 256 512 1024 2048 "
+               "4096 8192 16384 32768 65536 131072 262144 524288 1048576",
      .quick_params = "'direct' 'tree' | 2 | 1 1024",
      .unit = NULL,
      .setup = bn_suite_one_engine_setup,
@@ -259,11 +285,13 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "noop(B bytes) on every engine; view 'direct' or 'tree' (broadcast, coalescing)",
+     .description = "noop(B bytes) on every engine; view 'direct' or 'tree' "
+                    "(broadcast, coalescing)",
      .osu = "Bcast Latency"},
     {.name = "osu.Gather.time_gather",
      .param_names = "view engines bytes",
-     .params = "'direct' 'tree' | 16 | 1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576",
+     .params = "'direct' 'tree' | 16 | 1 2 4 8 16 32 64 128 256 512 1024 2048 "
+               "4096 8192 16384 32768 65536 131072 262144 524288 1048576",
      .quick_params = "'direct' 'tree' | 2 | 1 1024",
      .unit = NULL,
      .setup = bn_suite_one_engine_setup,
@@ -274,11 +302,13 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "pull B bytes from every engine; view 'direct' or 'tree' (broadcast, coalescing)",
+     .description = "pull B bytes from every engine; view 'direct' or 'tree' "
+                    "(broadcast, coalescing)",
      .osu = "Gather Latency"},
     {.name = "osu.Reduce.time_reduce",
      .param_names = "view engines bytes",
-     .params = "'direct' 'tree' | 16 | 1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576",
+     .params = "'direct' 'tree' | 16 | 1 2 4 8 16 32 64 128 256 512 1024 2048 "
+               "4096 8192 16384 32768 65536 131072 262144 524288 1048576",
      .quick_params = "'direct' 'tree' | 2 | 1 1024",
      .unit = NULL,
      .setup = bn_suite_one_engine_setup,
@@ -289,11 +319,13 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "pull B bytes from every engine and sum them at the client; view 'direct' or 'tree' (broadcast, coalescing)",
+     .description = "pull B bytes from every engine and sum them at the "
+                    "client; view 'direct' or 'tree' (broadcast, coalescing)",
      .osu = "Reduce Latency"},
     {.name = "osu.Allreduce.time_allreduce",
      .param_names = "view engines bytes",
-     .params = "'direct' 'tree' | 16 | 1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536 131072 262144 524288 1048576",
+     .params = "'direct' 'tree' | 16 | 1 2 4 8 16 32 64 128 256 512 1024 2048 "
+               "4096 8192 16384 32768 65536 131072 262144 524288 1048576",
      .quick_params = "'direct' 'tree' | 2 | 1 1024",
      .unit = NULL,
      .setup = bn_suite_one_engine_setup,
@@ -304,7 +336,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
-     .description = "reduce, then push the sum to every engine; view 'direct' or 'tree' (broadcast, coalescing)",
+     .description = "reduce, then push the sum to every engine; view 'direct' "
+                    "or 'tree' (broadcast, coalescing)",
      .osu = "Allreduce Latency"},
     {.name = "osu.Barrier.time_barrier",
      .param_names = "view engines",
@@ -334,7 +367,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = -1,
      .timeout = 600,
      .floor = NULL,
-     .description = "seconds from launching banyan-controller until N engines (banyan-engine --count) are registered",
+     .description = "seconds from launching banyan-controller until N engines "
+                    "(banyan-engine --count) are registered",
      .osu = NULL},
     {.name = "memory.Controller.peakmem_controller",
      .param_names = "engines",
@@ -349,7 +383,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = -1,
      .timeout = 300,
      .floor = NULL,
-     .description = "peak resident size of banyan-controller with N engines registered, after an echo on each view",
+     .description = "peak resident size of banyan-controller with N engines "
+                    "registered, after an echo on each view",
      .osu = NULL},
     {.name = "memory.TreeNode.peakmem_tree_node",
      .param_names = "engines",
@@ -364,7 +399,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = -1,
      .timeout = 300,
      .floor = NULL,
-     .description = "peak resident size of one banyan-scheduler tree node process with N engines",
+     .description = "peak resident size of one banyan-scheduler tree node "
+                    "process with N engines",
      .osu = NULL},
     {.name = "memory.Engine.peakmem_engine_process",
      .param_names = "count",
@@ -379,7 +415,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = -1,
      .timeout = 300,
      .floor = NULL,
-     .description = "peak resident size of one banyan-engine --count N process, after an echo on each view",
+     .description = "peak resident size of one banyan-engine --count N "
+                    "process, after an echo on each view",
      .osu = NULL},
     {.name = "memory.Engine.track_bytes_per_engine",
      .param_names = "count",
@@ -394,7 +431,8 @@ static const bn_benchdef_t s_table[] = {
      .warmup = -1,
      .timeout = 300,
      .floor = NULL,
-     .description = "peak resident size of one banyan-engine --count N process divided by N",
+     .description = "peak resident size of one banyan-engine --count N process "
+                    "divided by N",
      .osu = NULL},
 };
 

@@ -1,0 +1,183 @@
+/*  check_cluster_bench: banyan-bench end to end: a --quick run of the
+    direct-view echo at one engine (and its floor) writes a valid asv
+    result file, and publish turns it into a site with plots.  */
+#define _GNU_SOURCE //  nftw
+#include "bn_benchcompare.h"
+
+#include <check.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define S_BENCH BN_BUILD_DIR "/bin/banyan-bench"
+#define S_COMMIT "0123456789abcdef0123456789abcdef01234567"
+#define S_ECHO "echo.DirectViewBroadcast.time_echo"
+#define S_FLOOR "floor.ZmqFloor.time_echo"
+
+static char s_dir[64];
+
+static int
+s_remove (const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    return remove (path);
+}
+
+static void
+s_setup (void)
+{
+    strcpy (s_dir, "/tmp/check_cluster_bench-XXXXXX");
+    ck_assert_ptr_nonnull (mkdtemp (s_dir));
+}
+
+static void
+s_teardown (void)
+{
+    nftw (s_dir, s_remove, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+//  Run banyan-bench with args, stdout and stderr into out; returns its
+//  exit status. A run that outlives 120 s is killed.
+static int
+s_bench (char *out, size_t size, const char *const *args)
+{
+    char path[128];
+    snprintf (path, sizeof path, "%s/out.txt", s_dir);
+    pid_t pid = fork ();
+    if (pid == 0) {
+        int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2 (fd, 1);
+        dup2 (fd, 2);
+        char *argv[24] = {S_BENCH};
+        for (size_t i = 0; args[i] && i < 22; i++)
+            argv[i + 1] = (char *)args[i];
+        alarm (120);
+        execv (S_BENCH, argv);
+        _exit (127);
+    }
+    int status;
+    ck_assert_int_eq (waitpid (pid, &status, 0), pid);
+    FILE *file = fopen (path, "r");
+    size_t n = file ? fread (out, 1, size - 1, file) : 0;
+    out[n] = 0;
+    if (file)
+        fclose (file);
+    return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
+}
+
+static bool
+s_file_has (const char *path, const char *text)
+{
+    char *content = bn_benchresults_slurp (path);
+    bool found = content && strstr (content, text);
+    free (content);
+    return found;
+}
+
+START_TEST (test_usage)
+{
+    //  A user runs one tiny suite quickly, then publishes the results
+    char out[16384], results[128], html[128];
+    snprintf (results, sizeof results, "%s/results", s_dir);
+    snprintf (html, sizeof html, "%s/html", s_dir);
+    const char *run[] = {"run",       "--quick", "-b",        "^echo\\.Direct",
+                         "--engines", "1",       "--results", results,
+                         "--machine", "testbox", "--commit",  S_COMMIT,
+                         "-e",        NULL};
+    int rc = s_bench (out, sizeof out, run);
+    ck_assert_msg (rc == 0, "run exited %d:\n%s", rc, out);
+    //  one line per case, the figure stated against the floor; no
+    //  progress line when the output is not a terminal
+    ck_assert_ptr_nonnull (strstr (out, S_ECHO " (1, 1000)  "));
+    ck_assert_ptr_nonnull (strstr (out, "× floor"));
+    ck_assert_ptr_nonnull (strstr (out, S_FLOOR " (1, 1000)  "));
+    ck_assert_ptr_null (strstr (out, "%]"));
+    ck_assert_ptr_null (strstr (out, "failed"));
+
+    //  The result file is asv's, and holds both
+    char err[256] = "";
+    bn_benchresults_t *saved =
+        bn_benchcompare_find (results, "testbox", S_COMMIT, err, sizeof err);
+    ck_assert_msg (saved != NULL, "%s", err);
+    double value = 0;
+    double *samples = NULL;
+    size_t count = 0;
+    ck_assert_int_eq (
+        bn_benchresults_case (saved, S_ECHO, 0, &value, NULL, &samples, &count),
+        BN_BENCHRESULT_OK);
+    ck_assert (value > 0);
+    ck_assert_uint_eq (count, 1); //  --quick: one sample
+    free (samples);
+    ck_assert_int_eq (
+        bn_benchresults_case (saved, S_FLOOR, 0, &value, NULL, NULL, NULL),
+        BN_BENCHRESULT_OK);
+    bn_benchresults_destroy (&saved);
+    char path[256];
+    snprintf (path, sizeof path, "%s/benchmarks.json", results);
+    ck_assert (s_file_has (path, "\"" S_ECHO "\""));
+    snprintf (path, sizeof path, "%s/testbox/machine.json", results);
+    ck_assert (s_file_has (path, "\"machine\": \"testbox\""));
+
+    //  The site: an index and a page per benchmark, with SVG plots
+    const char *publish[] = {"publish", "--results", results,
+                             "--html",  html,        NULL};
+    rc = s_bench (out, sizeof out, publish);
+    ck_assert_msg (rc == 0, "publish exited %d:\n%s", rc, out);
+    snprintf (path, sizeof path, "%s/index.html", html);
+    ck_assert (s_file_has (path, "href=\"" S_ECHO ".html\""));
+    ck_assert (s_file_has (path, "<img class=\"plot\""));
+    snprintf (path, sizeof path, "%s/" S_ECHO ".html", html);
+    ck_assert (s_file_has (path, "plots/" S_ECHO ".testbox.params.svg"));
+    ck_assert (s_file_has (path, "plots/" S_ECHO ".testbox.commits.svg"));
+    snprintf (path, sizeof path, "%s/plots/" S_ECHO ".testbox.params.svg",
+              html);
+    ck_assert (s_file_has (path, "<svg"));
+    snprintf (path, sizeof path, "%s/plots/" S_ECHO ".testbox.commits.svg",
+              html);
+    ck_assert (s_file_has (path, "<svg"));
+    snprintf (path, sizeof path, "%s/table.md", html);
+    ck_assert (s_file_has (path, "| " S_ECHO " | engines=1, bytes=1000 | "));
+    ck_assert (s_file_has (path, "Machine `testbox`"));
+}
+END_TEST
+
+START_TEST (test_skipped_case)
+{
+    //  A case that does not apply (stock engines are one Python process
+    //  each, so peer mode stops at 16) is reported n/a, with the reason,
+    //  and the run goes on
+    char out[16384], results[128];
+    snprintf (results, sizeof results, "%s/results", s_dir);
+    const char *run[] = {"run",       "--quick",
+                         "-b",        "^peer\\.DirectViewBroadcast\\.time_echo",
+                         "--engines", "17",
+                         "--results", results,
+                         "--machine", "testbox",
+                         "--commit",  S_COMMIT,
+                         NULL};
+    int rc = s_bench (out, sizeof out, run);
+    ck_assert_msg (rc == 0, "run exited %d:\n%s", rc, out);
+    ck_assert_ptr_nonnull (strstr (out, "('ipp', 17, 1000)  n/a"));
+    ck_assert_ptr_nonnull (strstr (out, "at most 16"));
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("cluster_bench");
+    TCase *tc = tcase_create ("core");
+    tcase_add_checked_fixture (tc, s_setup, s_teardown);
+    tcase_set_timeout (tc, 110);
+    tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_skipped_case);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
