@@ -101,6 +101,14 @@ static const s_help_t s_helps[] = {
      "                          (default: 1)\n"
      "      --depth D           depth of the broadcast scheduler tree\n"
      "                          (default: controller.depth, 1)\n"
+     "      --topology SPEC     shape of the broadcast tree: kary:K, "
+     "per-level\n"
+     "                          fanouts such as 4x16, binomial or auto\n"
+     "                          (default: controller.topology, kary:2)\n"
+     "      --tree-mode MODE    run the tree's nodes as threads of the\n"
+     "                          controller or as banyan-scheduler processes\n"
+     "                          (threads|processes; default:\n"
+     "                          controller.tree_mode, threads)\n"
      "      --ip IP             address the controller binds to (default:\n"
      "                          controller.ip, 127.0.0.1)\n"
      "      --no-wait           return once the processes are started,\n"
@@ -118,7 +126,8 @@ static const s_help_t s_helps[] = {
      "  10  a cluster with this profile and cluster id is already running\n",
      "  banyan cluster start -n 8\n"
      "  banyan cluster start -n 1024 -k 64 --profile-dir /tmp/big\n"
-     "  banyan cluster start -n 4 --cluster-id a --depth 2\n",
+     "  banyan cluster start -n 4 --cluster-id a --depth 2\n"
+     "  banyan cluster start -n 256 --depth 2 --topology kary:16\n",
      "seconds to wait for the connection file and for\n"
      "                          the engines to register (default: 60)\n"},
 

@@ -61,6 +61,8 @@ typedef struct {
 
 enum {
     S_OPT_DEPTH = 1,
+    S_OPT_TOPOLOGY,
+    S_OPT_TREE_MODE,
     S_OPT_IP,
     S_OPT_NO_WAIT,
     S_OPT_DAEMONIZE,
@@ -80,6 +82,11 @@ s_start_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
     case S_OPT_DEPTH:
         args->depth = arg;
         return bn_cliopts_set (opts, "--depth", "controller.depth", arg);
+    case S_OPT_TOPOLOGY:
+        return bn_cliopts_set (opts, "--topology", "controller.topology", arg);
+    case S_OPT_TREE_MODE:
+        return bn_cliopts_set (opts, "--tree-mode", "controller.tree_mode",
+                               arg);
     case S_OPT_IP:
         args->ip = arg;
         return bn_cliopts_set (opts, "--ip", "controller.ip", arg);
@@ -305,6 +312,8 @@ s_start (int argc, char **argv)
         {"n", required_argument, NULL, 'n'},
         {"engines-per-process", required_argument, NULL, 'k'},
         {"depth", required_argument, NULL, S_OPT_DEPTH},
+        {"topology", required_argument, NULL, S_OPT_TOPOLOGY},
+        {"tree-mode", required_argument, NULL, S_OPT_TREE_MODE},
         {"ip", required_argument, NULL, S_OPT_IP},
         {"no-wait", no_argument, NULL, S_OPT_NO_WAIT},
         {"daemonize", no_argument, NULL, S_OPT_DAEMONIZE},
@@ -363,6 +372,15 @@ s_start (int argc, char **argv)
               bn_config_int (config, "controller.depth"));
     bn_launcher_add_controller_arg (launcher, "--depth");
     bn_launcher_add_controller_arg (launcher, depth);
+    //  The broadcast tree's shape and mode, from the options or settings
+    static const char *tree[][2] = {{"--topology", "controller.topology"},
+                                    {"--tree-mode", "controller.tree_mode"}};
+    for (size_t i = 0; i < sizeof tree / sizeof tree[0]; i++)
+        if (bn_config_known (tree[i][1])) {
+            bn_launcher_add_controller_arg (launcher, tree[i][0]);
+            bn_launcher_add_controller_arg (launcher,
+                                            bn_config_str (config, tree[i][1]));
+        }
     bn_launcher_add_controller_arg (launcher, "--ip");
     bn_launcher_add_controller_arg (launcher,
                                     bn_config_str (config, "controller.ip"));
