@@ -13,6 +13,15 @@
 #define S_MAX_LEVELS 16 //  bn_levels entries
 #define S_MAX_OP 128    //  bytes of a reduction name and its NUL
 
+//  A task dependency (ipyparallel.Dependency).
+typedef struct {
+    char **ids;   //  msg_ids
+    size_t count; //  entries in ids
+    bool all;     //  all of them, or any one
+    bool success; //  successes count
+    bool failure; //  failures count
+} s_dep_t;
+
 struct _bn_view_t {
     bn_client_t *client; //  reference held
     bn_view_kind_t kind; //  direct, broadcast or load-balanced
@@ -30,7 +39,22 @@ struct _bn_view_t {
     int deadline_ms;                 //  0: the controller's default
     bool timestamps;                 //  per-hop timestamps
     bool output_in_reply;            //  bn_output: "reply"
+    //  Load-balanced task flags (WIRE.md 8.2)
+    s_dep_t after;  //  time dependency
+    s_dep_t follow; //  location dependency
+    double timeout; //  seconds, 0: none
+    int retries;    //  retries of a failed task
 };
+
+static void
+s_dep_clear (s_dep_t *dep)
+{
+    for (size_t i = 0; i < dep->count; i++)
+        free (dep->ids[i]);
+    free (dep->ids);
+    dep->ids = NULL;
+    dep->count = 0;
+}
 
 //  The function an apply calls and its arguments.
 typedef struct {
@@ -64,6 +88,8 @@ bn_view_destroy (bn_view_t **self_p)
     *self_p = NULL;
     bn_client_unref (&self->client);
     free (self->targets);
+    s_dep_clear (&self->after);
+    s_dep_clear (&self->follow);
     free (self);
 }
 
@@ -251,6 +277,117 @@ bn_view_set_silent (bn_view_t *self, bool silent)
     return 0;
 }
 
+//  Replace dep (after or follow) with a copy of msg_ids.
+static int
+s_set_dep (bn_view_t *self, s_dep_t *dep, const char *const *msg_ids,
+           size_t count, bool all, bool success, bool failure)
+{
+    if (!self || self->kind != BN_VIEW_LOAD_BALANCED || (count && !msg_ids) ||
+        !(success || failure))
+        return BN_EINVAL;
+    s_dep_t next = {NULL, 0, all, success, failure};
+    if (count && !(next.ids = calloc (count, sizeof (char *))))
+        return BN_ENOMEM;
+    for (; next.count < count; next.count++) {
+        if (!msg_ids[next.count]) {
+            s_dep_clear (&next);
+            return BN_EINVAL;
+        }
+        if (!(next.ids[next.count] = strdup (msg_ids[next.count]))) {
+            s_dep_clear (&next);
+            return BN_ENOMEM;
+        }
+    }
+    bn_client_lock (self->client);
+    s_dep_t old = *dep;
+    *dep = next;
+    bn_client_unlock (self->client);
+    s_dep_clear (&old);
+    return 0;
+}
+
+//  The msg_ids of result's items (a new array of borrowed strings).
+static int
+s_result_ids (bn_result_t *result, const char ***ids_p, size_t *count_p)
+{
+    *ids_p = NULL;
+    *count_p = result ? bn_result_count (result) : 0;
+    if (!*count_p)
+        return 0;
+    const char **ids = calloc (*count_p, sizeof *ids);
+    if (!ids)
+        return BN_ENOMEM;
+    for (size_t i = 0; i < *count_p; i++)
+        ids[i] = bn_result_msg_id (result, i);
+    *ids_p = ids;
+    return 0;
+}
+
+int
+bn_view_set_after (bn_view_t *self, const char *const *msg_ids, size_t count,
+                   bool all, bool success, bool failure)
+{
+    return s_set_dep (self, self ? &self->after : NULL, msg_ids, count, all,
+                      success, failure);
+}
+
+int
+bn_view_set_follow (bn_view_t *self, const char *const *msg_ids, size_t count,
+                    bool all, bool success, bool failure)
+{
+    return s_set_dep (self, self ? &self->follow : NULL, msg_ids, count, all,
+                      success, failure);
+}
+
+int
+bn_view_set_after_result (bn_view_t *self, bn_result_t *result, bool all,
+                          bool success, bool failure)
+{
+    const char **ids;
+    size_t count;
+    int rc = s_result_ids (result, &ids, &count);
+    if (rc == 0)
+        rc = bn_view_set_after (self, ids, count, all, success, failure);
+    free (ids);
+    return rc;
+}
+
+int
+bn_view_set_follow_result (bn_view_t *self, bn_result_t *result, bool all,
+                           bool success, bool failure)
+{
+    const char **ids;
+    size_t count;
+    int rc = s_result_ids (result, &ids, &count);
+    if (rc == 0)
+        rc = bn_view_set_follow (self, ids, count, all, success, failure);
+    free (ids);
+    return rc;
+}
+
+int
+bn_view_set_timeout (bn_view_t *self, double seconds)
+{
+    if (!self || self->kind != BN_VIEW_LOAD_BALANCED || !(seconds >= 0) ||
+        seconds > 1e9)
+        return BN_EINVAL;
+    bn_client_lock (self->client);
+    self->timeout = seconds;
+    bn_client_unlock (self->client);
+    return 0;
+}
+
+int
+bn_view_set_retries (bn_view_t *self, int retries)
+{
+    if (!self || self->kind != BN_VIEW_LOAD_BALANCED || retries < 0)
+        return BN_EINVAL;
+    bn_client_lock (self->client);
+    self->retries = retries;
+    bn_client_unlock (self->client);
+    return 0;
+}
+
 static bn_sock_t
 s_socket_of (bn_view_kind_t kind)
 {
@@ -318,6 +455,20 @@ s_broadcast_metadata (bn_view_t *self, json_t *targets)
     return rc == 0 ? metadata : NULL;
 }
 
+//  A dependency as Dependency.as_dict() renders it.
+static json_t *
+s_dep_json (s_dep_t *dep)
+{
+    json_t *ids = json_array ();
+    for (size_t i = 0; ids && i < dep->count; i++)
+        json_array_append_new (ids, json_string (dep->ids[i]));
+    if (!dep->count)
+        return ids;
+    return json_pack ("{s:o, s:b, s:b, s:b}", "dependencies", ids, "all",
+                      dep->all, "success", dep->success, "failure",
+                      dep->failure);
+}
+
 //  Request metadata of a broadcast or load-balanced view.
 static json_t *
 s_metadata (bn_view_t *self, bn_target_t *targets, size_t ntargets)
@@ -332,8 +483,10 @@ s_metadata (bn_view_t *self, bn_target_t *targets, size_t ntargets)
                       : json_string (targets[i].uuid));
     if (self->kind == BN_VIEW_BROADCAST)
         return s_broadcast_metadata (self, list);
-    return json_pack ("{s:[], s:[], s:f, s:o, s:i}", "after", "follow",
-                      "timeout", 0.0, "targets", list, "retries", 0);
+    return json_pack ("{s:o, s:o, s:f, s:o, s:i}", "after",
+                      s_dep_json (&self->after), "follow",
+                      s_dep_json (&self->follow), "timeout", self->timeout,
+                      "targets", list, "retries", self->retries);
 }
 
 //  Build the messages of a shell request of type with content (taken)

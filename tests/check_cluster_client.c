@@ -274,6 +274,120 @@ START_TEST (test_other_views)
 }
 END_TEST
 
+//  Apply of name(arg) through view; returns the result (waited for).
+static bn_result_t *
+s_lb_apply (bn_view_t *view, const char *name, bn_value_t *arg)
+{
+    bn_value_t *args = s_args1 (arg);
+    bn_result_t *result;
+    ck_assert_int_eq (bn_view_apply (view, name, args, NULL, &result), 0);
+    bn_value_destroy (&args);
+    ck_assert_int_eq (bn_result_wait (result, 20), 0);
+    return result;
+}
+
+START_TEST (test_load_balanced)
+{
+    s_start_cluster (2);
+    bn_client_t *client = s_client (2);
+    bn_view_t *lb = bn_view_new (client, BN_VIEW_LOAD_BALANCED);
+    //  A task runs on whichever engine is free
+    bn_result_t *first = s_lb_apply (lb, "echo", bn_value_new_int (7));
+    ck_assert_int_eq (bn_result_get (first, 20), 0);
+    ck_assert_int_eq (bn_value_int (bn_result_value (first, 0)), 7);
+    int eid = bn_result_engine_id (first, 0);
+    ck_assert_int_ge (eid, 0);
+
+    //  follow: where the first ran, every time
+    ck_assert_int_eq (bn_view_set_follow_result (lb, first, true, true, false),
+                      0);
+    for (int n = 0; n < 4; n++) {
+        bn_result_t *result = s_lb_apply (lb, "echo", bn_value_new_int (n));
+        ck_assert_int_eq (bn_result_get (result, 20), 0);
+        ck_assert_int_eq (bn_result_engine_id (result, 0), eid);
+        bn_result_destroy (&result);
+    }
+    ck_assert_int_eq (bn_view_set_follow (lb, NULL, 0, true, true, false), 0);
+
+    //  after: once a slow task finished
+    bn_value_t *args = s_args1 (bn_value_new_float (0.2));
+    bn_result_t *slow;
+    ck_assert_int_eq (bn_view_apply (lb, "sleep", args, NULL, &slow), 0);
+    bn_value_destroy (&args);
+    ck_assert_int_eq (bn_view_set_after_result (lb, slow, true, true, false),
+                      0);
+    bn_result_t *later = s_lb_apply (lb, "echo", bn_value_new_int (1));
+    ck_assert_int_eq (bn_result_get (later, 20), 0);
+    ck_assert_int_eq (bn_result_get (slow, 20), 0);
+    bn_result_destroy (&later);
+    bn_result_destroy (&slow);
+
+    //  after a failure that was required to succeed: impossible
+    bn_result_t *failed = s_lb_apply (lb, "nosuch", bn_value_new_int (1));
+    ck_assert_int_eq (bn_result_get (failed, 20), BN_EREMOTE);
+    ck_assert_int_eq (bn_view_set_after_result (lb, failed, true, true, false),
+                      0);
+    bn_result_t *never = s_lb_apply (lb, "echo", bn_value_new_int (1));
+    ck_assert_int_eq (bn_result_get (never, 20), BN_EREMOTE);
+    ck_assert_str_eq (bn_result_ename (never, 0), "ImpossibleDependency");
+    bn_result_destroy (&never);
+    //  ...unless failures count
+    ck_assert_int_eq (bn_view_set_after_result (lb, failed, true, false, true),
+                      0);
+    bn_result_t *cleanup = s_lb_apply (lb, "echo", bn_value_new_int (2));
+    ck_assert_int_eq (bn_result_get (cleanup, 20), 0);
+    bn_result_destroy (&cleanup);
+    bn_result_destroy (&failed);
+
+    //  a msg_id the task scheduler never saw: invalid
+    const char *unknown[] = {"no-such-msg-id"};
+    ck_assert_int_eq (bn_view_set_after (lb, unknown, 1, true, true, false), 0);
+    bn_result_t *invalid = s_lb_apply (lb, "echo", bn_value_new_int (1));
+    ck_assert_int_eq (bn_result_get (invalid, 20), BN_EREMOTE);
+    ck_assert_str_eq (bn_result_ename (invalid, 0), "InvalidDependency");
+    bn_result_destroy (&invalid);
+    ck_assert_int_eq (bn_view_set_after (lb, NULL, 0, true, true, false), 0);
+
+    //  retries: a failing task is tried again, then its error comes back
+    ck_assert_int_eq (bn_view_set_retries (lb, 1), 0);
+    bn_result_t *retried = s_lb_apply (lb, "nosuch", bn_value_new_int (1));
+    ck_assert_int_eq (bn_result_get (retried, 20), BN_EREMOTE);
+    ck_assert_str_eq (bn_result_ename (retried, 0), "NotImplementedError");
+    bn_result_destroy (&retried);
+    ck_assert_int_eq (bn_view_set_retries (lb, 0), 0);
+
+    //  timeout: a task for a busy engine gives up
+    ck_assert_int_eq (bn_view_set_target_list (lb, &eid, 1), 0);
+    args = s_args1 (bn_value_new_float (1.0));
+    bn_result_t *busy;
+    ck_assert_int_eq (bn_view_apply (lb, "sleep", args, NULL, &busy), 0);
+    bn_value_destroy (&args);
+    ck_assert_int_eq (bn_view_set_timeout (lb, 0.1), 0);
+    bn_result_t *late = s_lb_apply (lb, "echo", bn_value_new_int (1));
+    ck_assert_int_eq (bn_result_get (late, 20), BN_EREMOTE);
+    ck_assert_str_eq (bn_result_ename (late, 0), "TaskTimeout");
+    bn_result_destroy (&late);
+    ck_assert_int_eq (bn_result_get (busy, 20), 0);
+    ck_assert_int_eq (bn_result_engine_id (busy, 0), eid);
+    bn_result_destroy (&busy);
+
+    //  bad settings
+    ck_assert_int_eq (bn_view_set_timeout (lb, -1), BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_retries (lb, -1), BN_EINVAL);
+    ck_assert_int_eq (bn_view_set_after (lb, unknown, 1, true, false, false),
+                      BN_EINVAL);
+    bn_view_t *direct = bn_view_new (client, BN_VIEW_DIRECT);
+    ck_assert_int_eq (bn_view_set_retries (direct, 1), BN_EINVAL);
+    ck_assert_int_eq (
+        bn_view_set_follow (direct, unknown, 1, true, true, false), BN_EINVAL);
+    bn_view_destroy (&direct);
+    bn_result_destroy (&first);
+    bn_view_destroy (&lb);
+    bn_client_destroy (&client);
+    s_stop_cluster ();
+}
+END_TEST
+
 START_TEST (test_engines_come_and_go)
 {
     s_start_cluster (1);
@@ -388,6 +502,7 @@ main (void)
     tcase_add_test (tc, test_partial_results);
     tcase_add_test (tc, test_abort_and_queue_status);
     tcase_add_test (tc, test_other_views);
+    tcase_add_test (tc, test_load_balanced);
     tcase_add_test (tc, test_engines_come_and_go);
     tcase_add_test (tc, test_controller_vanishes);
     tcase_add_test (tc, test_shutdown);

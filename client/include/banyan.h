@@ -261,6 +261,36 @@ int bn_view_set_output_in_reply (bn_view_t *self, bool in_reply);
 //  execution). Returns 0.
 int bn_view_set_silent (bn_view_t *self, bool silent);
 
+//  Load-balanced views: IPython Parallel's task flags (the request
+//  metadata of WIRE.md 8.2). Each setter returns 0, BN_EINVAL on other
+//  views or for a bad argument, or BN_ENOMEM.
+
+//  Run each task only once the given requests have finished: every one
+//  of them (all) or any one, counting successes and/or failures (at
+//  least one of the two). A task that can never run fails with
+//  ImpossibleDependency (BN_EREMOTE); one naming a request the task
+//  scheduler never saw fails with InvalidDependency. The msg_ids are
+//  copied; count 0 clears. bn_view_set_after_result takes every msg_id of
+//  a result (borrowed; NULL clears).
+int bn_view_set_after (bn_view_t *self, const char *const *msg_ids,
+                       size_t count, bool all, bool success, bool failure);
+int bn_view_set_after_result (bn_view_t *self, bn_result_t *result, bool all,
+                              bool success, bool failure);
+
+//  Run each task on an engine where the given requests ran (all of them,
+//  or any one), as bn_view_set_after.
+int bn_view_set_follow (bn_view_t *self, const char *const *msg_ids,
+                        size_t count, bool all, bool success, bool failure);
+int bn_view_set_follow_result (bn_view_t *self, bn_result_t *result, bool all,
+                               bool success, bool failure);
+
+//  Seconds a task may wait for its dependencies and a free engine before
+//  it fails with TaskTimeout (BN_EREMOTE); 0, the default, waits forever.
+int bn_view_set_timeout (bn_view_t *self, double seconds);
+
+//  Times a failed task is run again on another engine (default 0).
+int bn_view_set_retries (bn_view_t *self, int retries);
+
 //  Run code on the targets: a shell command line on banyan engines,
 //  Python source on IPython engines (an execute_request). On success
 //  *result_p is a new result for the caller to destroy. Returns 0,
