@@ -90,7 +90,9 @@ s_start (bn_task_scheme_t scheme, int hwm, size_t engines)
                           hwm);
     ck_assert_ptr_nonnull (s_task);
     bn_task_set_seed (s_task, 42);
-    bn_monitor_t monitor = {s_on_request, s_on_assigned, s_on_reply, NULL};
+    bn_monitor_t monitor = {.request = s_on_request,
+                            .assigned = s_on_assigned,
+                            .reply = s_on_reply};
     bn_task_set_monitor (s_task, &monitor);
     s_loop = zloop_new ();
     ck_assert_int_eq (bn_task_attach (s_task, s_loop), 0);

@@ -99,8 +99,8 @@ s_report_missing (bn_cliopts_t *opts, bn_client_t *client, bn_idset_t *targets)
 
 int
 bn_cliclient_call (bn_cliopts_t *opts, bn_client_t *client, bn_idset_t *targets,
-                   bool broadcast, bn_cliclient_call_fn *call, void *data,
-                   bn_view_t **view_p, bn_result_t **result_p)
+                   bn_cliclient_route_t route, bn_cliclient_call_fn *call,
+                   void *data, bn_view_t **view_p, bn_result_t **result_p)
 {
     assert (opts);
     assert (client);
@@ -109,9 +109,14 @@ bn_cliclient_call (bn_cliopts_t *opts, bn_client_t *client, bn_idset_t *targets,
         bn_cliopts_error (opts, "no engines are registered");
         return -1;
     }
-    bn_view_kind_t kinds[2] = {BN_VIEW_BROADCAST, BN_VIEW_DIRECT};
+    bn_view_kind_t kinds[3] = {BN_VIEW_BROADCAST, BN_VIEW_DIRECT,
+                               BN_VIEW_LOAD_BALANCED};
     int rc = BN_ENOMEM;
-    for (int attempt = broadcast ? 0 : 1; attempt < 2; attempt++) {
+    int attempt = route == BN_CLICLIENT_BROADCAST ? 0
+                  : route == BN_CLICLIENT_DIRECT  ? 1
+                                                  : 2;
+    int last = route == BN_CLICLIENT_BALANCED ? 3 : 2;
+    for (; attempt < last; attempt++) {
         bn_view_t *view = bn_view_new (client, kinds[attempt]);
         if (!view || bn_view_set_targets (view, targets) != 0) {
             bn_view_destroy (&view);
@@ -132,6 +137,8 @@ bn_cliclient_call (bn_cliopts_t *opts, bn_client_t *client, bn_idset_t *targets,
         s_report_missing (opts, client, targets);
     else if (rc == BN_ENOCONTROLLER)
         bn_cliopts_error (opts, "the controller went away");
+    else if (rc == BN_ENOTSUP && route == BN_CLICLIENT_BALANCED)
+        bn_cliopts_error (opts, "the controller has no task scheduler");
     else
         bn_cliopts_error (opts, "cannot send the request: %s",
                           bn_strerror (rc));

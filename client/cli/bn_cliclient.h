@@ -24,12 +24,20 @@ int bn_cliclient_targets (bn_cliopts_t *opts, const char *text,
 typedef int (bn_cliclient_call_fn) (bn_view_t *view, void *data,
                                     bn_result_t **result_p);
 
-//  Make a view of targets (NULL: all engines; a direct view, or with
-//  broadcast a broadcast view unless the controller has no broadcast
-//  scheduler) and start call on it. Returns 0 with *view_p and *result_p
-//  set, or -1 after printing why (no engines, unknown targets...).
+//  How a command reaches its engines.
+typedef enum {
+    BN_CLICLIENT_DIRECT,    //  one request per engine through the mux
+    BN_CLICLIENT_BROADCAST, //  one request through the broadcast tree
+    BN_CLICLIENT_BALANCED   //  one task, run by whichever engine is free
+} bn_cliclient_route_t;
+
+//  Make a view of targets (NULL: all engines; a direct view, a broadcast
+//  view unless the controller has no broadcast scheduler, or a
+//  load-balanced view running once on one of the targets) and start call
+//  on it. Returns 0 with *view_p and *result_p set, or -1 after printing
+//  why (no engines, unknown targets...).
 int bn_cliclient_call (bn_cliopts_t *opts, bn_client_t *client,
-                       bn_idset_t *targets, bool broadcast,
+                       bn_idset_t *targets, bn_cliclient_route_t route,
                        bn_cliclient_call_fn *call, void *data,
                        bn_view_t **view_p, bn_result_t **result_p);
 

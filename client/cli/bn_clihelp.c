@@ -217,7 +217,9 @@ static const s_help_t s_helps[] = {
      "  -q, --quiet             print no status lines, only output\n"
      "      --direct            send one request per engine through the mux\n"
      "                          instead of one through the broadcast tree\n"
-     "      --broadcast         through the broadcast tree (the default)\n",
+     "      --broadcast         through the broadcast tree (the default)\n"
+     "      --balanced          run the command once, on whichever engine\n"
+     "                          (of -t) the task scheduler finds free\n",
      true, true,
      "  0    every engine ran the command, whatever its exit status; with -S,\n"
      "       the largest exit status of the command on any engine\n"
@@ -230,7 +232,8 @@ static const s_help_t s_helps[] = {
      "  banyan px -b uname -r\n"
      "  banyan px -t 0-3 -S 'test -d /scratch'\n"
      "  banyan px --timeout 60 -b 'make -C ~/src test'\n"
-     "  banyan px --direct hostname\n",
+     "  banyan px --direct hostname\n"
+     "  banyan px --balanced 'make -C ~/src test'\n",
      "seconds to wait for the controller (default:\n"
      "                          client.timeout, 10) and for the results\n"
      "                          (default: no limit); engines that have not\n"
@@ -246,9 +249,12 @@ static const s_help_t s_helps[] = {
      "  -t, --targets SET       engines to call, e.g. 0-7,12 (default: all)\n"
      "  -b, --gather            group engines with identical results\n"
      "  -q, --quiet             print no status lines, only results\n"
-     "      --broadcast         send one request through the broadcast tree\n",
+     "      --broadcast         send one request through the broadcast tree\n"
+     "      --balanced          call it once, on whichever engine (of -t)\n"
+     "                          the task scheduler finds free\n",
      true, true, S_COMMON_EXIT,
      "  banyan apply echo 42\n"
+     "  banyan apply --balanced sleep 5\n"
      "  banyan apply -b sum 1 2 3.5\n"
      "  banyan apply -t 0 echo hello\n",
      "seconds to wait for the controller (default:\n"

@@ -18,7 +18,7 @@ typedef struct {
     bn_idset_t *targets;
     bool gather;
     bool quiet;
-    bool broadcast;
+    bn_cliclient_route_t route;
     bool show_values; //  Print each engine's value (not for push)
     bn_gather_t *gathered;
     bool failed;
@@ -29,7 +29,7 @@ typedef struct {
                       //  pull: the name
 } s_apply_t;
 
-enum { S_OPT_BROADCAST = 1 };
+enum { S_OPT_BROADCAST = 1, S_OPT_BALANCED };
 
 static int
 s_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
@@ -45,8 +45,18 @@ s_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
         self->quiet = true;
         return 0;
     case S_OPT_BROADCAST:
-        self->broadcast = true;
+    case S_OPT_BALANCED: {
+        bn_cliclient_route_t route = opt == S_OPT_BROADCAST
+                                         ? BN_CLICLIENT_BROADCAST
+                                         : BN_CLICLIENT_BALANCED;
+        if (self->route != BN_CLICLIENT_DIRECT && self->route != route) {
+            bn_cliopts_usage_error (opts, "--broadcast and --balanced "
+                                          "exclude each other");
+            return -1;
+        }
+        self->route = route;
         return 0;
+    }
     default:
         return -1;
     }
@@ -135,6 +145,7 @@ s_run (int argc, char **argv, const char *command, int flags, bool takes_gather,
         {"gather", no_argument, NULL, 'b'},
         {"quiet", no_argument, NULL, 'q'},
         {"broadcast", no_argument, NULL, S_OPT_BROADCAST},
+        {"balanced", no_argument, NULL, S_OPT_BALANCED},
         {NULL, 0, NULL, 0}};
     static const struct option push_options[] = {
         {"targets", required_argument, NULL, 't'},
@@ -147,6 +158,11 @@ s_run (int argc, char **argv, const char *command, int flags, bool takes_gather,
     int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
     if (first < 0)
         goto done;
+    if (self.route == BN_CLICLIENT_BALANCED && !streq (command, "apply")) {
+        bn_cliopts_usage_error (self.opts, "--balanced is for apply only");
+        status = BN_EXIT_USAGE;
+        goto done;
+    }
     status = prepare (&self, argc - first, argv + first);
     if (status != BN_EXIT_OK)
         goto done;
@@ -155,8 +171,8 @@ s_run (int argc, char **argv, const char *command, int flags, bool takes_gather,
     bn_view_t *view = NULL;
     bn_result_t *result = NULL;
     if (client &&
-        bn_cliclient_call (self.opts, client, self.targets, self.broadcast,
-                           call, &self, &view, &result) == 0) {
+        bn_cliclient_call (self.opts, client, self.targets, self.route, call,
+                           &self, &view, &result) == 0) {
         if (self.gather)
             self.gathered = bn_gather_new ();
         double timeout = bn_cliopts_timeout_given (self.opts)

@@ -3,8 +3,10 @@
     By default the command goes through the broadcast tree as one request:
     coalescing with a release window of S_WINDOW_MS, with the engines'
     output in their replies (bn_output), and with -b grouped at the tree's
-    nodes, so that identical outputs travel up as one entry. --direct sends one request per engine through the
-    mux instead. What is printed is the same either way. A controller
+    nodes, so that identical outputs travel up as one entry. --direct
+    sends one request per engine through the mux instead. What is printed
+    is the same either way. --balanced runs the command once, as a task
+    the task scheduler gives to whichever engine is free. A controller
     without a broadcast scheduler (it answers NotImplementedError) gets
     the command again through the mux.  */
 #include "bn_cliclient.h"
@@ -26,7 +28,7 @@ typedef struct {
     bool gather;
     bool max_status;
     bool quiet;
-    bool broadcast;
+    bn_cliclient_route_t route;
     bn_idset_t *unsupported; //  engines the broadcast port refused
     bn_gather_t *gathered;
     int largest; //  Largest exit status of the command
@@ -34,7 +36,7 @@ typedef struct {
     double timeout;
 } s_px_t;
 
-enum { S_OPT_BROADCAST = 1, S_OPT_DIRECT };
+enum { S_OPT_BROADCAST = 1, S_OPT_DIRECT, S_OPT_BALANCED };
 
 static int
 s_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
@@ -53,10 +55,13 @@ s_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
         self->quiet = true;
         return 0;
     case S_OPT_BROADCAST:
-        self->broadcast = true;
+        self->route = BN_CLICLIENT_BROADCAST;
         return 0;
     case S_OPT_DIRECT:
-        self->broadcast = false;
+        self->route = BN_CLICLIENT_DIRECT;
+        return 0;
+    case S_OPT_BALANCED:
+        self->route = BN_CLICLIENT_BALANCED;
         return 0;
     default:
         return -1;
@@ -140,8 +145,9 @@ bn_cmd_px (int argc, char **argv)
         {"quiet", no_argument, NULL, 'q'},
         {"broadcast", no_argument, NULL, S_OPT_BROADCAST},
         {"direct", no_argument, NULL, S_OPT_DIRECT},
+        {"balanced", no_argument, NULL, S_OPT_BALANCED},
         {NULL, 0, NULL, 0}};
-    self.broadcast = true;
+    self.route = BN_CLICLIENT_BROADCAST;
     int first = bn_cliopts_parse (self.opts, argc, argv, "t:bSq", options,
                                   s_option, &self);
     int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
@@ -169,10 +175,10 @@ bn_cmd_px (int argc, char **argv)
     bn_view_t *view = NULL;
     bn_result_t *result = NULL;
     s_call_t call = {command, self.gather};
-    if (self.broadcast)
+    if (self.route == BN_CLICLIENT_BROADCAST)
         self.unsupported = bn_idset_new ();
     if (client &&
-        bn_cliclient_call (self.opts, client, self.targets, self.broadcast,
+        bn_cliclient_call (self.opts, client, self.targets, self.route,
                            s_execute, &call, &view, &result) == 0) {
         if (self.gather)
             self.gathered = bn_gather_new ();
@@ -187,8 +193,9 @@ bn_cmd_px (int argc, char **argv)
             self.unsupported = NULL;
             bn_result_destroy (&result);
             bn_view_destroy (&view);
-            if (bn_cliclient_call (self.opts, client, again, false, s_execute,
-                                   &call, &view, &result) == 0)
+            if (bn_cliclient_call (self.opts, client, again,
+                                   BN_CLICLIENT_DIRECT, s_execute, &call, &view,
+                                   &result) == 0)
                 status = bn_cliclient_collect (self.opts, view, result, timeout,
                                                s_on_item, &self);
             else

@@ -64,6 +64,24 @@ with Profile("px") as profile:
     quiet = run(["px", "-S", "-q"] + px + ["exit $BANYAN_ENGINE_ID"])
     check(quiet.returncode == 3 and quiet.stderr == "" and quiet.stdout == "",
           "px -q prints no status lines", describe(quiet))
+    balanced = run(["px", "--balanced"] + px + ["echo once $BANYAN_ENGINE_ID"])
+    lines = balanced.stdout.splitlines()
+    check(balanced.returncode == 0 and len(lines) == 1
+          and lines[0].startswith("[stdout:")
+          and lines[0].endswith("] once " + lines[0][8:lines[0].index("]")]),
+          "px --balanced runs the command once, on one engine",
+          describe(balanced))
+    pinned = run(["px", "--balanced", "-t", "2"] + px
+                 + ["echo on $BANYAN_ENGINE_ID"])
+    check(pinned.returncode == 0 and pinned.stdout == "[stdout:2] on 2\n",
+          "px --balanced -t 2 runs it on engine 2", describe(pinned))
+    lb_apply = run(["apply", "--balanced"] + px + ["echo", "42"])
+    check(lb_apply.returncode == 0 and len(lb_apply.stdout.splitlines()) == 1
+          and lb_apply.stdout.endswith("] 42\n"),
+          "apply --balanced calls the function once", describe(lb_apply))
+    both = run(["apply", "--balanced", "--broadcast"] + px + ["echo", "1"])
+    check(both.returncode == 2, "--balanced with --broadcast is a usage error",
+          describe(both))
     plain_status = run(["px"] + px + ["exit 5"])
     check(plain_status.returncode == 0,
           "px without -S: 0 when every engine ran the command",
