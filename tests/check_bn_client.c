@@ -1518,7 +1518,7 @@ START_TEST (test_broadcast_bn_replies)
     json_t *failure = s_engine_error (mock, 1, "CalledProcessError", "boom");
     json_object_set_new (failure, "returncode", json_integer (3));
     json_t *replies = json_pack (
-        "[{s:s, s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:o, s:s, s:s},"
+        "[{s:s, s:s, s:s, s:i, s:s, s:s}, {s:s, s:s, s:i, s:O, s:s, s:s},"
         " {s:s, s:i, s:s}]",
         "status", "ok", "started", "2026-01-01T00:00:00.000001Z", "completed",
         "2026-01-01T00:00:01.000001Z", "nbuffers", 1, "bn_stdout", "zero\n",
@@ -1695,6 +1695,7 @@ START_TEST (test_broadcast_partial_messages)
     ck_assert_int_eq (bn_value_int (bn_result_value (result, 3)), 3);
     //  The other leaf's window: engine 2 first, then engine 0
     int first[] = {2};
+    bn_value_destroy (&values[0]);
     values[0] = bn_value_new_int (2);
     json_t *ok1 = json_pack ("[{s:s, s:i, s:s}]", "status", "ok", "nbuffers", 1,
                              "bn_stdout", "");
