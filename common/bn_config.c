@@ -46,6 +46,13 @@ static const s_setting_t s_settings[] = {
     {"controller.tree_deadline", BN_CONFIG_INT, "0", S_NUM (0, INT_MAX),
      "default deadline of a broadcast request in milliseconds (0 = none): "
      "engines that have not answered by then fail with EngineError"},
+    {"controller.tree_mode", BN_CONFIG_STRING, "threads",
+     S_STR ("threads|processes", NULL),
+     "how the broadcast tree's nodes run: threads of the controller or one "
+     "banyan-scheduler process each"},
+    {"controller.scheduler_path", BN_CONFIG_STRING, "", S_STR (NULL, NULL),
+     "banyan-scheduler program for tree_mode processes (empty: the one "
+     "beside banyan-controller, else found in PATH)"},
     {"controller.scheme", BN_CONFIG_STRING, "leastload",
      S_STR ("leastload|pure|lru|plainrandom|twobin|weighted|none", NULL),
      "task (load-balanced) scheduler scheme"},

@@ -23,6 +23,7 @@ static const struct {
     {"--depth", "controller.depth"},
     {"--topology", "controller.topology"},
     {"--tree-deadline", "controller.tree_deadline"},
+    {"--tree-mode", "controller.tree_mode"},
     {"--ping", "controller.heartbeat_period"},
     {"--heartbeat-misses", "controller.heartbeat_misses"},
     {"--registration-timeout", "controller.registration_timeout"},
@@ -68,6 +69,12 @@ s_usage (FILE *file)
         "(default: kary:2)\n"
         "  --tree-deadline MS    default broadcast deadline, 0 = none "
         "(default: 0)\n"
+        "  --tree-mode MODE      run the broadcast tree's nodes as "
+        "threads of the\n"
+        "                        controller or as banyan-scheduler "
+        "processes it\n"
+        "                        supervises (threads|processes; default: "
+        "threads)\n"
         "  --ping MS             milliseconds between heartbeats "
         "(default: 3000)\n"
         "  --heartbeat-misses N  beats an engine may miss in a row before it "

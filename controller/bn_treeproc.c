@@ -413,8 +413,13 @@ s_lost (bn_treeproc_t *self, s_node_t *node, bool restart)
                   : node->delay == 0 ? "; restarting it"
                                      : "; restarting it shortly");
     if (was_ready && node->parent >= 0) {
+        //  the parent knows its children by position, in node order
+        size_t position = 0;
+        for (size_t i = 0; i < node->index; i++)
+            if (self->nodes[i].parent == node->parent)
+                position++;
         char index[32];
-        snprintf (index, sizeof index, "%zu", node->index);
+        snprintf (index, sizeof index, "%zu", position);
         bn_treeproc_sendx (self, (size_t)node->parent, "CHILD_LOST", index,
                            NULL);
     }

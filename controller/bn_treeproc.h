@@ -15,7 +15,8 @@
 
     Supervision: a process whose link ends (it died or exited) is reaped
     and reported (log line, the handler's LOST event), its parent node is
-    sent ["CHILD_LOST", "<index>"] so requests waiting on it fail at once,
+    sent ["CHILD_LOST", "<position>"] (the lost node's position among the
+    parent's children, in node order) so requests waiting on it fail at once,
     and it is started again with the endpoints it had bound before (the
     same tcp ports, so engines and clients reconnect by themselves); once
     it answers READY the handler gets READY again, which is where the owner

@@ -1,0 +1,227 @@
+/*  bn_bcast_procs: the topology turned into banyan-scheduler command
+    lines for bn_treeproc, and the engine table replayed to a leaf that
+    was restarted.  */
+#include "bn_bcast_procs.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bn_log.h"
+#include "bn_treeproc.h"
+#include "bn_wire.h"
+
+struct _bn_bcast_procs_t {
+    bn_topology_t *topology; //  Rebuilt from the given one's spec, owned
+    bn_treeproc_t *procs;
+    zhashx_t *engines; //  Registered engines: uuid -> eid + 1 (as a pointer)
+    size_t nleaves;
+};
+
+//  The down endpoint of inner node.
+static char *
+s_ipc (bn_bcast_procs_t *self, int node)
+{
+    return zsys_sprintf ("ipc://%s/%d.ipc", bn_treeproc_dir (self->procs),
+                         node);
+}
+
+//  Tell the leaf that serves it about every registered engine.
+static void
+s_replay (bn_bcast_procs_t *self, size_t node)
+{
+    for (void *item = zhashx_first (self->engines); item;
+         item = zhashx_next (self->engines)) {
+        int eid = (int)(intptr_t)item - 1;
+        if (bn_topology_engine_node (self->topology, eid) != (int)node)
+            continue;
+        char text[16];
+        snprintf (text, sizeof text, "%d", eid);
+        bn_treeproc_sendx (self->procs, node, "ENGINE_ADD",
+                           (const char *)zhashx_cursor (self->engines), text,
+                           NULL);
+    }
+}
+
+static void
+s_on_event (void *arg, size_t node, const char *event, zmsg_t *msg)
+{
+    bn_bcast_procs_t *self = (bn_bcast_procs_t *)arg;
+    if (streq (event, "READY") &&
+        bn_topology_is_leaf (self->topology, (int)node))
+        s_replay (self, node);
+}
+
+//  Set up node's command line and binds. Returns -1 if out of memory.
+static int
+s_set_node (bn_bcast_procs_t *self, int node,
+            const bn_bcast_procs_options_t *options)
+{
+    bn_topology_t *topology = self->topology;
+    char depth[16], hwm[16], deadline[16];
+    snprintf (depth, sizeof depth, "%d", bn_topology_depth (topology));
+    snprintf (hwm, sizeof hwm, "%d", options->hwm);
+    snprintf (deadline, sizeof deadline, "%d", options->deadline_ms);
+    int parent = bn_topology_parent (topology, node);
+    char *up = parent >= 0 ? s_ipc (self, parent) : NULL;
+    char *connect = up ? zsys_sprintf ("up=%s", up) : NULL;
+    const char *log_file =
+        options->log_file && *options->log_file ? options->log_file : NULL;
+    const char *args[16] = {"--topology",  bn_topology_spec (topology),
+                            "--depth",     depth,
+                            "--hwm",       hwm,
+                            "--deadline",  deadline,
+                            "--log-level", bn_log_level_name (bn_log_level ())};
+    size_t count = 10;
+    if (connect) {
+        args[count++] = "--connect";
+        args[count++] = connect;
+    }
+    if (log_file) {
+        args[count++] = "--log-file";
+        args[count++] = log_file;
+    }
+    args[count] = NULL;
+    int rc = bn_treeproc_set_node (self->procs, (size_t)node, parent, args);
+    zstr_free (&up);
+    zstr_free (&connect);
+    if (rc)
+        return -1;
+    if (node == 0) {
+        char *endpoint =
+            zsys_sprintf ("tcp://%s:%d", options->ip, options->root_port);
+        rc = endpoint ? bn_treeproc_add_bind (self->procs, 0, "up", endpoint)
+                      : -1;
+        zstr_free (&endpoint);
+    }
+    int leaf = bn_topology_leaf_index (topology, node);
+    int port = leaf >= 0 && options->leaf_ports ? options->leaf_ports[leaf] : 0;
+    char *down = leaf >= 0 ? zsys_sprintf ("tcp://%s:%d", options->ip, port)
+                           : s_ipc (self, node);
+    if (rc == 0)
+        rc = down ? bn_treeproc_add_bind (self->procs, (size_t)node, "down",
+                                          down)
+                  : -1;
+    zstr_free (&down);
+    return rc;
+}
+
+bn_bcast_procs_t *
+bn_bcast_procs_new (bn_topology_t *topology, const char *key,
+                    const bn_bcast_procs_options_t *options)
+{
+    assert (topology);
+    assert (key);
+    assert (options && options->program && options->ip);
+    bn_bcast_procs_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    char err[256] = "";
+    self->topology =
+        bn_topology_new (bn_topology_spec (topology),
+                         bn_topology_depth (topology), 0, err, sizeof err);
+    self->engines = zhashx_new ();
+    size_t nnodes = (size_t)bn_topology_size (topology);
+    self->nleaves = (size_t)bn_topology_leaves (topology);
+    self->procs = self->topology && self->engines
+                      ? bn_treeproc_new (options->program, key, nnodes)
+                      : NULL;
+    int rc = self->procs ? 0 : -1;
+    for (size_t node = 0; rc == 0 && node < nnodes; node++)
+        rc = s_set_node (self, (int)node, options);
+    if (rc == 0) {
+        bn_treeproc_set_handler (self->procs, s_on_event, self);
+        rc = bn_treeproc_start (self->procs);
+    }
+    if (rc == 0)
+        bn_log_info ("broadcast tree: %s as processes, root port %d",
+                     bn_topology_describe (self->topology),
+                     bn_bcast_procs_root_port (self));
+    else {
+        bn_log_error ("broadcast tree: cannot start %s as processes of %s",
+                      bn_topology_describe (topology), options->program);
+        bn_bcast_procs_destroy (&self);
+    }
+    return self;
+}
+
+void
+bn_bcast_procs_destroy (bn_bcast_procs_t **self_p)
+{
+    assert (self_p);
+    bn_bcast_procs_t *self = *self_p;
+    if (!self)
+        return;
+    bn_treeproc_destroy (&self->procs);
+    zhashx_destroy (&self->engines);
+    bn_topology_destroy (&self->topology);
+    free (self);
+    *self_p = NULL;
+}
+
+//  The port of the tcp endpoint node bound under name, or -1.
+static int
+s_port (bn_bcast_procs_t *self, size_t node, const char *name)
+{
+    const char *endpoint = bn_treeproc_endpoint (self->procs, node, name);
+    return endpoint ? bn_wire_endpoint_port (endpoint) : -1;
+}
+
+int
+bn_bcast_procs_root_port (bn_bcast_procs_t *self)
+{
+    assert (self);
+    return s_port (self, 0, "up");
+}
+
+int
+bn_bcast_procs_leaf_port (bn_bcast_procs_t *self, size_t leaf)
+{
+    assert (self);
+    assert (leaf < self->nleaves);
+    int node = bn_topology_leaf_node (self->topology, (int)leaf);
+    return s_port (self, (size_t)node, "down");
+}
+
+int
+bn_bcast_procs_attach (bn_bcast_procs_t *self, zloop_t *loop)
+{
+    assert (self);
+    return bn_treeproc_attach (self->procs, loop);
+}
+
+void
+bn_bcast_procs_engine (void *arg, const char *uuid, int eid, bool registered)
+{
+    bn_bcast_procs_t *self = (bn_bcast_procs_t *)arg;
+    assert (self);
+    int node = bn_topology_engine_node (self->topology, eid);
+    if (node < 0 || !uuid)
+        return;
+    if (registered) {
+        zhashx_update (self->engines, uuid, (void *)(intptr_t)(eid + 1));
+        char text[16];
+        snprintf (text, sizeof text, "%d", eid);
+        bn_treeproc_sendx (self->procs, (size_t)node, "ENGINE_ADD", uuid, text,
+                           NULL);
+    } else {
+        zhashx_delete (self->engines, uuid);
+        bn_treeproc_sendx (self->procs, (size_t)node, "ENGINE_REMOVE", uuid,
+                           NULL);
+    }
+}
+
+int
+bn_bcast_procs_pid (bn_bcast_procs_t *self, size_t node)
+{
+    assert (self);
+    return (int)bn_treeproc_pid (self->procs, node);
+}
+
+json_t *
+bn_bcast_procs_stats (bn_bcast_procs_t *self)
+{
+    assert (self);
+    return bn_treeproc_stats (self->procs);
+}

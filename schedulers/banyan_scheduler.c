@@ -1,0 +1,487 @@
+/*  banyan-scheduler: one node of the broadcast tree as its own process
+    (options, settings, logging and the wait loop; the node is
+    bn_bcast_node_actor). banyan-controller starts one per node in process
+    mode (bn_treeproc) and talks to it over --control-fd.  */
+#include <czmq.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bn_bcast_node.h"
+#include "bn_config.h"
+#include "bn_log.h"
+#include "bn_nodelink.h"
+#include "bn_topology.h"
+
+#define S_NAME "banyan-scheduler"
+#define S_KEY_WAIT 10000  //  ms the controller has to send the key
+#define S_ACTOR_WAIT 5000 //  ms the actor has to answer a query
+
+static volatile sig_atomic_t s_stop = 0;
+
+static void
+s_on_signal (int signum)
+{
+    s_stop = 1;
+}
+
+static void
+s_usage (FILE *file)
+{
+    fputs ("Usage: " S_NAME " --node I [OPTION]...\n"
+           "Run one node of a banyan broadcast tree: it takes broadcast "
+           "requests\n"
+           "from above (clients at the root, its parent node elsewhere), sends "
+           "each\n"
+           "child or engine its targets, and merges or forwards the replies "
+           "on the\n"
+           "way back. banyan-controller starts one per node with "
+           "--tree-mode\n"
+           "processes; there is rarely a reason to run it by hand.\n"
+           "\n"
+           "Options:\n"
+           "  --node I              this node's index in the tree (0 = root, "
+           "then\n"
+           "                        breadth-first order)\n"
+           "  --topology SPEC       tree shape: kary:K, AxBxC or binomial "
+           "(default:\n"
+           "                        kary:2)\n"
+           "  --depth D             depth of the tree (default: the shape's)\n"
+           "  --bind up=ENDPOINT    root: bind the client-facing port here\n"
+           "  --connect up=ENDPOINT other nodes: connect to the parent's down\n"
+           "                        endpoint\n"
+           "  --bind down=ENDPOINT  bind the port children (or, at a leaf, "
+           "engines)\n"
+           "                        connect to; tcp://IP:0 picks a free port\n"
+           "  --hwm N               high-water mark of the node's sockets, 0 = "
+           "none\n"
+           "                        (controller.hwm)\n"
+           "  --deadline MS         default request deadline at the root, 0 = "
+           "none\n"
+           "  --control-fd FD       run under a controller: the session key "
+           "arrives\n"
+           "                        on FD, the bound endpoints are reported on "
+           "it,\n"
+           "                        engine and child events come through it, "
+           "and the\n"
+           "                        node exits when FD closes (its controller "
+           "is gone)\n"
+           "  --log-level LEVEL     error, warn, info or debug (log.level)\n"
+           "  --log-file FILE       append log lines to FILE (log.file)\n"
+           "  -h, --help            show this help and exit\n"
+           "  --version             show the version and exit\n"
+           "\n"
+           "Without --control-fd the session key is read from the environment\n"
+           "variable BANYAN_SESSION_KEY; it is never taken from the command "
+           "line.\n"
+           "Log lines carry the ident bcast.I.\n"
+           "\n"
+           "Exit status: 0 when stopped (its controller gone, SIGTERM), 1 on a "
+           "start-up\n"
+           "error, 2 on a usage error.\n",
+           file);
+}
+
+static int s_usage_error (const char *format, ...)
+    __attribute__ ((format (printf, 1, 2)));
+
+//  Print a usage error to stderr; returns the exit code 2.
+static int
+s_usage_error (const char *format, ...)
+{
+    va_list args;
+    va_start (args, format);
+    fprintf (stderr, S_NAME ": ");
+    vfprintf (stderr, format, args);
+    va_end (args);
+    fprintf (stderr, "\nTry '" S_NAME " --help' for more information.\n");
+    return 2;
+}
+
+//  Value of a flag given as "--flag=value" or "--flag value"; NULL if
+//  argv[*index] is not flag. *missing is set when the value is absent.
+static const char *
+s_flag_value (int argc, char **argv, int *index, const char *flag,
+              bool *missing)
+{
+    const char *arg = argv[*index];
+    size_t len = strlen (flag);
+    if (strncmp (arg, flag, len) != 0)
+        return NULL;
+    if (arg[len] == '=')
+        return arg + len + 1;
+    if (arg[len] != 0)
+        return NULL;
+    if (*index + 1 >= argc) {
+        *missing = true;
+        return NULL;
+    }
+    return argv[++*index];
+}
+
+//  A non-negative integer option; -1 if text is not one.
+static int
+s_number (const char *text)
+{
+    char *end;
+    errno = 0;
+    long value = strtol (text, &end, 10);
+    if (errno || end == text || *end || value < 0 || value > INT32_MAX)
+        return -1;
+    return (int)value;
+}
+
+typedef struct {
+    int node;
+    const char *topology;
+    int depth;
+    const char *bind_up;
+    const char *connect_up;
+    const char *bind_down;
+    int deadline;
+    int control_fd;
+} s_options_t;
+
+//  Parse argv into options and config; returns 0, 1 (help/version shown)
+//  or the usage error's exit code.
+static int
+s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
+{
+    *options = (s_options_t){.node = -1,
+                             .topology = "kary:2",
+                             .depth = BN_TOPOLOGY_DEPTH_DEFAULT,
+                             .control_fd = -1};
+    static const struct {
+        const char *flag;
+        const char *setting;
+    } settings[] = {
+        {"--hwm", "controller.hwm"},
+        {"--log-level", "log.level"},
+        {"--log-file", "log.file"},
+    };
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        bool missing = false;
+        const char *value;
+        if (streq (arg, "-h") || streq (arg, "--help")) {
+            s_usage (stdout);
+            return 1;
+        }
+        if (streq (arg, "--version")) {
+            printf (S_NAME " " BANYAN_VERSION
+                           " (IPython Parallel 7.1.0 wire protocol)\n");
+            return 1;
+        }
+        size_t s;
+        for (s = 0; s < sizeof settings / sizeof settings[0]; s++)
+            if ((value =
+                     s_flag_value (argc, argv, &i, settings[s].flag, &missing)))
+                break;
+        if (missing)
+            return s_usage_error ("option '%s' needs a value", arg);
+        if (s < sizeof settings / sizeof settings[0]) {
+            if (bn_config_set (config, settings[s].setting, value,
+                               BN_CONFIG_CMDLINE))
+                return s_usage_error ("%s", bn_config_error (config));
+            continue;
+        }
+        if ((value = s_flag_value (argc, argv, &i, "--node", &missing))) {
+            if ((options->node = s_number (value)) < 0)
+                return s_usage_error ("--node needs a node index, not '%s'",
+                                      value);
+        } else if ((value =
+                        s_flag_value (argc, argv, &i, "--topology", &missing)))
+            options->topology = value;
+        else if ((value = s_flag_value (argc, argv, &i, "--depth", &missing))) {
+            if ((options->depth = s_number (value)) < 0)
+                return s_usage_error ("--depth needs a number, not '%s'",
+                                      value);
+        } else if ((value = s_flag_value (argc, argv, &i, "--deadline",
+                                          &missing))) {
+            if ((options->deadline = s_number (value)) < 0)
+                return s_usage_error ("--deadline needs milliseconds, not "
+                                      "'%s'",
+                                      value);
+        } else if ((value = s_flag_value (argc, argv, &i, "--control-fd",
+                                          &missing))) {
+            if ((options->control_fd = s_number (value)) < 0)
+                return s_usage_error ("--control-fd needs a descriptor, not "
+                                      "'%s'",
+                                      value);
+        } else if ((value =
+                        s_flag_value (argc, argv, &i, "--bind", &missing))) {
+            if (strncmp (value, "up=", 3) == 0 && value[3])
+                options->bind_up = value + 3;
+            else if (strncmp (value, "down=", 5) == 0 && value[5])
+                options->bind_down = value + 5;
+            else
+                return s_usage_error ("--bind takes up=ENDPOINT or "
+                                      "down=ENDPOINT, not '%s'",
+                                      value);
+        } else if ((value =
+                        s_flag_value (argc, argv, &i, "--connect", &missing))) {
+            if (strncmp (value, "up=", 3) == 0 && value[3])
+                options->connect_up = value + 3;
+            else
+                return s_usage_error ("--connect takes up=ENDPOINT, not '%s'",
+                                      value);
+        } else if (missing)
+            return s_usage_error ("option '%s' needs a value", arg);
+        else
+            return s_usage_error ("unknown option '%s'", arg);
+    }
+    if (options->node < 0)
+        return s_usage_error ("%s", "--node is required");
+    if (!options->bind_down)
+        return s_usage_error ("%s", "--bind down=ENDPOINT is required");
+    if ((options->node == 0) != (options->bind_up != NULL) ||
+        (options->node != 0) != (options->connect_up != NULL))
+        return s_usage_error ("%s", "the root (--node 0) takes --bind "
+                                    "up=ENDPOINT, other nodes --connect "
+                                    "up=ENDPOINT");
+    return 0;
+}
+
+//  The session key: the first message on the control link, or
+//  BANYAN_SESSION_KEY. NULL (logged) if there is none.
+static char *
+s_key (bn_nodelink_t *link)
+{
+    if (!link) {
+        const char *key = getenv ("BANYAN_SESSION_KEY");
+        if (!key)
+            bn_log_error ("no session key: set BANYAN_SESSION_KEY or run "
+                          "under a controller (--control-fd)");
+        return key ? strdup (key) : NULL;
+    }
+    bool eof = false;
+    zmsg_t *msg = bn_nodelink_recv (link, S_KEY_WAIT, &eof);
+    char *command = msg ? zmsg_popstr (msg) : NULL;
+    char *key = command && streq (command, "KEY") ? zmsg_popstr (msg) : NULL;
+    if (!key)
+        bn_log_error ("no session key from the controller");
+    zstr_free (&command);
+    zmsg_destroy (&msg);
+    return key;
+}
+
+//  Ask the actor something it answers (ENDPOINTS, STATS); NULL if it did
+//  not answer in time.
+static zmsg_t *
+s_ask (zactor_t *actor, const char *command)
+{
+    zstr_send (actor, command);
+    zpoller_t *poller = zpoller_new (actor, NULL);
+    zmsg_t *reply =
+        zpoller_wait (poller, S_ACTOR_WAIT) ? zmsg_recv (actor) : NULL;
+    zpoller_destroy (&poller);
+    return reply;
+}
+
+//  Tell the controller which endpoints were bound: ["READY", name,
+//  endpoint, ...]. Returns -1 if the actor did not say.
+static int
+s_report_ready (zactor_t *actor, bn_nodelink_t *link,
+                const s_options_t *options)
+{
+    zmsg_t *endpoints = s_ask (actor, "ENDPOINTS");
+    char *up = endpoints ? zmsg_popstr (endpoints) : NULL;
+    char *down = endpoints ? zmsg_popstr (endpoints) : NULL;
+    zmsg_destroy (&endpoints);
+    int rc = -1;
+    if (up && down) {
+        bn_log_info ("serving: up %s, down %s", up, down);
+        zmsg_t *ready = zmsg_new ();
+        zmsg_addstr (ready, "READY");
+        if (options->bind_up) {
+            zmsg_addstr (ready, "up");
+            zmsg_addstr (ready, up);
+        }
+        zmsg_addstr (ready, "down");
+        zmsg_addstr (ready, down);
+        rc = link ? bn_nodelink_send (link, &ready) : 0;
+        zmsg_destroy (&ready);
+    }
+    zstr_free (&up);
+    zstr_free (&down);
+    return rc;
+}
+
+//  One message from the controller: an actor command, or STATS, answered
+//  as ["STATS", json].
+static void
+s_on_command (zactor_t *actor, bn_nodelink_t *link, zmsg_t **msg_p)
+{
+    zmsg_t *msg = *msg_p;
+    char *command = zframe_strdup (zmsg_first (msg));
+    if (streq (command, "ENGINE_ADD") || streq (command, "ENGINE_REMOVE") ||
+        streq (command, "CHILD_LOST"))
+        zmsg_send (msg_p, actor);
+    else if (streq (command, "STATS")) {
+        zmsg_t *reply = s_ask (actor, "STATS");
+        if (!reply)
+            reply = zmsg_new ();
+        zmsg_pushstr (reply, "STATS");
+        bn_nodelink_send (link, &reply);
+    } else
+        bn_log_warn ("unknown command from the controller: %.40s", command);
+    zstr_free (&command);
+    zmsg_destroy (msg_p);
+}
+
+//  The node's arguments from the topology; the arrays go to *ids and
+//  *leaf_child for the caller to free. Returns -1 (logged) on failure.
+static int
+s_node_args (bn_topology_t *topology, const s_options_t *options,
+             bn_bcast_node_args_t *args, const char ***ids, int **leaf_child)
+{
+    int node = options->node;
+    size_t nchildren = (size_t)bn_topology_nchildren (topology, node);
+    size_t nleaves = (size_t)bn_topology_leaves (topology);
+    *ids = calloc (nchildren + 1, sizeof (char *));
+    *leaf_child = bn_topology_is_leaf (topology, node)
+                      ? NULL
+                      : calloc (nleaves, sizeof (int));
+    if (!*ids || (!bn_topology_is_leaf (topology, node) && !*leaf_child))
+        return -1;
+    for (size_t c = 0; c < nchildren; c++)
+        (*ids)[c] = bn_topology_routing_id (
+            topology, bn_topology_child (topology, node, (int)c));
+    for (size_t leaf = 0; *leaf_child && leaf < nleaves; leaf++)
+        (*leaf_child)[leaf] =
+            bn_topology_child_toward (topology, node, (int)leaf);
+    args->routing_id = bn_topology_routing_id (topology, node);
+    args->level = bn_topology_level (topology, node);
+    args->depth = bn_topology_depth (topology);
+    args->up_endpoint = node == 0 ? options->bind_up : options->connect_up;
+    args->down_endpoint = options->bind_down;
+    args->nchildren = nchildren;
+    args->child_ids = *ids;
+    args->nleaves = nleaves;
+    args->leaf_child = *leaf_child;
+    args->deadline_ms = options->deadline;
+    return 0;
+}
+
+//  Run the node until its controller is gone or a signal; the exit code.
+static int
+s_run (const s_options_t *options, bn_config_t *config)
+{
+    char err[256] = "";
+    bn_topology_t *topology =
+        bn_topology_new (options->topology, options->depth, 0, err, sizeof err);
+    if (!topology) {
+        bn_log_error ("%s", err);
+        return 1;
+    }
+    if (options->node >= bn_topology_size (topology)) {
+        bn_log_error ("node %d is not in %s", options->node,
+                      bn_topology_describe (topology));
+        bn_topology_destroy (&topology);
+        return 1;
+    }
+    bn_nodelink_t *link =
+        options->control_fd >= 0 ? bn_nodelink_new (options->control_fd) : NULL;
+    char *key = s_key (link);
+    bn_bcast_node_args_t args = {.key = key,
+                                 .hwm =
+                                     bn_config_int (config, "controller.hwm"),
+                                 .status = -1};
+    const char **ids = NULL;
+    int *leaf_child = NULL;
+    zactor_t *actor = NULL;
+    int rc = 1;
+    if (key && s_node_args (topology, options, &args, &ids, &leaf_child) == 0 &&
+        (actor = zactor_new (bn_bcast_node_actor, &args)) && args.status == 0 &&
+        s_report_ready (actor, link, options) == 0)
+        rc = 0;
+    if (rc == 0) {
+        bn_log_info ("node %s of %s started", args.routing_id,
+                     bn_topology_describe (topology));
+        zmq_pollitem_t items[] = {
+            {zsock_resolve (actor), 0, ZMQ_POLLIN, 0},
+            {NULL, link ? bn_nodelink_fd (link) : -1, ZMQ_POLLIN, 0}};
+        while (!s_stop) {
+            if (link && bn_nodelink_pending (link))
+                items[1].events = ZMQ_POLLIN | ZMQ_POLLOUT;
+            else
+                items[1].events = ZMQ_POLLIN;
+            if (zmq_poll (items, link ? 2 : 1, 1000) < 0 && errno != EINTR)
+                break;
+            if (items[0].revents & ZMQ_POLLIN) {
+                //  the actor speaks only when it ends
+                bn_log_error ("the node actor stopped");
+                rc = 1;
+                break;
+            }
+            if (link && (items[1].revents & ZMQ_POLLOUT) &&
+                bn_nodelink_flush (link) < 0)
+                break;
+            bool eof = false;
+            zmsg_t *msg = NULL;
+            while (link && (items[1].revents & ZMQ_POLLIN) &&
+                   (msg = bn_nodelink_recv (link, 0, &eof)))
+                s_on_command (actor, link, &msg);
+            if (eof) {
+                bn_log_info ("the controller is gone; stopping");
+                break;
+            }
+        }
+    } else
+        bn_log_error ("node %d could not start", options->node);
+    zactor_destroy (&actor);
+    free (ids);
+    free (leaf_child);
+    if (key)
+        memset (key, 0, strlen (key));
+    zstr_free (&key);
+    bn_nodelink_destroy (&link);
+    bn_topology_destroy (&topology);
+    return rc;
+}
+
+int
+main (int argc, char **argv)
+{
+    bn_config_t *config = bn_config_new ();
+    if (!config) {
+        fprintf (stderr, S_NAME ": out of memory\n");
+        return 1;
+    }
+    s_options_t options;
+    int rc = bn_config_load_env (config, NULL)
+                 ? s_usage_error ("%s", bn_config_error (config))
+                 : s_parse (argc, argv, &options, config);
+    if (rc != 0) {
+        bn_config_destroy (&config);
+        return rc == 1 ? 0 : rc;
+    }
+    char ident[64];
+    snprintf (ident, sizeof ident, "bcast.%d", options.node);
+    bn_log_set_default_ident (ident);
+    bn_log_set_level ((bn_log_level_t)bn_log_level_parse (
+        bn_config_str (config, "log.level")));
+    const char *log_file = bn_config_str (config, "log.file");
+    if (*log_file && bn_log_set_file (log_file) != 0) {
+        fprintf (stderr, S_NAME ": cannot open log file %s\n", log_file);
+        bn_config_destroy (&config);
+        return 1;
+    }
+    //  a supervised node stops when its controller does, not on the
+    //  terminal's Ctrl-C (which reaches the whole process group)
+    zsys_handler_set (NULL);
+    struct sigaction action;
+    memset (&action, 0, sizeof action);
+    action.sa_handler = s_on_signal;
+    sigaction (SIGTERM, &action, NULL);
+    if (options.control_fd >= 0)
+        action.sa_handler = SIG_IGN;
+    sigaction (SIGINT, &action, NULL);
+    rc = s_run (&options, config);
+    bn_config_destroy (&config);
+    return rc;
+}
