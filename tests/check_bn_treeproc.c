@@ -43,6 +43,7 @@ s_stand_in (int argc, char **argv)
     }
     if (fd < 0 || exit_early)
         return 3;
+    zsys_set_linger (0);
     bn_nodelink_t *link = bn_nodelink_new (fd);
     bool eof = false;
     zmsg_t *msg = bn_nodelink_recv (link, T_TIMEOUT, &eof);
@@ -54,8 +55,12 @@ s_stand_in (int argc, char **argv)
     zstr_free (&command);
     if (silent) {
         //  never ready: wait for the end of the link
-        while (!eof)
-            zmsg_destroy (&msg), msg = bn_nodelink_recv (link, -1, &eof);
+        while (!eof) {
+            msg = bn_nodelink_recv (link, -1, &eof);
+            zmsg_destroy (&msg);
+        }
+        bn_nodelink_destroy (&link);
+        zstr_free (&key);
         return 0;
     }
     zsock_t *socks[8];
@@ -119,7 +124,7 @@ s_handler (void *arg, size_t node, const char *event, zmsg_t *msg)
          frame = zmsg_next (msg))
         len += snprintf (text + len, sizeof text - (size_t)len, " %.*s",
                          (int)zframe_size (frame), zframe_data (frame));
-    zlist_append (self->events, strdup (text));
+    zlist_append (self->events, text);
 }
 
 static int
