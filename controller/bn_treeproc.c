@@ -127,7 +127,8 @@ s_remove_dir (bn_treeproc_t *self)
     }
     if (dir)
         closedir (dir);
-    rmdir (self->dir);
+    if (rmdir (self->dir) != 0)
+        bn_log_warn ("tree: cannot remove %s: %s", self->dir, strerror (errno));
     self->dir[0] = 0;
 }
 

@@ -316,14 +316,19 @@ START_TEST (test_none_outlives_controller)
         pid_t pids[3];
         for (size_t i = 0; i < 3; i++)
             pids[i] = bn_treeproc_pid (tree, i);
-        if (write (fds[1], pids, sizeof pids) != sizeof pids)
+        char dir[64];
+        snprintf (dir, sizeof dir, "%s", bn_treeproc_dir (tree));
+        if (write (fds[1], pids, sizeof pids) != sizeof pids ||
+            write (fds[1], dir, sizeof dir) != sizeof dir)
             _exit (1);
         pause ();
         _exit (0);
     }
     close (fds[1]);
     pid_t pids[3];
+    char dir[64];
     ck_assert_int_eq (read (fds[0], pids, sizeof pids), sizeof pids);
+    ck_assert_int_eq (read (fds[0], dir, sizeof dir), sizeof dir);
     close (fds[0]);
     ck_assert_int_eq (kill (controller, SIGKILL), 0);
     ck_assert_int_eq (waitpid (controller, NULL, 0), controller);
@@ -338,6 +343,12 @@ START_TEST (test_none_outlives_controller)
                        "controller",
                        i, (int)pids[i]);
     }
+    //  a controller killed outright cannot remove its folder
+    zdir_t *left = zdir_new (dir, NULL);
+    if (left)
+        zdir_remove (left, true);
+    zdir_destroy (&left);
+    rmdir (dir);
 }
 END_TEST
 
