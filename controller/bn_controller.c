@@ -5,11 +5,13 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bn_bcast_procs.h"
 #include "bn_bcast_tree.h"
 #include "bn_connfile.h"
 #include "bn_heart.h"
@@ -76,6 +78,10 @@ typedef struct {
     bn_task_t *task;            //  Task scheduler, or NULL (scheme none)
     bn_refuser_t *task_refuser; //  Task port with scheme none
     bn_bcast_tree_t *tree;      //  Broadcast tree nodes (threads)
+    bn_bcast_procs_t *procs;    //  Broadcast tree nodes (processes)
+    bool tree_processes;        //  controller.tree_mode is processes
+    char *scheduler_path;       //  banyan-scheduler, for processes
+    char *log_file;             //  Passed on to the node processes
     bool shutdown;              //  Ended by a hub shutdown_request
 } s_controller_t;
 
@@ -153,6 +159,63 @@ s_old_port (bn_connfile_t *file, const char *name)
     return port > 0 ? port : 0;
 }
 
+//  Start the tree's node processes on the ports of the old connection
+//  files (0 = any) and take the ports they bound. Returns -1 on failure.
+static int
+s_start_procs (s_controller_t *self, int root_port, bn_connfile_t *old_engine)
+{
+    int *leaf_ports = calloc (self->nleaves, sizeof (int));
+    if (!leaf_ports)
+        return -1;
+    for (size_t leaf = 0; old_engine && leaf < self->nleaves &&
+                          leaf < bn_connfile_broadcast_count (old_engine);
+         leaf++) {
+        int port = bn_connfile_broadcast (old_engine, leaf);
+        leaf_ports[leaf] = port > 0 ? port : 0;
+    }
+    bn_bcast_procs_options_t options = {.program = self->scheduler_path,
+                                        .ip = self->ip,
+                                        .root_port =
+                                            root_port > 0 ? root_port : 0,
+                                        .leaf_ports = leaf_ports,
+                                        .hwm = self->hwm,
+                                        .deadline_ms = self->tree_deadline,
+                                        .log_file = self->log_file};
+    self->procs = bn_bcast_procs_new (self->topology, self->key, &options);
+    free (leaf_ports);
+    if (!self->procs)
+        return -1;
+    self->bcast_in.port = bn_bcast_procs_root_port (self->procs);
+    for (size_t leaf = 0; leaf < self->nleaves; leaf++)
+        self->bcast_leaves[leaf].port =
+            bn_bcast_procs_leaf_port (self->procs, leaf);
+    return 0;
+}
+
+//  banyan-scheduler: controller.scheduler_path, else the one beside this
+//  program, else the one in PATH. Returns a new string or NULL.
+static char *
+s_scheduler_path (bn_config_t *config)
+{
+    const char *given = bn_config_str (config, "controller.scheduler_path");
+    if (*given)
+        return strdup (given);
+    char self_path[PATH_MAX];
+    ssize_t len = readlink ("/proc/self/exe", self_path, sizeof self_path - 1);
+    if (len > 0) {
+        self_path[len] = 0;
+        char *slash = strrchr (self_path, '/');
+        if (slash) {
+            *slash = 0;
+            char *beside = zsys_sprintf ("%s/banyan-scheduler", self_path);
+            if (beside && access (beside, X_OK) == 0)
+                return beside;
+            zstr_free (&beside);
+        }
+    }
+    return strdup ("banyan-scheduler");
+}
+
 static int
 s_bind_all (s_controller_t *self, bn_connfile_t *old_client,
             bn_connfile_t *old_engine)
@@ -178,7 +241,9 @@ s_bind_all (s_controller_t *self, bn_connfile_t *old_client,
     self->bcast_leaves = calloc (self->nleaves, sizeof (s_bound_t));
     if (!self->bcast_leaves)
         return -1;
-    for (size_t leaf = 0; leaf < self->nleaves; leaf++) {
+    //  in processes mode the node processes bind the tree's ports
+    for (size_t leaf = 0; !self->tree_processes && leaf < self->nleaves;
+         leaf++) {
         const char *id = bn_topology_routing_id (
             self->topology, bn_topology_leaf_node (self->topology, (int)leaf));
         int port = e && leaf < bn_connfile_broadcast_count (e)
@@ -198,8 +263,11 @@ s_bind_all (s_controller_t *self, bn_connfile_t *old_client,
         s_bind (self, &self->iopub_out, ZMQ_PUB, NULL, false,
                 s_old_port (c, "iopub")) ||
         s_bind (self, &self->notifier, ZMQ_PUB, NULL, false,
-                s_old_port (c, "notification")) ||
-        s_bind (self, &self->bcast_in, ZMQ_ROUTER, root_id, true,
+                s_old_port (c, "notification")))
+        return -1;
+    if (self->tree_processes)
+        return s_start_procs (self, bcast_port, e);
+    if (s_bind (self, &self->bcast_in, ZMQ_ROUTER, root_id, true,
                 bcast_port > 0 ? bcast_port : 0))
         return -1;
     if (self->hwm == 0)
@@ -346,6 +414,7 @@ s_controller_destroy (s_controller_t **self_p)
     bn_task_destroy (&self->task);
     bn_refuser_destroy (&self->task_refuser);
     bn_bcast_tree_destroy (&self->tree);
+    bn_bcast_procs_destroy (&self->procs);
     zloop_destroy (&self->loop);
     s_bound_t *all[] = {
         &self->query,      &self->notifier,    &self->hb_ping,
@@ -359,6 +428,8 @@ s_controller_destroy (s_controller_t **self_p)
     for (size_t leaf = 0; self->bcast_leaves && leaf < self->nleaves; leaf++)
         zsock_destroy (&self->bcast_leaves[leaf].sock);
     free (self->bcast_leaves);
+    free (self->scheduler_path);
+    free (self->log_file);
     bn_topology_destroy (&self->topology);
     s_remove_files (self);
     bn_session_destroy (&self->session);
@@ -383,7 +454,9 @@ s_stats (s_controller_t *self)
         "iopub", bn_relay_stats (self->iopub), "task",
         self->task ? bn_task_stats (self->task)
                    : bn_refuser_stats (self->task_refuser),
-        "broadcast", bn_bcast_tree_stats (self->tree));
+        "broadcast",
+        self->procs ? bn_bcast_procs_stats (self->procs)
+                    : bn_bcast_tree_stats (self->tree));
 }
 
 static int
@@ -443,20 +516,23 @@ s_start_components (s_controller_t *self, int period, int misses,
         if (!self->task_refuser)
             return -1;
     }
-    //  the tree's nodes take the root and leaf ports
-    zsock_t **leaves = calloc (self->nleaves, sizeof (zsock_t *));
-    if (!leaves)
+    //  the tree's nodes take the root and leaf ports (threads mode; in
+    //  processes mode they were started with the binds)
+    zsock_t **leaves =
+        self->procs ? NULL : calloc (self->nleaves, sizeof (zsock_t *));
+    if (!self->procs && !leaves)
         return -1;
-    for (size_t leaf = 0; leaf < self->nleaves; leaf++)
+    for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
         leaves[leaf] = self->bcast_leaves[leaf].sock;
-    self->tree =
-        bn_bcast_tree_new (self->topology, self->key, &self->bcast_in.sock,
-                           leaves, self->hwm, self->tree_deadline);
-    for (size_t leaf = 0; leaf < self->nleaves; leaf++)
+    if (leaves)
+        self->tree =
+            bn_bcast_tree_new (self->topology, self->key, &self->bcast_in.sock,
+                               leaves, self->hwm, self->tree_deadline);
+    for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
         self->bcast_leaves[leaf].sock = leaves[leaf];
     free (leaves);
     if (!self->loop || !self->heart || !self->mux || !self->control ||
-        !self->iopub || !self->tree)
+        !self->iopub || (!self->tree && !self->procs))
         return -1;
     self->hub = bn_hub_new (
         self->query.sock, self->notifier.sock, self->session, self->heart,
@@ -468,8 +544,10 @@ s_start_components (s_controller_t *self, int period, int misses,
         return -1;
     if (self->task)
         bn_hub_set_task (self->hub, self->task);
-    if (bn_hub_add_engine_listener (self->hub, bn_bcast_tree_engine,
-                                    self->tree) ||
+    if ((self->tree ? bn_hub_add_engine_listener (
+                          self->hub, bn_bcast_tree_engine, self->tree)
+                    : bn_hub_add_engine_listener (
+                          self->hub, bn_bcast_procs_engine, self->procs)) ||
         bn_hub_add_relay (self->hub, self->mux, true) ||
         bn_hub_add_relay (self->hub, self->control, false))
         return -1;
@@ -483,6 +561,7 @@ s_start_components (s_controller_t *self, int period, int misses,
         bn_relay_attach (self->mux, self->loop) ||
         bn_relay_attach (self->control, self->loop) ||
         bn_relay_attach (self->iopub, self->loop) ||
+        (self->procs && bn_bcast_procs_attach (self->procs, self->loop)) ||
         (self->task && bn_task_attach (self->task, self->loop)) ||
         (self->task_refuser &&
          bn_refuser_attach (self->task_refuser, self->loop)))
@@ -539,6 +618,10 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
         return NULL;
     }
     self->hwm = bn_config_int (config, "controller.hwm");
+    self->tree_processes =
+        streq (bn_config_str (config, "controller.tree_mode"), "processes");
+    self->scheduler_path = s_scheduler_path (config);
+    self->log_file = strdup (bn_config_str (config, "log.file"));
     self->reuse = bn_config_bool (config, "controller.reuse_files");
     self->client_path = bn_connfile_path (args->profile_dir, self->cluster_id,
                                           BN_CONNFILE_CLIENT);
@@ -548,7 +631,8 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
         zsys_sprintf ("%s/pid/banyan-controller%s%s.pid", args->profile_dir,
                       *self->cluster_id ? "-" : "", self->cluster_id);
     if (!self->ip || !self->interface || !self->cluster_id ||
-        !self->client_path || !self->engine_path || !self->pid_path) {
+        !self->client_path || !self->engine_path || !self->pid_path ||
+        !self->scheduler_path || !self->log_file) {
         s_controller_destroy (&self);
         return NULL;
     }

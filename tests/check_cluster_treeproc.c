@@ -1,0 +1,523 @@
+/*  check_cluster_treeproc: the broadcast tree in processes mode: a
+    controller actor in this process running its tree as banyan-scheduler
+    processes, banyan engines as actors, and a client speaking the wire.
+    Broadcasts give the direct view's results; a killed node process is
+    reported at once, restarted, and its subtree served again; no node
+    process outlives the controller.  */
+#include <check.h>
+#include <czmq.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bn_config.h"
+#include "bn_connfile.h"
+#include "bn_controller.h"
+#include "bn_engine_actor.h"
+#include "bn_msg.h"
+#include "bn_msgtypes.h"
+#include "bn_pickle.h"
+#include "bn_session.h"
+#include "bn_value.h"
+
+#define T_TIMEOUT 10000 //  ms any single receive may wait
+#define T_ENGINES 4
+
+typedef struct {
+    char dir[64];
+    bn_config_t *config;
+    zactor_t *controller;
+    zactor_t *engines;
+    bn_session_t *session;
+    zsock_t *query; //  DEALERs on the client ports
+    zsock_t *mux;
+    zsock_t *bcast;
+    char *uuids[T_ENGINES]; //  Engine uuid by id
+} t_cluster_t;
+
+static zsock_t *
+s_dealer (bn_connfile_t *file, int port)
+{
+    zsock_t *sock = zsock_new (ZMQ_DEALER);
+    ck_assert_ptr_nonnull (sock);
+    zsock_set_rcvtimeo (sock, T_TIMEOUT);
+    zsock_set_linger (sock, 0);
+    ck_assert_int_eq (
+        zsock_connect (sock, "%s:%d", bn_connfile_interface (file), port), 0);
+    return sock;
+}
+
+static void
+s_set (bn_config_t *config, const char *name, const char *value)
+{
+    ck_assert_int_eq (bn_config_set (config, name, value, BN_CONFIG_CMDLINE),
+                      0);
+}
+
+static void s_wait_served (t_cluster_t *self, const int *eids, size_t n);
+
+//  A controller whose tree of depth runs as processes, and T_ENGINES
+//  engines, all registered.
+static t_cluster_t *
+s_cluster_new (const char *depth)
+{
+    t_cluster_t *self = calloc (1, sizeof *self);
+    snprintf (self->dir, sizeof self->dir, "/tmp/bn-treeproc-XXXXXX");
+    ck_assert_ptr_nonnull (mkdtemp (self->dir));
+    self->config = bn_config_new ();
+    s_set (self->config, "controller.tree_mode", "processes");
+    s_set (self->config, "controller.scheduler_path",
+           BN_BUILD_DIR "/bin/banyan-scheduler");
+    s_set (self->config, "controller.depth", depth);
+    s_set (self->config, "controller.heartbeat_period", "100");
+    s_set (self->config, "controller.heartbeat_misses", "50");
+    bn_controller_args_t args = {self->config, self->dir,
+                                 BN_CONTROLLER_STARTING};
+    self->controller = zactor_new (bn_controller_actor, &args);
+    ck_assert_ptr_nonnull (self->controller);
+    ck_assert_int_eq (args.status, 0);
+    char *client_path = NULL, *engine_path = NULL;
+    zstr_send (self->controller, "CONNFILES");
+    zstr_recvx (self->controller, &client_path, &engine_path, NULL);
+    ck_assert_ptr_nonnull (engine_path);
+    char err[256] = "";
+    bn_connfile_t *client = bn_connfile_load (client_path, err, sizeof err);
+    ck_assert_msg (client != NULL, "%s", err);
+    bn_engine_args_t engines = {engine_path, NULL, self->config,
+                                T_ENGINES,   0,    self->dir};
+    self->engines = zactor_new (bn_engine_actor, &engines);
+    ck_assert_ptr_nonnull (self->engines);
+    zstr_sendx (self->engines, "WAIT", "20000", NULL);
+    char *answer = zstr_recv (self->engines);
+    ck_assert_str_eq (answer, "OK");
+    zstr_free (&answer);
+    self->session = bn_session_new (bn_connfile_key (client), NULL);
+    self->query = s_dealer (client, bn_connfile_port (client, "registration"));
+    self->mux = s_dealer (client, bn_connfile_port (client, "mux"));
+    self->bcast = s_dealer (client, bn_connfile_broadcast (client, 0));
+    bn_connfile_destroy (&client);
+    zstr_free (&client_path);
+    zstr_free (&engine_path);
+    //  the engines by id; the hub lists an engine from its first heartbeat
+    int64_t give_up = zclock_mono () + T_TIMEOUT;
+    while (true) {
+        bn_msg_t *request =
+            bn_msg_new (self->session, BN_MSG_CONNECTION_REQUEST);
+        ck_assert_int_eq (
+            bn_msg_send (&request, zsock_resolve (self->query), self->session),
+            0);
+        bn_msg_t *reply = bn_msg_recv (zsock_resolve (self->query));
+        ck_assert_ptr_nonnull (reply);
+        json_t *map = json_object_get (bn_msg_content (reply), "engines");
+        bool all = json_object_size (map) == T_ENGINES;
+        for (int eid = 0; all && eid < T_ENGINES; eid++) {
+            char key[16];
+            snprintf (key, sizeof key, "%d", eid);
+            const char *uuid = json_string_value (json_object_get (map, key));
+            ck_assert_msg (uuid != NULL, "engine %d is not registered", eid);
+            self->uuids[eid] = strdup (uuid);
+        }
+        bn_msg_destroy (&reply);
+        if (all)
+            break;
+        ck_assert_msg (zclock_mono () < give_up, "the engines did not "
+                                                 "register");
+        zclock_sleep (20);
+    }
+    //  an engine connects to its leaf a moment after it registers
+    int all[T_ENGINES];
+    for (int eid = 0; eid < T_ENGINES; eid++)
+        all[eid] = eid;
+    s_wait_served (self, all, T_ENGINES);
+    return self;
+}
+
+//  The pids of the tree's node processes, from the controller's STATS.
+static size_t
+s_node_pids (t_cluster_t *self, pid_t *pids, size_t max)
+{
+    zstr_send (self->controller, "STATS");
+    char *text = zstr_recv (self->controller);
+    ck_assert_ptr_nonnull (text);
+    json_t *stats = json_loads (text, 0, NULL);
+    zstr_free (&text);
+    json_t *tree = json_object_get (stats, "broadcast");
+    ck_assert_str_eq (json_string_value (json_object_get (tree, "mode")),
+                      "processes");
+    json_t *nodes = json_object_get (tree, "nodes");
+    size_t count = json_array_size (nodes);
+    for (size_t i = 0; i < count && i < max; i++)
+        pids[i] = (pid_t)json_integer_value (
+            json_object_get (json_array_get (nodes, i), "pid"));
+    json_decref (stats);
+    return count;
+}
+
+//  Restarts of node so far, and whether it is ready.
+static int
+s_node_restarts (t_cluster_t *self, size_t node, bool *ready)
+{
+    zstr_send (self->controller, "STATS");
+    char *text = zstr_recv (self->controller);
+    json_t *stats = json_loads (text, 0, NULL);
+    zstr_free (&text);
+    json_t *entry = json_array_get (
+        json_object_get (json_object_get (stats, "broadcast"), "nodes"), node);
+    *ready =
+        streq (json_string_value (json_object_get (entry, "state")), "ready");
+    int restarts =
+        (int)json_integer_value (json_object_get (entry, "restarts"));
+    json_decref (stats);
+    return restarts;
+}
+
+static bool
+s_gone (pid_t pid)
+{
+    return kill (pid, 0) != 0 && errno == ESRCH;
+}
+
+static void
+s_cluster_destroy (t_cluster_t **self_p)
+{
+    t_cluster_t *self = *self_p;
+    zactor_destroy (&self->engines);
+    zsock_destroy (&self->query);
+    zsock_destroy (&self->mux);
+    zsock_destroy (&self->bcast);
+    zactor_destroy (&self->controller);
+    bn_session_destroy (&self->session);
+    bn_config_destroy (&self->config);
+    for (int eid = 0; eid < T_ENGINES; eid++)
+        free (self->uuids[eid]);
+    zdir_t *dir = zdir_new (self->dir, NULL);
+    if (dir)
+        zdir_remove (dir, true);
+    zdir_destroy (&dir);
+    rmdir (self->dir);
+    free (self);
+    *self_p = NULL;
+}
+
+//  An apply request of the named engine function with one argument.
+static bn_msg_t *
+s_apply (t_cluster_t *self, const char *function, bn_value_t *arg)
+{
+    bn_value_t *args = bn_value_new_list ();
+    bn_value_append (args, arg);
+    zmsg_t *frames = bn_apply_pack_reference (function, args, NULL);
+    bn_value_destroy (&args);
+    ck_assert_ptr_nonnull (frames);
+    bn_msg_t *request = bn_msg_new (self->session, BN_MSG_APPLY_REQUEST);
+    zframe_t *frame;
+    while ((frame = zmsg_pop (frames))) {
+        bn_msg_add_buffer (request, zframe_data (frame), zframe_size (frame));
+        zframe_destroy (&frame);
+    }
+    zmsg_destroy (&frames);
+    return request;
+}
+
+//  Each engine's reply buffers to an echo of payload, through the mux.
+static zlist_t *
+s_direct (t_cluster_t *self, int eid, const char *payload)
+{
+    bn_msg_t *request =
+        s_apply (self, "echo", bn_value_new_bytes (payload, strlen (payload)));
+    bn_msg_push_ident (request, self->uuids[eid], strlen (self->uuids[eid]));
+    ck_assert_int_eq (
+        bn_msg_send (&request, zsock_resolve (self->mux), self->session), 0);
+    bn_msg_t *reply = bn_msg_recv (zsock_resolve (self->mux));
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (
+        json_string_value (json_object_get (bn_msg_content (reply), "status")),
+        "ok");
+    zlist_t *buffers = zlist_new ();
+    for (size_t b = 0; b < bn_msg_nbuffers (reply); b++) {
+        zmq_msg_t *part = bn_msg_buffer (reply, b);
+        zlist_append (buffers,
+                      zchunk_new (zmq_msg_data (part), zmq_msg_size (part)));
+    }
+    bn_msg_destroy (&reply);
+    return buffers;
+}
+
+static void
+s_buffers_destroy (zlist_t **buffers)
+{
+    zchunk_t *chunk;
+    while ((chunk = (zchunk_t *)zlist_pop (*buffers)))
+        zchunk_destroy (&chunk);
+    zlist_destroy (buffers);
+}
+
+//  Send a broadcast of request to engines eids[0..n-1].
+static void
+s_bcast_send (t_cluster_t *self, bn_msg_t **request, const int *eids, size_t n,
+              bool coalescing)
+{
+    json_t *targets = json_array ();
+    for (size_t i = 0; i < n; i++)
+        json_array_append_new (
+            targets, json_pack ("[s,i]", self->uuids[eids[i]], eids[i]));
+    bn_msg_set_metadata (*request,
+                         json_pack ("{s:o, s:b, s:b}", "targets", targets,
+                                    "is_broadcast", 1, "is_coalescing",
+                                    coalescing ? 1 : 0));
+    ck_assert_int_eq (
+        bn_msg_send (request, zsock_resolve (self->bcast), self->session), 0);
+}
+
+static int
+s_eid_of (t_cluster_t *self, const char *uuid)
+{
+    for (int eid = 0; eid < T_ENGINES; eid++)
+        if (uuid && streq (uuid, self->uuids[eid]))
+            return eid;
+    return -1;
+}
+
+//  Broadcast an echo to every engine, coalescing or not, and check that
+//  each engine's result is what the direct view gets.
+static void
+s_check_same_as_direct (t_cluster_t *self, bool coalescing)
+{
+    const char *payload = coalescing ? "merged payload" : "forwarded payload";
+    zlist_t *direct[T_ENGINES];
+    for (int eid = 0; eid < T_ENGINES; eid++)
+        direct[eid] = s_direct (self, eid, payload);
+    int eids[T_ENGINES];
+    for (int eid = 0; eid < T_ENGINES; eid++)
+        eids[eid] = eid;
+    bn_msg_t *request =
+        s_apply (self, "echo", bn_value_new_bytes (payload, strlen (payload)));
+    char *msg_id = strdup (bn_msg_id (request));
+    s_bcast_send (self, &request, eids, T_ENGINES, coalescing);
+    bool seen[T_ENGINES] = {false};
+    if (coalescing) {
+        bn_msg_t *reply = bn_msg_recv (zsock_resolve (self->bcast));
+        ck_assert_ptr_nonnull (reply);
+        ck_assert_int_eq (bn_msg_verify (reply, self->session, true), 0);
+        ck_assert_str_eq (json_string_value (json_object_get (
+                              bn_msg_content (reply), "status")),
+                          "ok");
+        json_t *metadata = bn_msg_metadata (reply);
+        ck_assert_str_eq (
+            json_string_value (json_object_get (metadata, "original_msg_id")),
+            msg_id);
+        json_t *targets = json_object_get (metadata, "broadcast_targets");
+        ck_assert_int_eq (json_array_size (targets), T_ENGINES);
+        //  the buffers are each engine's, in broadcast_targets order
+        size_t at = 0;
+        for (size_t i = 0; i < T_ENGINES; i++) {
+            json_t *pair = json_array_get (targets, i);
+            int eid =
+                s_eid_of (self, json_string_value (json_array_get (pair, 0)));
+            ck_assert_int_ge (eid, 0);
+            ck_assert_int_eq (json_integer_value (json_array_get (pair, 1)),
+                              eid);
+            ck_assert (!seen[eid]);
+            seen[eid] = true;
+            for (zchunk_t *chunk = (zchunk_t *)zlist_first (direct[eid]); chunk;
+                 chunk = (zchunk_t *)zlist_next (direct[eid])) {
+                ck_assert_uint_lt (at, bn_msg_nbuffers (reply));
+                zmq_msg_t *part = bn_msg_buffer (reply, at++);
+                ck_assert_uint_eq (zmq_msg_size (part), zchunk_size (chunk));
+                ck_assert_mem_eq (zmq_msg_data (part), zchunk_data (chunk),
+                                  zchunk_size (chunk));
+            }
+        }
+        ck_assert_uint_eq (at, bn_msg_nbuffers (reply));
+        bn_msg_destroy (&reply);
+    } else {
+        for (size_t i = 0; i < T_ENGINES; i++) {
+            bn_msg_t *reply = bn_msg_recv (zsock_resolve (self->bcast));
+            ck_assert_ptr_nonnull (reply);
+            ck_assert_int_eq (bn_msg_verify (reply, self->session, true), 0);
+            //  the stock client matches "<msg_id>_<engine uuid>"
+            const char *parent = bn_msg_parent_id (reply);
+            ck_assert_ptr_nonnull (parent);
+            size_t len = strlen (msg_id);
+            ck_assert (strncmp (parent, msg_id, len) == 0 &&
+                       parent[len] == '_');
+            int eid = s_eid_of (self, parent + len + 1);
+            ck_assert_int_ge (eid, 0);
+            ck_assert (!seen[eid]);
+            seen[eid] = true;
+            ck_assert_uint_eq (bn_msg_nbuffers (reply),
+                               zlist_size (direct[eid]));
+            size_t at = 0;
+            for (zchunk_t *chunk = (zchunk_t *)zlist_first (direct[eid]); chunk;
+                 chunk = (zchunk_t *)zlist_next (direct[eid])) {
+                zmq_msg_t *part = bn_msg_buffer (reply, at++);
+                ck_assert_uint_eq (zmq_msg_size (part), zchunk_size (chunk));
+                ck_assert_mem_eq (zmq_msg_data (part), zchunk_data (chunk),
+                                  zchunk_size (chunk));
+            }
+            bn_msg_destroy (&reply);
+        }
+    }
+    for (int eid = 0; eid < T_ENGINES; eid++)
+        s_buffers_destroy (&direct[eid]);
+    free (msg_id);
+}
+
+//  Coalescing echo to engines eids; true if every engine answered ok.
+static bool
+s_bcast_ok (t_cluster_t *self, const int *eids, size_t n)
+{
+    bn_msg_t *request = s_apply (self, "echo", bn_value_new_bytes ("x", 1));
+    s_bcast_send (self, &request, eids, n, true);
+    bn_msg_t *reply = bn_msg_recv (zsock_resolve (self->bcast));
+    ck_assert_ptr_nonnull (reply);
+    const char *status =
+        json_string_value (json_object_get (bn_msg_content (reply), "status"));
+    bool ok = status && streq (status, "ok") &&
+              json_array_size (json_object_get (bn_msg_metadata (reply),
+                                                "broadcast_targets")) == n;
+    if (!ok && getenv ("T_DEBUG"))
+        bn_msg_print (reply);
+    bn_msg_destroy (&reply);
+    return ok;
+}
+
+//  Wait until node has been restarted (restarts > before) and is ready.
+static void
+s_wait_restarted (t_cluster_t *self, size_t node, int before)
+{
+    int64_t give_up = zclock_mono () + T_TIMEOUT;
+    bool ready = false;
+    while (s_node_restarts (self, node, &ready) <= before || !ready) {
+        ck_assert_msg (zclock_mono () < give_up, "node %zu was not restarted",
+                       node);
+        zclock_sleep (10);
+    }
+}
+
+//  Broadcast to eids until all answer: engines connect to their leaves,
+//  and a restarted node's links and its engines' connections come back, by
+//  themselves a moment after the registration or the restart; until then
+//  the tree answers at once that they cannot be reached. Fails if they are
+//  not served within T_TIMEOUT.
+static void
+s_wait_served (t_cluster_t *self, const int *eids, size_t n)
+{
+    int64_t give_up = zclock_mono () + T_TIMEOUT;
+    while (!s_bcast_ok (self, eids, n)) {
+        ck_assert_msg (zclock_mono () < give_up,
+                       "the restarted subtree is not served");
+        zclock_sleep (20);
+    }
+}
+
+START_TEST (test_depth1)
+{
+    t_cluster_t *cluster = s_cluster_new ("1");
+    pid_t pids[8];
+    ck_assert_uint_eq (s_node_pids (cluster, pids, 8), 3);
+    for (size_t i = 0; i < 3; i++)
+        ck_assert_int_gt (pids[i], 0);
+    s_check_same_as_direct (cluster, true);
+    s_check_same_as_direct (cluster, false);
+    s_cluster_destroy (&cluster);
+    //  stopping the controller leaves no node process
+    for (size_t i = 0; i < 3; i++)
+        ck_assert (s_gone (pids[i]));
+}
+END_TEST
+
+START_TEST (test_depth2)
+{
+    t_cluster_t *cluster = s_cluster_new ("2");
+    pid_t pids[8];
+    ck_assert_uint_eq (s_node_pids (cluster, pids, 8), 7);
+    s_check_same_as_direct (cluster, true);
+    s_check_same_as_direct (cluster, false);
+    s_cluster_destroy (&cluster);
+    for (size_t i = 0; i < 7; i++)
+        ck_assert (s_gone (pids[i]));
+}
+END_TEST
+
+START_TEST (test_node_killed)
+{
+    //  kary:2 depth 2: node 1 is the parent of leaves 3 and 4, which serve
+    //  engines 0 and 1 (e % 4); node 5 is the leaf of engine 2
+    t_cluster_t *cluster = s_cluster_new ("2");
+    pid_t pids[8];
+    s_node_pids (cluster, pids, 8);
+    int subtree[] = {0, 1};
+    //  a request waiting on node 1 fails as soon as node 1 dies, naming
+    //  its engines, although the engines are still busy
+    bn_msg_t *request = s_apply (cluster, "sleep", bn_value_new_float (2.0));
+    s_bcast_send (cluster, &request, subtree, 2, true);
+    zclock_sleep (100);
+    ck_assert_int_eq (kill (pids[1], SIGKILL), 0);
+    bn_msg_t *reply = bn_msg_recv (zsock_resolve (cluster->bcast));
+    ck_assert_ptr_nonnull (reply);
+    json_t *content = bn_msg_content (reply);
+    ck_assert_str_eq (json_string_value (json_object_get (content, "status")),
+                      "error");
+    ck_assert_str_eq (json_string_value (json_object_get (content, "ename")),
+                      "EngineError");
+    json_t *metadata = bn_msg_metadata (reply);
+    json_t *targets = json_object_get (metadata, "broadcast_targets");
+    json_t *replies = json_object_get (metadata, "bn_replies");
+    ck_assert_int_eq (json_array_size (targets), 2);
+    ck_assert_int_eq (json_array_size (replies), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *entry = json_array_get (replies, i);
+        ck_assert_str_eq (json_string_value (json_object_get (entry, "status")),
+                          "error");
+        ck_assert_str_eq (json_string_value (json_object_get (
+                              json_object_get (entry, "content"), "ename")),
+                          "EngineError");
+        int eid = (int)json_integer_value (
+            json_array_get (json_array_get (targets, i), 1));
+        ck_assert (eid == 0 || eid == 1);
+    }
+    bn_msg_destroy (&reply);
+    //  restarted; the next broadcasts reach its whole subtree
+    s_wait_restarted (cluster, 1, 0);
+    ck_assert (s_gone (pids[1]));
+    s_wait_served (cluster, subtree, 2);
+    //  a leaf killed: its engines reconnect to the same port
+    int leaf_engines[] = {2};
+    s_node_pids (cluster, pids, 8);
+    ck_assert_int_eq (kill (pids[5], SIGKILL), 0);
+    s_wait_restarted (cluster, 5, 0);
+    s_wait_served (cluster, leaf_engines, 1);
+    //  and the whole tree still answers as the direct view does
+    s_check_same_as_direct (cluster, true);
+    s_node_pids (cluster, pids, 8);
+    s_cluster_destroy (&cluster);
+    for (size_t i = 0; i < 7; i++)
+        ck_assert (s_gone (pids[i]));
+}
+END_TEST
+
+static Suite *
+s_suite (void)
+{
+    Suite *suite = suite_create ("cluster_treeproc");
+    TCase *tc = tcase_create ("core");
+    tcase_set_timeout (tc, 60);
+    tcase_add_test (tc, test_depth1);
+    tcase_add_test (tc, test_depth2);
+    tcase_add_test (tc, test_node_killed);
+    suite_add_tcase (suite, tc);
+    return suite;
+}
+
+int
+main (void)
+{
+    SRunner *runner = srunner_create (s_suite ());
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? 1 : 0;
+}
