@@ -3,6 +3,7 @@ real binaries: usage, the node processes a controller starts (the key on no
 command line), and none left once the controller is gone, however it ends."""
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -107,6 +108,9 @@ for how in ("SIGTERM", "SIGKILL"):
         check(all(key not in cmdline(p) and "--control-fd" in cmdline(p)
                   for p in nodes),
               f"{how}: the key is on no node's command line")
+        folders = {arg.split("//", 1)[1].rsplit("/", 1)[0]
+                   for p in nodes for arg in cmdline(p).split()
+                   if "ipc://" in arg}
         os.kill(ctl.pid, getattr(signal, how))
         try:
             ctl.wait(timeout=20)
@@ -121,5 +125,11 @@ for how in ("SIGTERM", "SIGKILL"):
                 os.kill(p, signal.SIGKILL)
             except OSError:
                 pass
+        if how == "SIGTERM":
+            check(not any(os.path.exists(f) for f in folders),
+                  "SIGTERM: the controller removed its private folder", folders)
+        # a controller killed outright cannot remove it
+        for folder in folders:
+            shutil.rmtree(folder, ignore_errors=True)
 
 finish()
