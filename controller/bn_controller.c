@@ -48,6 +48,7 @@ typedef struct {
     int depth;               //  Broadcast tree depth
     bn_topology_t *topology; //  Broadcast tree shape
     int tree_deadline;       //  Default broadcast deadline, ms (0: none)
+    char *reduce_plugins;    //  Reduction plugins the tree's nodes load
     int hwm;                 //  SNDHWM/RCVHWM of every socket
     bool reuse;              //  Keep (and reuse) connection files
     char *client_path;       //  Connection files and pid file
@@ -437,6 +438,7 @@ s_controller_destroy (s_controller_t **self_p)
     free (self->ip);
     free (self->interface);
     free (self->cluster_id);
+    free (self->reduce_plugins);
     free (self->client_path);
     free (self->engine_path);
     free (self->pid_path);
@@ -525,9 +527,9 @@ s_start_components (s_controller_t *self, int period, int misses,
     for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
         leaves[leaf] = self->bcast_leaves[leaf].sock;
     if (leaves)
-        self->tree =
-            bn_bcast_tree_new (self->topology, self->key, &self->bcast_in.sock,
-                               leaves, self->hwm, self->tree_deadline);
+        self->tree = bn_bcast_tree_new (
+            self->topology, self->key, &self->bcast_in.sock, leaves, self->hwm,
+            self->tree_deadline, self->reduce_plugins);
     for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
         self->bcast_leaves[leaf].sock = leaves[leaf];
     free (leaves);
@@ -608,6 +610,8 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
     self->cluster_id = strdup (bn_config_str (config, "cluster.id"));
     self->depth = bn_config_int (config, "controller.depth");
     self->tree_deadline = bn_config_int (config, "controller.tree_deadline");
+    self->reduce_plugins =
+        strdup (bn_config_str (config, "controller.reduce_plugins"));
     char err[256] = "";
     self->topology = s_topology (config, err, sizeof err);
     if (self->topology)

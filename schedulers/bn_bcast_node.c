@@ -32,10 +32,14 @@
 #include <sys/time.h>
 
 #include "bn_error.h"
+#include "bn_group.h"
+#include "bn_idset.h"
 #include "bn_jscan.h"
 #include "bn_log.h"
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
+#include "bn_reduce.h"
+#include "bn_reducers.h"
 #include "bn_relay.h"
 #include "bn_session.h"
 #include "bn_wire.h"
@@ -79,11 +83,17 @@ typedef struct {
     int64_t deadline;    //  mono ms when missing slots fail (0: none)
     s_slot_t *slots;
     size_t nslots;
-    size_t owed;       //  slots still pending
-    size_t unreleased; //  slots done, not yet sent (merging)
-    zhashx_t *by_uuid; //  uuid -> slot index + 1
-    bn_msg_t *last;    //  last reply received (merging)
-    void *timed;       //  handle in the node's timed list, or NULL
+    size_t owed;                 //  slots still pending
+    size_t unreleased;           //  slots done, not yet sent (merging)
+    zhashx_t *by_uuid;           //  uuid -> slot index + 1
+    bn_msg_t *last;              //  last reply received (merging)
+    void *timed;                 //  handle in the node's timed list, or NULL
+    bn_group_t *group;           //  bn_group: outcomes grouped (merging)
+    bn_reduce_t *reduce;         //  bn_reduce: the partial reduction (merging)
+    zhashx_t *by_eid;            //  group, reduce: engine id -> slot index + 1
+    bool timestamps;             //  bn_timestamps
+    char received[BN_DATE_SIZE]; //  when this node got the request
+    json_t *hops;                //  bn_hops gathered from below (merging)
 } s_request_t;
 
 typedef struct {
@@ -105,6 +115,7 @@ typedef struct {
     uint64_t unknown_engine; //  slots failed: engine not registered
     uint64_t expired;        //  slots failed: deadline
     uint64_t send_failed;    //  sends that failed (slot failed if down)
+    uint64_t bad_merge;      //  merged messages from below we could not use
 } s_stats_t;
 
 typedef struct {
@@ -132,6 +143,7 @@ typedef struct {
     zlistx_t *timed;    //  requests with a deadline or window
     int timer;          //  zloop timer id, -1 when none
     int deadline_ms;
+    bn_reducers_t *reducers; //  reductions known by name
     const bn_monitor_t *monitor;
     zloop_t *loop;
     bool terminated;
@@ -188,6 +200,10 @@ s_request_destroy (s_request_t **self_p)
         s_slot_clear (&self->slots[i]);
     free (self->slots);
     zhashx_destroy (&self->by_uuid);
+    zhashx_destroy (&self->by_eid);
+    bn_group_destroy (&self->group);
+    bn_reduce_destroy (&self->reduce);
+    json_decref (self->hops);
     bn_msg_destroy (&self->request);
     bn_msg_destroy (&self->last);
     free (self->key);
@@ -242,6 +258,132 @@ s_send_up (s_node_t *self, bn_msg_t **msg_p)
         self->stats.send_failed++;
 }
 
+//  This node's hop entry for bn_hops (received = when the request came,
+//  sent = now).
+static json_t *
+s_hop (s_node_t *self, s_request_t *req)
+{
+    char now[BN_DATE_SIZE];
+    bn_session_date (now);
+    return json_pack ("{s:s, s:s, s:s}", "node", self->id, "received",
+                      req->received, "sent", now);
+}
+
+//  Keep the bn_hops of a message from below for the next merged message.
+static void
+s_gather_hops (s_request_t *req, bn_msg_t *msg)
+{
+    if (!req->timestamps || !s_part_has (msg, BN_PART_METADATA, "\"bn_hops\""))
+        return;
+    json_t *hops = json_object_get (bn_msg_metadata (msg), BN_BCAST_HOPS);
+    if (!req->hops)
+        req->hops = json_array ();
+    if (json_is_array (hops) && req->hops)
+        json_array_extend (req->hops, hops);
+}
+
+//  Append this node's hop to a message forwarded up as it came.
+static void
+s_add_hop (s_node_t *self, s_request_t *req, bn_msg_t *msg)
+{
+    json_t *md = bn_msg_metadata (msg);
+    if (!md)
+        return;
+    json_t *hops = json_object_get (md, BN_BCAST_HOPS);
+    if (!json_is_array (hops)) {
+        hops = json_array ();
+        json_object_set_new (md, BN_BCAST_HOPS, hops);
+    }
+    json_array_append_new (hops, s_hop (self, req));
+    bn_msg_touch (msg, BN_PART_METADATA);
+}
+
+//  Mark the slots done as released.
+static void
+s_release_all_done (s_request_t *req)
+{
+    for (size_t i = 0; i < req->nslots; i++)
+        if (req->slots[i].state == S_DONE)
+            req->slots[i].state = S_RELEASED;
+}
+
+//  The plain merged format: broadcast_targets, bn_replies, each slot's
+//  buffers in slot order. Returns the first failure's content (borrowed
+//  by out's metadata until sent), or NULL.
+static json_t *
+s_merge_plain (s_request_t *req, bn_msg_t *out, json_t *metadata)
+{
+    json_t *targets = json_array ();
+    json_t *replies = json_array ();
+    json_t *failure = NULL;
+    for (size_t i = 0; i < req->nslots; i++) {
+        s_slot_t *slot = &req->slots[i];
+        if (slot->state != S_DONE)
+            continue;
+        slot->state = S_RELEASED;
+        json_array_append_new (targets,
+                               json_pack ("[s, i]", slot->uuid, slot->eid));
+        json_array_append (replies, slot->entry ? slot->entry : json_null ());
+        if (!slot->ok && !failure)
+            failure = json_object_get (slot->entry, "content");
+        for (size_t b = 0; b < slot->nbuffers; b++)
+            bn_msg_add_buffer_msg (out, &slot->buffers[b]);
+        //  what was sent is not needed any more
+        for (size_t b = 0; b < slot->nbuffers; b++)
+            zmq_msg_close (&slot->buffers[b]);
+        free (slot->buffers);
+        slot->buffers = NULL;
+        slot->nbuffers = 0;
+    }
+    json_object_set_new (metadata, "broadcast_targets", targets);
+    json_object_set_new (metadata, BN_BCAST_REPLIES, replies);
+    //  the failure's content stays alive in the replies array
+    for (size_t i = 0; i < req->nslots; i++)
+        if (req->slots[i].state == S_RELEASED && req->slots[i].entry) {
+            json_decref (req->slots[i].entry);
+            req->slots[i].entry = NULL;
+        }
+    return failure;
+}
+
+//  The grouped format: bn_groups and each group's buffers once.
+static json_t *
+s_merge_groups (s_request_t *req, bn_msg_t *out, json_t *metadata)
+{
+    json_t *failure = NULL;
+    json_t *groups = bn_group_json (req->group);
+    bn_group_add_buffers (req->group, out);
+    size_t i;
+    json_t *group;
+    json_array_foreach (groups, i, group)
+    {
+        const char *status =
+            json_string_value (json_object_get (group, "status"));
+        if (!failure && status && !streq (status, BN_STATUS_OK))
+            failure = json_object_get (group, "content");
+    }
+    json_object_set_new (metadata, BN_BCAST_GROUPS,
+                         groups ? groups : json_array ());
+    bn_group_clear (req->group);
+    s_release_all_done (req);
+    return failure;
+}
+
+//  The reduced format: bn_reduced and the value as one serialized object.
+static json_t *
+s_merge_reduced (s_request_t *req, bn_msg_t *out, json_t *metadata)
+{
+    json_t *reduced = bn_reduce_json (req->reduce);
+    bn_reduce_add_buffers (req->reduce, out);
+    json_t *failure = bn_reduce_error (req->reduce);
+    if (!failure && bn_reduce_nfailed (req->reduce))
+        failure = bn_reduce_failed_content (req->reduce, 0);
+    json_object_set_new (metadata, BN_BCAST_REDUCED,
+                         reduced ? reduced : json_object ());
+    s_release_all_done (req);
+    return failure;
+}
+
 //  A merged message of the slots done and not yet released; partial
 //  is -1 (no bn_partial key), 0 or 1.
 static void
@@ -271,35 +413,15 @@ s_send_merged (s_node_t *self, s_request_t *req, int partial)
         metadata = json_copy (bn_msg_metadata (req->last));
     if (!metadata)
         metadata = json_object ();
-    json_t *targets = json_array ();
-    json_t *replies = json_array ();
-    json_t *failure = NULL;
-    for (size_t i = 0; i < req->nslots; i++) {
-        s_slot_t *slot = &req->slots[i];
-        if (slot->state != S_DONE)
-            continue;
-        slot->state = S_RELEASED;
-        json_array_append_new (targets,
-                               json_pack ("[s, i]", slot->uuid, slot->eid));
-        json_array_append (replies, slot->entry ? slot->entry : json_null ());
-        if (!slot->ok && !failure)
-            failure = json_object_get (slot->entry, "content");
-        for (size_t b = 0; b < slot->nbuffers; b++)
-            bn_msg_add_buffer_msg (out, &slot->buffers[b]);
-        //  what was sent is not needed any more
-        for (size_t b = 0; b < slot->nbuffers; b++)
-            zmq_msg_close (&slot->buffers[b]);
-        free (slot->buffers);
-        slot->buffers = NULL;
-        slot->nbuffers = 0;
-        json_decref (slot->entry);
-        slot->entry = NULL;
-    }
-    req->unreleased = 0;
+    json_object_del (metadata, "broadcast_targets");
+    json_object_del (metadata, BN_BCAST_REPLIES);
     json_object_del (metadata, BN_BCAST_GROUPS);
     json_object_del (metadata, BN_BCAST_REDUCED);
-    json_object_set_new (metadata, "broadcast_targets", targets);
-    json_object_set_new (metadata, BN_BCAST_REPLIES, replies);
+    json_object_del (metadata, BN_BCAST_HOPS);
+    json_t *failure = req->reduce  ? s_merge_reduced (req, out, metadata)
+                      : req->group ? s_merge_groups (req, out, metadata)
+                                   : s_merge_plain (req, out, metadata);
+    req->unreleased = 0;
     json_object_set_new (metadata, "is_broadcast", json_true ());
     json_object_set_new (metadata, "is_coalescing",
                          json_boolean (req->coalescing));
@@ -309,12 +431,19 @@ s_send_merged (s_node_t *self, s_request_t *req, int partial)
                              json_boolean (partial));
     else
         json_object_del (metadata, BN_BCAST_PARTIAL);
+    if (req->timestamps) {
+        json_t *hops = req->hops ? req->hops : json_array ();
+        req->hops = NULL;
+        json_array_append_new (hops, s_hop (self, req));
+        json_object_set_new (metadata, BN_BCAST_HOPS, hops);
+    }
     if (failure) {
         json_object_set_new (metadata, "status", json_string ("error"));
         bn_msg_set_content (out, json_deep_copy (failure));
     } else {
         json_object_set_new (metadata, "status", json_string (BN_STATUS_OK));
-        if (!req->last)
+        if (!req->last ||
+            !s_part_has (req->last, BN_PART_CONTENT, "\"" BN_STATUS_OK "\""))
             bn_msg_set_content (out, json_pack ("{s:s}", "status", "ok"));
     }
     bn_msg_set_metadata (out, metadata);
@@ -356,7 +485,22 @@ s_fail_slot (s_node_t *self, s_request_t *req, s_slot_t *slot, const char *why)
     assert (slot->state == S_PENDING);
     json_t *content = bn_wire_errorf ("EngineError", NULL, "engine %d (%s): %s",
                                       slot->eid, slot->uuid, why);
-    if (req->merge) {
+    if (req->merge && (req->group || req->reduce)) {
+        if (req->group) {
+            bn_group_reply_t reply = {.status = "error",
+                                      .ename = "EngineError",
+                                      .evalue = json_string_value (
+                                          json_object_get (content, "evalue")),
+                                      .content = content};
+            bn_group_add (req->group, slot->eid, &reply);
+        } else {
+            bn_idset_t *one = bn_idset_new ();
+            if (one && bn_idset_add (one, slot->eid) == 0)
+                bn_reduce_add_failure (req->reduce, one, content);
+            bn_idset_destroy (&one);
+        }
+        req->unreleased++;
+    } else if (req->merge) {
         char date[BN_DATE_SIZE];
         bn_session_date (date);
         slot->entry = json_pack ("{s:s, s:n, s:s, s:i, s:O}", "status", "error",
@@ -710,6 +854,29 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
     req->release = release && streq (release, "window") ? S_RELEASE_WINDOW
                    : release && streq (release, "none") ? S_RELEASE_NONE
                                                         : S_RELEASE_ALL;
+    req->timestamps =
+        json_is_true (json_object_get (metadata, BN_BCAST_TIMESTAMPS));
+    if (req->timestamps)
+        bn_session_date (req->received);
+    const char *reduce =
+        json_string_value (json_object_get (metadata, BN_BCAST_REDUCE));
+    char why[256] = "";
+    if (reduce && req->merge)
+        req->reduce = bn_reduce_new (self->reducers, reduce, why, sizeof why);
+    else if (reduce && !bn_reducers_find (self->reducers, reduce))
+        snprintf (why, sizeof why, "no reduction '%s' in this tree", reduce);
+    if (*why) {
+        self->stats.bad_request++;
+        if (root)
+            s_refuse (self, msg, key, coalescing, "ValueError", why);
+        s_request_destroy (&req);
+        return;
+    }
+    if (req->reduce)
+        req->release = S_RELEASE_ALL; //  a partial value cannot be split
+    else if (req->merge &&
+             json_is_true (json_object_get (metadata, BN_BCAST_GROUP)))
+        req->group = bn_group_new ();
     json_t *window = json_object_get (metadata, BN_BCAST_WINDOW);
     req->window_ms = json_is_integer (window) && json_integer_value (window) > 0
                          ? (int)json_integer_value (window)
@@ -729,12 +896,15 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
     size_t n = json_array_size (targets);
     req->slots = n ? calloc (n, sizeof (s_slot_t)) : NULL;
     req->by_uuid = zhashx_new ();
+    if (reduce || json_is_true (json_object_get (metadata, BN_BCAST_GROUP)))
+        req->by_eid = zhashx_new ();
     req->request = bn_msg_dup (msg);
     json_t **lists = self->leaf ? NULL
                                 : calloc (self->nchildren ? self->nchildren : 1,
                                           sizeof (json_t *));
     if (!req->key || (n && !req->slots) || !req->by_uuid || !req->request ||
-        (!self->leaf && !lists) ||
+        ((req->group || req->reduce) && !req->by_eid) ||
+        (reduce && !req->by_eid) || (!self->leaf && !lists) ||
         zhashx_insert (self->requests, req->key, req) != 0) {
         s_request_destroy (&req);
         free (lists);
@@ -776,6 +946,12 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
             req->nslots++;
             req->owed++;
             zhashx_insert (req->by_uuid, uuid, (void *)(uintptr_t)req->nslots);
+            if (req->by_eid) {
+                char eid[16];
+                snprintf (eid, sizeof eid, "%d", slot->eid);
+                zhashx_insert (req->by_eid, eid,
+                               (void *)(uintptr_t)req->nslots);
+            }
             if (!self->leaf && child >= 0) {
                 if (!lists[child])
                     lists[child] = json_array ();
@@ -911,6 +1087,70 @@ s_take_merged (s_node_t *self, s_request_t *req, bn_msg_t *msg)
     return filled;
 }
 
+//  Mark the slots of the engines in idset text done (merging) or
+//  released (forwarding); returns the number marked, -1 on a bad set.
+static int
+s_mark_set (s_request_t *req, const char *text)
+{
+    bn_idset_t *ids = text ? bn_idset_parse (text) : NULL;
+    if (!ids)
+        return -1;
+    int marked = 0;
+    for (int id = bn_idset_first (ids); id >= 0; id = bn_idset_next (ids, id)) {
+        char eid[16];
+        snprintf (eid, sizeof eid, "%d", id);
+        size_t index = req->by_eid
+                           ? (size_t)(uintptr_t)zhashx_lookup (req->by_eid, eid)
+                           : 0;
+        s_slot_t *slot = index ? &req->slots[index - 1] : NULL;
+        if (!slot || slot->state != S_PENDING)
+            continue;
+        slot->state = req->merge ? S_DONE : S_RELEASED;
+        if (req->merge)
+            req->unreleased++;
+        req->owed--;
+        marked++;
+    }
+    bn_idset_destroy (&ids);
+    return marked;
+}
+
+//  A child's bn_groups or bn_reduced message: mark the slots of the
+//  engines it answers for. Returns 0, or -1 if its sets are malformed.
+static int
+s_take_sets (s_node_t *self, s_request_t *req, bn_msg_t *msg, bool grouped)
+{
+    json_t *md = bn_msg_metadata (msg);
+    if (grouped) {
+        json_t *groups = json_object_get (md, BN_BCAST_GROUPS);
+        if (!json_is_array (groups))
+            return -1;
+        size_t i;
+        json_t *group;
+        json_array_foreach (groups, i, group)
+        {
+            if (s_mark_set (req, json_string_value (
+                                     json_object_get (group, "engines"))) < 0)
+                return -1;
+        }
+        return 0;
+    }
+    json_t *reduced = json_object_get (md, BN_BCAST_REDUCED);
+    if (!json_is_object (reduced) ||
+        s_mark_set (
+            req, json_string_value (json_object_get (reduced, "engines"))) < 0)
+        return -1;
+    size_t i;
+    json_t *failure;
+    json_array_foreach (json_object_get (reduced, "failed"), i, failure)
+    {
+        if (s_mark_set (req, json_string_value (
+                                 json_object_get (failure, "engines"))) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 static void
 s_on_reply (s_node_t *self, bn_msg_t *msg)
 {
@@ -968,8 +1208,17 @@ s_on_reply (s_node_t *self, bn_msg_t *msg)
         self->stats.late++;
         return;
     }
-    bool merged = !self->leaf &&
-                  s_part_has (msg, BN_PART_METADATA, "\"broadcast_targets\"");
+    //  a child's merged message, in one of the three shapes
+    bool plain = false, grouped = false, reduced = false;
+    if (!self->leaf) {
+        plain = s_part_has (msg, BN_PART_METADATA, "\"broadcast_targets\"");
+        grouped = !plain &&
+                  s_part_has (msg, BN_PART_METADATA, "\"" BN_BCAST_GROUPS "\"");
+        reduced =
+            !plain && !grouped &&
+            s_part_has (msg, BN_PART_METADATA, "\"" BN_BCAST_REDUCED "\"");
+    }
+    bool merged = plain || grouped || reduced;
     s_slot_t *slot = NULL;
     if (self->leaf)
         slot = s_slot_of (req, peer);
@@ -986,18 +1235,24 @@ s_on_reply (s_node_t *self, bn_msg_t *msg)
         return;
     }
     bn_msg_pop_ident (msg);
+    int rc = 0;
     if (!req->merge) {
-        //  forward unchanged
-        if (merged) {
-            if (s_take_merged (self, req, msg) < 0) {
-                self->stats.bad_request++;
-                return;
-            }
-        } else {
+        //  forward as it came
+        if (plain)
+            rc = s_take_merged (self, req, msg) < 0 ? -1 : 0;
+        else if (merged)
+            rc = s_take_sets (self, req, msg, grouped);
+        else {
             slot->state = S_RELEASED;
             req->owed--;
         }
+        if (rc != 0) {
+            self->stats.bad_merge++;
+            return;
+        }
         bn_msg_t *out = bn_msg_dup (msg);
+        if (out && req->timestamps)
+            s_add_hop (self, req, out);
         if (out) {
             self->stats.forwarded++;
             s_send_up (self, &out);
@@ -1005,17 +1260,47 @@ s_on_reply (s_node_t *self, bn_msg_t *msg)
         s_progress (self, req);
         return;
     }
-    if (merged) {
-        if (s_take_merged (self, req, msg) < 0) {
-            self->stats.bad_request++;
-            return;
+    char err[256] = "";
+    if (req->group || req->reduce) {
+        if (grouped && req->group)
+            rc = bn_group_add_merged (req->group, msg, err, sizeof err);
+        else if (reduced && req->reduce)
+            rc = bn_reduce_add_merged (req->reduce, msg, err, sizeof err);
+        else if (!merged && req->group)
+            rc = bn_group_add_reply (req->group, slot->eid, msg, err,
+                                     sizeof err);
+        else if (!merged)
+            rc = bn_reduce_add_reply (req->reduce, slot->eid, msg, err,
+                                      sizeof err);
+        else {
+            rc = -1;
+            snprintf (err, sizeof err, "a merged message of another shape");
         }
+        if (rc == 0 && merged)
+            rc = s_take_sets (self, req, msg, grouped);
+        else if (rc == 0) {
+            slot->state = S_DONE;
+            req->unreleased++;
+            req->owed--;
+        }
+    } else if (plain)
+        rc = s_take_merged (self, req, msg) < 0 ? -1 : 0;
+    else if (merged) {
+        rc = -1;
+        snprintf (err, sizeof err, "a merged message of another shape");
     } else {
         s_fill_from_reply (slot, msg);
         slot->state = S_DONE;
         req->unreleased++;
         req->owed--;
     }
+    if (rc != 0) {
+        self->stats.bad_merge++;
+        bn_log_warn ("%s: a reply to %s could not be merged: %s", self->id,
+                     req->key, *err ? err : "malformed");
+        return;
+    }
+    s_gather_hops (req, msg);
     bn_msg_t *keep = bn_msg_dup (msg);
     if (keep) {
         bn_msg_clear_buffers (keep);
@@ -1260,6 +1545,7 @@ s_node_destroy (s_node_t **self_p)
     free (self->child_ids);
     free (self->leaf_child);
     bn_session_destroy (&self->session);
+    bn_reducers_destroy (&self->reducers);
     free (self->up_endpoint);
     free (self->down_endpoint);
     free (self->id);
@@ -1323,6 +1609,15 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
         return NULL;
     }
     zhashx_set_destructor (self->requests, s_request_free);
+    self->reducers = bn_reducers_new ();
+    char err[256] = "";
+    if (!self->reducers ||
+        bn_reducers_load_list (self->reducers, args->reduce_plugins, err,
+                               sizeof err) != 0) {
+        bn_log_error ("%s: %s", self->id, *err ? err : "out of memory");
+        s_node_destroy (&self);
+        return NULL;
+    }
     if (self->leaf) {
         self->engines = zhashx_new ();
         if (!self->engines) {

@@ -71,7 +71,9 @@ typedef struct {
     size_t nleaves;
     const int *leaf_child;
 
-    int hwm;         //  SNDHWM/RCVHWM of both sockets (0 = none)
+    const char *reduce_plugins; //  reduction plugins to load, paths
+                                //  separated by ':' (NULL: none)
+    int hwm;                    //  SNDHWM/RCVHWM of both sockets (0 = none)
     int deadline_ms; //  default request deadline at the root (0 = none)
     const bn_monitor_t *monitor; //  root only: the hub's monitor, or NULL
     int status;                  //  Out: 0 started, -1 start-up failed

@@ -23,10 +23,13 @@ typedef struct _bn_bcast_tree_t bn_bcast_tree_t;
 //  ports, one per leaf); the taken sockets are set to NULL in the caller's
 //  variables, also on failure. key signs messages; hwm bounds every
 //  queue (0 = none); deadline_ms is the default request deadline
-//  (0 = none). Returns NULL if a node cannot start.
+//  (0 = none); reduce_plugins lists the reduction plugins every node loads
+//  (':'-separated paths, NULL or "" for none). Returns NULL if a node
+//  cannot start.
 bn_bcast_tree_t *bn_bcast_tree_new (bn_topology_t *topology, const char *key,
                                     zsock_t **root_sock, zsock_t **leaf_socks,
-                                    int hwm, int deadline_ms);
+                                    int hwm, int deadline_ms,
+                                    const char *reduce_plugins);
 
 //  Stop every node and destroy the tree; NULL-safe.
 void bn_bcast_tree_destroy (bn_bcast_tree_t **self_p);

@@ -4,6 +4,8 @@
     deadlines, bad requests, and requests in flight returning to zero.  */
 #include "bn_bcast_node.h"
 #include "bn_ctltest.h"
+#include "bn_pickle.h"
+#include "bn_value.h"
 
 #define S_ENGINES 4
 
@@ -82,10 +84,23 @@ s_engine_receive (int i, const char *original)
     return request;
 }
 
+static void s_engine_reply_with (int i, bn_msg_t *request, bool ok,
+                                 const void *data, size_t size);
+
 //  Engine i answers request (taken): status ok and one buffer "r<i>", or
 //  an error.
 static void
 s_engine_reply (int i, bn_msg_t *request, bool ok)
+{
+    char text[16];
+    snprintf (text, sizeof text, "r%d", i);
+    s_engine_reply_with (i, request, ok, text, strlen (text));
+}
+
+//  Same, with the buffer given.
+static void
+s_engine_reply_with (int i, bn_msg_t *request, bool ok, const void *data,
+                     size_t size)
 {
     t_engine_t *engine = s_engines[i];
     bn_msg_t *reply =
@@ -101,9 +116,7 @@ s_engine_reply (int i, bn_msg_t *request, bool ok)
                    json_object_get (md, "original_msg_id")));
     if (ok) {
         bn_msg_set_content (reply, json_pack ("{s:s}", "status", "ok"));
-        char text[16];
-        snprintf (text, sizeof text, "r%d", i);
-        bn_msg_add_buffer (reply, text, strlen (text));
+        bn_msg_add_buffer (reply, data, size);
     } else
         bn_msg_set_content (reply,
                             bn_wire_error ("ValueError", "bad", NULL, NULL));
@@ -405,6 +418,225 @@ START_TEST (test_bad_requests)
 }
 END_TEST
 
+//  Receive one message on the client's broadcast socket, verified.
+static bn_msg_t *
+s_client_recv (void)
+{
+    bn_msg_t *reply = t_recv (s_client->broadcast);
+    ck_assert_msg (reply != NULL, "no reply");
+    ck_assert_int_eq (bn_msg_verify (reply, s_client->session, true), 0);
+    return reply;
+}
+
+START_TEST (test_group)
+{
+    //  engines 0, 1, 3 give the same bytes, engine 2 others: two groups,
+    //  each group's buffer once
+    s_start (2, NULL);
+    const int all[] = {0, 1, 2, 3, -1};
+    char *original =
+        s_broadcast (true, all, json_pack ("{s:b}", BN_BCAST_GROUP, 1));
+    for (int i = 0; i < S_ENGINES; i++)
+        s_engine_reply_with (i, s_engine_receive (i, original), true,
+                             i == 2 ? "other" : "same", i == 2 ? 5 : 4);
+    bn_msg_t *reply = s_client_recv ();
+    json_t *md = bn_msg_metadata (reply);
+    ck_assert_ptr_null (json_object_get (md, "broadcast_targets"));
+    json_t *groups = json_object_get (md, BN_BCAST_GROUPS);
+    ck_assert_uint_eq (json_array_size (groups), 2);
+    ck_assert_str_eq (json_string_value (json_object_get (
+                          json_array_get (groups, 0), "engines")),
+                      "0-1,3");
+    ck_assert_str_eq (json_string_value (json_object_get (
+                          json_array_get (groups, 1), "engines")),
+                      "2");
+    ck_assert_uint_eq (bn_msg_nbuffers (reply), 2);
+    ck_assert_mem_eq (zmq_msg_data (bn_msg_buffer (reply, 0)), "same", 4);
+    ck_assert_mem_eq (zmq_msg_data (bn_msg_buffer (reply, 1)), "other", 5);
+    bn_msg_destroy (&reply);
+    free (original);
+    ck_assert_int_eq (t_stat (s_ctl, "broadcast", "requests"), 0);
+    s_stop ();
+}
+END_TEST
+
+START_TEST (test_reduce)
+{
+    //  sum of 1 + 2 + 3 at the leaves and inner nodes; engine 3 fails
+    s_start (2, NULL);
+    const int all[] = {0, 1, 2, 3, -1};
+    char *original =
+        s_broadcast (true, all, json_pack ("{s:s}", BN_BCAST_REDUCE, "sum"));
+    for (int i = 0; i < S_ENGINES; i++) {
+        bn_value_t *value = bn_value_new_int (i + 1);
+        size_t size;
+        void *pickle = bn_pickle_encode (value, &size);
+        s_engine_reply_with (i, s_engine_receive (i, original), i != 3, pickle,
+                             size);
+        free (pickle);
+        bn_value_destroy (&value);
+    }
+    bn_msg_t *reply = s_client_recv ();
+    json_t *reduced =
+        json_object_get (bn_msg_metadata (reply), BN_BCAST_REDUCED);
+    ck_assert_str_eq (json_string_value (json_object_get (reduced, "op")),
+                      "sum");
+    ck_assert_str_eq (json_string_value (json_object_get (reduced, "engines")),
+                      "0-2");
+    json_t *failed = json_object_get (reduced, "failed");
+    ck_assert_uint_eq (json_array_size (failed), 1);
+    ck_assert_str_eq (json_string_value (json_object_get (
+                          json_array_get (failed, 0), "engines")),
+                      "3");
+    ck_assert_uint_eq (bn_msg_nbuffers (reply), 1);
+    zmq_msg_t *buffer = bn_msg_buffer (reply, 0);
+    char err[128];
+    bn_value_t *sum = bn_pickle_decode (zmq_msg_data (buffer),
+                                        zmq_msg_size (buffer), err, sizeof err);
+    ck_assert_ptr_nonnull (sum);
+    ck_assert_int_eq (bn_value_int (sum), 6);
+    bn_value_destroy (&sum);
+    bn_msg_destroy (&reply);
+    free (original);
+    //  an unknown reduction is refused at once
+    original =
+        s_broadcast (true, all, json_pack ("{s:s}", BN_BCAST_REDUCE, "nope:x"));
+    reply = s_client_recv ();
+    ck_assert_str_eq (t_content_str (reply, "ename"), "ValueError");
+    bn_msg_destroy (&reply);
+    free (original);
+    ck_assert_int_eq (t_stat (s_ctl, "broadcast", "requests"), 0);
+    s_stop ();
+}
+END_TEST
+
+START_TEST (test_levels_and_timestamps)
+{
+    //  depth 2: the root forwards, the levels below merge: one merged
+    //  message per level-1 subtree, each with the hops of its path
+    s_start (2, NULL);
+    const int all[] = {0, 1, 2, 3, -1};
+    char *original =
+        s_broadcast (true, all,
+                     json_pack ("{s:[s, s], s:b}", BN_BCAST_LEVELS, "forward",
+                                "merge", BN_BCAST_TIMESTAMPS, 1));
+    for (int i = 0; i < S_ENGINES; i++)
+        s_engine_reply (i, s_engine_receive (i, original), true);
+    //  leaves 0 and 1 are under sub_scheduler_00, 2 and 3 under _01
+    const int first[] = {0, 1, -1}, second[] = {2, 3, -1};
+    for (int m = 0; m < 2; m++) {
+        bn_msg_t *reply = s_client_recv ();
+        json_t *targets =
+            json_object_get (bn_msg_metadata (reply), "broadcast_targets");
+        ck_assert_uint_eq (json_array_size (targets), 2);
+        int e0 = (int)json_integer_value (
+            json_array_get (json_array_get (targets, 0), 1));
+        int e1 = (int)json_integer_value (
+            json_array_get (json_array_get (targets, 1), 1));
+        const int *order = e0 == 0 ? first : second;
+        ck_assert_int_eq (e0, order[0]);
+        ck_assert_int_eq (e1, order[1]);
+        bn_msg_destroy (&reply);
+    }
+    free (original);
+    //  all levels merging: the hops of all 7 nodes, the root last
+    original =
+        s_broadcast (true, all, json_pack ("{s:b}", BN_BCAST_TIMESTAMPS, 1));
+    for (int i = 0; i < S_ENGINES; i++)
+        s_engine_reply (i, s_engine_receive (i, original), true);
+    bn_msg_t *reply = s_client_recv ();
+    json_t *hops = json_object_get (bn_msg_metadata (reply), BN_BCAST_HOPS);
+    ck_assert_uint_eq (json_array_size (hops), 7);
+    json_t *last = json_array_get (hops, 6);
+    ck_assert_str_eq (json_string_value (json_object_get (last, "node")),
+                      "sub_scheduler_0");
+    ck_assert_ptr_nonnull (json_string_value (json_object_get (last, "sent")));
+    ck_assert_ptr_nonnull (
+        json_string_value (json_object_get (last, "received")));
+    bn_msg_destroy (&reply);
+    free (original);
+    //  forwarded replies carry the hops of the nodes they passed
+    original =
+        s_broadcast (false, all, json_pack ("{s:b}", BN_BCAST_TIMESTAMPS, 1));
+    for (int i = 0; i < S_ENGINES; i++)
+        s_engine_reply (i, s_engine_receive (i, original), true);
+    for (int i = 0; i < S_ENGINES; i++) {
+        reply = s_client_recv ();
+        hops = json_object_get (bn_msg_metadata (reply), BN_BCAST_HOPS);
+        ck_assert_uint_eq (json_array_size (hops), 3);
+        bn_msg_destroy (&reply);
+    }
+    free (original);
+    ck_assert_int_eq (t_stat (s_ctl, "broadcast", "requests"), 0);
+    s_stop ();
+}
+END_TEST
+
+START_TEST (test_release_none)
+{
+    //  each arrival goes up at once as a merged message of one
+    s_start (0, NULL);
+    const int all[] = {0, 1, 2, 3, -1};
+    char *original =
+        s_broadcast (true, all, json_pack ("{s:s}", BN_BCAST_RELEASE, "none"));
+    for (int i = 0; i < S_ENGINES; i++) {
+        s_engine_reply (i, s_engine_receive (i, original), true);
+        bn_msg_t *reply = s_client_recv ();
+        json_t *md = bn_msg_metadata (reply);
+        ck_assert_uint_eq (
+            json_array_size (json_object_get (md, "broadcast_targets")), 1);
+        ck_assert (json_is_boolean (json_object_get (md, BN_BCAST_PARTIAL)));
+        ck_assert_int_eq (json_is_true (json_object_get (md, BN_BCAST_PARTIAL)),
+                          i < S_ENGINES - 1);
+        char text[16];
+        snprintf (text, sizeof text, "r%d", i);
+        ck_assert_mem_eq (zmq_msg_data (bn_msg_buffer (reply, 0)), text, 2);
+        bn_msg_destroy (&reply);
+    }
+    free (original);
+    ck_assert_int_eq (t_stat (s_ctl, "broadcast", "requests"), 0);
+    s_stop ();
+}
+END_TEST
+
+START_TEST (test_release_window)
+{
+    //  two answers, then the window passes: a partial message of two;
+    //  the rest when complete
+    s_start (1, NULL);
+    const int all[] = {0, 1, 2, 3, -1};
+    char *original = s_broadcast (
+        true, all,
+        json_pack ("{s:s, s:i, s:[s]}", BN_BCAST_RELEASE, "window",
+                   BN_BCAST_WINDOW, 100, BN_BCAST_LEVELS, "merge"));
+    bn_msg_t *requests[S_ENGINES];
+    for (int i = 0; i < S_ENGINES; i++)
+        requests[i] = s_engine_receive (i, original);
+    s_engine_reply (0, requests[0], true);
+    s_engine_reply (1, requests[1], true);
+    size_t seen = 0;
+    bn_msg_t *reply = s_client_recv ();
+    json_t *md = bn_msg_metadata (reply);
+    ck_assert (json_is_true (json_object_get (md, BN_BCAST_PARTIAL)));
+    seen += json_array_size (json_object_get (md, "broadcast_targets"));
+    bn_msg_destroy (&reply);
+    s_engine_reply (2, requests[2], true);
+    s_engine_reply (3, requests[3], true);
+    while (seen < S_ENGINES) {
+        reply = s_client_recv ();
+        md = bn_msg_metadata (reply);
+        seen += json_array_size (json_object_get (md, "broadcast_targets"));
+        ck_assert_int_eq (json_is_true (json_object_get (md, BN_BCAST_PARTIAL)),
+                          seen < S_ENGINES);
+        bn_msg_destroy (&reply);
+    }
+    ck_assert_uint_eq (seen, S_ENGINES);
+    free (original);
+    ck_assert_int_eq (t_stat (s_ctl, "broadcast", "requests"), 0);
+    s_stop ();
+}
+END_TEST
+
 int
 main (void)
 {
@@ -418,6 +650,11 @@ main (void)
     tcase_add_test (tc, test_engine_lost);
     tcase_add_test (tc, test_deadline);
     tcase_add_test (tc, test_bad_requests);
+    tcase_add_test (tc, test_group);
+    tcase_add_test (tc, test_reduce);
+    tcase_add_test (tc, test_levels_and_timestamps);
+    tcase_add_test (tc, test_release_none);
+    tcase_add_test (tc, test_release_window);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
