@@ -33,6 +33,7 @@ s_usage (FILE *out)
         out,
         "Usage: banyan-bench run [--quick] [-b REGEX]... [--machine NAME]\n"
         "                        [--results DIR] [--engines LIST] [-k N]\n"
+        "                        [-p NAME=LIST]...\n"
         "                        [--commit HASH] [--env NAME] [-e] [-f]\n"
         "       banyan-bench list [-b REGEX]... [--quick] [--engines LIST]\n"
         "       banyan-bench compare A B [--factor F] [--only-changed]\n"
@@ -58,6 +59,9 @@ s_usage (FILE *out)
         "      --machine NAME  machine name in the results (host name)\n"
         "      --results DIR   results folder (results)\n"
         "      --engines LIST  engine counts to use, as 1,16,64\n"
+        "  -p, --param NAME=LIST\n"
+        "                      values of parameter NAME to use, as\n"
+        "                      bytes=1000,1000000 or view=tree\n"
         "  -k, --engines-per-process N\n"
         "                      engines per banyan-engine process (N up to 4\n"
         "                      engines, else the engines over 4 processes)\n"
@@ -75,7 +79,8 @@ s_usage (FILE *out)
         "written.\n\n"
         "Examples:\n"
         "  banyan-bench run --quick -b '^echo\\.DirectView'\n"
-        "  banyan-bench run -b 'echo|floor' --engines 1,16,64,128,1024\n"
+        "  banyan-bench run -b '^echo\\.Coalescing' --engines 1,16,1024 "
+        "-p bytes=1000\n"
         "  banyan-bench run -b '^osu\\.Latency' -f\n"
         "  banyan-bench compare 1a2b3c4d 5e6f7a8b --only-changed\n"
         "  banyan-bench continuous main HEAD\n"
@@ -89,6 +94,8 @@ typedef struct {
     const char *machine;
     const char *results;
     const char *engines;
+    const char *params[16];
+    size_t param_count;
     int per_process;
     const char *commit;
     const char *env;
@@ -123,6 +130,7 @@ s_parse (int argc, char **argv, s_options_t *options)
         {"results", required_argument, NULL, S_OPT_RESULTS},
         {"engines", required_argument, NULL, S_OPT_ENGINES},
         {"engines-per-process", required_argument, NULL, 'k'},
+        {"param", required_argument, NULL, 'p'},
         {"commit", required_argument, NULL, S_OPT_COMMIT},
         {"env", required_argument, NULL, S_OPT_ENV},
         {"show-stderr", no_argument, NULL, 'e'},
@@ -135,7 +143,8 @@ s_parse (int argc, char **argv, s_options_t *options)
         {NULL, 0, NULL, 0}};
     int opt;
     optind = 1;
-    while ((opt = getopt_long (argc, argv, "qb:k:efh", longopts, NULL)) != -1) {
+    while ((opt = getopt_long (argc, argv, "qb:k:p:efh", longopts, NULL)) !=
+           -1) {
         char *end;
         switch (opt) {
         case 'q':
@@ -154,6 +163,13 @@ s_parse (int argc, char **argv, s_options_t *options)
             break;
         case S_OPT_ENGINES:
             options->engines = optarg;
+            break;
+        case 'p':
+            if (options->param_count == 16 || !strchr (optarg, '=')) {
+                fprintf (stderr, "banyan-bench: -p takes NAME=LIST\n");
+                return -1;
+            }
+            options->params[options->param_count++] = optarg;
             break;
         case 'k':
             options->per_process = (int)strtol (optarg, &end, 10);
@@ -320,7 +336,7 @@ main (int argc, char **argv)
     if (first == -2)
         return S_EXIT_OK;
     if (first < 0) {
-        s_usage (stderr);
+        fprintf (stderr, "Try 'banyan-bench --help'.\n");
         return S_EXIT_USAGE;
     }
     int operands = argc - 1 - first;
@@ -350,6 +366,17 @@ main (int argc, char **argv)
             fprintf (stderr, "banyan-bench: --engines takes counts as "
                              "1,16,64\n");
             status = S_EXIT_USAGE;
+        }
+        for (size_t i = 0; i < options.param_count; i++) {
+            char name[64];
+            const char *equals = strchr (options.params[i], '=');
+            snprintf (name, sizeof name, "%.*s",
+                      (int)(equals - options.params[i]), options.params[i]);
+            if (bn_benchrunner_set_param (runner, name, equals + 1) != 0) {
+                fprintf (stderr, "banyan-bench: bad -p %s\n",
+                         options.params[i]);
+                status = S_EXIT_USAGE;
+            }
         }
         if (status == S_EXIT_OK) {
             if (strcmp (command, "list") == 0)
@@ -384,7 +411,9 @@ main (int argc, char **argv)
                 options.html);
         return S_EXIT_OK;
     }
-    fprintf (stderr, "banyan-bench: unknown command %s\n", command);
-    s_usage (stderr);
+    fprintf (stderr,
+             "banyan-bench: unknown command %s; try 'banyan-bench "
+             "--help'\n",
+             command);
     return S_EXIT_USAGE;
 }

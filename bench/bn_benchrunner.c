@@ -40,7 +40,7 @@ struct _bn_benchrunner_t {
     char *commit;                   //  the commit measured
     double date_ms;                 //  its date
     char *env;                      //  environment name
-    json_t *engines;                //  --engines values, or NULL
+    json_t *overrides;              //  --param NAME=LIST: name -> values
     int per_process;                //  engines per process (0: auto)
     bool show_stderr;               //  print why cases failed
     bool osu_full;                  //  -f: OSU min, max, iterations
@@ -83,6 +83,7 @@ bn_benchrunner_new (const bn_benchdef_t *table, size_t count)
     self->out = stdout;
     self->tty = isatty (fileno (stdout));
     self->floor_needed = json_object ();
+    self->overrides = json_object ();
     return self;
 }
 
@@ -100,7 +101,7 @@ bn_benchrunner_destroy (bn_benchrunner_t **self_p)
     free (self->bin_dir);
     free (self->commit);
     free (self->env);
-    json_decref (self->engines);
+    json_decref (self->overrides);
     json_decref (self->floor_needed);
     bn_benchresults_destroy (&self->results);
     free (self);
@@ -144,29 +145,47 @@ bn_benchrunner_set_results (bn_benchrunner_t *self, const char *dir)
 }
 
 int
-bn_benchrunner_set_engines (bn_benchrunner_t *self, const char *list)
+bn_benchrunner_set_param (bn_benchrunner_t *self, const char *name,
+                          const char *list)
 {
     json_t *values = json_array ();
+    char buf[1024];
+    snprintf (buf, sizeof buf, "%s", list);
+    for (char *word = strtok (buf, ","); word; word = strtok (NULL, ",")) {
+        while (*word == ' ')
+            word++;
+        if (!*word)
+            continue;
+        //  numbers as they are, anything else as a Python string repr
+        char *end;
+        strtod (word, &end);
+        char text[256];
+        if (*end == 0 || word[0] == '\'')
+            snprintf (text, sizeof text, "%s", word);
+        else
+            snprintf (text, sizeof text, "'%s'", word);
+        json_array_append_new (values, json_string (text));
+    }
+    if (json_array_size (values) == 0 || !*name) {
+        json_decref (values);
+        return -1;
+    }
+    json_object_set_new (self->overrides, name, values);
+    return 0;
+}
+
+int
+bn_benchrunner_set_engines (bn_benchrunner_t *self, const char *list)
+{
     char buf[1024];
     snprintf (buf, sizeof buf, "%s", list);
     for (char *word = strtok (buf, ", "); word; word = strtok (NULL, ", ")) {
         char *end;
         long n = strtol (word, &end, 10);
-        if (*end || n < 1 || n > 100000) {
-            json_decref (values);
+        if (*end || n < 1 || n > 100000)
             return -1;
-        }
-        char text[32];
-        snprintf (text, sizeof text, "%ld", n);
-        json_array_append_new (values, json_string (text));
     }
-    if (json_array_size (values) == 0) {
-        json_decref (values);
-        return -1;
-    }
-    json_decref (self->engines);
-    self->engines = values;
-    return 0;
+    return bn_benchrunner_set_param (self, "engines", list);
 }
 
 void
@@ -265,9 +284,10 @@ bn_benchrunner_grid (bn_benchrunner_t *self, const bn_benchdef_t *def)
         for (char *word = group ? strtok_r (group, " ", &save) : NULL; word;
              word = strtok_r (NULL, " ", &save))
             json_array_append_new (values, json_string (word));
-        if (strcmp (names[p], "engines") == 0 && self->engines) {
+        json_t *override = json_object_get (self->overrides, names[p]);
+        if (override) {
             json_decref (values);
-            values = json_deep_copy (self->engines);
+            values = json_deep_copy (override);
         }
         json_array_append_new (grid, values);
         group = strtok_r (NULL, "|", &save_group);

@@ -30,6 +30,11 @@ void bn_benchrunner_set_quick (bn_benchrunner_t *self, bool quick);
 int bn_benchrunner_add_regex (bn_benchrunner_t *self, const char *regex);
 void bn_benchrunner_set_machine (bn_benchrunner_t *self, const char *machine);
 void bn_benchrunner_set_results (bn_benchrunner_t *self, const char *dir);
+//  Values (comma-separated; words that are not numbers become quoted
+//  strings) to use for every benchmark's parameter name instead of its
+//  own; returns -1 if the list is empty.
+int bn_benchrunner_set_param (bn_benchrunner_t *self, const char *name,
+                              const char *list);
 //  A comma-separated list of engine counts; returns -1 if malformed.
 int bn_benchrunner_set_engines (bn_benchrunner_t *self, const char *list);
 void bn_benchrunner_set_per_process (bn_benchrunner_t *self, int k);
