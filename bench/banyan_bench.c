@@ -25,6 +25,7 @@
 #define S_EXIT_FAILED 1 //  run: a case failed; continuous: a regression
 #define S_EXIT_USAGE 2
 #define S_EXIT_ERROR 3 //  results could not be read or written
+#define S_EXIT_INTERRUPTED 130
 
 static void
 s_usage (FILE *out)
@@ -76,7 +77,7 @@ s_usage (FILE *out)
         "      --version       show the version and exit\n\n"
         "Exit status: 0 ok; 1 a case failed (run) or a regression\n"
         "(continuous); 2 usage error; 3 results could not be read or "
-        "written.\n\n"
+        "written; 130 interrupted.\n\n"
         "Examples:\n"
         "  banyan-bench run --quick -b '^echo\\.DirectView'\n"
         "  banyan-bench run -b '^echo\\.Coalescing' --engines 1,16,1024 "
@@ -272,6 +273,8 @@ s_run (bn_benchrunner_t *runner, s_options_t *options)
     int rc = bn_benchrunner_run (runner);
     if (rc >= 0)
         fprintf (stderr, "results: %s\n", bn_benchrunner_result_path (runner));
+    if (rc == -2)
+        return S_EXIT_INTERRUPTED;
     return rc < 0 ? S_EXIT_ERROR : rc > 0 ? S_EXIT_FAILED : S_EXIT_OK;
 }
 

@@ -52,6 +52,15 @@ struct _bn_benchrunner_t {
     char result_path[4096];         //  the file written
 };
 
+//  Set by SIGINT or SIGTERM: the case running is ended, the run stops
+static volatile sig_atomic_t s_interrupted;
+
+static void
+s_on_signal (int signum)
+{
+    s_interrupted = 1;
+}
+
 typedef struct {
     bn_benchresult_t status; //  outcome
     double *samples;         //  malloc'd
@@ -500,12 +509,17 @@ s_run_case (bn_benchrunner_t *self, const bn_benchdef_t *def,
     char buffer[8192];
     size_t used = 0;
     bool done = false, timed_out = false, failed = false, skipped = false;
+    bool interrupted = false;
     size_t capacity = 16;
     outcome->samples = malloc (capacity * sizeof *outcome->samples);
     while (!done) {
         int left = (int)((deadline - s_now ()) * 1000);
         if (left <= 0) {
             timed_out = true;
+            break;
+        }
+        if (s_interrupted) {
+            interrupted = true;
             break;
         }
         struct pollfd pfd = {fds[0], POLLIN, 0};
@@ -554,7 +568,7 @@ s_run_case (bn_benchrunner_t *self, const bn_benchdef_t *def,
     if (!done) {
         //  wait a moment for a case that is ending; kill one that hangs
         int status;
-        double grace = s_now () + (timed_out ? 0 : 2);
+        double grace = s_now () + (timed_out || interrupted ? 0 : 2);
         while (waitpid (pid, &status, WNOHANG) == 0 && s_now () < grace)
             usleep (10000);
     }
@@ -566,6 +580,8 @@ s_run_case (bn_benchrunner_t *self, const bn_benchdef_t *def,
     if (timed_out)
         snprintf (outcome->reason, sizeof outcome->reason,
                   "timed out after %.0f s", timeout);
+    else if (interrupted)
+        snprintf (outcome->reason, sizeof outcome->reason, "interrupted");
     else if (!done && !failed)
         snprintf (outcome->reason, sizeof outcome->reason,
                   "the case process ended without a result (status %d)",
@@ -782,6 +798,32 @@ s_add_sorted (json_t *list, const char *value)
     json_array_insert_new (list, at, json_string (value));
 }
 
+//  Case index of name in this run as previous had it (same parameter
+//  values), or skipped.
+static void
+s_keep_case (bn_benchrunner_t *self, bn_benchresults_t *previous,
+             const char *name, const char **values, size_t index)
+{
+    double *samples = NULL;
+    size_t count = 0;
+    long old = previous ? bn_benchresults_find (previous, name, values, 2) : -1;
+    bn_benchresult_t status =
+        old < 0 ? BN_BENCHRESULT_SKIPPED
+                : bn_benchresults_case (previous, name, (size_t)old, NULL, NULL,
+                                        &samples, &count);
+    if (status == BN_BENCHRESULT_MISSING ||
+        (status == BN_BENCHRESULT_OK && count == 0))
+        status = BN_BENCHRESULT_SKIPPED;
+    json_t *row = previous
+                      ? json_object_get (bn_benchresults_rows (previous), name)
+                      : NULL;
+    json_t *number = json_array_get (json_array_get (row, 9), (size_t)old);
+    bn_benchresults_set_case (
+        self->results, name, index, status, samples, count,
+        json_is_integer (number) ? (int)json_integer_value (number) : 1);
+    free (samples);
+}
+
 int
 bn_benchrunner_run (bn_benchrunner_t *self)
 {
@@ -857,13 +899,34 @@ bn_benchrunner_run (bn_benchrunner_t *self)
         self->results = bn_benchresults_new (machine, self->commit, self->env,
                                              self->date_ms);
     snprintf (self->result_path, sizeof self->result_path, "%s", path);
+    //  The floor's earlier cases of this commit are kept: its row grows
+    //  by what this run needs
+    bn_benchresults_t *previous =
+        access (path, F_OK) == 0 ? bn_benchresults_load (path, err, sizeof err)
+                                 : NULL;
+    json_t *earlier =
+        previous ? bn_benchresults_params (previous, BN_BENCH_FLOOR_NAME)
+                 : NULL;
+    if (first == 0 && !floor_selected && json_array_size (earlier) == 2)
+        for (size_t p = 0; p < 2; p++) {
+            size_t v;
+            json_t *value;
+            json_array_foreach (json_array_get (earlier, p), v, value)
+                s_add_sorted (json_array_get (floor_grid, p),
+                              json_string_value (value));
+        }
     self->cases_total = 0;
     self->cases_done = 0;
     for (size_t i = first; i <= selected; i++)
         self->cases_total += s_cases (grids[i]);
 
     int status = 0;
-    for (size_t i = first; i <= selected; i++) {
+    s_interrupted = 0;
+    struct sigaction action = {.sa_handler = s_on_signal}, old_int, old_term;
+    sigemptyset (&action.sa_mask);
+    sigaction (SIGINT, &action, &old_int);
+    sigaction (SIGTERM, &action, &old_term);
+    for (size_t i = first; i <= selected && !s_interrupted; i++) {
         const bn_benchdef_t *def = defs[i];
         json_t *grid = grids[i];
         char version[32];
@@ -878,7 +941,7 @@ bn_benchrunner_run (bn_benchrunner_t *self)
         const char *names[BN_BENCH_MAX_PARAMS];
         size_t count = s_param_names (def, namebuf, sizeof namebuf, names);
         size_t cases = s_cases (grid);
-        for (size_t k = 0; k < cases; k++) {
+        for (size_t k = 0; k < cases && !s_interrupted; k++) {
             const char *values[BN_BENCH_MAX_PARAMS];
             s_case_values (grid, k, values);
             char params[512];
@@ -888,10 +951,9 @@ bn_benchrunner_run (bn_benchrunner_t *self)
                 char key[128];
                 snprintf (key, sizeof key, "%s %s", values[0], values[1]);
                 if (!json_object_get (self->floor_needed, key)) {
-                    //  not asked for: skipped, and not printed
-                    bn_benchresults_set_case (self->results, def->name, k,
-                                              BN_BENCHRESULT_SKIPPED, NULL, 0,
-                                              0);
+                    //  not asked for: as an earlier run left it, or
+                    //  skipped; not printed
+                    s_keep_case (self, previous, def->name, values, k);
                     self->cases_done++;
                     continue;
                 }
@@ -923,8 +985,12 @@ bn_benchrunner_run (bn_benchrunner_t *self)
             break;
         }
     }
+    sigaction (SIGINT, &old_int, NULL);
+    sigaction (SIGTERM, &old_term, NULL);
     if (self->tty)
         fprintf (self->out, "\r\033[K");
+    if (s_interrupted && status >= 0)
+        status = -2;
     for (size_t i = first; status >= 0 && i <= selected; i++)
         if (defs[i]->osu)
             s_print_osu (self, defs[i], grids[i]);
@@ -932,6 +998,7 @@ bn_benchrunner_run (bn_benchrunner_t *self)
         json_decref (grids[i]);
     json_decref (floor_own);
     json_decref (machine);
+    bn_benchresults_destroy (&previous);
     free (defs);
     free (grids);
     return status;

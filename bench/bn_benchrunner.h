@@ -57,7 +57,8 @@ json_t *bn_benchrunner_grid (bn_benchrunner_t *self, const bn_benchdef_t *def);
 
 //  Run the selected benchmarks and save the results. Returns 0 if every
 //  case ran (or was skipped), 1 if any failed, -1 if the results could
-//  not be saved or nothing was selected.
+//  not be saved or nothing was selected, -2 if SIGINT or SIGTERM stopped
+//  the run (the case running is ended, what ran before is saved).
 int bn_benchrunner_run (bn_benchrunner_t *self);
 
 //  Print the selected benchmarks, one per line with their parameters.
