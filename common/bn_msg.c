@@ -334,6 +334,22 @@ bn_msg_new_reply (bn_session_t *session, bn_msg_t *request,
     return self;
 }
 
+bn_msg_t *
+bn_msg_new_parts (const void *const data[4], const size_t size[4])
+{
+    bn_msg_t *self = s_msg_alloc ();
+    if (!self)
+        return NULL;
+    self->framed = true;
+    for (int i = 0; i < 4; i++)
+        if (s_set_bytes (&self->parts[i], data[i] ? data[i] : "{}",
+                         data[i] ? size[i] : 2) != 0) {
+            bn_msg_destroy (&self);
+            return NULL;
+        }
+    return self;
+}
+
 void
 bn_msg_destroy (bn_msg_t **self_p)
 {

@@ -43,6 +43,11 @@ bn_msg_t *bn_msg_new (bn_session_t *session, const char *msg_type);
 bn_msg_t *bn_msg_new_reply (bn_session_t *session, bn_msg_t *request,
                             const char *msg_type);
 
+//  Create an unsigned message, no idents or buffers, from the raw bytes of
+//  its four JSON parts (a NULL part reads as {}), e.g. as a database kept
+//  them. Returns NULL on allocation failure.
+bn_msg_t *bn_msg_new_parts (const void *const data[4], const size_t size[4]);
+
 //  Destroy a message and release its frames; NULL-safe.
 void bn_msg_destroy (bn_msg_t **self_p);
 
