@@ -2,7 +2,9 @@
     pass (WIRE.md 5.2), as direct calls inside the controller instead of
     7.1.0's monitor PUB/SUB bus. A scheduler holds one bn_monitor_t
     (borrowed); every callback may be NULL, and none may keep the message
-    beyond the call except by bn_msg_dup (which shares the frames).  */
+    beyond the call except by bn_msg_dup (which shares the frames).
+    Callbacks run on the controller's loop thread: a scheduler running in
+    another thread must not call them directly.  */
 #ifndef BN_MONITOR_H_INCLUDED
 #define BN_MONITOR_H_INCLUDED
 
@@ -25,6 +27,8 @@ typedef struct {
     //  itself (an error it generated).
     void (*reply) (void *arg, const char *queue, bn_msg_t *reply,
                    const char *engine_uuid);
+    //  A message an engine published on iopub passed the iopub relay.
+    void (*iopub) (void *arg, bn_msg_t *msg);
     void *arg;
 } bn_monitor_t;
 

@@ -66,6 +66,7 @@ struct _bn_relay_t {
     char *watch_type;      //  Forwarded type reported to watch_fn
     bn_relay_watch_fn *watch_fn;
     void *watch_arg;
+    const bn_monitor_t *monitor; //  Told of what passes (borrowed)
     s_stats_t stats;
 };
 
@@ -202,6 +203,13 @@ bn_relay_set_watch (bn_relay_t *self, const char *msg_type,
     self->watch_arg = arg;
 }
 
+void
+bn_relay_set_monitor (bn_relay_t *self, const bn_monitor_t *monitor)
+{
+    assert (self);
+    self->monitor = monitor;
+}
+
 //  Check framing and signature, counting what is wrong. 0 if good.
 static int
 s_verify (bn_relay_t *self, bn_msg_t *msg, bool record)
@@ -328,6 +336,8 @@ s_engine_error (bn_relay_t *self, bn_msg_t *request, const char *engine,
         return;
     }
     bn_log_info ("%s: %s", self->name, evalue);
+    if (self->monitor && self->monitor->reply)
+        self->monitor->reply (self->monitor->arg, self->name, reply, NULL);
     s_send_client (self, &reply);
 }
 
@@ -400,6 +410,9 @@ s_client_request (bn_relay_t *self, bn_msg_t *msg)
         return;
     }
     s_pending_t *pending = s_track (self, engine, msg);
+    if (self->monitor && self->monitor->request)
+        self->monitor->request (self->monitor->arg, self->name, msg,
+                                engine->uuid);
     bn_msg_swap_idents (msg);
     if (bn_msg_send_flags (&msg, self->engine_handle, NULL, ZMQ_DONTWAIT) ==
         0) {
@@ -464,6 +477,11 @@ s_engine_reply (bn_relay_t *self, bn_msg_t *msg)
             memcmp (ident, pending->engine->uuid, size) == 0)
             s_complete (self, pending);
     }
+    if (self->monitor && self->monitor->reply) {
+        char key[S_KEY_MAX];
+        self->monitor->reply (self->monitor->arg, self->name, msg,
+                              s_ident_key (msg, 0, key, sizeof key));
+    }
     bn_msg_swap_idents (msg);
     s_send_client (self, &msg);
 }
@@ -477,6 +495,8 @@ s_forward (bn_relay_t *self, bn_msg_t *msg)
     }
     if (self->watch_fn && streq (bn_msg_type (msg), self->watch_type))
         self->watch_fn (self->watch_arg, msg);
+    if (self->monitor && self->monitor->iopub)
+        self->monitor->iopub (self->monitor->arg, msg);
     if (bn_msg_send_flags (&msg, self->engine_handle, NULL, ZMQ_DONTWAIT) == 0)
         self->stats.forwarded++;
     else

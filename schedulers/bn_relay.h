@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "bn_monitor.h"
 #include "bn_msg.h"
 #include "bn_session.h"
 
@@ -43,6 +44,12 @@ int bn_relay_attach (bn_relay_t *self, zloop_t *loop);
 //  (forward relays only; one watch per relay).
 void bn_relay_set_watch (bn_relay_t *self, const char *msg_type,
                          bn_relay_watch_fn *fn, void *arg);
+
+//  Report to monitor (borrowed; NULL: stop): a swap relay calls request
+//  for each request it forwards to a registered engine and reply for each
+//  reply (or EngineError it makes) going back to a client, with its name
+//  as the queue; a forward relay calls iopub for each message it forwards.
+void bn_relay_set_monitor (bn_relay_t *self, const bn_monitor_t *monitor);
 
 //  Read and forward what is waiting on the client side (swap) or the input
 //  (forward); returns 0.
