@@ -72,6 +72,13 @@ static const s_setting_t s_settings[] = {
     {"controller.reduce_plugins", BN_CONFIG_STRING, "", S_STR (NULL, NULL),
      "colon-separated paths of .so reduction plugins every broadcast tree "
      "node loads (bn_reduce \"<plugin>:<name>\")"},
+    {"controller.db", BN_CONFIG_STRING, "memory", S_STR (NULL, NULL),
+     "where the hub keeps task records: memory, none, or sqlite:<path>"},
+    {"controller.record_limit", BN_CONFIG_INT, "1024", S_NUM (1, INT_MAX),
+     "task records kept in memory before the oldest tenth is culled"},
+    {"controller.restore", BN_CONFIG_BOOL, "false", S_BOOL,
+     "restore the engine table of log/engines<cluster id>.json (implies "
+     "reuse_files)"},
     {"cluster.id", BN_CONFIG_STRING, "", S_STR (NULL, NULL),
      "cluster id; names connection files ipcontroller-<id>-client.json"},
     {"profile.name", BN_CONFIG_STRING, "default",

@@ -47,6 +47,11 @@
 #define BN_MSG_DB_REQUEST "db_request"
 #define BN_MSG_PURGE_REQUEST "purge_request"
 #define BN_MSG_RESUBMIT_REQUEST "resubmit_request"
+#define BN_MSG_RESULT_REPLY "result_reply"
+#define BN_MSG_HISTORY_REPLY "history_reply"
+#define BN_MSG_DB_REPLY "db_reply"
+#define BN_MSG_PURGE_REPLY "purge_reply"
+#define BN_MSG_RESUBMIT_REPLY "resubmit_reply"
 #define BN_MSG_HUB_ERROR "hub_error"
 
 //  Hub notifications

@@ -30,6 +30,7 @@ static const struct {
     {"--scheme", "controller.scheme"},
     {"--hwm", "controller.task_hwm"},
     {"--socket-hwm", "controller.hwm"},
+    {"--db", "controller.db"},
     {"--log-level", "log.level"},
     {"--log-file", "log.file"},
 };
@@ -94,6 +95,13 @@ s_usage (FILE *file)
         "  --socket-hwm N        high-water mark of every socket, 0 = "
         "unlimited\n"
         "                        (default: 0)\n"
+        "  --db WHERE            task records: memory (default), none, or\n"
+        "                        sqlite:PATH (kept across restarts)\n"
+        "  --nodb                keep no task records (same as --db none)\n"
+        "  --restore             give engines that come back after a restart "
+        "their\n"
+        "                        old ids (log/engines<ID>.json); implies "
+        "--reuse\n"
         "  --reuse               keep the connection files on exit and reuse "
         "their\n"
         "                        ports and key on the next start\n"
@@ -173,7 +181,7 @@ main (int argc, char **argv)
     }
     const char *profile_dir = NULL;
     const char *config_file = NULL;
-    bool reuse = false;
+    bool reuse = false, restore = false, nodb = false;
     //  flags are applied after the file and environment, in order
     const char **settings = calloc ((size_t)argc + 1, 2 * sizeof (char *));
     size_t nsettings = 0;
@@ -197,6 +205,14 @@ main (int argc, char **argv)
         }
         if (streq (arg, "--reuse")) {
             reuse = true;
+            continue;
+        }
+        if (streq (arg, "--restore")) {
+            restore = reuse = true;
+            continue;
+        }
+        if (streq (arg, "--nodb")) {
+            nodb = true;
             continue;
         }
         if ((value =
@@ -238,6 +254,20 @@ main (int argc, char **argv)
     if (rc == 0 && reuse)
         bn_config_set (config, "controller.reuse_files", "true",
                        BN_CONFIG_CMDLINE);
+    if (rc == 0 && restore)
+        bn_config_set (config, "controller.restore", "true", BN_CONFIG_CMDLINE);
+    if (rc == 0 && nodb)
+        bn_config_set (config, "controller.db", "none", BN_CONFIG_CMDLINE);
+    if (rc == 0 && bn_config_bool (config, "controller.restore"))
+        bn_config_set (config, "controller.reuse_files", "true",
+                       BN_CONFIG_CMDLINE);
+    const char *db = rc == 0 ? bn_config_str (config, "controller.db") : "";
+    if (rc == 0 && !streq (db, "memory") && !streq (db, "none") &&
+        strncmp (db, "sqlite:", 7) != 0)
+        rc = s_usage_error ("--db takes memory, none or sqlite:PATH, not '%s'",
+                            db);
+    else if (rc == 0 && streq (db, "sqlite:"))
+        rc = s_usage_error ("%s", "--db sqlite: needs a file path");
     free (settings);
     if (rc != 0) {
         bn_config_destroy (&config);

@@ -18,6 +18,7 @@
 #include "bn_hub.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
+#include "bn_records.h"
 #include "bn_refuser.h"
 #include "bn_relay.h"
 #include "bn_session.h"
@@ -33,6 +34,9 @@
 
 //  Milliseconds we keep trying to bind a port reused from old files.
 #define S_REBIND_WAIT 2000
+
+//  Milliseconds between writes of task records to SQLite.
+#define S_FLUSH_PERIOD 200
 
 //  One bound socket and the port it got.
 typedef struct {
@@ -83,6 +87,11 @@ typedef struct {
     bool tree_processes;        //  controller.tree_mode is processes
     char *scheduler_path;       //  banyan-scheduler, for processes
     char *log_file;             //  Passed on to the node processes
+    bn_records_t *records;      //  Task records the hub answers queries from
+    char *db;                   //  controller.db: memory, none, sqlite:PATH
+    int record_limit;
+    bool restore;               //  Restore the engine table from state_path
+    char *state_path;           //  log/engines<cluster_id>.json
     bool shutdown;              //  Ended by a hub shutdown_request
 } s_controller_t;
 
@@ -416,6 +425,7 @@ s_controller_destroy (s_controller_t **self_p)
     bn_refuser_destroy (&self->task_refuser);
     bn_bcast_tree_destroy (&self->tree);
     bn_bcast_procs_destroy (&self->procs);
+    bn_records_destroy (&self->records);
     zloop_destroy (&self->loop);
     s_bound_t *all[] = {
         &self->query,      &self->notifier,    &self->hb_ping,
@@ -442,6 +452,8 @@ s_controller_destroy (s_controller_t **self_p)
     free (self->client_path);
     free (self->engine_path);
     free (self->pid_path);
+    free (self->db);
+    free (self->state_path);
     free (self);
     *self_p = NULL;
 }
@@ -450,7 +462,8 @@ static json_t *
 s_stats (s_controller_t *self)
 {
     return json_pack (
-        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "hub", bn_hub_stats (self->hub),
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "records",
+        bn_records_stats (self->records), "hub", bn_hub_stats (self->hub),
         "heart", bn_heart_stats (self->heart), "mux",
         bn_relay_stats (self->mux), "control", bn_relay_stats (self->control),
         "iopub", bn_relay_stats (self->iopub), "task",
@@ -487,6 +500,39 @@ s_on_pipe (zloop_t *loop, zsock_t *pipe, void *arg)
     free (command);
     zmsg_destroy (&request);
     return rc;
+}
+
+//  The hub's resubmissions go into the task scheduler.
+static int
+s_submit_task (void *arg, bn_msg_t **msg_p)
+{
+    return bn_task_submit ((bn_task_t *)arg, msg_p);
+}
+
+static int
+s_on_flush (zloop_t *loop, int timer_id, void *arg)
+{
+    bn_records_flush ((bn_records_t *)arg);
+    return 0;
+}
+
+//  The task records as controller.db asks; NULL if out of memory. A
+//  database that cannot be opened is logged and records stay in memory.
+static bn_records_t *
+s_new_records (s_controller_t *self)
+{
+    bool none = streq (self->db, "none");
+    bn_records_t *records =
+        bn_records_new (none ? BN_RECORDS_NONE : BN_RECORDS_MEMORY,
+                        (size_t)self->record_limit, 0);
+    if (records && strncmp (self->db, "sqlite:", 7) == 0) {
+        char err[512];
+        if (bn_records_open_sqlite (records, self->db + 7, err, sizeof err))
+            bn_log_error ("controller: task records stay in memory: %s", err);
+        else
+            bn_log_info ("controller: task records in %s", self->db + 7);
+    }
+    return records;
 }
 
 //  Build components and register them in the loop.
@@ -533,8 +579,9 @@ s_start_components (s_controller_t *self, int period, int misses,
     for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
         self->bcast_leaves[leaf].sock = leaves[leaf];
     free (leaves);
+    self->records = s_new_records (self);
     if (!self->loop || !self->heart || !self->mux || !self->control ||
-        !self->iopub || (!self->tree && !self->procs))
+        !self->iopub || (!self->tree && !self->procs) || !self->records)
         return -1;
     self->hub = bn_hub_new (
         self->query.sock, self->notifier.sock, self->session, self->heart,
@@ -554,6 +601,13 @@ s_start_components (s_controller_t *self, int period, int misses,
         bn_hub_add_relay (self->hub, self->control, false))
         return -1;
     bn_hub_watch_iopub (self->hub, self->iopub);
+    bn_hub_set_records (self->hub, self->records);
+    bn_relay_set_monitor (self->mux, bn_records_monitor (self->records));
+    bn_relay_set_monitor (self->iopub, bn_records_monitor (self->records));
+    if (self->task) {
+        bn_task_set_monitor (self->task, bn_records_monitor (self->records));
+        bn_hub_set_resubmit (self->hub, s_submit_task, self->task);
+    }
     bn_hub_set_shutdown_handler (self->hub, s_on_hub_shutdown, self);
     //  signals are the main thread's business; only $TERM stops the loop
     zloop_set_nonstop (self->loop, true);
@@ -568,6 +622,14 @@ s_start_components (s_controller_t *self, int period, int misses,
         (self->task_refuser &&
          bn_refuser_attach (self->task_refuser, self->loop)))
         return -1;
+    if (bn_records_sqlite_ok (self->records) &&
+        zloop_timer (self->loop, S_FLUSH_PERIOD, 0, s_on_flush, self->records) <
+            0)
+        return -1;
+    //  after attach: restored engines wait for their hearts on the loop
+    if (bn_hub_set_state_file (self->hub, self->state_path, self->restore))
+        bn_log_warn ("controller: engines not restored from %s",
+                     self->state_path);
     return 0;
 }
 
@@ -634,9 +696,15 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
     self->pid_path =
         zsys_sprintf ("%s/pid/banyan-controller%s%s.pid", args->profile_dir,
                       *self->cluster_id ? "-" : "", self->cluster_id);
+    self->state_path = zsys_sprintf ("%s/log/engines%s.json", args->profile_dir,
+                                     self->cluster_id);
+    self->db = strdup (bn_config_str (config, "controller.db"));
+    self->record_limit = bn_config_int (config, "controller.record_limit");
+    self->restore = bn_config_bool (config, "controller.restore");
     if (!self->ip || !self->interface || !self->cluster_id ||
         !self->client_path || !self->engine_path || !self->pid_path ||
-        !self->scheduler_path || !self->log_file) {
+        !self->scheduler_path || !self->log_file || !self->state_path ||
+        !self->db) {
         s_controller_destroy (&self);
         return NULL;
     }

@@ -88,6 +88,21 @@ bn_engine_table_new_id (bn_engine_table_t *self, int requested)
 }
 
 int
+bn_engine_table_next_id (bn_engine_table_t *self)
+{
+    assert (self);
+    return self->counter;
+}
+
+void
+bn_engine_table_set_next_id (bn_engine_table_t *self, int next)
+{
+    assert (self);
+    if (next > self->counter && next <= INT32_MAX)
+        self->counter = next;
+}
+
+int
 bn_engine_table_add_pending (bn_engine_table_t *self, const char *uuid, int id)
 {
     assert (self);

@@ -22,6 +22,11 @@ void bn_engine_table_destroy (bn_engine_table_t **self_p);
 //  it to INT32_MAX, the lowest free id is given instead.
 int bn_engine_table_new_id (bn_engine_table_t *self, int requested);
 
+//  The id the counter gives next; and move the counter to at least next
+//  (ids of a restored engine table stay unused).
+int bn_engine_table_next_id (bn_engine_table_t *self);
+void bn_engine_table_set_next_id (bn_engine_table_t *self, int next);
+
 //  Add uuid as a pending registration with id. Returns -1 if the uuid is
 //  already pending or registered, or out of memory.
 int bn_engine_table_add_pending (bn_engine_table_t *self, const char *uuid,

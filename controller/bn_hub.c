@@ -15,11 +15,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <errno.h>
+#include <unistd.h>
+
 #include "bn_engine_table.h"
 #include "bn_error.h"
 #include "bn_log.h"
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
+#include "bn_query.h"
 #include "bn_wire.h"
 
 #define S_BATCH 1024   //  queries read per wake-up before polling again
@@ -84,6 +88,11 @@ struct _bn_hub_t {
     bool shutting_down; //  shutdown_request answered
     bn_hub_shutdown_fn *shutdown_fn;
     void *shutdown_arg;
+    bn_records_t *records; //  Task records (borrowed), or NULL
+    bn_hub_submit_fn *submit_fn;
+    void *submit_arg;
+    char *state_path;   //  log/engines<cluster_id>.json, or NULL
+    zhashx_t *restored; //  uuid -> old id + 1 (as a pointer), or NULL
     s_stats_t stats;
 };
 
@@ -173,6 +182,8 @@ bn_hub_destroy (bn_hub_t **self_p)
     zlistx_destroy (&self->leaving);
     zlistx_destroy (&self->relays);
     zlistx_destroy (&self->listeners);
+    zhashx_destroy (&self->restored);
+    free (self->state_path);
     bn_engine_table_destroy (&self->engines);
     json_decref (self->connection_info);
     free (self);
@@ -239,6 +250,12 @@ bn_hub_size (bn_hub_t *self)
 {
     assert (self);
     return bn_engine_table_size (self->engines);
+}
+
+static int
+s_strcmp_p (const char **a, const char **b)
+{
+    return strcmp (*a, *b);
 }
 
 //  Append Python's repr of a JSON scalar (str or int) to buf.
@@ -336,6 +353,100 @@ s_notify (bn_hub_t *self, const char *msg_type, json_t *content,
         self->stats.send_failed++;
 }
 
+void
+bn_hub_set_records (bn_hub_t *self, bn_records_t *records)
+{
+    assert (self);
+    self->records = records;
+}
+
+void
+bn_hub_set_resubmit (bn_hub_t *self, bn_hub_submit_fn *fn, void *arg)
+{
+    assert (self);
+    self->submit_fn = fn;
+    self->submit_arg = arg;
+}
+
+//  Write the engine table to the state file (temporary file, then rename).
+static void
+s_save_state (bn_hub_t *self)
+{
+    if (!self->state_path)
+        return;
+    json_t *state = json_pack (
+        "{s:o, s:i}", "engines", bn_engine_table_engines (self->engines),
+        "next_id", bn_engine_table_next_id (self->engines));
+    char *tmp = zsys_sprintf ("%s.tmp", self->state_path);
+    char *dir = strdup (self->state_path);
+    char *slash = dir ? strrchr (dir, '/') : NULL;
+    if (slash && slash != dir) {
+        *slash = 0;
+        zsys_dir_create ("%s", dir);
+    }
+    free (dir);
+    if (!state || !tmp || json_dump_file (state, tmp, JSON_COMPACT) != 0 ||
+        rename (tmp, self->state_path) != 0)
+        bn_log_warn ("hub: cannot write the engine state %s: %s",
+                     self->state_path, strerror (errno));
+    json_decref (state);
+    zstr_free (&tmp);
+}
+
+static void s_expect (bn_hub_t *self, const char *uuid, int id);
+
+int
+bn_hub_set_state_file (bn_hub_t *self, const char *path, bool restore)
+{
+    assert (self);
+    assert (path);
+    free (self->state_path);
+    self->state_path = strdup (path);
+    if (!self->state_path)
+        return -1;
+    if (!restore)
+        return 0;
+    if (access (path, F_OK) != 0)
+        return 0;
+    json_error_t error;
+    json_t *state = json_load_file (path, 0, &error);
+    json_t *engines = json_object_get (state, "engines");
+    json_t *next = json_object_get (state, "next_id");
+    if (!json_is_object (engines)) {
+        bn_log_error ("hub: cannot restore engines from %s: %s", path,
+                      state ? "no 'engines' dict" : error.text);
+        json_decref (state);
+        return -1;
+    }
+    if (!self->restored && !(self->restored = zhashx_new ())) {
+        json_decref (state);
+        return -1;
+    }
+    const char *key;
+    json_t *uuid;
+    json_object_foreach (engines, key, uuid)
+    {
+        char *end;
+        long id = strtol (key, &end, 10);
+        if (*end || id < 0 || id >= INT32_MAX || !json_is_string (uuid)) {
+            bn_log_warn ("hub: ignored engine %s in %s", key, path);
+            continue;
+        }
+        zhashx_update (self->restored, json_string_value (uuid),
+                       (void *)(intptr_t)(id + 1));
+        bn_engine_table_set_next_id (self->engines, (int)id + 1);
+        s_expect (self, json_string_value (uuid), (int)id);
+    }
+    if (json_is_integer (next) && json_integer_value (next) >= 0 &&
+        json_integer_value (next) < INT32_MAX)
+        bn_engine_table_set_next_id (self->engines,
+                                     (int)json_integer_value (next));
+    bn_log_info ("hub: restoring %zu engines from %s",
+                 zhashx_size (self->restored), path);
+    json_decref (state);
+    return 0;
+}
+
 //  --------------------------------------------------------------------------
 //  Registration
 
@@ -366,6 +477,25 @@ s_on_stall (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
+//  Make uuid a pending registration with id, waiting for its heart.
+static void
+s_expect (bn_hub_t *self, const char *uuid, int id)
+{
+    s_stall_t *stall = calloc (1, sizeof *stall);
+    if (!stall || bn_engine_table_add_pending (self->engines, uuid, id) != 0) {
+        free (stall);
+        bn_log_error ("hub: out of memory registering %s", uuid);
+        return;
+    }
+    stall->hub = self;
+    stall->uuid = strdup (uuid);
+    stall->ticket =
+        self->loop ? zloop_ticket (self->loop, s_on_stall, stall) : NULL;
+    zhashx_update (self->stalls, uuid, stall);
+    bn_log_info ("hub: registration %d:%s pending", id, uuid);
+    bn_heart_expect (self->heart, uuid);
+}
+
 static void
 s_on_new_heart (void *arg, const char *uuid)
 {
@@ -389,6 +519,7 @@ s_on_new_heart (void *arg, const char *uuid)
     bn_log_info ("hub: engine %d:%s registered", id, uuid);
     s_notify (self, BN_MSG_REGISTRATION_NOTIFICATION,
               json_pack ("{s:i, s:s}", "id", id, "uuid", uuid), NULL);
+    s_save_state (self);
 }
 
 //  True if uuid is usable as an engine identity (WIRE.md 1.5).
@@ -439,6 +570,16 @@ s_registration_request (bn_hub_t *self, bn_msg_t *request)
                      "registration_request 'id' must be an integer or null");
         return;
     }
+    void *old = self->restored ? zhashx_lookup (self->restored, uuid) : NULL;
+    if (old && bn_engine_table_is_pending (self->engines, uuid)) {
+        //  an engine of the restored table registers again: its pending
+        //  entry makes way, and it gets its old id
+        bn_engine_table_remove (self->engines, uuid);
+        bn_heart_forget (self->heart, uuid);
+        s_stall_end (self, uuid);
+    }
+    if (old && requested < 0)
+        requested = (int)((intptr_t)old - 1);
     int id = bn_engine_table_new_id (self->engines, requested);
     if (requested >= 0 && id != requested)
         bn_log_warn ("hub: engine id %d is taken; %s gets %d", requested, uuid,
@@ -468,19 +609,7 @@ s_registration_request (bn_hub_t *self, bn_msg_t *request)
                                           self->connection_info));
     s_send_query (self, &reply);
 
-    s_stall_t *stall = calloc (1, sizeof *stall);
-    if (!stall || bn_engine_table_add_pending (self->engines, uuid, id) != 0) {
-        free (stall);
-        bn_log_error ("hub: out of memory registering %s", uuid);
-        return;
-    }
-    stall->hub = self;
-    stall->uuid = strdup (uuid);
-    stall->ticket =
-        self->loop ? zloop_ticket (self->loop, s_on_stall, stall) : NULL;
-    zhashx_update (self->stalls, uuid, stall);
-    bn_log_info ("hub: registration %d:%s pending", id, uuid);
-    bn_heart_expect (self->heart, uuid);
+    s_expect (self, uuid, id);
 }
 
 //  --------------------------------------------------------------------------
@@ -540,6 +669,7 @@ bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
     self->stats.unregistrations++;
     bn_log_info ("hub: engine %d:%s unregistered (%s)", id, copy, reason);
     s_tell_listeners (self, copy, id, false);
+    s_save_state (self);
     size_t waiting = 0;
     bn_relay_t *relay = zlistx_first (self->relays);
     while (relay) {
@@ -708,25 +838,40 @@ s_queue_request (bn_hub_t *self, bn_msg_t *request)
         int id = s_target_id (self, target);
         const char *uuid = bn_engine_table_uuid (self->engines, id, false);
         json_t *queue, *completed, *tasks;
-        if (!self->counts) {
+        if (self->records) {
+            bn_records_t *r = self->records;
+            queue = verbose ? bn_records_queue_ids (r, uuid)
+                            : json_integer (
+                                  (json_int_t)bn_records_queue_count (r, uuid));
+            completed =
+                verbose ? bn_records_completed_ids (r, uuid)
+                        : json_integer (
+                              (json_int_t)bn_records_completed_count (r, uuid));
+            tasks = verbose ? bn_records_tasks_ids (r, uuid)
+                            : json_integer (
+                                  (json_int_t)bn_records_tasks_count (r, uuid));
+        } else if (!self->counts) {
             queue = verbose ? json_array () : json_integer (0);
             completed = verbose ? json_array () : json_integer (0);
+            tasks = verbose ? json_array () : json_integer (0);
         } else if (verbose) {
             queue = bn_relay_queue_ids (self->counts, uuid);
             completed = bn_relay_completed_ids (self->counts, uuid);
+            tasks = json_array ();
         } else {
             queue = json_integer (
                 (json_int_t)bn_relay_queue_size (self->counts, uuid));
             completed = json_integer (
                 (json_int_t)bn_relay_completed_size (self->counts, uuid));
+            tasks = json_integer (0);
         }
-        if (!self->task)
-            tasks = verbose ? json_array () : json_integer (0);
-        else if (verbose)
-            tasks = bn_task_engine_tasks (self->task, uuid);
-        else
-            tasks = json_integer (
-                (json_int_t)bn_task_engine_load (self->task, uuid));
+        if (self->task) {
+            //  the task scheduler knows best what each engine holds
+            json_decref (tasks);
+            tasks = verbose ? bn_task_engine_tasks (self->task, uuid)
+                            : json_integer ((json_int_t)bn_task_engine_load (
+                                  self->task, uuid));
+        }
         char key[16];
         snprintf (key, sizeof key, "%d", id);
         json_object_set_new (reply, key,
@@ -736,14 +881,554 @@ s_queue_request (bn_hub_t *self, bn_msg_t *request)
     }
     json_decref (ids);
     json_t *unassigned;
-    if (!self->task)
-        unassigned = verbose ? json_array () : json_integer (0);
-    else if (verbose)
-        unassigned = bn_task_unassigned_ids (self->task);
+    if (self->task)
+        unassigned = verbose ? bn_task_unassigned_ids (self->task)
+                             : json_integer (
+                                   (json_int_t)bn_task_unassigned (self->task));
+    else if (self->records)
+        unassigned =
+            verbose ? bn_records_unassigned_ids (self->records)
+                    : json_integer ((json_int_t)bn_records_unassigned_count (
+                          self->records));
     else
-        unassigned = json_integer ((json_int_t)bn_task_unassigned (self->task));
+        unassigned = verbose ? json_array () : json_integer (0);
     json_object_set_new (reply, "unassigned", unassigned);
     s_reply (self, request, BN_MSG_QUEUE_REPLY, reply);
+}
+
+//  --------------------------------------------------------------------------
+//  Task record queries (WIRE.md 5)
+
+#define S_NODB_TEXT                                                            \
+    "NoDB backend doesn't store any data. Start the Controller with a DB "     \
+    "backend to enable resubmission / result persistence."
+
+//  Reply msg_type with error content: ename and a printf-style evalue
+//  (7.1.0 answers failed record queries with their own reply type).
+static void s_reply_error (bn_hub_t *self, bn_msg_t *request,
+                           const char *msg_type, const char *ename,
+                           const char *format, ...)
+    __attribute__ ((format (printf, 5, 6)));
+
+static void
+s_reply_error (bn_hub_t *self, bn_msg_t *request, const char *msg_type,
+               const char *ename, const char *format, ...)
+{
+    char evalue[1024];
+    va_list args;
+    va_start (args, format);
+    vsnprintf (evalue, sizeof evalue, format, args);
+    va_end (args);
+    bn_log_info ("hub: %s to %s: %s: %s", msg_type, bn_msg_type (request),
+                 ename, evalue);
+    self->stats.errors++;
+    s_reply (self, request, msg_type,
+             bn_wire_error (ename, evalue, NULL, NULL));
+}
+
+//  Send msg_type with content (taken) and the buffers of buffers (a
+//  message whose frames are shared, taken; may be NULL).
+static void
+s_reply_buffers (bn_hub_t *self, bn_msg_t *request, const char *msg_type,
+                 json_t *content, bn_msg_t *buffers)
+{
+    bn_msg_t *reply = bn_msg_new_reply (self->session, request, msg_type);
+    bool ok = reply && content;
+    for (size_t i = 0; ok && buffers && i < bn_msg_nbuffers (buffers); i++)
+        ok = bn_msg_add_buffer_msg (reply, bn_msg_buffer (buffers, i)) == 0;
+    bn_msg_destroy (&buffers);
+    if (!ok) {
+        json_decref (content);
+        bn_msg_destroy (&reply);
+        self->stats.send_failed++;
+        return;
+    }
+    bn_msg_set_content (reply, content);
+    s_send_query (self, &reply);
+}
+
+//  A holder for reply buffers: an empty message whose buffer frames share
+//  the records' frames.
+static bn_msg_t *
+s_buffer_holder (void)
+{
+    const void *parts[4] = {NULL, NULL, NULL, NULL};
+    size_t sizes[4] = {0, 0, 0, 0};
+    return bn_msg_new_parts (parts, sizes);
+}
+
+//  Append record's request (result false) or reply buffers to holder.
+static size_t
+s_add_record_buffers (bn_msg_t *holder, bn_record_t *record, bool result)
+{
+    size_t n = bn_record_nbuffers (record, result);
+    for (size_t i = 0; i < n; i++)
+        bn_msg_add_buffer_msg (holder, bn_record_buffer (record, result, i));
+    return n;
+}
+
+//  A JSON array of unique strings, sorted; NULL if list is not a list of
+//  strings.
+static json_t *
+s_sorted_ids (json_t *list)
+{
+    if (json_is_string (list))
+        return json_pack ("[O]", list);
+    if (!json_is_array (list))
+        return NULL;
+    size_t n = json_array_size (list);
+    const char **ids = calloc (n ? n : 1, sizeof (char *));
+    if (!ids)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        ids[i] = json_string_value (json_array_get (list, i));
+        if (!ids[i]) {
+            free (ids);
+            return NULL;
+        }
+    }
+    qsort (ids, n, sizeof (char *),
+           (int (*) (const void *, const void *))s_strcmp_p);
+    json_t *sorted = json_array ();
+    for (size_t i = 0; sorted && i < n; i++)
+        if (i == 0 || strcmp (ids[i], ids[i - 1]) != 0)
+            json_array_append_new (sorted, json_string (ids[i]));
+    free (ids);
+    return sorted;
+}
+
+static void
+s_result_request (bn_hub_t *self, bn_msg_t *request)
+{
+    json_t *content = bn_msg_content (request);
+    json_t *ids = s_sorted_ids (json_object_get (content, "msg_ids"));
+    if (!ids) {
+        self->stats.bad_content++;
+        s_reply_error (self, request, BN_MSG_RESULT_REPLY, "TypeError",
+                       "result_request needs 'msg_ids': a list of msg_id "
+                       "strings");
+        return;
+    }
+    bool status_only = json_is_true (json_object_get (content, "status_only"));
+    if (!status_only && !bn_records_storing (self->records)) {
+        json_decref (ids);
+        s_reply_error (self, request, BN_MSG_RESULT_REPLY, "NoData", "%s",
+                       S_NODB_TEXT);
+        return;
+    }
+    json_t *pending = json_array (), *completed = json_array ();
+    json_t *reply = json_pack ("{s:s, s:O, s:O}", "status", BN_STATUS_OK,
+                               "pending", pending, "completed", completed);
+    bn_msg_t *holder = s_buffer_holder ();
+    size_t index;
+    json_t *id_value;
+    json_array_foreach (ids, index, id_value)
+    {
+        const char *msg_id = json_string_value (id_value);
+        if (bn_records_pending (self->records, msg_id)) {
+            json_array_append (pending, id_value);
+            continue;
+        }
+        bn_record_t *record = bn_records_get (self->records, msg_id);
+        if (!record) {
+            json_decref (reply);
+            json_decref (pending);
+            json_decref (completed);
+            json_decref (ids);
+            bn_msg_destroy (&holder);
+            s_reply_error (self, request, BN_MSG_RESULT_REPLY, "KeyError",
+                           "'No such message: %.200s'", msg_id);
+            return;
+        }
+        if (!bn_record_completed (record)) {
+            json_array_append (pending, id_value);
+            bn_record_release (&record);
+            continue;
+        }
+        json_array_append (completed, id_value);
+        if (!status_only) {
+            json_t *rec = bn_record_json (record);
+            json_t *entry = json_pack (
+                "{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:{s:O?, s:O?, s:O?, "
+                "s:O?, s:O?}}",
+                "header", json_object_get (rec, "header"), "metadata",
+                json_object_get (rec, "metadata"), "result_header",
+                json_object_get (rec, "result_header"), "result_metadata",
+                json_object_get (rec, "result_metadata"), "result_content",
+                json_object_get (rec, "result_content"), "received",
+                json_object_get (rec, "received"), "io", "execute_input",
+                json_object_get (rec, "execute_input"), "execute_result",
+                json_object_get (rec, "execute_result"), "error",
+                json_object_get (rec, "error"), "stdout",
+                json_object_get (rec, "stdout"), "stderr",
+                json_object_get (rec, "stderr"));
+            if (entry)
+                json_object_set_new (reply, msg_id, entry);
+            if (holder)
+                s_add_record_buffers (holder, record, true);
+        }
+        bn_record_release (&record);
+    }
+    json_decref (pending);
+    json_decref (completed);
+    json_decref (ids);
+    s_reply_buffers (self, request, BN_MSG_RESULT_REPLY, reply, holder);
+}
+
+static void
+s_history_request (bn_hub_t *self, bn_msg_t *request)
+{
+    if (!bn_records_storing (self->records)) {
+        s_reply_error (self, request, BN_MSG_HISTORY_REPLY, "NoData", "%s",
+                       S_NODB_TEXT);
+        return;
+    }
+    json_t *history = bn_records_history (self->records);
+    if (!history) {
+        s_reply_error (self, request, BN_MSG_HISTORY_REPLY, "MemoryError",
+                       "cannot list the history");
+        return;
+    }
+    s_reply (
+        self, request, BN_MSG_HISTORY_REPLY,
+        json_pack ("{s:s, s:o}", "status", BN_STATUS_OK, "history", history));
+}
+
+//  Keys of a TaskRecord, for checking db_request 'keys'.
+static const char *s_record_keys[] = {
+    "msg_id",        "header",          "metadata",       "content",
+    "buffers",       "submitted",       "client_uuid",    "engine_uuid",
+    "started",       "completed",       "resubmitted",    "received",
+    "result_header", "result_metadata", "result_content", "result_buffers",
+    "queue",         "execute_input",   "execute_result", "error",
+    "stdout",        "stderr",          "display_data",   NULL};
+
+typedef struct {
+    bn_query_t *query;
+    json_t *keys;               //  NULL: whole records
+    json_t *records;            //  Reply list
+    json_t *buffer_lens;        //  or NULL
+    json_t *result_buffer_lens; //  or NULL
+    bn_msg_t *holder;
+    size_t matched;
+} s_db_search_t;
+
+static int
+s_db_match (void *arg, bn_record_t *record)
+{
+    s_db_search_t *search = (s_db_search_t *)arg;
+    json_t *rec = bn_record_json (record);
+    if (!rec)
+        return -1;
+    if (!bn_query_match (search->query, rec))
+        return 0;
+    search->matched++;
+    json_t *out;
+    if (!search->keys)
+        out = json_copy (rec);
+    else {
+        out = json_pack ("{s:O}", "msg_id", json_object_get (rec, "msg_id"));
+        size_t index;
+        json_t *key;
+        json_array_foreach (search->keys, index, key)
+        {
+            const char *name = json_string_value (key);
+            if (streq (name, "buffers") || streq (name, "result_buffers"))
+                continue;
+            json_t *value = json_object_get (rec, name);
+            json_object_set (out, name, value ? value : json_null ());
+        }
+    }
+    if (!out)
+        return -1;
+    json_array_append_new (search->records, out);
+    if (search->buffer_lens)
+        json_array_append_new (search->buffer_lens,
+                               json_integer ((json_int_t)s_add_record_buffers (
+                                   search->holder, record, false)));
+    if (search->result_buffer_lens)
+        json_array_append_new (search->result_buffer_lens,
+                               json_integer ((json_int_t)s_add_record_buffers (
+                                   search->holder, record, true)));
+    return 0;
+}
+
+static void
+s_db_request (bn_hub_t *self, bn_msg_t *request)
+{
+    if (!bn_records_storing (self->records)) {
+        s_reply_error (self, request, BN_MSG_DB_REPLY, "NoData", "%s",
+                       S_NODB_TEXT);
+        return;
+    }
+    json_t *content = bn_msg_content (request);
+    json_t *keys = json_object_get (content, "keys");
+    if (json_is_null (keys))
+        keys = NULL;
+    if (keys && !json_is_array (keys)) {
+        self->stats.bad_content++;
+        s_reply_error (self, request, BN_MSG_DB_REPLY, "TypeError",
+                       "db_request 'keys' must be null or a list of keys");
+        return;
+    }
+    size_t index;
+    json_t *key;
+    json_array_foreach (keys, index, key)
+    {
+        const char *name = json_string_value (key);
+        bool known = false;
+        for (int i = 0; name && s_record_keys[i]; i++)
+            known |= streq (name, s_record_keys[i]);
+        if (!known) {
+            self->stats.bad_content++;
+            char text[80] = "";
+            s_repr (key, text, sizeof text);
+            s_reply_error (self, request, BN_MSG_DB_REPLY, "KeyError",
+                           "%s is not a TaskRecord key", text);
+            return;
+        }
+    }
+    char ename[64], evalue[256];
+    s_db_search_t search = {0};
+    search.query = bn_query_new (json_object_get (content, "query"), ename,
+                                 sizeof ename, evalue, sizeof evalue);
+    if (!search.query) {
+        self->stats.bad_content++;
+        s_reply_error (self, request, BN_MSG_DB_REPLY, ename, "%s", evalue);
+        return;
+    }
+    bool with_buffers = false, with_results = false;
+    json_array_foreach (keys, index, key)
+    {
+        with_buffers |= streq (json_string_value (key), "buffers");
+        with_results |= streq (json_string_value (key), "result_buffers");
+    }
+    search.keys = keys;
+    search.records = json_array ();
+    search.buffer_lens = with_buffers ? json_array () : NULL;
+    search.result_buffer_lens = with_results ? json_array () : NULL;
+    search.holder = s_buffer_holder ();
+    int rc = search.records && search.holder
+                 ? bn_records_each (self->records, s_db_match, &search)
+                 : -1;
+    bn_query_destroy (&search.query);
+    if (rc != 0) {
+        json_decref (search.records);
+        json_decref (search.buffer_lens);
+        json_decref (search.result_buffer_lens);
+        bn_msg_destroy (&search.holder);
+        s_reply_error (self, request, BN_MSG_DB_REPLY, "MemoryError",
+                       "the query could not be answered");
+        return;
+    }
+    json_t *reply = json_pack (
+        "{s:s, s:o, s:o, s:o}", "status", BN_STATUS_OK, "records",
+        search.records, "buffer_lens",
+        search.buffer_lens ? search.buffer_lens : json_null (),
+        "result_buffer_lens",
+        search.result_buffer_lens ? search.result_buffer_lens : json_null ());
+    s_reply_buffers (self, request, BN_MSG_DB_REPLY, reply, search.holder);
+}
+
+typedef struct {
+    const char *engine_uuid; //  Only records of this engine, or NULL
+    json_t *ids;             //  Collected msg_ids
+} s_purge_t;
+
+static int
+s_purge_collect (void *arg, bn_record_t *record)
+{
+    s_purge_t *purge = (s_purge_t *)arg;
+    if (!bn_record_completed (record))
+        return 0;
+    json_t *rec = bn_record_json (record);
+    if (!rec)
+        return -1;
+    if (purge->engine_uuid) {
+        const char *engine =
+            json_string_value (json_object_get (rec, "engine_uuid"));
+        if (!engine || !streq (engine, purge->engine_uuid))
+            return 0;
+    }
+    json_array_append (purge->ids, json_object_get (rec, "msg_id"));
+    return 0;
+}
+
+//  Drop the completed records (of engine_uuid if given); 0 or -1.
+static int
+s_purge_completed (bn_hub_t *self, const char *engine_uuid)
+{
+    s_purge_t purge = {engine_uuid, json_array ()};
+    int rc = purge.ids
+                 ? bn_records_each (self->records, s_purge_collect, &purge)
+                 : -1;
+    size_t index;
+    json_t *id;
+    json_array_foreach (purge.ids, index, id)
+    {
+        bn_records_drop (self->records, json_string_value (id));
+    }
+    json_decref (purge.ids);
+    return rc;
+}
+
+static void
+s_purge_request (bn_hub_t *self, bn_msg_t *request)
+{
+    json_t *content = bn_msg_content (request);
+    json_t *ids = json_object_get (content, "msg_ids");
+    json_t *engine_ids = json_object_get (content, "engine_ids");
+    if (json_is_string (ids) && streq (json_string_value (ids), "all")) {
+        if (s_purge_completed (self, NULL) != 0)
+            s_reply_error (self, request, BN_MSG_PURGE_REPLY, "MemoryError",
+                           "cannot purge the records");
+        else
+            s_reply (self, request, BN_MSG_PURGE_REPLY,
+                     json_pack ("{s:s}", "status", BN_STATUS_OK));
+        return;
+    }
+    if ((ids && !json_is_null (ids) && !json_is_array (ids)) ||
+        (engine_ids && !json_is_null (engine_ids) &&
+         !json_is_array (engine_ids))) {
+        self->stats.bad_content++;
+        s_reply_error (self, request, BN_MSG_PURGE_REPLY, "TypeError",
+                       "purge_request needs 'msg_ids': \"all\" or a list, "
+                       "and 'engine_ids': a list of engine ids");
+        return;
+    }
+    size_t index;
+    json_t *value;
+    json_array_foreach (ids, index, value)
+    {
+        if (!json_is_string (value)) {
+            self->stats.bad_content++;
+            s_reply_error (self, request, BN_MSG_PURGE_REPLY, "TypeError",
+                           "purge_request 'msg_ids' must hold msg_id strings");
+            return;
+        }
+        if (bn_records_pending (self->records, json_string_value (value))) {
+            s_reply_error (self, request, BN_MSG_PURGE_REPLY, "IndexError",
+                           "msg pending: '%.200s'", json_string_value (value));
+            return;
+        }
+    }
+    json_array_foreach (engine_ids, index, value)
+    {
+        json_int_t id =
+            json_is_integer (value) ? json_integer_value (value) : -1;
+        if (id < 0 || id >= INT32_MAX ||
+            !bn_engine_table_uuid (self->engines, (int)id, false)) {
+            char text[80] = "";
+            s_repr (value, text, sizeof text);
+            s_reply_error (self, request, BN_MSG_PURGE_REPLY, "IndexError",
+                           "No such engine: %s", text);
+            return;
+        }
+    }
+    json_array_foreach (ids, index, value)
+    {
+        bn_records_drop (self->records, json_string_value (value));
+    }
+    json_array_foreach (engine_ids, index, value)
+    {
+        const char *uuid = bn_engine_table_uuid (
+            self->engines, (int)json_integer_value (value), false);
+        if (s_purge_completed (self, uuid) != 0) {
+            s_reply_error (self, request, BN_MSG_PURGE_REPLY, "MemoryError",
+                           "cannot purge the records");
+            return;
+        }
+    }
+    s_reply (self, request, BN_MSG_PURGE_REPLY,
+             json_pack ("{s:s}", "status", BN_STATUS_OK));
+}
+
+static void
+s_resubmit_request (bn_hub_t *self, bn_msg_t *request)
+{
+    json_t *ids = json_object_get (bn_msg_content (request), "msg_ids");
+    if (json_is_string (ids))
+        ids = json_pack ("[O]", ids);
+    else if (json_is_array (ids))
+        json_incref (ids);
+    else {
+        self->stats.bad_content++;
+        s_reply_error (self, request, BN_MSG_RESUBMIT_REPLY, "TypeError",
+                       "resubmit_request needs 'msg_ids': a list of msg_ids");
+        return;
+    }
+    if (!bn_records_storing (self->records)) {
+        json_decref (ids);
+        s_reply_error (self, request, BN_MSG_RESUBMIT_REPLY, "NoData", "%s",
+                       S_NODB_TEXT);
+        return;
+    }
+    //  every msg_id must have a record with its request
+    char missing[1024] = "";
+    size_t nmissing = 0, index;
+    json_t *value;
+    json_array_foreach (ids, index, value)
+    {
+        bn_record_t *record =
+            json_is_string (value)
+                ? bn_records_get (self->records, json_string_value (value))
+                : NULL;
+        if (!record || !bn_record_request (record)) {
+            strncat (missing, nmissing++ ? ", " : "[",
+                     sizeof missing - strlen (missing) - 1);
+            s_repr (value, missing, sizeof missing);
+        }
+        bn_record_release (&record);
+    }
+    if (nmissing) {
+        json_decref (ids);
+        strncat (missing, "]", sizeof missing - strlen (missing) - 1);
+        s_reply_error (self, request, BN_MSG_RESUBMIT_REPLY, "KeyError",
+                       "'No such msg(s): %s'", missing);
+        return;
+    }
+    if (!self->submit_fn) {
+        json_decref (ids);
+        s_reply_error (self, request, BN_MSG_RESUBMIT_REPLY,
+                       "NotImplementedError",
+                       "resubmit needs the task scheduler, which this "
+                       "controller does not run");
+        return;
+    }
+    json_t *resubmitted = json_object ();
+    json_array_foreach (ids, index, value)
+    {
+        const char *old_id = json_string_value (value);
+        bn_record_t *record = bn_records_get (self->records, old_id);
+        bn_msg_t *msg = record ? bn_msg_dup (bn_record_request (record)) : NULL;
+        bn_record_release (&record);
+        //  7.1.0: the old header with a new msg_id and date, the new
+        //  header as parent too, metadata {} (dependencies are not kept)
+        if (!msg || bn_msg_set_msg_id (msg, NULL) != 0) {
+            bn_msg_destroy (&msg);
+            continue;
+        }
+        bn_msg_clear_idents (msg);
+        bn_msg_set_part (msg, BN_PART_PARENT,
+                         json_deep_copy (bn_msg_header (msg)));
+        bn_msg_set_metadata (msg, json_object ());
+        char *new_id = strdup (bn_msg_id (msg));
+        if (!new_id) {
+            bn_msg_destroy (&msg);
+            continue;
+        }
+        bn_records_request (self->records, BN_MONITOR_QUEUE_TASK, msg, NULL);
+        if (self->submit_fn (self->submit_arg, &msg) == 0) {
+            json_object_set_new (resubmitted, old_id, json_string (new_id));
+            bn_records_set_resubmitted (self->records, old_id, new_id);
+        }
+        bn_msg_destroy (&msg);
+        free (new_id);
+    }
+    json_decref (ids);
+    s_reply (self, request, BN_MSG_RESUBMIT_REPLY,
+             json_pack ("{s:s, s:o}", "status", BN_STATUS_OK, "resubmitted",
+                        resubmitted));
 }
 
 static int
@@ -818,6 +1503,16 @@ s_handle_query (bn_hub_t *self, bn_msg_t *msg)
         s_queue_request (self, msg);
     else if (streq (type, BN_MSG_SHUTDOWN_REQUEST))
         s_shutdown_request (self, msg);
+    else if (self->records && streq (type, BN_MSG_RESULT_REQUEST))
+        s_result_request (self, msg);
+    else if (self->records && streq (type, BN_MSG_HISTORY_REQUEST))
+        s_history_request (self, msg);
+    else if (self->records && streq (type, BN_MSG_DB_REQUEST))
+        s_db_request (self, msg);
+    else if (self->records && streq (type, BN_MSG_PURGE_REQUEST))
+        s_purge_request (self, msg);
+    else if (self->records && streq (type, BN_MSG_RESUBMIT_REQUEST))
+        s_resubmit_request (self, msg);
     else {
         self->stats.unsupported++;
         s_hub_error (self, msg, "NotImplementedError",

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "bn_heart.h"
+#include "bn_records.h"
 #include "bn_relay.h"
 #include "bn_session.h"
 #include "bn_task.h"
@@ -59,6 +60,28 @@ int bn_hub_add_engine_listener (bn_hub_t *self, bn_hub_engine_fn *fn,
 //  Unregister engines whose shutdown_reply passes through the iopub relay
 //  (borrowed).
 void bn_hub_watch_iopub (bn_hub_t *self, bn_relay_t *iopub);
+
+//  Answer result, history, db, purge and resubmit queries and the queue,
+//  tasks and unassigned counts of queue_request from records (borrowed).
+void bn_hub_set_records (bn_hub_t *self, bn_records_t *records);
+
+//  Sends a request made inside the controller into the task scheduler
+//  (taking it); returns 0, or -1 if it was not accepted.
+typedef int (bn_hub_submit_fn) (void *arg, bn_msg_t **msg_p);
+
+//  Set how resubmit_request sends its new tasks (the task scheduler's
+//  bn_task_submit); without it resubmit_request gets an error reply.
+void bn_hub_set_resubmit (bn_hub_t *self, bn_hub_submit_fn *fn, void *arg);
+
+//  Keep the engine table in path (log/engines<cluster_id>.json, as 7.1.0:
+//  {"engines": {"<id>": uuid}, "next_id": n}), rewritten at every
+//  registration and unregistration. With restore, first read it: its
+//  engines become pending registrations under their old ids (registered
+//  when their hearts answer, as engines that outlived a controller do),
+//  an engine registering again under its uuid gets its old id, and the
+//  id counter resumes at next_id. Returns -1 if restore cannot read the
+//  file (a missing file is not an error).
+int bn_hub_set_state_file (bn_hub_t *self, const char *path, bool restore);
 
 //  Set the handler called after a shutdown_request.
 void bn_hub_set_shutdown_handler (bn_hub_t *self, bn_hub_shutdown_fn *fn,

@@ -1,0 +1,404 @@
+/*  bn_records_sqlite: one table of task records, written with prepared
+    statements and bound parameters only. A message is stored as its four
+    JSON parts (BLOBs, NULL header = no message) and its buffers packed in
+    one BLOB as (8-byte little-endian length, bytes)...  */
+#include "bn_records_sqlite.h"
+
+#include <assert.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define S_COLUMNS                                                              \
+    "msg_id, queue, engine_uuid, resubmitted, submitted, received, header, "   \
+    "parent, metadata, content, buffers, result_header, result_parent, "       \
+    "result_metadata, result_content, result_buffers, io"
+
+enum {
+    S_COL_MSG_ID,
+    S_COL_QUEUE,
+    S_COL_ENGINE,
+    S_COL_RESUBMITTED,
+    S_COL_SUBMITTED,
+    S_COL_RECEIVED,
+    S_COL_REQUEST, //  4 parts, then buffers
+    S_COL_REPLY = S_COL_REQUEST + 5,
+    S_COL_IO = S_COL_REPLY + 5,
+    S_NCOLS
+};
+
+struct _bn_records_sqlite_t {
+    sqlite3 *db;
+    sqlite3_stmt *put;
+    sqlite3_stmt *get;
+    sqlite3_stmt *each;
+    sqlite3_stmt *drop;
+    sqlite3_stmt *count;
+    sqlite3_stmt *begin;
+    sqlite3_stmt *commit;
+    sqlite3_stmt *rollback;
+    bool in_transaction;
+    char error[256];
+};
+
+static void
+s_error (bn_records_sqlite_t *self, const char *what)
+{
+    snprintf (self->error, sizeof self->error, "%s: %s", what,
+              self->db ? sqlite3_errmsg (self->db) : "cannot open");
+}
+
+void
+bn_records_sqlite_destroy (bn_records_sqlite_t **self_p)
+{
+    assert (self_p);
+    bn_records_sqlite_t *self = *self_p;
+    if (!self)
+        return;
+    sqlite3_stmt *all[] = {self->put,    self->get,     self->each,
+                           self->drop,   self->count,   self->begin,
+                           self->commit, self->rollback};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        sqlite3_finalize (all[i]);
+    sqlite3_close (self->db);
+    free (self);
+    *self_p = NULL;
+}
+
+static int
+s_prepare (bn_records_sqlite_t *self, sqlite3_stmt **stmt, const char *sql)
+{
+    if (sqlite3_prepare_v2 (self->db, sql, -1, stmt, NULL) != SQLITE_OK) {
+        s_error (self, "prepare");
+        return -1;
+    }
+    return 0;
+}
+
+bn_records_sqlite_t *
+bn_records_sqlite_new (const char *path, char *err, size_t err_size)
+{
+    assert (path);
+    bn_records_sqlite_t *self = calloc (1, sizeof *self);
+    if (!self) {
+        snprintf (err, err_size, "out of memory");
+        return NULL;
+    }
+    int rc = sqlite3_open_v2 (path, &self->db,
+                              SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK) {
+        snprintf (err, err_size, "cannot open %s: %s", path,
+                  self->db ? sqlite3_errmsg (self->db) : sqlite3_errstr (rc));
+        bn_records_sqlite_destroy (&self);
+        return NULL;
+    }
+    sqlite3_busy_timeout (self->db, 1000);
+    char *message = NULL;
+    rc = sqlite3_exec (
+        self->db,
+        "PRAGMA synchronous=NORMAL;"
+        "CREATE TABLE IF NOT EXISTS banyan_records ("
+        " msg_id TEXT PRIMARY KEY, queue TEXT, engine_uuid TEXT,"
+        " resubmitted TEXT, submitted INTEGER, received INTEGER,"
+        " header BLOB, parent BLOB, metadata BLOB, content BLOB, buffers BLOB,"
+        " result_header BLOB, result_parent BLOB, result_metadata BLOB,"
+        " result_content BLOB, result_buffers BLOB, io TEXT);"
+        "CREATE INDEX IF NOT EXISTS banyan_records_submitted"
+        " ON banyan_records (submitted);",
+        NULL, NULL, &message);
+    if (rc != SQLITE_OK) {
+        snprintf (err, err_size, "cannot use %s: %s", path,
+                  message ? message : sqlite3_errstr (rc));
+        sqlite3_free (message);
+        bn_records_sqlite_destroy (&self);
+        return NULL;
+    }
+    if (sqlite3_db_readonly (self->db, "main") == 1) {
+        snprintf (err, err_size, "cannot write %s: read-only", path);
+        bn_records_sqlite_destroy (&self);
+        return NULL;
+    }
+    if (s_prepare (self, &self->put,
+                   "INSERT OR REPLACE INTO banyan_records (" S_COLUMNS
+                   ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") ||
+        s_prepare (self, &self->get,
+                   "SELECT " S_COLUMNS
+                   " FROM banyan_records WHERE msg_id = ?") ||
+        s_prepare (self, &self->each,
+                   "SELECT " S_COLUMNS " FROM banyan_records ORDER BY"
+                   " submitted IS NULL OR submitted = 0, submitted, rowid") ||
+        s_prepare (self, &self->drop,
+                   "DELETE FROM banyan_records WHERE msg_id = ?") ||
+        s_prepare (self, &self->count, "SELECT count(*) FROM banyan_records") ||
+        s_prepare (self, &self->begin, "BEGIN IMMEDIATE") ||
+        s_prepare (self, &self->commit, "COMMIT") ||
+        s_prepare (self, &self->rollback, "ROLLBACK")) {
+        snprintf (err, err_size, "cannot use %s: %s", path, self->error);
+        bn_records_sqlite_destroy (&self);
+        return NULL;
+    }
+    return self;
+}
+
+const char *
+bn_records_sqlite_error (bn_records_sqlite_t *self)
+{
+    return self ? self->error : "closed";
+}
+
+static int
+s_step_done (bn_records_sqlite_t *self, sqlite3_stmt *stmt, const char *what)
+{
+    int rc = sqlite3_step (stmt);
+    sqlite3_reset (stmt);
+    if (rc != SQLITE_DONE) {
+        s_error (self, what);
+        return -1;
+    }
+    return 0;
+}
+
+int
+bn_records_sqlite_begin (bn_records_sqlite_t *self)
+{
+    assert (self);
+    if (s_step_done (self, self->begin, "BEGIN") != 0)
+        return -1;
+    self->in_transaction = true;
+    return 0;
+}
+
+int
+bn_records_sqlite_commit (bn_records_sqlite_t *self)
+{
+    assert (self);
+    int rc = s_step_done (self, self->commit, "COMMIT");
+    if (rc == 0)
+        self->in_transaction = false;
+    return rc;
+}
+
+void
+bn_records_sqlite_rollback (bn_records_sqlite_t *self)
+{
+    if (!self || !self->in_transaction)
+        return;
+    sqlite3_step (self->rollback);
+    sqlite3_reset (self->rollback);
+    self->in_transaction = false;
+}
+
+static int
+s_bind_text (sqlite3_stmt *stmt, int col, const char *text)
+{
+    return text ? sqlite3_bind_text (stmt, col + 1, text, -1, SQLITE_STATIC)
+                : sqlite3_bind_null (stmt, col + 1);
+}
+
+//  Bind a message's parts and packed buffers from column first on;
+//  buffers are packed into *packed (caller frees).
+static int
+s_bind_msg (sqlite3_stmt *stmt, int first, bn_msg_t *msg,
+            unsigned char **packed)
+{
+    *packed = NULL;
+    if (!msg) {
+        for (int i = 0; i < 5; i++)
+            if (sqlite3_bind_null (stmt, first + i + 1) != SQLITE_OK)
+                return -1;
+        return 0;
+    }
+    for (int part = 0; part < 4; part++) {
+        size_t size;
+        const void *data = bn_msg_part_data (msg, (bn_part_t)part, &size);
+        if (sqlite3_bind_blob64 (stmt, first + part + 1, size ? data : "", size,
+                                 SQLITE_STATIC) != SQLITE_OK)
+            return -1;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < bn_msg_nbuffers (msg); i++)
+        total += 8 + zmq_msg_size (bn_msg_buffer (msg, i));
+    unsigned char *blob = malloc (total ? total : 1);
+    if (!blob)
+        return -1;
+    size_t at = 0;
+    for (size_t i = 0; i < bn_msg_nbuffers (msg); i++) {
+        zmq_msg_t *frame = bn_msg_buffer (msg, i);
+        uint64_t len = zmq_msg_size (frame);
+        for (int b = 0; b < 8; b++)
+            blob[at++] = (unsigned char)(len >> (8 * b));
+        memcpy (blob + at, zmq_msg_data (frame), len);
+        at += len;
+    }
+    *packed = blob;
+    return sqlite3_bind_blob64 (stmt, first + 4 + 1, blob, total,
+                                SQLITE_STATIC) == SQLITE_OK
+               ? 0
+               : -1;
+}
+
+int
+bn_records_sqlite_put (bn_records_sqlite_t *self, const bn_records_row_t *row)
+{
+    assert (self);
+    assert (row && row->msg_id);
+    sqlite3_stmt *stmt = self->put;
+    unsigned char *request_blob = NULL, *reply_blob = NULL;
+    int rc = -1;
+    if (s_bind_text (stmt, S_COL_MSG_ID, row->msg_id) == SQLITE_OK &&
+        s_bind_text (stmt, S_COL_QUEUE, row->queue) == SQLITE_OK &&
+        s_bind_text (stmt, S_COL_ENGINE, row->engine_uuid) == SQLITE_OK &&
+        s_bind_text (stmt, S_COL_RESUBMITTED, row->resubmitted) == SQLITE_OK &&
+        sqlite3_bind_int64 (stmt, S_COL_SUBMITTED + 1, row->submitted) ==
+            SQLITE_OK &&
+        sqlite3_bind_int64 (stmt, S_COL_RECEIVED + 1, row->received) ==
+            SQLITE_OK &&
+        s_bind_msg (stmt, S_COL_REQUEST, row->request, &request_blob) == 0 &&
+        s_bind_msg (stmt, S_COL_REPLY, row->reply, &reply_blob) == 0 &&
+        s_bind_text (stmt, S_COL_IO, row->io) == SQLITE_OK)
+        rc = s_step_done (self, stmt, "write");
+    else
+        s_error (self, "bind");
+    sqlite3_clear_bindings (stmt);
+    free (request_blob);
+    free (reply_blob);
+    return rc;
+}
+
+int
+bn_records_sqlite_drop (bn_records_sqlite_t *self, const char *msg_id)
+{
+    assert (self);
+    if (sqlite3_bind_text (self->drop, 1, msg_id, -1, SQLITE_STATIC) !=
+        SQLITE_OK) {
+        s_error (self, "bind");
+        return -1;
+    }
+    int rc = s_step_done (self, self->drop, "delete");
+    sqlite3_clear_bindings (self->drop);
+    return rc;
+}
+
+//  A message from its stored columns, or NULL when it has none.
+static bn_msg_t *
+s_column_msg (sqlite3_stmt *stmt, int first)
+{
+    if (sqlite3_column_type (stmt, first) == SQLITE_NULL)
+        return NULL;
+    const void *data[4];
+    size_t size[4];
+    for (int part = 0; part < 4; part++) {
+        data[part] = sqlite3_column_blob (stmt, first + part);
+        size[part] = (size_t)sqlite3_column_bytes (stmt, first + part);
+        if (!data[part] || size[part] == 0) {
+            data[part] = "{}";
+            size[part] = 2;
+        }
+    }
+    bn_msg_t *msg = bn_msg_new_parts (data, size);
+    const unsigned char *blob = sqlite3_column_blob (stmt, first + 4);
+    size_t total = (size_t)sqlite3_column_bytes (stmt, first + 4);
+    size_t at = 0;
+    while (msg && blob && at + 8 <= total) {
+        uint64_t len = 0;
+        for (int b = 0; b < 8; b++)
+            len |= (uint64_t)blob[at + b] << (8 * b);
+        at += 8;
+        if (len > total - at || bn_msg_add_buffer (msg, blob + at, len) != 0)
+            break;
+        at += len;
+    }
+    return msg;
+}
+
+static const char *
+s_column_text (sqlite3_stmt *stmt, int col)
+{
+    return (const char *)sqlite3_column_text (stmt, col);
+}
+
+//  Call fn with the current row of stmt.
+static int
+s_row (sqlite3_stmt *stmt, bn_records_row_fn *fn, void *arg)
+{
+    bn_records_row_t row = {
+        .msg_id = s_column_text (stmt, S_COL_MSG_ID),
+        .queue = s_column_text (stmt, S_COL_QUEUE),
+        .engine_uuid = s_column_text (stmt, S_COL_ENGINE),
+        .resubmitted = s_column_text (stmt, S_COL_RESUBMITTED),
+        .submitted = sqlite3_column_int64 (stmt, S_COL_SUBMITTED),
+        .received = sqlite3_column_int64 (stmt, S_COL_RECEIVED),
+        .request = s_column_msg (stmt, S_COL_REQUEST),
+        .reply = s_column_msg (stmt, S_COL_REPLY),
+        .io = s_column_text (stmt, S_COL_IO),
+    };
+    int rc = row.msg_id ? fn (arg, &row) : 0;
+    bn_msg_destroy (&row.request);
+    bn_msg_destroy (&row.reply);
+    return rc;
+}
+
+int
+bn_records_sqlite_get (bn_records_sqlite_t *self, const char *msg_id,
+                       bn_records_row_fn *fn, void *arg)
+{
+    assert (self);
+    sqlite3_stmt *stmt = self->get;
+    if (sqlite3_bind_text (stmt, 1, msg_id, -1, SQLITE_STATIC) != SQLITE_OK) {
+        s_error (self, "bind");
+        return -1;
+    }
+    int found = 0;
+    int rc = sqlite3_step (stmt);
+    if (rc == SQLITE_ROW) {
+        s_row (stmt, fn, arg);
+        found = 1;
+    } else if (rc != SQLITE_DONE) {
+        s_error (self, "read");
+        found = -1;
+    }
+    sqlite3_reset (stmt);
+    sqlite3_clear_bindings (stmt);
+    return found;
+}
+
+int
+bn_records_sqlite_each (bn_records_sqlite_t *self, bn_records_row_fn *fn,
+                        void *arg)
+{
+    assert (self);
+    sqlite3_stmt *stmt = self->each;
+    int result = 0, rc;
+    while ((rc = sqlite3_step (stmt)) == SQLITE_ROW)
+        if ((result = s_row (stmt, fn, arg)) != 0)
+            break;
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        s_error (self, "read");
+        result = -1;
+    }
+    sqlite3_reset (stmt);
+    return result;
+}
+
+int64_t
+bn_records_sqlite_count (bn_records_sqlite_t *self)
+{
+    assert (self);
+    int64_t count = -1;
+    if (sqlite3_step (self->count) == SQLITE_ROW)
+        count = sqlite3_column_int64 (self->count, 0);
+    else
+        s_error (self, "count");
+    sqlite3_reset (self->count);
+    return count;
+}
+
+int
+bn_records_sqlite_max_pages (bn_records_sqlite_t *self, int pages)
+{
+    assert (self);
+    char sql[64];
+    snprintf (sql, sizeof sql, "PRAGMA max_page_count = %d", pages);
+    return sqlite3_exec (self->db, sql, NULL, NULL, NULL) == SQLITE_OK ? 0 : -1;
+}
