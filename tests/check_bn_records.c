@@ -1,0 +1,475 @@
+/*  check_bn_records: the hub's task records: what a request, its reply and
+    its iopub output make of a TaskRecord, pending and per-engine counts,
+    the DictDB limits, --nodb, and SQLite (kept across a restart, an
+    unusable file, a full database).  */
+#include <check.h>
+#include <czmq.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bn_msgtypes.h"
+#include "bn_records.h"
+
+#define S_ENGINE "e0e0e0e0-00000000000000000000000a"
+
+static bn_session_t *s_client; //  Sends requests
+static bn_session_t *s_engine; //  Sends replies and output
+
+static void
+s_setup (void)
+{
+    s_client = bn_session_new ("key", NULL);
+    s_engine = bn_session_new ("key", S_ENGINE);
+    ck_assert (s_client && s_engine);
+}
+
+static void
+s_teardown (void)
+{
+    bn_session_destroy (&s_client);
+    bn_session_destroy (&s_engine);
+}
+
+//  An apply_request with one buffer of size bytes.
+static bn_msg_t *
+s_request (size_t size)
+{
+    bn_msg_t *msg = bn_msg_new (s_client, BN_MSG_APPLY_REQUEST);
+    ck_assert_ptr_nonnull (msg);
+    bn_msg_set_metadata (msg, json_pack ("{s:s}", "label", "x"));
+    char *data = calloc (1, size ? size : 1);
+    bn_msg_add_buffer (msg, data, size);
+    free (data);
+    return msg;
+}
+
+static bn_msg_t *
+s_reply (bn_msg_t *request, const char *status)
+{
+    bn_msg_t *msg = bn_msg_new_reply (s_engine, request, BN_MSG_APPLY_REPLY);
+    ck_assert_ptr_nonnull (msg);
+    bn_msg_clear_idents (msg);
+    bn_msg_set_metadata (msg, json_pack ("{s:s, s:s, s:s}", "engine", S_ENGINE,
+                                         "status", status, "started",
+                                         "2026-11-21T14:29:26.5Z"));
+    bn_msg_set_content (msg, json_pack ("{s:s}", "status", status));
+    bn_msg_add_buffer (msg, "result", 6);
+    return msg;
+}
+
+static void
+s_output (bn_records_t *records, bn_msg_t *request, const char *type,
+          json_t *content)
+{
+    bn_msg_t *msg = bn_msg_new_reply (s_engine, request, type);
+    bn_msg_clear_idents (msg);
+    bn_msg_set_content (msg, content);
+    bn_records_iopub (records, msg);
+    bn_msg_destroy (&msg);
+}
+
+static const char *
+s_str (json_t *record, const char *key)
+{
+    return json_string_value (json_object_get (record, key));
+}
+
+START_TEST (test_usage)
+{
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    ck_assert_ptr_nonnull (records);
+    const bn_monitor_t *monitor = bn_records_monitor (records);
+    bn_msg_t *request = s_request (100);
+    char *msg_id = strdup (bn_msg_id (request));
+    monitor->request (monitor->arg, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
+    ck_assert (bn_records_pending (records, msg_id));
+    ck_assert_uint_eq (bn_records_queue_count (records, S_ENGINE), 1);
+
+    s_output (records, request, "stream",
+              json_pack ("{s:s, s:s}", "name", "stdout", "text", "hello "));
+    s_output (records, request, "stream",
+              json_pack ("{s:s, s:s}", "name", "stdout", "text", "world\n"));
+    s_output (records, request, "stream",
+              json_pack ("{s:s, s:s}", "name", "stderr", "text", "oops\n"));
+    s_output (records, request, "execute_input",
+              json_pack ("{s:s, s:i}", "code", "a = 1", "execution_count", 1));
+    s_output (records, request, "status",
+              json_pack ("{s:s}", "execution_state", "idle"));
+    bn_msg_t *reply = s_reply (request, "ok");
+    monitor->reply (monitor->arg, BN_MONITOR_QUEUE_MUX, reply, S_ENGINE);
+    ck_assert (!bn_records_pending (records, msg_id));
+    ck_assert_uint_eq (bn_records_queue_count (records, S_ENGINE), 0);
+    ck_assert_uint_eq (bn_records_completed_count (records, S_ENGINE), 1);
+
+    bn_record_t *record = bn_records_get (records, msg_id);
+    ck_assert_ptr_nonnull (record);
+    ck_assert (bn_record_completed (record));
+    json_t *rec = bn_record_json (record);
+    ck_assert_str_eq (s_str (rec, "msg_id"), msg_id);
+    ck_assert_str_eq (s_str (rec, "queue"), "mux");
+    ck_assert_str_eq (s_str (rec, "engine_uuid"), S_ENGINE);
+    ck_assert_str_eq (s_str (rec, "client_uuid"), bn_msg_session (request));
+    ck_assert_str_eq (s_str (rec, "started"), "2026-11-21T14:29:26.5Z");
+    ck_assert_str_eq (s_str (rec, "stdout"), "hello world\n");
+    ck_assert_str_eq (s_str (rec, "stderr"), "oops\n");
+    ck_assert_str_eq (s_str (rec, "execute_input"), "a = 1");
+    ck_assert (json_is_null (json_object_get (rec, "error")));
+    ck_assert (json_is_string (json_object_get (rec, "submitted")));
+    ck_assert (json_is_string (json_object_get (rec, "completed")));
+    ck_assert (json_is_string (json_object_get (rec, "received")));
+    ck_assert_str_eq (s_str (json_object_get (rec, "result_content"), "status"),
+                      "ok");
+    ck_assert_str_eq (s_str (json_object_get (rec, "metadata"), "label"), "x");
+    ck_assert_str_eq (s_str (json_object_get (rec, "header"), "msg_type"),
+                      BN_MSG_APPLY_REQUEST);
+    //  the buffers are the messages' own frames, shared (libzmq copies
+    //  only frames under 34 bytes)
+    ck_assert_uint_eq (bn_record_nbuffers (record, false), 1);
+    ck_assert_uint_eq (zmq_msg_size (bn_record_buffer (record, false, 0)), 100);
+    ck_assert_ptr_eq (zmq_msg_data (bn_record_buffer (record, false, 0)),
+                      zmq_msg_data (bn_msg_buffer (request, 0)));
+    ck_assert_uint_eq (bn_record_nbuffers (record, true), 1);
+    ck_assert_uint_eq (bn_records_bytes (records), 106);
+    bn_record_release (&record);
+
+    json_t *history = bn_records_history (records);
+    ck_assert_uint_eq (json_array_size (history), 1);
+    ck_assert_str_eq (json_string_value (json_array_get (history, 0)), msg_id);
+    json_decref (history);
+
+    ck_assert_int_eq (bn_records_drop (records, msg_id), 0);
+    ck_assert_ptr_null (bn_records_get (records, msg_id));
+    ck_assert_int_eq (bn_records_drop (records, msg_id), -1);
+    bn_msg_destroy (&request);
+    bn_msg_destroy (&reply);
+    free (msg_id);
+    bn_records_destroy (&records);
+    ck_assert_ptr_null (records);
+    bn_records_destroy (&records);
+}
+END_TEST
+
+START_TEST (test_tasks)
+{
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    bn_msg_t *task = s_request (1);
+    char *msg_id = strdup (bn_msg_id (task));
+    bn_records_request (records, BN_MONITOR_QUEUE_TASK, task, NULL);
+    ck_assert_uint_eq (bn_records_unassigned_count (records), 1);
+    json_t *ids = bn_records_unassigned_ids (records);
+    ck_assert_str_eq (json_string_value (json_array_get (ids, 0)), msg_id);
+    json_decref (ids);
+    bn_records_assigned (records, msg_id, S_ENGINE);
+    ck_assert_uint_eq (bn_records_unassigned_count (records), 0);
+    ck_assert_uint_eq (bn_records_tasks_count (records, S_ENGINE), 1);
+    ids = bn_records_tasks_ids (records, S_ENGINE);
+    ck_assert_uint_eq (json_array_size (ids), 1);
+    json_decref (ids);
+    //  the engine is read from the reply's metadata
+    bn_msg_t *reply = s_reply (task, "ok");
+    bn_records_reply (records, BN_MONITOR_QUEUE_TASK, reply, NULL);
+    ck_assert_uint_eq (bn_records_tasks_count (records, S_ENGINE), 0);
+    ck_assert_uint_eq (bn_records_completed_count (records, S_ENGINE), 1);
+    ids = bn_records_completed_ids (records, S_ENGINE);
+    ck_assert_str_eq (json_string_value (json_array_get (ids, 0)), msg_id);
+    json_decref (ids);
+    bn_record_t *record = bn_records_get (records, msg_id);
+    ck_assert_str_eq (s_str (bn_record_json (record), "queue"), "task");
+    ck_assert_str_eq (s_str (bn_record_json (record), "engine_uuid"), S_ENGINE);
+    bn_record_release (&record);
+
+    //  an aborted task is not counted as completed
+    bn_msg_t *task2 = s_request (1);
+    bn_records_request (records, BN_MONITOR_QUEUE_TASK, task2, NULL);
+    bn_records_assigned (records, bn_msg_id (task2), S_ENGINE);
+    bn_msg_t *aborted = s_reply (task2, "aborted");
+    bn_records_reply (records, BN_MONITOR_QUEUE_TASK, aborted, NULL);
+    ck_assert_uint_eq (bn_records_completed_count (records, S_ENGINE), 1);
+    ck_assert (!bn_records_pending (records, bn_msg_id (task2)));
+
+    //  a reply nobody asked for changes nothing
+    bn_records_reply (records, BN_MONITOR_QUEUE_TASK, reply, NULL);
+    ck_assert_uint_eq (bn_records_completed_count (records, S_ENGINE), 1);
+    bn_msg_destroy (&task);
+    bn_msg_destroy (&task2);
+    bn_msg_destroy (&reply);
+    bn_msg_destroy (&aborted);
+    free (msg_id);
+    bn_records_destroy (&records);
+}
+END_TEST
+
+START_TEST (test_broadcast)
+{
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    bn_msg_t *request = s_request (1);
+    bn_msg_set_metadata (request,
+                         json_pack ("{s:[[s,i],[s,i]], s:b, s:b}", "targets",
+                                    S_ENGINE, 0, "other", 1, "is_broadcast", 1,
+                                    "is_coalescing", 0));
+    char *orig = strdup (bn_msg_id (request));
+    bn_records_request (records, BN_MONITOR_QUEUE_BROADCAST, request, NULL);
+    //  two per-engine replies, "<orig>_<uuid>": records of their own, and
+    //  the original completes with the last
+    for (int i = 0; i < 2; i++) {
+        bn_msg_t *per_engine = bn_msg_dup (request);
+        char id[256];
+        snprintf (id, sizeof id, "%s_%s", orig, i ? "other" : S_ENGINE);
+        bn_msg_set_msg_id (per_engine, id);
+        bn_msg_t *reply = s_reply (per_engine, "ok");
+        json_object_set_new (bn_msg_metadata (reply), "original_msg_id",
+                             json_string (orig));
+        bn_msg_touch (reply, BN_PART_METADATA);
+        ck_assert (bn_records_pending (records, orig));
+        bn_records_reply (records, BN_MONITOR_QUEUE_BROADCAST, reply, NULL);
+        bn_record_t *record = bn_records_get (records, id);
+        ck_assert_ptr_nonnull (record);
+        ck_assert (bn_record_completed (record));
+        ck_assert_str_eq (s_str (bn_record_json (record), "queue"),
+                          "broadcast");
+        bn_record_release (&record);
+        bn_msg_destroy (&per_engine);
+        bn_msg_destroy (&reply);
+    }
+    ck_assert (!bn_records_pending (records, orig));
+    bn_record_t *record = bn_records_get (records, orig);
+    ck_assert (bn_record_completed (record));
+    bn_record_release (&record);
+    bn_msg_destroy (&request);
+    free (orig);
+    bn_records_destroy (&records);
+}
+END_TEST
+
+START_TEST (test_limits)
+{
+    //  10 records at most: the 11th culls the oldest tenth (+1), never a
+    //  pending one
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 10, 1000);
+    bn_msg_t *first = s_request (1);
+    bn_records_request (records, BN_MONITOR_QUEUE_MUX, first, S_ENGINE);
+    char *ids[12];
+    for (int i = 0; i < 11; i++) {
+        bn_msg_t *request = s_request (1);
+        ids[i] = strdup (bn_msg_id (request));
+        bn_records_request (records, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
+        bn_msg_t *reply = s_reply (request, "ok");
+        bn_records_reply (records, BN_MONITOR_QUEUE_MUX, reply, S_ENGINE);
+        bn_msg_destroy (&request);
+        bn_msg_destroy (&reply);
+    }
+    ck_assert_uint_le (bn_records_size (records), 10);
+    ck_assert (bn_records_pending (records, bn_msg_id (first)));
+    bn_record_t *record = bn_records_get (records, bn_msg_id (first));
+    ck_assert_ptr_nonnull (record);
+    ck_assert_ptr_null (bn_records_get (records, ids[0]));
+    record = bn_records_get (records, ids[10]);
+    ck_assert_ptr_nonnull (record);
+    //  bytes: a 2000-byte request goes over 1000 and culls older ones
+    bn_msg_t *big = s_request (2000);
+    bn_records_request (records, BN_MONITOR_QUEUE_MUX, big, S_ENGINE);
+    ck_assert_ptr_null (bn_records_get (records, ids[10]));
+    for (int i = 0; i < 11; i++)
+        free (ids[i]);
+    bn_msg_destroy (&big);
+    bn_msg_destroy (&first);
+    bn_records_destroy (&records);
+}
+END_TEST
+
+START_TEST (test_nodb)
+{
+    bn_records_t *records = bn_records_new (BN_RECORDS_NONE, 0, 0);
+    ck_assert (!bn_records_storing (records));
+    bn_msg_t *request = s_request (10);
+    bn_records_request (records, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
+    //  still tracked, never kept
+    ck_assert (bn_records_pending (records, bn_msg_id (request)));
+    ck_assert_ptr_null (bn_records_get (records, bn_msg_id (request)));
+    bn_msg_t *reply = s_reply (request, "ok");
+    bn_records_reply (records, BN_MONITOR_QUEUE_MUX, reply, S_ENGINE);
+    ck_assert (!bn_records_pending (records, bn_msg_id (request)));
+    ck_assert_uint_eq (bn_records_completed_count (records, S_ENGINE), 1);
+    ck_assert_uint_eq (bn_records_size (records), 0);
+    bn_msg_destroy (&request);
+    bn_msg_destroy (&reply);
+    bn_records_destroy (&records);
+}
+END_TEST
+
+static char s_dir[256];
+
+static void
+s_tmp_setup (void)
+{
+    s_setup ();
+    snprintf (s_dir, sizeof s_dir, "/tmp/check_bn_records.XXXXXX");
+    ck_assert_ptr_nonnull (mkdtemp (s_dir));
+}
+
+static void
+s_tmp_teardown (void)
+{
+    s_teardown ();
+    char *cmd = zsys_sprintf ("rm -rf '%s'", s_dir);
+    if (system (cmd) != 0)
+        fprintf (stderr, "cannot remove %s\n", s_dir);
+    zstr_free (&cmd);
+}
+
+START_TEST (test_sqlite_restart)
+{
+    char path[300];
+    snprintf (path, sizeof path, "%s/records.db", s_dir);
+    char err[512];
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    ck_assert_int_eq (bn_records_open_sqlite (records, path, err, sizeof err),
+                      0);
+    ck_assert (bn_records_sqlite_ok (records));
+    bn_msg_t *request = s_request (3000);
+    char *msg_id = strdup (bn_msg_id (request));
+    bn_records_request (records, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
+    s_output (records, request, "stream",
+              json_pack ("{s:s, s:s}", "name", "stdout", "text", "out\n"));
+    bn_msg_t *reply = s_reply (request, "ok");
+    bn_records_reply (records, BN_MONITOR_QUEUE_MUX, reply, S_ENGINE);
+    ck_assert_int_eq (bn_records_flush (records), 0);
+    bn_msg_destroy (&request);
+    bn_msg_destroy (&reply);
+    //  a second one that only the destructor writes
+    request = s_request (1);
+    char *second = strdup (bn_msg_id (request));
+    bn_records_request (records, BN_MONITOR_QUEUE_TASK, request, NULL);
+    bn_msg_destroy (&request);
+    bn_records_destroy (&records);
+
+    //  the next controller reads them back
+    records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    ck_assert_int_eq (bn_records_open_sqlite (records, path, err, sizeof err),
+                      0);
+    ck_assert_uint_eq (bn_records_size (records), 0);
+    bn_record_t *record = bn_records_get (records, msg_id);
+    ck_assert_ptr_nonnull (record);
+    ck_assert (bn_record_completed (record));
+    json_t *rec = bn_record_json (record);
+    ck_assert_str_eq (s_str (rec, "stdout"), "out\n");
+    ck_assert_str_eq (s_str (rec, "engine_uuid"), S_ENGINE);
+    ck_assert_str_eq (s_str (json_object_get (rec, "metadata"), "label"), "x");
+    ck_assert_uint_eq (bn_record_nbuffers (record, false), 1);
+    ck_assert_uint_eq (zmq_msg_size (bn_record_buffer (record, false, 0)),
+                       3000);
+    ck_assert_uint_eq (zmq_msg_size (bn_record_buffer (record, true, 0)), 6);
+    ck_assert (memcmp (zmq_msg_data (bn_record_buffer (record, true, 0)),
+                       "result", 6) == 0);
+    bn_record_release (&record);
+    json_t *history = bn_records_history (records);
+    ck_assert_uint_eq (json_array_size (history), 2);
+    ck_assert_str_eq (json_string_value (json_array_get (history, 0)), msg_id);
+    ck_assert_str_eq (json_string_value (json_array_get (history, 1)), second);
+    json_decref (history);
+    //  purge reaches the database
+    ck_assert_int_eq (bn_records_drop (records, msg_id), 0);
+    ck_assert_ptr_null (bn_records_get (records, msg_id));
+    bn_records_destroy (&records);
+    free (msg_id);
+    free (second);
+}
+END_TEST
+
+START_TEST (test_sqlite_unusable)
+{
+    char path[300], err[512];
+    //  a file where a folder should be, and a folder where the file should be
+    snprintf (path, sizeof path, "%s/file", s_dir);
+    FILE *file = fopen (path, "w");
+    fputs ("not a folder\n", file);
+    fclose (file);
+    snprintf (path, sizeof path, "%s/file/records.db", s_dir);
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    err[0] = 0;
+    ck_assert_int_eq (bn_records_open_sqlite (records, path, err, sizeof err),
+                      -1);
+    ck_assert_msg (strstr (err, path), "error names the file: %s", err);
+    ck_assert (!bn_records_sqlite_ok (records));
+    ck_assert_int_eq (bn_records_open_sqlite (records, s_dir, err, sizeof err),
+                      -1);
+    //  and a file that is not a database
+    snprintf (path, sizeof path, "%s/file", s_dir);
+    ck_assert_int_eq (bn_records_open_sqlite (records, path, err, sizeof err),
+                      -1);
+    ck_assert_msg (strstr (err, "not a database"), "%s", err);
+    //  the records go on in memory
+    bn_msg_t *request = s_request (1);
+    bn_records_request (records, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
+    bn_record_t *record = bn_records_get (records, bn_msg_id (request));
+    ck_assert_ptr_nonnull (record);
+    bn_msg_destroy (&request);
+    bn_records_destroy (&records);
+}
+END_TEST
+
+START_TEST (test_sqlite_full)
+{
+    char path[300], err[512];
+    snprintf (path, sizeof path, "%s/records.db", s_dir);
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    ck_assert_int_eq (bn_records_open_sqlite (records, path, err, sizeof err),
+                      0);
+    //  a database that cannot grow fails like a full disk
+    ck_assert_int_eq (bn_records_sqlite_limit (records, 4), 0);
+    bn_msg_t *request = s_request (64 * 1024);
+    char *msg_id = strdup (bn_msg_id (request));
+    bn_records_request (records, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
+    ck_assert_int_eq (bn_records_flush (records), -1);
+    ck_assert (!bn_records_sqlite_ok (records));
+    json_t *stats = bn_records_stats (records);
+    ck_assert_str_eq (s_str (stats, "storage"), "memory");
+    ck_assert (json_is_true (json_object_get (stats, "sqlite_failed")));
+    json_decref (stats);
+    //  every record is still served from memory, and new ones are kept
+    bn_record_t *record = bn_records_get (records, msg_id);
+    ck_assert_ptr_nonnull (record);
+    bn_msg_t *reply = s_reply (request, "ok");
+    bn_records_reply (records, BN_MONITOR_QUEUE_MUX, reply, S_ENGINE);
+    ck_assert (bn_record_completed (record));
+    ck_assert_int_eq (bn_records_flush (records), 0);
+    json_t *history = bn_records_history (records);
+    ck_assert_uint_eq (json_array_size (history), 1);
+    json_decref (history);
+    bn_msg_destroy (&request);
+    bn_msg_destroy (&reply);
+    free (msg_id);
+    bn_records_destroy (&records);
+}
+END_TEST
+
+static Suite *
+s_suite (void)
+{
+    Suite *suite = suite_create ("bn_records");
+    TCase *tc = tcase_create ("memory");
+    tcase_add_checked_fixture (tc, s_setup, s_teardown);
+    tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_tasks);
+    tcase_add_test (tc, test_broadcast);
+    tcase_add_test (tc, test_limits);
+    tcase_add_test (tc, test_nodb);
+    suite_add_tcase (suite, tc);
+    tc = tcase_create ("sqlite");
+    tcase_add_checked_fixture (tc, s_tmp_setup, s_tmp_teardown);
+    tcase_add_test (tc, test_sqlite_restart);
+    tcase_add_test (tc, test_sqlite_unusable);
+    tcase_add_test (tc, test_sqlite_full);
+    suite_add_tcase (suite, tc);
+    return suite;
+}
+
+int
+main (void)
+{
+    SRunner *runner = srunner_create (s_suite ());
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
