@@ -1404,13 +1404,19 @@ s_resubmit_request (bn_hub_t *self, bn_msg_t *request)
         bn_record_release (&record);
         //  7.1.0: the old header with a new msg_id and date, the new
         //  header as parent too, metadata {} (dependencies are not kept)
-        if (!msg || bn_msg_set_msg_id (msg, NULL) != 0) {
+        char fresh_id[BN_MSG_ID_SIZE], date[BN_DATE_SIZE];
+        bn_session_msg_id (self->session, fresh_id);
+        bn_session_date (date);
+        json_t *header = msg ? bn_msg_header (msg) : NULL;
+        if (!header ||
+            json_object_set_new (header, "msg_id", json_string (fresh_id)) ||
+            json_object_set_new (header, "date", json_string (date))) {
             bn_msg_destroy (&msg);
             continue;
         }
+        bn_msg_touch (msg, BN_PART_HEADER);
         bn_msg_clear_idents (msg);
-        bn_msg_set_part (msg, BN_PART_PARENT,
-                         json_deep_copy (bn_msg_header (msg)));
+        bn_msg_set_part (msg, BN_PART_PARENT, json_deep_copy (header));
         bn_msg_set_metadata (msg, json_object ());
         char *new_id = strdup (bn_msg_id (msg));
         if (!new_id) {
