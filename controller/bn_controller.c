@@ -90,9 +90,9 @@ typedef struct {
     bn_records_t *records;      //  Task records the hub answers queries from
     char *db;                   //  controller.db: memory, none, sqlite:PATH
     int record_limit;
-    bool restore;               //  Restore the engine table from state_path
-    char *state_path;           //  log/engines<cluster_id>.json
-    bool shutdown;              //  Ended by a hub shutdown_request
+    bool restore;     //  Restore the engine table from state_path
+    char *state_path; //  log/engines<cluster_id>.json
+    bool shutdown;    //  Ended by a hub shutdown_request
 } s_controller_t;
 
 //  Create path and its parents with mode (like mkdir -p); -1 on failure.

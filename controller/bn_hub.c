@@ -882,9 +882,10 @@ s_queue_request (bn_hub_t *self, bn_msg_t *request)
     json_decref (ids);
     json_t *unassigned;
     if (self->task)
-        unassigned = verbose ? bn_task_unassigned_ids (self->task)
-                             : json_integer (
-                                   (json_int_t)bn_task_unassigned (self->task));
+        unassigned =
+            verbose
+                ? bn_task_unassigned_ids (self->task)
+                : json_integer ((json_int_t)bn_task_unassigned (self->task));
     else if (self->records)
         unassigned =
             verbose ? bn_records_unassigned_ids (self->records)
