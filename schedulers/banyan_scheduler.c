@@ -62,6 +62,11 @@ s_usage (FILE *file)
            "                        (controller.hwm)\n"
            "  --deadline MS         default request deadline at the root, 0 = "
            "none\n"
+           "  --trusted-links       take what other nodes of the tree send "
+           "without\n"
+           "                        verifying it (links over ipc:// in a "
+           "folder only\n"
+           "                        the controller's user can reach)\n"
            "  --control-fd FD       run under a controller: the session key "
            "arrives\n"
            "                        on FD, the bound endpoints are reported on "
@@ -144,6 +149,7 @@ typedef struct {
     const char *bind_down;
     int deadline;
     int control_fd;
+    bool trusted;
 } s_options_t;
 
 //  Parse argv into options and config; returns 0, 1 (help/version shown)
@@ -170,6 +176,10 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
         if (streq (arg, "-h") || streq (arg, "--help")) {
             s_usage (stdout);
             return 1;
+        }
+        if (streq (arg, "--trusted-links")) {
+            options->trusted = true;
+            continue;
         }
         if (streq (arg, "--version")) {
             printf (S_NAME " " BANYAN_VERSION
@@ -364,6 +374,9 @@ s_node_args (bn_topology_t *topology, const s_options_t *options,
     args->nleaves = nleaves;
     args->leaf_child = *leaf_child;
     args->deadline_ms = options->deadline;
+    //  the links between nodes, never the client or engine ports
+    args->up_trusted = options->trusted && node != 0;
+    args->down_trusted = options->trusted && nchildren > 0;
     return 0;
 }
 
