@@ -465,7 +465,7 @@ main (int argc, char **argv)
         fprintf (stderr, S_NAME ": out of memory\n");
         return 1;
     }
-    s_options_t options;
+    s_options_t options = {.node = -1};
     int rc = bn_config_load_env (config, NULL)
                  ? s_usage_error ("%s", bn_config_error (config))
                  : s_parse (argc, argv, &options, config);
