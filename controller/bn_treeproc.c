@@ -546,25 +546,37 @@ bn_treeproc_start (bn_treeproc_t *self)
                       strerror (errno));
         return -1;
     }
-    for (size_t i = 0; i < self->nnodes; i++)
-        if (self->nodes[i].state == S_STOPPED && !self->nodes[i].pid &&
-            s_spawn (self, &self->nodes[i]))
-            return -1;
     struct pollfd *items = calloc (self->nnodes + 1, sizeof *items);
-    if (!items)
+    bool *started = calloc (self->nnodes + 1, sizeof (bool));
+    if (!items || !started) {
+        free (items);
+        free (started);
         return -1;
+    }
     int64_t give_up = zclock_mono () + self->start_timeout;
     int rc = 0;
     while (rc == 0) {
-        size_t count = 0, waiting = 0;
-        for (size_t i = 0; i < self->nnodes; i++) {
+        //  parents first, a level at a time: a child then connects to an
+        //  endpoint already bound, instead of retrying a moment later
+        for (size_t i = 0; rc == 0 && i < self->nnodes; i++) {
             s_node_t *node = &self->nodes[i];
+            if (!started[i] && (node->parent < 0 ||
+                                self->nodes[node->parent].state == S_READY)) {
+                started[i] = true;
+                rc = s_spawn (self, node);
+            }
+        }
+        size_t count = 0, waiting = 0;
+        for (size_t i = 0; rc == 0 && i < self->nnodes; i++) {
+            s_node_t *node = &self->nodes[i];
+            if (node->state != S_READY)
+                waiting++;
+            if (!started[i])
+                continue;
             if (!node->link) {
                 rc = -1;
                 break;
             }
-            if (node->state != S_READY)
-                waiting++;
             items[count].fd = bn_nodelink_fd (node->link);
             items[count].events =
                 POLLIN | (bn_nodelink_pending (node->link) ? POLLOUT : 0);
@@ -584,12 +596,14 @@ bn_treeproc_start (bn_treeproc_t *self)
         }
         if (poll (items, count, (int)left) < 0 && errno != EINTR)
             rc = -1;
-        for (size_t i = 0; rc == 0 && i < count; i++) {
+        for (size_t i = 0, at = 0; rc == 0 && i < self->nnodes; i++) {
+            if (!started[i] || !self->nodes[i].link)
+                continue;
             s_node_t *node = &self->nodes[i];
-            if ((items[i].revents & POLLOUT) &&
-                bn_nodelink_flush (node->link) < 0)
+            struct pollfd *item = &items[at++];
+            if ((item->revents & POLLOUT) && bn_nodelink_flush (node->link) < 0)
                 rc = -1;
-            else if (items[i].revents & (POLLIN | POLLHUP | POLLERR) &&
+            else if (item->revents & (POLLIN | POLLHUP | POLLERR) &&
                      !s_read (self, node))
                 rc = -1;
             if (rc)
@@ -597,6 +611,7 @@ bn_treeproc_start (bn_treeproc_t *self)
         }
     }
     free (items);
+    free (started);
     return rc;
 }
 
