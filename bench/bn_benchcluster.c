@@ -25,6 +25,7 @@ struct _bn_benchcluster_t {
     int engines;                  //  engines to wait for
     int depth;                    //  controller --depth, or -1
     int per_process;              //  engines per banyan-engine process
+    char *tree_mode;              //  controller --tree-mode, or NULL
     bn_launcher_t *launcher;      //  banyan stack
     pid_t spawned[S_MAX_SPAWNED]; //  peer and mixed stacks' processes
     int spawned_count;            //  how many
@@ -109,6 +110,7 @@ bn_benchcluster_destroy (bn_benchcluster_t **self_p)
         bn_launcher_destroy (&self->launcher);
     }
     s_stop_spawned (self, 3.0);
+    free (self->tree_mode);
     free (self);
     *self_p = NULL;
 }
@@ -117,6 +119,13 @@ void
 bn_benchcluster_set_depth (bn_benchcluster_t *self, int depth)
 {
     self->depth = depth;
+}
+
+void
+bn_benchcluster_set_tree_mode (bn_benchcluster_t *self, const char *mode)
+{
+    free (self->tree_mode);
+    self->tree_mode = mode ? strdup (mode) : NULL;
 }
 
 void
@@ -208,6 +217,10 @@ s_start_banyan (bn_benchcluster_t *self, double deadline)
         snprintf (depth, sizeof depth, "%d", self->depth);
         bn_launcher_add_controller_arg (self->launcher, "--depth");
         bn_launcher_add_controller_arg (self->launcher, depth);
+    }
+    if (self->tree_mode) {
+        bn_launcher_add_controller_arg (self->launcher, "--tree-mode");
+        bn_launcher_add_controller_arg (self->launcher, self->tree_mode);
     }
     bn_launcher_set_timeout (self->launcher, deadline - s_now ());
     if (bn_launcher_start (self->launcher) != 0)

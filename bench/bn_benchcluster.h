@@ -33,6 +33,9 @@ void bn_benchcluster_destroy (bn_benchcluster_t **self_p);
 //  Depth of banyan-controller's broadcast tree (default: its own).
 void bn_benchcluster_set_depth (bn_benchcluster_t *self, int depth);
 
+//  Run banyan-controller's tree nodes as "threads" or "processes".
+void bn_benchcluster_set_tree_mode (bn_benchcluster_t *self, const char *mode);
+
 //  Engines per banyan-engine process (default: the case's rule).
 void bn_benchcluster_set_per_process (bn_benchcluster_t *self, int k);
 
