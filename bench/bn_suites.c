@@ -237,6 +237,42 @@ static const bn_benchdef_t s_table[] = {
      .description = "a consuming call (builtins.len on stock engines) through "
                     "banyan, mixed or ipp; direct view",
      .osu = NULL},
+    {.name = "pyclient.DirectViewBroadcast.time_echo",
+     .param_names = "stack engines bytes",
+     .params = "'mixed' 'ipp' | 1 2 16 | 1000",
+     .quick_params = "'mixed' 'ipp' | 1 | 1000",
+     .unit = NULL,
+     .setup = bn_suite_pyclient_direct_setup,
+     .run = bn_suite_pyclient_echo_run,
+     .teardown = bn_suite_pyclient_teardown,
+     .repeat = 0,
+     .number = 0,
+     .warmup = 0,
+     .timeout = 300,
+     .floor = "engines bytes",
+     .description =
+         "the stock Python client: apply_sync(copy.copy, B bytes) "
+         "on every stock engine, direct view, behind banyan-controller "
+         "(mixed) or ipcontroller (ipp)",
+     .osu = NULL},
+    {.name = "pyclient.CoalescingBroadcast.time_echo",
+     .param_names = "stack engines bytes",
+     .params = "'mixed' 'ipp' | 1 2 16 | 1000",
+     .quick_params = "'mixed' 'ipp' | 1 | 1000",
+     .unit = NULL,
+     .setup = bn_suite_pyclient_coalescing_setup,
+     .run = bn_suite_pyclient_echo_run,
+     .teardown = bn_suite_pyclient_teardown,
+     .repeat = 0,
+     .number = 0,
+     .warmup = 0,
+     .timeout = 300,
+     .floor = "engines bytes",
+     .description = "the stock Python client: apply_sync(copy.copy, B bytes) "
+                    "on every stock engine, coalescing broadcast view, behind "
+                    "banyan-controller "
+                    "(mixed) or ipcontroller (ipp)",
+     .osu = NULL},
     {.name = "osu.Latency.time_latency",
      .param_names = "bytes",
      .params = "1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 "

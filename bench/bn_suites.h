@@ -24,6 +24,12 @@ int bn_suite_allreduce_run (bn_benchcase_t *c, double *value);
 int bn_suite_barrier_run (bn_benchcase_t *c, double *value);
 void bn_suite_cluster_teardown (bn_benchcase_t *c);
 
+//  The stock Python client (bn_suite_pyclient.c).
+int bn_suite_pyclient_direct_setup (bn_benchcase_t *c);
+int bn_suite_pyclient_coalescing_setup (bn_benchcase_t *c);
+int bn_suite_pyclient_echo_run (bn_benchcase_t *c, double *value);
+void bn_suite_pyclient_teardown (bn_benchcase_t *c);
+
 //  The floor (bn_suite_floor.c).
 int bn_suite_floor_setup (bn_benchcase_t *c);
 int bn_suite_floor_run (bn_benchcase_t *c, double *value);
