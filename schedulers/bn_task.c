@@ -405,7 +405,8 @@ s_engine_room (bn_task_t *self)
             free (slots);
             return -1;
         }
-        memcpy (slots, self->slots, self->nslots * sizeof *slots);
+        if (self->nslots)
+            memcpy (slots, self->slots, self->nslots * sizeof *slots);
         free (self->fenwick);
         free (self->slots);
         self->fenwick = tree;
@@ -662,11 +663,9 @@ static void s_settle (bn_task_t *self);
 static void
 s_finished (bn_task_t *self, const char *msg_id)
 {
-    if (zhashx_lookup (self->graph, msg_id)) {
-        char *copy = strdup (msg_id);
-        if (copy)
-            zlist_append (self->finished, copy);
-    }
+    //  the list copies the string (autofree)
+    if (zhashx_lookup (self->graph, msg_id))
+        zlist_append (self->finished, (void *)msg_id);
 }
 
 static void

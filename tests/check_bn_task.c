@@ -940,6 +940,7 @@ START_TEST (test_engine_death)
 
     //  a new engine takes b (retried) and the queued task, in order
     size_t e = s_add_engine ();
+    bn_msg_destroy (&rb);
     rb = s_take (e);
     ck_assert_str_eq (bn_msg_id (rb), b);
     s_answer (e, &rb, "ok");
