@@ -1,9 +1,9 @@
 /*  bn_cmd_px: banyan px, a shell command on engines.
 
     By default the command goes through the broadcast tree as one request:
-    coalescing with a release window of S_WINDOW_MS, with the engines'
-    output in their replies (bn_output), and with -b grouped at the tree's
-    nodes, so that identical outputs travel up as one entry. --direct
+    merged at every level with a release window of S_WINDOW_MS, with the
+    engines' output in their replies (bn_output), and with -b grouped at
+    the tree's nodes, so that identical outputs travel up as one entry. --direct
     sends one request per engine through the mux instead. What is printed
     is the same either way. --balanced runs the command once, as a task
     the task scheduler gives to whichever engine is free. A controller
@@ -78,7 +78,12 @@ s_execute (bn_view_t *view, void *data, bn_result_t **result_p)
 {
     s_call_t *call = data;
     if (bn_view_kind (view) == BN_VIEW_BROADCAST) {
-        int rc = bn_view_set_coalescing (view, true);
+        //  Every level merges; is_coalescing stays false, so that a
+        //  stock 7.1.0 tree (which ignores bn_levels) forwards each
+        //  engine's reply with its output instead of keeping only the
+        //  last engine's content.
+        bn_level_t merge = BN_LEVEL_MERGE;
+        int rc = bn_view_set_levels (view, &merge, 1);
         if (rc == 0)
             rc = bn_view_set_output_in_reply (view, true);
         //  What has arrived goes up every window: engines that finished
