@@ -1212,6 +1212,27 @@ START_TEST (test_plugin_setting)
     ck_assert_str_eq (repr, "'hello bob from engine 4'");
     free (repr);
     bn_msg_destroy (&reply);
+
+    //  a function raising UnmetDependency: dependencies_met false, so the
+    //  task scheduler tries another engine
+    const char *needs[] = {"needs", "nothing_here", NULL};
+    snprintf (id, sizeof id, "%s", s_apply (fake, 0, needs, NULL));
+    reply = s_reply (fake, fake->mux, 0, id, BN_MSG_APPLY_REPLY);
+    json_t *metadata = bn_msg_metadata (reply);
+    ck_assert (json_is_false (json_object_get (metadata, "dependencies_met")));
+    ck_assert_str_eq (json_string_value (json_object_get (metadata, "status")),
+                      "error");
+    ck_assert_str_eq (
+        json_string_value (json_object_get (bn_msg_content (reply), "ename")),
+        "UnmetDependency");
+    bn_msg_destroy (&reply);
+    //  any other error leaves it true
+    const char *bad[] = {"needs", NULL};
+    snprintf (id, sizeof id, "%s", s_apply (fake, 0, bad, NULL));
+    reply = s_reply (fake, fake->mux, 0, id, BN_MSG_APPLY_REPLY);
+    ck_assert (json_is_true (
+        json_object_get (bn_msg_metadata (reply), "dependencies_met")));
+    bn_msg_destroy (&reply);
 }
 END_TEST
 

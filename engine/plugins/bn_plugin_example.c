@@ -82,11 +82,33 @@ s_later (bn_plugin_call_t *call)
     return bn_value_swap_item (call->args, 0, bn_value_new_none ());
 }
 
+//  needs(name): the value pushed as name on this engine. An engine without
+//  it raises UnmetDependency, which tells the task scheduler to try the
+//  task on another engine (IPython Parallel's functional dependencies).
+static bn_value_t *
+s_needs (bn_plugin_call_t *call)
+{
+    bn_value_t *name = bn_value_item (call->args, 0);
+    if (bn_value_size (call->args) != 1 || !bn_value_str (name)) {
+        call->error (call, "TypeError", "needs() takes one name");
+        return NULL;
+    }
+    bn_value_t *value = call->lookup (call, bn_value_str (name));
+    if (!value) {
+        call->error (call, "UnmetDependency", "engine %d has no '%s'",
+                     call->engine_id, bn_value_str (name));
+        return NULL;
+    }
+    return bn_value_dup (value);
+}
+
 static const bn_plugin_function_t s_functions[] = {
     {"double", s_double, "double(x): twice an int or float"},
     {"greet", s_greet, "greet(name='world'): a greeting naming the engine"},
     {"total", s_total, "total(name): sum of the list pushed as name"},
     {"later", s_later, "later(x, seconds): x, after seconds"},
+    {"needs", s_needs,
+     "needs(name): the value pushed as name; UnmetDependency without it"},
     {NULL, NULL, NULL}};
 
 BN_PLUGIN_EXPORT const bn_plugin_t bn_plugin = {BN_PLUGIN_ABI_VERSION,

@@ -152,8 +152,11 @@ def banyan_engines(checks):
     with bnharness.Cluster() as cluster:
         cluster.start_banyan_controller("--log-level", "info", "--ping",
                                         "200", "--heartbeat-misses", "3")
-        cluster.start_banyan_engines(2, "--id", "0")
-        killable = cluster.start_banyan_engines(1, "--id", "2")
+        plugin = os.path.join(bnharness.BUILD_DIR, "plugins",
+                              "bn_plugin_example.so")
+        cluster.start_banyan_engines(2, "--id", "0", "--plugin", plugin)
+        killable = cluster.start_banyan_engines(1, "--id", "2", "--plugin",
+                                                plugin)
         client = cluster.client()
         cluster.wait_for_engines(client, 3)
         lb = client.load_balanced_view()
@@ -171,6 +174,15 @@ def banyan_engines(checks):
             follow = [lb.apply_async(Reference("getpid")) for _ in range(5)]
         checks.check("follow on banyan engines",
                      [r.get(timeout=TIMEOUT) for r in follow] == [pid] * 5)
+        # a C function raising UnmetDependency: the task moves on to the
+        # engine that has what it needs
+        client[1].push({"special": 11}, block=True)
+        needs = [lb.apply_async(Reference("needs"), "special")
+                 for _ in range(4)]
+        checks.check("UnmetDependency from a banyan engine moves the task",
+                     [r.get(timeout=TIMEOUT) for r in needs] == [11] * 4
+                     and {r.engine_id for r in needs} == {1},
+                     [r.engine_id for r in needs])
         with lb.temp_flags(targets=[2], retries=0):
             doomed = lb.apply_async(Reference("sleep"), 30)
         time.sleep(0.5)
