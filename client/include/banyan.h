@@ -481,8 +481,10 @@ bn_idset_t *bn_result_reduced_engines (bn_result_t *self);
 bn_idset_t *bn_result_reduced_failed (bn_result_t *self);
 
 //  Per-hop timestamps of the message that completed item index
-//  (bn_view_set_timestamps): the number of hops, from the first node
-//  that sent the reply up to the root (complete).
+//  (bn_view_set_timestamps): the number of hops, one per node the
+//  message passed through or was merged at (a merged message names every
+//  node of the subtree that sent it), in the order they sent, the root
+//  last (complete).
 size_t bn_result_hop_count (bn_result_t *self, size_t index);
 
 //  Hop number hop of item index: the node's routing id, and when it
