@@ -12,6 +12,9 @@
 #include "bn_treeproc.h"
 #include "bn_wire.h"
 
+//  ms the hub waits for a leaf to take an engine it registers
+#define S_ADD_WAIT 1000
+
 struct _bn_bcast_procs_t {
     bn_topology_t *topology; //  Rebuilt from the given one's spec, owned
     bn_treeproc_t *procs;
@@ -206,8 +209,14 @@ bn_bcast_procs_engine (void *arg, const char *uuid, int eid, bool registered)
         zhashx_update (self->engines, uuid, (void *)(intptr_t)(eid + 1));
         char text[16];
         snprintf (text, sizeof text, "%d", eid);
-        bn_treeproc_sendx (self->procs, (size_t)node, "ENGINE_ADD", uuid, text,
-                           NULL);
+        //  the hub announces the engine when this returns: wait until its
+        //  leaf knows it, or a client's first broadcast may overtake it
+        zmsg_t *msg = zmsg_new ();
+        zmsg_addstr (msg, "ENGINE_ADD");
+        zmsg_addstr (msg, uuid);
+        zmsg_addstr (msg, text);
+        bn_treeproc_call (self->procs, (size_t)node, &msg, "ENGINE_ADDED",
+                          S_ADD_WAIT);
     } else {
         zhashx_delete (self->engines, uuid);
         bn_treeproc_sendx (self->procs, (size_t)node, "ENGINE_REMOVE", uuid,

@@ -705,6 +705,47 @@ bn_treeproc_sendx (bn_treeproc_t *self, size_t index, const char *frame, ...)
     return bn_treeproc_send (self, index, &msg);
 }
 
+int
+bn_treeproc_call (bn_treeproc_t *self, size_t index, zmsg_t **msg_p,
+                  const char *answer, int timeout)
+{
+    assert (self);
+    assert (index < self->nnodes);
+    assert (answer);
+    s_node_t *node = &self->nodes[index];
+    bool ready = node->state == S_READY;
+    if (bn_treeproc_send (self, index, msg_p) != 0 || !ready)
+        return -1;
+    int64_t give_up = zclock_mono () + timeout;
+    while (node->link) {
+        if (bn_nodelink_pending (node->link) &&
+            bn_nodelink_flush (node->link) < 0)
+            break;
+        int64_t left = give_up - zclock_mono ();
+        if (left < 0) {
+            bn_log_warn ("tree: node %zu did not answer %s within %d ms", index,
+                         answer, timeout);
+            return -1;
+        }
+        bool eof = false;
+        zmsg_t *msg = bn_nodelink_recv (
+            node->link, bn_nodelink_pending (node->link) ? 1 : (int)left, &eof);
+        if (eof)
+            break;
+        if (!msg)
+            continue;
+        bool answered = zframe_streq (zmsg_first (msg), answer);
+        if (!answered)
+            s_message (self, node, msg);
+        zmsg_destroy (&msg);
+        if (answered)
+            return 0;
+    }
+    if (node->link)
+        s_lost (self, node, true);
+    return -1;
+}
+
 json_t *
 bn_treeproc_stats (bn_treeproc_t *self)
 {

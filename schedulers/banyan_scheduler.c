@@ -328,8 +328,22 @@ s_on_command (zactor_t *actor, bn_nodelink_t *link, zmsg_t **msg_p)
 {
     zmsg_t *msg = *msg_p;
     char *command = zframe_strdup (zmsg_first (msg));
-    if (streq (command, "ENGINE_ADD") || streq (command, "ENGINE_REMOVE") ||
-        streq (command, "CHILD_LOST"))
+    if (streq (command, "ENGINE_ADD")) {
+        //  ENDPOINTS is answered after ENGINE_ADD is taken (one pipe, in
+        //  order): then tell the controller, which waits for it
+        zframe_t *second = zmsg_next (msg);
+        zframe_t *uuid = second ? zframe_dup (second) : NULL;
+        zmsg_send (msg_p, actor);
+        zmsg_t *barrier = s_ask (actor, "ENDPOINTS");
+        zmsg_destroy (&barrier);
+        zmsg_t *added = zmsg_new ();
+        zmsg_addstr (added, "ENGINE_ADDED");
+        if (uuid)
+            zmsg_append (added, &uuid);
+        bn_nodelink_send (link, &added);
+        zframe_destroy (&uuid);
+    } else if (streq (command, "ENGINE_REMOVE") ||
+               streq (command, "CHILD_LOST"))
         zmsg_send (msg_p, actor);
     else if (streq (command, "STATS")) {
         zmsg_t *reply = s_ask (actor, "STATS");

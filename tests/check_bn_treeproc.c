@@ -258,6 +258,41 @@ START_TEST (test_usage)
 }
 END_TEST
 
+START_TEST (test_call)
+{
+    t_events_t *events = s_events_new ();
+    bn_treeproc_t *tree = s_tree_new (events);
+    ck_assert_int_eq (bn_treeproc_start (tree), 0);
+    ck_assert_int_eq (bn_treeproc_attach (tree, events->loop), 0);
+    //  the answer ends the call; it is not reported
+    zmsg_t *msg = zmsg_new ();
+    zmsg_addstr (msg, "PING");
+    ck_assert_int_eq (bn_treeproc_call (tree, 1, &msg, "ECHO", T_TIMEOUT), 0);
+    ck_assert_ptr_null (msg);
+    //  what comes meanwhile is reported; no answer: -1 after the timeout
+    msg = zmsg_new ();
+    zmsg_addstr (msg, "CHILD_LOST");
+    zmsg_addstr (msg, "7");
+    zlist_purge (events->events);
+    ck_assert_int_eq (bn_treeproc_call (tree, 0, &msg, "NEVER", 100), -1);
+    ck_assert_str_eq ((char *)zlist_first (events->events),
+                      "0 MESSAGE GOT_CHILD_LOST 7");
+    ck_assert (bn_treeproc_ready (tree, 0));
+    //  a node that is down: -1 at once
+    pid_t old = bn_treeproc_pid (tree, 2);
+    ck_assert_int_eq (kill (old, SIGKILL), 0);
+    ck_assert (s_wait_event (events, "2 LOST"));
+    msg = zmsg_new ();
+    zmsg_addstr (msg, "PING");
+    //  (restarted at once, not ready before the loop reads its READY)
+    ck_assert (!bn_treeproc_ready (tree, 2));
+    ck_assert_int_eq (bn_treeproc_call (tree, 2, &msg, "ECHO", T_TIMEOUT), -1);
+    zmsg_destroy (&msg);
+    bn_treeproc_destroy (&tree);
+    s_events_destroy (&events);
+}
+END_TEST
+
 START_TEST (test_killed_node_restarts)
 {
     t_events_t *events = s_events_new ();
@@ -452,6 +487,7 @@ s_suite (void)
     TCase *tc = tcase_create ("core");
     tcase_set_timeout (tc, 30);
     tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_call);
     tcase_add_test (tc, test_killed_node_restarts);
     tcase_add_test (tc, test_none_outlives_controller);
     tcase_add_test (tc, test_start_failures);
