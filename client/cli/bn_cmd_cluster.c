@@ -63,6 +63,8 @@ enum {
     S_OPT_DEPTH = 1,
     S_OPT_TOPOLOGY,
     S_OPT_TREE_MODE,
+    S_OPT_SCHEME,
+    S_OPT_HWM,
     S_OPT_IP,
     S_OPT_NO_WAIT,
     S_OPT_DAEMONIZE,
@@ -87,6 +89,10 @@ s_start_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
     case S_OPT_TREE_MODE:
         return bn_cliopts_set (opts, "--tree-mode", "controller.tree_mode",
                                arg);
+    case S_OPT_SCHEME:
+        return bn_cliopts_set (opts, "--scheme", "controller.scheme", arg);
+    case S_OPT_HWM:
+        return bn_cliopts_set (opts, "--hwm", "controller.task_hwm", arg);
     case S_OPT_IP:
         args->ip = arg;
         return bn_cliopts_set (opts, "--ip", "controller.ip", arg);
@@ -314,6 +320,8 @@ s_start (int argc, char **argv)
         {"depth", required_argument, NULL, S_OPT_DEPTH},
         {"topology", required_argument, NULL, S_OPT_TOPOLOGY},
         {"tree-mode", required_argument, NULL, S_OPT_TREE_MODE},
+        {"scheme", required_argument, NULL, S_OPT_SCHEME},
+        {"hwm", required_argument, NULL, S_OPT_HWM},
         {"ip", required_argument, NULL, S_OPT_IP},
         {"no-wait", no_argument, NULL, S_OPT_NO_WAIT},
         {"daemonize", no_argument, NULL, S_OPT_DAEMONIZE},
@@ -374,13 +382,19 @@ s_start (int argc, char **argv)
     bn_launcher_add_controller_arg (launcher, depth);
     //  The broadcast tree's shape and mode, from the options or settings
     static const char *tree[][2] = {{"--topology", "controller.topology"},
-                                    {"--tree-mode", "controller.tree_mode"}};
+                                    {"--tree-mode", "controller.tree_mode"},
+                                    {"--scheme", "controller.scheme"}};
     for (size_t i = 0; i < sizeof tree / sizeof tree[0]; i++)
         if (bn_config_known (tree[i][1])) {
             bn_launcher_add_controller_arg (launcher, tree[i][0]);
             bn_launcher_add_controller_arg (launcher,
                                             bn_config_str (config, tree[i][1]));
         }
+    char task_hwm[16];
+    snprintf (task_hwm, sizeof task_hwm, "%d",
+              bn_config_int (config, "controller.task_hwm"));
+    bn_launcher_add_controller_arg (launcher, "--hwm");
+    bn_launcher_add_controller_arg (launcher, task_hwm);
     bn_launcher_add_controller_arg (launcher, "--ip");
     bn_launcher_add_controller_arg (launcher,
                                     bn_config_str (config, "controller.ip"));
