@@ -1151,9 +1151,12 @@ s_take_sets (s_node_t *self, s_request_t *req, bn_msg_t *msg, bool grouped)
     return 0;
 }
 
+//  A message from below; takes *msg_p (forwarded or kept as the
+//  request's last reply without copying).
 static void
-s_on_reply (s_node_t *self, bn_msg_t *msg)
+s_on_reply (s_node_t *self, bn_msg_t **msg_p)
 {
+    bn_msg_t *msg = *msg_p;
     self->stats.replies++;
     if (!self->down_trusted) {
         int rc = bn_msg_verify (msg, self->session, false);
@@ -1250,13 +1253,10 @@ s_on_reply (s_node_t *self, bn_msg_t *msg)
             self->stats.bad_merge++;
             return;
         }
-        bn_msg_t *out = bn_msg_dup (msg);
-        if (out && req->timestamps)
-            s_add_hop (self, req, out);
-        if (out) {
-            self->stats.forwarded++;
-            s_send_up (self, &out);
-        }
+        if (req->timestamps)
+            s_add_hop (self, req, msg);
+        self->stats.forwarded++;
+        s_send_up (self, msg_p);
         s_progress (self, req);
         return;
     }
@@ -1301,12 +1301,11 @@ s_on_reply (s_node_t *self, bn_msg_t *msg)
         return;
     }
     s_gather_hops (req, msg);
-    bn_msg_t *keep = bn_msg_dup (msg);
-    if (keep) {
-        bn_msg_clear_buffers (keep);
-        bn_msg_destroy (&req->last);
-        req->last = keep;
-    }
+    //  the slots share what they need of the buffers
+    bn_msg_clear_buffers (msg);
+    bn_msg_destroy (&req->last);
+    req->last = msg;
+    *msg_p = NULL;
     s_progress (self, req);
 }
 
@@ -1521,7 +1520,7 @@ s_on_down (zloop_t *loop, zsock_t *sock, void *arg)
         bn_msg_t *msg = bn_msg_recv_flags (self->down_handle, ZMQ_DONTWAIT);
         if (!msg)
             break;
-        s_on_reply (self, msg);
+        s_on_reply (self, &msg);
         bn_msg_destroy (&msg);
     }
     return self->terminated ? -1 : 0;
