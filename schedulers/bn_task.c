@@ -43,6 +43,8 @@ typedef enum { S_PENDING, S_SUCCEEDED, S_FAILED } s_state_t;
 typedef struct {
     s_state_t state;
     const char *engine; //  Where it ran (interned), NULL if it did not
+    void *done_handle;  //  Position in the finished list, NULL if pending
+    char msg_id[];      //  Its key in records
 } s_record_t;
 
 //  A set of msg_ids and how it is met (ipyparallel.Dependency).
@@ -136,12 +138,14 @@ struct _bn_task_t {
     bool reading; //  Client side registered in the loop
     size_t queue_max;
 
-    zhashx_t *engines; //  uuid -> s_engine_t
-    zhashx_t *names;   //  uuid -> interned copy
-    zhashx_t *records; //  msg_id -> s_record_t (every submission)
-    zhashx_t *jobs;    //  msg_id -> s_job_t (queued or running)
-    zhashx_t *graph;   //  msg_id -> zlistx of waiting msg_ids
-    s_engine_t **heap; //  Available engines, best first
+    zhashx_t *engines;  //  uuid -> s_engine_t
+    zhashx_t *names;    //  uuid -> interned copy
+    zhashx_t *records;  //  msg_id -> s_record_t (every submission)
+    zlistx_t *done;     //  s_record_t * finished, oldest first
+    size_t records_max; //  Finished records kept
+    zhashx_t *jobs;     //  msg_id -> s_job_t (queued or running)
+    zhashx_t *graph;    //  msg_id -> zlistx of waiting msg_ids
+    s_engine_t **heap;  //  Available engines, best first
     size_t nheap;
     s_engine_t **avail; //  Available engines, any order
     size_t navail;
@@ -685,14 +689,26 @@ s_send_client (bn_task_t *self, bn_msg_t **msg_p)
     }
 }
 
+//  msg_id finished in state (on engine): its record goes to the end of
+//  the finished list, and the oldest finished records past the bound are
+//  forgotten.
 static void
 s_set_record (bn_task_t *self, const char *msg_id, s_state_t state,
               const char *engine)
 {
     s_record_t *record = s_record (self, msg_id);
-    if (record) {
-        record->state = state;
-        record->engine = engine;
+    if (!record)
+        return;
+    record->state = state;
+    record->engine = engine;
+    if (record->done_handle)
+        zlistx_move_end (self->done, record->done_handle);
+    else
+        record->done_handle = zlistx_add_end (self->done, record);
+    while (zlistx_size (self->done) > self->records_max) {
+        s_record_t *oldest = (s_record_t *)zlistx_first (self->done);
+        zlistx_delete (self->done, zlistx_cursor (self->done));
+        zhashx_delete (self->records, oldest->msg_id);
     }
 }
 
@@ -1319,9 +1335,12 @@ s_request (bn_task_t *self, bn_msg_t *msg, bool internal)
     s_job_t *job = calloc (1, sizeof *job);
     s_record_t *record = s_record (self, msg_id);
     if (!record) {
-        record = calloc (1, sizeof *record);
-        if (record)
-            zhashx_insert (self->records, msg_id, record);
+        size_t size = strlen (msg_id) + 1;
+        record = calloc (1, sizeof *record + size);
+        if (record) {
+            memcpy (record->msg_id, msg_id, size);
+            zhashx_insert (self->records, record->msg_id, record);
+        }
     }
     if (job)
         job->msg_id = strdup (msg_id);
@@ -1333,6 +1352,10 @@ s_request (bn_task_t *self, bn_msg_t *msg, bool internal)
     }
     record->state = S_PENDING;
     record->engine = NULL;
+    if (record->done_handle) {
+        zlistx_delete (self->done, record->done_handle);
+        record->done_handle = NULL;
+    }
     job->msg = msg;
     job->owner = self;
     job->timer = -1;
@@ -1799,17 +1822,22 @@ bn_task_new (zsock_t *client_side, zsock_t *engine_side, bn_session_t *session,
     self->engines = zhashx_new ();
     self->names = zhashx_new ();
     self->records = zhashx_new ();
+    self->done = zlistx_new ();
+    self->records_max = BN_TASK_RECORDS_MAX;
     self->jobs = zhashx_new ();
     self->graph = zhashx_new ();
     self->finished = zlist_new ();
-    if (!self->engines || !self->names || !self->records || !self->jobs ||
-        !self->graph || !self->finished) {
+    if (!self->engines || !self->names || !self->records || !self->done ||
+        !self->jobs || !self->graph || !self->finished) {
         bn_task_destroy (&self);
         return NULL;
     }
     zhashx_set_destructor (self->engines, s_engine_destructor);
     zhashx_set_destructor (self->names, (zhashx_destructor_fn *)zstr_free);
     zhashx_set_destructor (self->records, s_record_destructor);
+    //  records are keyed by their own msg_id
+    zhashx_set_key_duplicator (self->records, NULL);
+    zhashx_set_key_destructor (self->records, NULL);
     zhashx_set_destructor (self->graph, s_graph_destructor);
     //  jobs are keyed by their own msg_id and freed by us
     zhashx_set_key_duplicator (self->jobs, NULL);
@@ -1836,6 +1864,7 @@ bn_task_destroy (bn_task_t **self_p)
     }
     zhashx_destroy (&self->engines);
     zhashx_destroy (&self->names);
+    zlistx_destroy (&self->done);
     zhashx_destroy (&self->records);
     zhashx_destroy (&self->graph);
     zlist_destroy (&self->finished);
@@ -1886,6 +1915,13 @@ bn_task_set_queue_max (bn_task_t *self, size_t queue_max)
 {
     assert (self);
     self->queue_max = queue_max ? queue_max : 1;
+}
+
+void
+bn_task_set_records_max (bn_task_t *self, size_t records_max)
+{
+    assert (self);
+    self->records_max = records_max ? records_max : 1;
 }
 
 void

@@ -30,6 +30,11 @@ typedef enum {
 //  until the queue has drained to half (a flooding client is slowed).
 #define BN_TASK_QUEUE_MAX 100000
 
+//  Finished tasks whose outcome the scheduler remembers for later
+//  dependencies (the oldest are forgotten past it: a dependency on one
+//  of those is then an InvalidDependency, as an id never submitted).
+#define BN_TASK_RECORDS_MAX 1000000
+
 //  The scheme named name ("leastload", "lru", "plainrandom", "twobin",
 //  "weighted", "pure"), or -1 if unknown.
 int bn_task_scheme_parse (const char *name);
@@ -54,6 +59,10 @@ void bn_task_set_monitor (bn_task_t *self, const bn_monitor_t *monitor);
 
 //  Change the queue bound (tests); the default is BN_TASK_QUEUE_MAX.
 void bn_task_set_queue_max (bn_task_t *self, size_t queue_max);
+
+//  Change the bound on finished records (tests); the default is
+//  BN_TASK_RECORDS_MAX.
+void bn_task_set_records_max (bn_task_t *self, size_t records_max);
 
 //  Seed the random schemes (tests).
 void bn_task_set_seed (bn_task_t *self, unsigned int seed);

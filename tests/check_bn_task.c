@@ -1086,6 +1086,35 @@ START_TEST (test_chain)
 }
 END_TEST
 
+//  Finished records are bounded: the oldest are forgotten.
+START_TEST (test_records_bound)
+{
+    s_start (BN_TASK_LEASTLOAD, 1, 1);
+    bn_task_set_records_max (s_task, 3);
+    char *ids[5];
+    for (int n = 0; n < 5; n++) {
+        ids[n] = s_submit (NULL);
+        bn_msg_t *request = s_take (0);
+        s_answer (0, &request, "ok");
+        bn_msg_t *reply = s_reply ();
+        bn_msg_destroy (&reply);
+    }
+    ck_assert_int_eq (s_stat ("records"), 3);
+    char *old = s_submit (json_pack ("{s:[s]}", "after", ids[0]));
+    bn_msg_t *reply = s_reply ();
+    s_assert_scheduler_error (reply, old, "InvalidDependency");
+    bn_msg_destroy (&reply);
+    char *recent = s_submit (json_pack ("{s:[s]}", "after", ids[4]));
+    bn_msg_t *request = s_take (0);
+    ck_assert_str_eq (bn_msg_id (request), recent);
+    bn_msg_destroy (&request);
+    for (int n = 0; n < 5; n++)
+        free (ids[n]);
+    free (old);
+    free (recent);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -1116,6 +1145,7 @@ main (void)
     tcase_add_test (tc, test_bad_input);
     tcase_add_test (tc, test_submit);
     tcase_add_test (tc, test_chain);
+    tcase_add_test (tc, test_records_bound);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
