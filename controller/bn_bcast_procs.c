@@ -14,6 +14,8 @@
 
 //  ms the hub waits for a leaf to take an engine it registers
 #define S_ADD_WAIT 1000
+//  ms a node process has to answer STATS
+#define S_STATS_WAIT 1000
 
 struct _bn_bcast_procs_t {
     bn_topology_t *topology; //  Rebuilt from the given one's spec, owned
@@ -216,7 +218,7 @@ bn_bcast_procs_engine (void *arg, const char *uuid, int eid, bool registered)
         zmsg_addstr (msg, uuid);
         zmsg_addstr (msg, text);
         bn_treeproc_call (self->procs, (size_t)node, &msg, "ENGINE_ADDED",
-                          S_ADD_WAIT);
+                          S_ADD_WAIT, NULL);
     } else {
         zhashx_delete (self->engines, uuid);
         bn_treeproc_sendx (self->procs, (size_t)node, "ENGINE_REMOVE", uuid,
@@ -231,9 +233,46 @@ bn_bcast_procs_pid (bn_bcast_procs_t *self, size_t node)
     return (int)bn_treeproc_pid (self->procs, node);
 }
 
+//  Node's own counters (its actor's STATS), or NULL if it does not answer.
+static json_t *
+s_node_stats (bn_bcast_procs_t *self, size_t node)
+{
+    if (!bn_treeproc_ready (self->procs, node))
+        return NULL;
+    zmsg_t *msg = zmsg_new ();
+    zmsg_addstr (msg, "STATS");
+    zmsg_t *reply = NULL;
+    if (bn_treeproc_call (self->procs, node, &msg, "STATS", S_STATS_WAIT,
+                          &reply))
+        return NULL;
+    zframe_t *frame = zmsg_next (reply);
+    json_t *stats = frame ? json_loadb ((const char *)zframe_data (frame),
+                                        zframe_size (frame), 0, NULL)
+                          : NULL;
+    zmsg_destroy (&reply);
+    if (!json_is_object (stats)) {
+        json_decref (stats);
+        return NULL;
+    }
+    return stats;
+}
+
 json_t *
 bn_bcast_procs_stats (bn_bcast_procs_t *self)
 {
     assert (self);
-    return bn_treeproc_stats (self->procs);
+    json_t *stats = bn_treeproc_stats (self->procs);
+    json_t *nodes = json_object_get (stats, "nodes");
+    json_int_t requests = 0;
+    for (size_t node = 0; node < json_array_size (nodes); node++) {
+        json_t *counters = s_node_stats (self, node);
+        json_t *entry = json_array_get (nodes, node);
+        requests += json_integer_value (json_object_get (counters, "requests"));
+        if (counters)
+            json_object_update_missing (entry, counters);
+        json_decref (counters);
+    }
+    if (stats)
+        json_object_set_new (stats, "requests", json_integer (requests));
+    return stats;
 }

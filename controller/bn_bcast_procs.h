@@ -64,8 +64,11 @@ void bn_bcast_procs_engine (void *self, const char *uuid, int eid,
 //  Process id of node (0 while it is down).
 int bn_bcast_procs_pid (bn_bcast_procs_t *self, size_t node);
 
-//  A new JSON object: {"mode": "processes", "nodes": [per node pid,
-//  state, restarts, last_loss]}; NULL if out of memory.
+//  A new JSON object: {"mode": "processes", "requests": requests in
+//  flight over all nodes, "nodes": [per node pid, state, restarts,
+//  last_loss and the node's own counters (as bn_bcast_tree_stats gives
+//  them) when it answers]}; NULL if out of memory. Asks every node, so
+//  it waits up to a second for one that does not answer.
 json_t *bn_bcast_procs_stats (bn_bcast_procs_t *self);
 
 #endif

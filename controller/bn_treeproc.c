@@ -707,7 +707,7 @@ bn_treeproc_sendx (bn_treeproc_t *self, size_t index, const char *frame, ...)
 
 int
 bn_treeproc_call (bn_treeproc_t *self, size_t index, zmsg_t **msg_p,
-                  const char *answer, int timeout)
+                  const char *answer, int timeout, zmsg_t **reply_p)
 {
     assert (self);
     assert (index < self->nnodes);
@@ -734,12 +734,15 @@ bn_treeproc_call (bn_treeproc_t *self, size_t index, zmsg_t **msg_p,
             break;
         if (!msg)
             continue;
-        bool answered = zframe_streq (zmsg_first (msg), answer);
-        if (!answered)
-            s_message (self, node, msg);
-        zmsg_destroy (&msg);
-        if (answered)
+        if (zframe_streq (zmsg_first (msg), answer)) {
+            if (reply_p)
+                *reply_p = msg;
+            else
+                zmsg_destroy (&msg);
             return 0;
+        }
+        s_message (self, node, msg);
+        zmsg_destroy (&msg);
     }
     if (node->link)
         s_lost (self, node, true);

@@ -107,11 +107,12 @@ int bn_treeproc_sendx (bn_treeproc_t *self, size_t node, const char *frame,
 
 //  Send a message (taken) to node's ready process and wait until it sends
 //  one whose first frame is answer (what it sends meanwhile is reported as
-//  usual), at most timeout ms. Returns 0 when the answer came, -1 when
-//  node is not ready (the message is then only queued, as by
+//  usual), at most timeout ms; the answer goes to *reply_p (the caller's
+//  to destroy) unless reply_p is NULL. Returns 0 when the answer came, -1
+//  when node is not ready (the message is then only queued, as by
 //  bn_treeproc_send), its process ended, or the time ran out (logged).
 int bn_treeproc_call (bn_treeproc_t *self, size_t node, zmsg_t **msg_p,
-                      const char *answer, int timeout);
+                      const char *answer, int timeout, zmsg_t **reply_p);
 
 //  A new JSON object: per node pid, state, restarts and the last loss.
 json_t *bn_treeproc_stats (bn_treeproc_t *self);

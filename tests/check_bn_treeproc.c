@@ -265,16 +265,20 @@ START_TEST (test_call)
     ck_assert_int_eq (bn_treeproc_start (tree), 0);
     ck_assert_int_eq (bn_treeproc_attach (tree, events->loop), 0);
     //  the answer ends the call; it is not reported
-    zmsg_t *msg = zmsg_new ();
+    zmsg_t *msg = zmsg_new (), *reply = NULL;
     zmsg_addstr (msg, "PING");
-    ck_assert_int_eq (bn_treeproc_call (tree, 1, &msg, "ECHO", T_TIMEOUT), 0);
+    ck_assert_int_eq (
+        bn_treeproc_call (tree, 1, &msg, "ECHO", T_TIMEOUT, &reply), 0);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert (zframe_streq (zmsg_last (reply), "PING"));
+    zmsg_destroy (&reply);
     ck_assert_ptr_null (msg);
     //  what comes meanwhile is reported; no answer: -1 after the timeout
     msg = zmsg_new ();
     zmsg_addstr (msg, "CHILD_LOST");
     zmsg_addstr (msg, "7");
     zlist_purge (events->events);
-    ck_assert_int_eq (bn_treeproc_call (tree, 0, &msg, "NEVER", 100), -1);
+    ck_assert_int_eq (bn_treeproc_call (tree, 0, &msg, "NEVER", 100, NULL), -1);
     ck_assert_str_eq ((char *)zlist_first (events->events),
                       "0 MESSAGE GOT_CHILD_LOST 7");
     ck_assert (bn_treeproc_ready (tree, 0));
@@ -286,7 +290,8 @@ START_TEST (test_call)
     zmsg_addstr (msg, "PING");
     //  (restarted at once, not ready before the loop reads its READY)
     ck_assert (!bn_treeproc_ready (tree, 2));
-    ck_assert_int_eq (bn_treeproc_call (tree, 2, &msg, "ECHO", T_TIMEOUT), -1);
+    ck_assert_int_eq (bn_treeproc_call (tree, 2, &msg, "ECHO", T_TIMEOUT, NULL),
+                      -1);
     zmsg_destroy (&msg);
     bn_treeproc_destroy (&tree);
     s_events_destroy (&events);

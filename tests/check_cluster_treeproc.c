@@ -422,6 +422,20 @@ START_TEST (test_depth1)
         ck_assert_int_gt (pids[i], 0);
     s_check_same_as_direct (cluster, true);
     s_check_same_as_direct (cluster, false);
+    //  each node's own counters, as in threads mode: nothing in flight
+    zstr_send (cluster->controller, "STATS");
+    char *text = zstr_recv (cluster->controller);
+    json_t *stats = json_loads (text, 0, NULL);
+    zstr_free (&text);
+    json_t *tree = json_object_get (stats, "broadcast");
+    ck_assert (json_is_integer (json_object_get (tree, "requests")));
+    ck_assert_int_eq (json_integer_value (json_object_get (tree, "requests")),
+                      0);
+    json_t *nodes = json_object_get (tree, "nodes");
+    for (size_t i = 0; i < 3; i++)
+        ck_assert (json_is_integer (
+            json_object_get (json_array_get (nodes, i), "requests")));
+    json_decref (stats);
     s_cluster_destroy (&cluster);
     //  stopping the controller leaves no node process
     for (size_t i = 0; i < 3; i++)
