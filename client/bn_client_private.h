@@ -131,6 +131,9 @@ int bn_result_add_group (bn_result_t *self, bn_idset_t *engines);
 int bn_result_add_reduced (bn_result_t *self, const char *op, bn_value_t *value,
                            bn_idset_t *engines, bn_idset_t *failed);
 
+//  The reply message of a complete hub query item (borrowed), or NULL.
+bn_msg_t *bn_result_reply_msg (bn_result_t *self, size_t index);
+
 //  The reply content of a complete item (borrowed), or NULL.
 json_t *bn_result_reply (bn_result_t *self, size_t index);
 

@@ -46,6 +46,7 @@ struct _bn_item_t {
     s_text_t err;         //  stderr
     json_t *hops;         //  bn_hops of the reply's message, or NULL
     int group;            //  group it arrived in, or -1
+    bn_msg_t *raw;        //  a hub query's reply (buffers shared)
 };
 
 struct _bn_result_t {
@@ -125,6 +126,15 @@ bn_result_add (bn_result_t *self, const char *msg_id, const char *date,
         self->sent = bn_client_clock ();
     self->count++;
     return item;
+}
+
+bn_msg_t *
+bn_result_reply_msg (bn_result_t *self, size_t index)
+{
+    assert (self);
+    return index < self->count && self->items[index].complete
+               ? self->items[index].raw
+               : NULL;
 }
 
 bn_item_t *
@@ -383,6 +393,9 @@ bn_item_on_reply (bn_item_t *self, bn_msg_t *msg, bn_value_t *value,
         .hops = json_object_get (metadata, "bn_hops"),
         .uuid = json_string_value (json_object_get (metadata, "engine")),
         .engine_id = engine_id};
+    //  a hub query's answer may carry buffers (result_reply, db_reply)
+    if (self->kind == BN_ITEM_QUERY && !self->replied && !self->raw)
+        self->raw = bn_msg_dup (msg);
     return bn_item_on_entry (self, &reply);
 }
 
@@ -594,6 +607,7 @@ bn_result_destroy (bn_result_t **self_p)
         free (item->out.data);
         free (item->err.data);
         json_decref (item->hops);
+        bn_msg_destroy (&item->raw);
     }
     for (size_t i = 0; i < self->ngroups; i++)
         bn_idset_destroy (&self->groups[i]);

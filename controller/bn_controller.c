@@ -701,6 +701,9 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
     self->db = strdup (bn_config_str (config, "controller.db"));
     self->record_limit = bn_config_int (config, "controller.record_limit");
     self->restore = bn_config_bool (config, "controller.restore");
+    //  engines that outlive us come back only to the same ports and key
+    if (self->restore)
+        self->reuse = true;
     if (!self->ip || !self->interface || !self->cluster_id ||
         !self->client_path || !self->engine_path || !self->pid_path ||
         !self->scheduler_path || !self->log_file || !self->state_path ||

@@ -1032,13 +1032,13 @@ s_result_request (bn_hub_t *self, bn_msg_t *request)
         }
         bn_record_t *record = bn_records_get (self->records, msg_id);
         if (!record) {
+            s_reply_error (self, request, BN_MSG_RESULT_REPLY, "KeyError",
+                           "'No such message: %.200s'", msg_id);
             json_decref (reply);
             json_decref (pending);
             json_decref (completed);
             json_decref (ids);
             bn_msg_destroy (&holder);
-            s_reply_error (self, request, BN_MSG_RESULT_REPLY, "KeyError",
-                           "'No such message: %.200s'", msg_id);
             return;
         }
         if (!bn_record_completed (record)) {

@@ -17,6 +17,8 @@ static const s_command_t s_commands[] = {
     {"px", bn_cmd_px},           {"apply", bn_cmd_apply},
     {"push", bn_cmd_push},       {"pull", bn_cmd_pull},
     {"status", bn_cmd_status},   {"config", bn_cmd_config},
+    {"history", bn_cmd_history}, {"result", bn_cmd_result},
+    {"purge", bn_cmd_purge},
 };
 
 int

@@ -50,6 +50,9 @@ static const s_help_t s_helps[] = {
      "  push            store a file's bytes under a name on engines\n"
      "  pull            print a named value from engines\n"
      "  status          summary of a cluster\n"
+     "  history         msg_ids of the requests the hub has records of\n"
+     "  result          the result of a request, whichever client sent it\n"
+     "  purge           drop the hub's records of finished requests\n"
      "  config show     effective settings and where each came from\n"
      "\n"
      "Run 'banyan COMMAND --help' for the options of a command.\n",
@@ -302,6 +305,40 @@ static const s_help_t s_helps[] = {
      NULL, true, true, S_COMMON_EXIT,
      "  banyan status\n"
      "  banyan status --profile-dir /tmp/p\n",
+     NULL},
+
+    {"history", "history [OPTIONS]",
+     "print the msg_ids of the requests the hub has records of",
+     "Prints one msg_id a line, oldest submission first: every direct,\n"
+     "load-balanced and broadcast request the hub recorded (by default the\n"
+     "last 1024 in memory; all of them with banyan-controller --db\n"
+     "sqlite:PATH). 'banyan result MSG_ID' shows one.\n",
+     NULL, true, true, S_COMMON_EXIT,
+     "  banyan history\n"
+     "  banyan history | tail -1 | xargs banyan result\n",
+     NULL},
+
+    {"result", "result [OPTIONS] MSG_ID",
+     "print the result of a request, whichever client sent it",
+     "Asks the hub for its record of MSG_ID and prints the engine, the\n"
+     "times, the status, the value of an apply (as a Python repr), and what\n"
+     "the request wrote to stdout and stderr. A request still running is\n"
+     "reported as pending. Exits 1 if the request failed or the hub has no\n"
+     "record of it.\n",
+     NULL, true, true, S_COMMON_EXIT,
+     "  banyan result 6f2c...-4a1b_1234_7\n",
+     NULL},
+
+    {"purge", "purge [OPTIONS] [MSG_ID...]",
+     "drop the hub's records of finished requests",
+     "Drops the hub's records of the MSG_IDs given, and of every finished\n"
+     "request of the engines of -t; with neither, of every finished request.\n"
+     "A MSG_ID still pending is an error (nothing is dropped).\n",
+     "  -t, --targets SET       drop the finished requests of these engines\n",
+     true, true, S_COMMON_EXIT,
+     "  banyan purge\n"
+     "  banyan purge -t 0-3\n"
+     "  banyan purge 6f2c...-4a1b_1234_7\n",
      NULL},
 
     {"config", "config show [OPTIONS]",

@@ -32,6 +32,15 @@ int bn_cmd_pull (int argc, char **argv);
 //  banyan status
 int bn_cmd_status (int argc, char **argv);
 
+//  banyan history
+int bn_cmd_history (int argc, char **argv);
+
+//  banyan result MSG_ID
+int bn_cmd_result (int argc, char **argv);
+
+//  banyan purge
+int bn_cmd_purge (int argc, char **argv);
+
 //  banyan config show
 int bn_cmd_config (int argc, char **argv);
 

@@ -153,6 +153,62 @@ int bn_client_queue_status (bn_client_t *self, bn_idset_t *targets,
                             double timeout, bn_queue_status_t **status,
                             size_t *count, int *unassigned);
 
+//  The hub's task records (WIRE.md 5) ----------------------------------
+
+//  The result of msg_id as the hub recorded it, whichever client sent the
+//  request (a direct, load-balanced or broadcast request; output included).
+//  On success *result_p is a complete result of one item, read with the
+//  bn_result_* accessors as the sender's own. Returns 0, BN_ENOTREADY
+//  (the request is still pending), BN_ENOENT (the hub has no record of
+//  msg_id, or keeps none), BN_ETIMEDOUT, BN_ENOCONTROLLER, BN_EREMOTE,
+//  BN_EPICKLE (a value this library cannot decode; the rest is there),
+//  BN_ECLOSED or BN_ENOMEM.
+int bn_client_get_result (bn_client_t *self, const char *msg_id, double timeout,
+                          bn_result_t **result_p);
+
+//  The msg_ids the hub has records of, oldest submission first: on
+//  success *msg_ids is a NULL-terminated array (free it with
+//  bn_client_free_strv) of *count ids. Returns as bn_client_get_result.
+int bn_client_history (bn_client_t *self, double timeout, char ***msg_ids,
+                       size_t *count);
+
+//  Query the hub's records with a MongoDB-style query in JSON text
+//  (operators $lt $gt $lte $gte $eq $ne $in $nin $all $mod $exists; ISO
+//  date strings compare as dates), e.g. {"engine_uuid": "...",
+//  "completed": {"$gt": "2026-11-21T14:29:26Z"}}; NULL matches every
+//  record. keys (NULL-terminated, or NULL for all) picks the TaskRecord
+//  keys returned (msg_id always). On success *records is a malloc'd JSON
+//  text of the list of records, for the caller to free. Returns 0,
+//  BN_EINVAL (query_json is not a JSON object), BN_EREMOTE (the hub
+//  refused the query: see the text in *records if not NULL), BN_ENOENT
+//  (the hub keeps no records), BN_ETIMEDOUT, BN_ENOCONTROLLER, BN_ECLOSED
+//  or BN_ENOMEM.
+int bn_client_db_query (bn_client_t *self, const char *query_json,
+                        const char *const *keys, double timeout,
+                        char **records);
+
+//  Drop the hub's records of msg_ids (NULL-terminated; NULL: every
+//  completed record) and of every completed request of the engines in
+//  engines (may be NULL). Returns 0, BN_ENOTREADY (a msg_id is still
+//  pending), BN_ENOENGINE (an engine is not registered), BN_ETIMEDOUT,
+//  BN_ENOCONTROLLER, BN_EREMOTE, BN_ECLOSED or BN_ENOMEM.
+int bn_client_purge (bn_client_t *self, const char *const *msg_ids,
+                     bn_idset_t *engines, double timeout);
+
+//  Run the requests msg_ids (NULL-terminated) again through the task
+//  scheduler, as the hub recorded them (without their dependencies); on
+//  success *new_ids (if not NULL) is a NULL-terminated array of the new
+//  msg_ids in the same order (free it with bn_client_free_strv): read
+//  their results with bn_client_get_result. Returns 0, BN_ENOENT (a
+//  msg_id has no record), BN_ETIMEDOUT, BN_ENOCONTROLLER, BN_EREMOTE,
+//  BN_ECLOSED or BN_ENOMEM.
+int bn_client_resubmit (bn_client_t *self, const char *const *msg_ids,
+                        double timeout, char ***new_ids);
+
+//  Free a NULL-terminated string array and NULL the caller's pointer;
+//  NULL-safe.
+void bn_client_free_strv (char ***strv_p);
+
 //  Shut down every engine (through their control channel) and, when hub
 //  is true, the controller too; waits for their replies. Returns 0, or
 //  the first error (BN_ETIMEDOUT, BN_ENOCONTROLLER, BN_EREMOTE...).
