@@ -517,9 +517,10 @@ s_on_new_heart (void *arg, const char *uuid)
     s_tell_listeners (self, uuid, id, true);
     self->stats.registrations++;
     bn_log_info ("hub: engine %d:%s registered", id, uuid);
+    //  the state file is current before anyone hears of the engine
+    s_save_state (self);
     s_notify (self, BN_MSG_REGISTRATION_NOTIFICATION,
               json_pack ("{s:i, s:s}", "id", id, "uuid", uuid), NULL);
-    s_save_state (self);
 }
 
 //  True if uuid is usable as an engine identity (WIRE.md 1.5).
