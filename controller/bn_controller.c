@@ -17,6 +17,7 @@
 #include "bn_heart.h"
 #include "bn_hub.h"
 #include "bn_log.h"
+#include "bn_monitor_link.h"
 #include "bn_msgtypes.h"
 #include "bn_records.h"
 #include "bn_refuser.h"
@@ -90,9 +91,10 @@ typedef struct {
     bn_records_t *records;      //  Task records the hub answers queries from
     char *db;                   //  controller.db: memory, none, sqlite:PATH
     int record_limit;
-    bool restore;     //  Restore the engine table from state_path
-    char *state_path; //  log/engines<cluster_id>.json
-    bool shutdown;    //  Ended by a hub shutdown_request
+    bn_monitor_link_t *record_link; //  The tree root's reports to records
+    bool restore;                   //  Restore the engine table from state_path
+    char *state_path;               //  log/engines<cluster_id>.json
+    bool shutdown;                  //  Ended by a hub shutdown_request
 } s_controller_t;
 
 //  Create path and its parents with mode (like mkdir -p); -1 on failure.
@@ -425,6 +427,7 @@ s_controller_destroy (s_controller_t **self_p)
     bn_refuser_destroy (&self->task_refuser);
     bn_bcast_tree_destroy (&self->tree);
     bn_bcast_procs_destroy (&self->procs);
+    bn_monitor_link_destroy (&self->record_link);
     bn_records_destroy (&self->records);
     zloop_destroy (&self->loop);
     s_bound_t *all[] = {
@@ -572,14 +575,21 @@ s_start_components (s_controller_t *self, int period, int misses,
         return -1;
     for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
         leaves[leaf] = self->bcast_leaves[leaf].sock;
-    if (leaves)
+    //  the tree's root runs in its own thread: it reports to the records
+    //  through a link read on this loop
+    self->records = s_new_records (self);
+    self->record_link =
+        self->records && leaves
+            ? bn_monitor_link_new (bn_records_monitor (self->records))
+            : NULL;
+    if (self->record_link)
         self->tree = bn_bcast_tree_new (
             self->topology, self->key, &self->bcast_in.sock, leaves, self->hwm,
-            self->tree_deadline, self->reduce_plugins);
+            self->tree_deadline, self->reduce_plugins,
+            bn_monitor_link_sender (self->record_link));
     for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
         self->bcast_leaves[leaf].sock = leaves[leaf];
     free (leaves);
-    self->records = s_new_records (self);
     if (!self->loop || !self->heart || !self->mux || !self->control ||
         !self->iopub || (!self->tree && !self->procs) || !self->records)
         return -1;
@@ -617,6 +627,8 @@ s_start_components (s_controller_t *self, int period, int misses,
         bn_relay_attach (self->mux, self->loop) ||
         bn_relay_attach (self->control, self->loop) ||
         bn_relay_attach (self->iopub, self->loop) ||
+        (self->record_link &&
+         bn_monitor_link_attach (self->record_link, self->loop)) ||
         (self->procs && bn_bcast_procs_attach (self->procs, self->loop)) ||
         (self->task && bn_task_attach (self->task, self->loop)) ||
         (self->task_refuser &&

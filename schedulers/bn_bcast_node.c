@@ -253,6 +253,10 @@ static void s_request_done (s_node_t *self, s_request_t *req);
 static void
 s_send_up (s_node_t *self, bn_msg_t **msg_p)
 {
+    //  the root's replies are what clients get: the hub records them
+    if (self->level == 0 && self->monitor && self->monitor->reply && *msg_p)
+        self->monitor->reply (self->monitor->arg, BN_MONITOR_QUEUE_BROADCAST,
+                              *msg_p, NULL);
     if (bn_msg_send_flags (msg_p, self->up_handle, self->session,
                            ZMQ_DONTWAIT) != 0)
         self->stats.send_failed++;

@@ -37,7 +37,8 @@ bn_bcast_tree_destroy (bn_bcast_tree_t **self_p)
 bn_bcast_tree_t *
 bn_bcast_tree_new (bn_topology_t *topology, const char *key,
                    zsock_t **root_sock, zsock_t **leaf_socks, int hwm,
-                   int deadline_ms, const char *reduce_plugins)
+                   int deadline_ms, const char *reduce_plugins,
+                   const bn_monitor_t *monitor)
 {
     assert (topology);
     assert (root_sock);
@@ -71,6 +72,7 @@ bn_bcast_tree_new (bn_topology_t *topology, const char *key,
         args.reduce_plugins = reduce_plugins;
         args.nleaves = (size_t)leaves;
         if (n == 0) {
+            args.monitor = monitor;
             args.up_sock = *root_sock;
             *root_sock = NULL;
         } else {

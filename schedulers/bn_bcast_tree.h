@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "bn_monitor.h"
 #include "bn_topology.h"
 
 typedef struct _bn_bcast_tree_t bn_bcast_tree_t;
@@ -24,12 +25,15 @@ typedef struct _bn_bcast_tree_t bn_bcast_tree_t;
 //  variables, also on failure. key signs messages; hwm bounds every
 //  queue (0 = none); deadline_ms is the default request deadline
 //  (0 = none); reduce_plugins lists the reduction plugins every node loads
-//  (':'-separated paths, NULL or "" for none). Returns NULL if a node
-//  cannot start.
+//  (':'-separated paths, NULL or "" for none); monitor (borrowed, may be
+//  NULL) hears from the root's thread of each request and of each reply
+//  it sends to a client (bn_monitor_link_sender gives one that may be
+//  called from there). Returns NULL if a node cannot start.
 bn_bcast_tree_t *bn_bcast_tree_new (bn_topology_t *topology, const char *key,
                                     zsock_t **root_sock, zsock_t **leaf_socks,
                                     int hwm, int deadline_ms,
-                                    const char *reduce_plugins);
+                                    const char *reduce_plugins,
+                                    const bn_monitor_t *monitor);
 
 //  Stop every node and destroy the tree; NULL-safe.
 void bn_bcast_tree_destroy (bn_bcast_tree_t **self_p);
