@@ -549,12 +549,15 @@ s_broadcast_reply (bn_records_t *self, const char *parent_id, bn_msg_t *reply,
     bn_record_t *original = zhashx_lookup (self->records, orig);
     size_t len;
     const void *md = bn_msg_part_data (reply, BN_PART_METADATA, &len);
-    //  a merged reply carries broadcast_targets; it answers the original
+    //  a merged reply carries broadcast_targets
     bool merged = memmem (md, len, "\"broadcast_targets\"", 19) != NULL;
     if (!merged && self->kind != BN_RECORDS_NONE && parent_id &&
         !streq (parent_id, orig)) {
+        //  (its output may have made the record already)
         bn_record_t *record = zhashx_lookup (self->records, parent_id);
-        if (!record && (record = s_record_add (self, parent_id))) {
+        if (!record)
+            record = s_record_add (self, parent_id);
+        if (record && !record->request) {
             record->queue = s_broadcast;
             if (original && original->request) {
                 record->request = bn_msg_dup (original->request);
@@ -576,10 +579,18 @@ s_broadcast_reply (bn_records_t *self, const char *parent_id, bn_msg_t *reply,
         if (json_is_array (targets) && json_array_size (targets) > 0)
             track->remaining = (int)json_array_size (targets);
     }
-    if (merged)
-        track->remaining = 0;
-    else
-        track->remaining--;
+    //  a merged message answers for the engines it lists (a whole request,
+    //  or one subtree's when upper levels forward), or ends a request
+    //  that reached no engine
+    size_t answered = 1;
+    if (merged) {
+        json_t *targets =
+            json_object_get (bn_msg_metadata (reply), "broadcast_targets");
+        answered = json_array_size (targets);
+        if (answered == 0)
+            answered = (size_t)track->remaining;
+    }
+    track->remaining -= (int)answered;
     if (track->remaining > 0)
         return;
     s_untrack (self, track);

@@ -226,6 +226,56 @@ START_TEST (test_usage)
 }
 END_TEST
 
+START_TEST (test_broadcast)
+{
+    s_start_controller ();
+    s_start_engines (2);
+    bn_client_t *client = s_client (2);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    //  every level forwards: one reply per engine reaches the root
+    bn_level_t forward = BN_LEVEL_FORWARD;
+    ck_assert_int_eq (bn_view_set_levels (view, &forward, 1), 0);
+    bn_result_t *result;
+    ck_assert_int_eq (bn_view_execute (view, "echo tree", &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    ck_assert_uint_eq (bn_result_count (result), 2);
+    //  the request and each engine's reply are recorded
+    char **history = NULL;
+    size_t count = 0;
+    int rc = 0;
+    for (int i = 0; i < 200 && count < 3; i++) {
+        bn_client_free_strv (&history);
+        rc = bn_client_history (client, 10, &history, &count);
+        if (count < 3)
+            zclock_sleep (10);
+    }
+    ck_assert_int_eq (rc, 0);
+    ck_assert_uint_eq (count, 3);
+    bn_client_free_strv (&history);
+    for (size_t i = 0; i < 2; i++) {
+        const char *msg_id = bn_result_msg_id (result, i);
+        bn_result_t *recorded = NULL;
+        ck_assert_int_eq (bn_client_get_result (client, msg_id, 10, &recorded),
+                          0);
+        ck_assert_int_eq (bn_result_engine_id (recorded, 0),
+                          bn_result_engine_id (result, i));
+        ck_assert_str_eq (bn_result_stdout (recorded, 0), "tree\n");
+        bn_result_destroy (&recorded);
+    }
+    char *records = NULL;
+    ck_assert_int_eq (bn_client_db_query (client, "{\"queue\": \"broadcast\"}",
+                                          NULL, 10, &records),
+                      0);
+    json_t *list = json_loads (records, 0, NULL);
+    ck_assert_uint_eq (json_array_size (list), 3);
+    json_decref (list);
+    free (records);
+    bn_result_destroy (&result);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+}
+END_TEST
+
 START_TEST (test_resubmit)
 {
     s_start_controller ();
@@ -396,6 +446,7 @@ s_suite (void)
     tcase_set_timeout (tc, 60);
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_broadcast);
     tcase_add_test (tc, test_resubmit);
     tcase_add_test (tc, test_sqlite_restart);
     tcase_add_test (tc, test_sqlite_unwritable);
