@@ -337,6 +337,8 @@ s_plot_params (s_site_t *site, s_machine_t *machine, const char *name,
     } else {
         if (numeric && xmin > 0 && xmax / xmin >= 8)
             fprintf (gp, "set logscale x 2\n");
+        if (numeric)
+            fprintf (gp, "set format x \"%%.0f\"\n");
         if (ymin > 0 && ymax / ymin > 30)
             fprintf (gp, "set logscale y\n");
         fprintf (gp, "set offsets graph 0.02, graph 0.02, graph 0.05, "

@@ -169,7 +169,7 @@ s_largest_child (pid_t parent, const char *program)
         snprintf (comm, sizeof comm, "%.*s", (int)(length < 15 ? length : 15),
                   open + 1);
         char wanted[16];
-        snprintf (wanted, sizeof wanted, "%s", program);
+        snprintf (wanted, sizeof wanted, "%.15s", program); //  comm is cut
         int ppid = 0;
         if (sscanf (close + 2, "%*c %d", &ppid) != 1 || ppid != parent ||
             strcmp (comm, wanted) != 0)
