@@ -225,15 +225,15 @@ bn_benchcompare_print (bn_benchresults_t *before, bn_benchresults_t *after,
                 continue;
             char before_text[64] = "failed", after_text[64] = "failed";
             if (a_ok)
-                bn_benchfmt_value (va, (sa.q_75 - sa.q_25) / 2, unit,
-                                   before_text, sizeof before_text);
+                bn_benchfmt_value (va, na > 1 ? (sa.q_75 - sa.q_25) / 2 : -1,
+                                   unit, before_text, sizeof before_text);
             else if (ra == BN_BENCHRESULT_SKIPPED)
                 snprintf (before_text, sizeof before_text, "n/a");
             else if (ra == BN_BENCHRESULT_MISSING)
                 snprintf (before_text, sizeof before_text, "-");
             if (b_ok)
-                bn_benchfmt_value (vb, (sb.q_75 - sb.q_25) / 2, unit,
-                                   after_text, sizeof after_text);
+                bn_benchfmt_value (vb, nb > 1 ? (sb.q_75 - sb.q_25) / 2 : -1,
+                                   unit, after_text, sizeof after_text);
             else if (rb == BN_BENCHRESULT_SKIPPED)
                 snprintf (after_text, sizeof after_text, "n/a");
             else if (rb == BN_BENCHRESULT_MISSING)

@@ -553,8 +553,9 @@ s_benchmark_page (s_site_t *site, const char *name, json_t *entry)
                 results, name, c, &value, &stats, &samples, &count);
             char text[64] = "failed", ratio_text[32] = "";
             if (status == BN_BENCHRESULT_OK) {
-                bn_benchfmt_value (value, (stats.q_75 - stats.q_25) / 2, unit,
-                                   text, sizeof text);
+                bn_benchfmt_value (
+                    value, count > 1 ? (stats.q_75 - stats.q_25) / 2 : -1, unit,
+                    text, sizeof text);
                 double ratio =
                     s_floor_ratio (site, results, name, names, values, value);
                 if (!isnan (ratio))

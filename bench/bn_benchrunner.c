@@ -643,7 +643,8 @@ s_print_outcome (bn_benchrunner_t *self, const bn_benchdef_t *def,
     else if (outcome->status == BN_BENCHRESULT_OK) {
         bn_benchstats_t stats;
         bn_benchstats_compute (&stats, outcome->samples, outcome->count);
-        bn_benchfmt_value (stats.median, bn_benchstats_err (&stats),
+        bn_benchfmt_value (stats.median,
+                           outcome->count > 1 ? bn_benchstats_err (&stats) : -1,
                            bn_benchdef_unit (def), value, sizeof value);
     }
     fprintf (self->out, "%s%s  %s%s\n", def->name, params, value,
