@@ -76,7 +76,8 @@ struct _s_job_t {
     size_t nblack;
     int retries;          //  Retries left
     double timeout;       //  Seconds it may wait in the queue, 0 = forever
-    int timer;            //  zloop timer of the timeout, -1 if none
+    int64_t deadline;     //  When it times out (zclock_mono ms)
+    size_t deadline_at;   //  Index in the deadline heap, S_NONE if none
     s_where_t where;      //  Blocked on after, waiting for an engine, running
     bool in_graph;        //  Registered under its unfinished dependencies
     bool internal;        //  Submitted by the controller: no client reply
@@ -166,6 +167,11 @@ struct _bn_task_t {
     int64_t back_seq;  //  LRU position given on assignment
     uint64_t epoch;    //  Candidate-list dedup
     uint64_t rand_state;
+    s_job_t **deadlines; //  Queued jobs with a timeout, earliest first
+    size_t ndeadlines;
+    size_t deadlines_cap;
+    int timer;        //  zloop timer for the earliest, -1 if none
+    int64_t timer_at; //  When that timer fires
     s_stats_t stats;
 };
 
@@ -593,12 +599,111 @@ s_job_destroy (s_job_t **job_p)
     *job_p = NULL;
 }
 
+//  --------------------------------------------------------------------------
+//  Timeouts: one heap of deadlines behind one zloop timer (zloop scans its
+//  timers on every wake-up; a timer per queued task would make that a
+//  scan of the queue)
+
+static bool
+s_due_before (s_job_t *a, s_job_t *b)
+{
+    return a->deadline != b->deadline ? a->deadline < b->deadline
+                                      : a->seq < b->seq;
+}
+
+static void
+s_dl_set (bn_task_t *self, size_t at, s_job_t *job)
+{
+    self->deadlines[at] = job;
+    job->deadline_at = at;
+}
+
+static void
+s_dl_up (bn_task_t *self, size_t at)
+{
+    s_job_t *job = self->deadlines[at];
+    while (at > 0) {
+        size_t parent = (at - 1) / 2;
+        if (!s_due_before (job, self->deadlines[parent]))
+            break;
+        s_dl_set (self, at, self->deadlines[parent]);
+        at = parent;
+    }
+    s_dl_set (self, at, job);
+}
+
+static void
+s_dl_down (bn_task_t *self, size_t at)
+{
+    s_job_t *job = self->deadlines[at];
+    while (true) {
+        size_t child = 2 * at + 1;
+        if (child >= self->ndeadlines)
+            break;
+        if (child + 1 < self->ndeadlines &&
+            s_due_before (self->deadlines[child + 1], self->deadlines[child]))
+            child++;
+        if (!s_due_before (self->deadlines[child], job))
+            break;
+        s_dl_set (self, at, self->deadlines[child]);
+        at = child;
+    }
+    s_dl_set (self, at, job);
+}
+
+//  Forget job's deadline (it runs, or it is gone).
 static void
 s_timer_cancel (bn_task_t *self, s_job_t *job)
 {
-    if (job->timer >= 0 && self->loop)
-        zloop_timer_end (self->loop, job->timer);
-    job->timer = -1;
+    size_t at = job->deadline_at;
+    if (at == S_NONE)
+        return;
+    job->deadline_at = S_NONE;
+    if (at == --self->ndeadlines)
+        return;
+    s_job_t *moved = self->deadlines[self->ndeadlines];
+    s_dl_set (self, at, moved);
+    s_dl_up (self, at);
+    s_dl_down (self, moved->deadline_at);
+}
+
+static int s_on_deadline (zloop_t *loop, int timer_id, void *arg);
+
+//  Have the zloop timer fire by the earliest deadline.
+static void
+s_timer_arm (bn_task_t *self)
+{
+    if (!self->loop || !self->ndeadlines)
+        return;
+    int64_t due = self->deadlines[0]->deadline;
+    if (self->timer >= 0 && self->timer_at <= due)
+        return;
+    if (self->timer >= 0)
+        zloop_timer_end (self->loop, self->timer);
+    int64_t delay = due - zclock_mono ();
+    self->timer = zloop_timer (self->loop, delay > 1 ? (size_t)delay : 1, 1,
+                               s_on_deadline, self);
+    self->timer_at = due;
+}
+
+//  Give job a deadline timeout seconds from now; -1 if out of memory.
+static int
+s_timer_start (bn_task_t *self, s_job_t *job)
+{
+    if (self->ndeadlines == self->deadlines_cap) {
+        size_t cap = self->deadlines_cap ? self->deadlines_cap * 2 : 64;
+        s_job_t **grown = realloc (self->deadlines, cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        self->deadlines = grown;
+        self->deadlines_cap = cap;
+    }
+    double ms = job->timeout * 1000.0;
+    job->deadline = zclock_mono () + (ms > 1e12 ? (int64_t)1e12 : (int64_t)ms);
+    s_dl_set (self, self->ndeadlines++, job);
+    s_dl_up (self, job->deadline_at);
+    s_timer_arm (self);
+    return 0;
 }
 
 static void
@@ -1017,8 +1122,6 @@ s_maybe_run (bn_task_t *self, s_job_t *job)
     return S_QUEUE;
 }
 
-static int s_on_timeout (zloop_t *loop, int timer_id, void *arg);
-
 //  save_unmet: queue job until its dependencies are met or an engine is
 //  free; arms its timeout.
 static void
@@ -1050,12 +1153,9 @@ s_save_unmet (bn_task_t *self, s_job_t *job)
             }
     }
     s_timer_cancel (self, job);
-    if (job->timeout > 0 && self->loop) {
-        double ms = job->timeout * 1000.0;
-        job->timer =
-            zloop_timer (self->loop, ms > 1e9 ? 1000000000 : (size_t)ms + 1, 1,
-                         s_on_timeout, job);
-    }
+    if (job->timeout > 0 && self->loop && s_timer_start (self, job) != 0)
+        bn_log_error ("task: out of memory arming the timeout of %s",
+                      job->msg_id);
     if (self->reading && self->queued >= self->queue_max && self->loop) {
         zloop_reader_end (self->loop, self->client_side);
         self->reading = false;
@@ -1065,19 +1165,23 @@ s_save_unmet (bn_task_t *self, s_job_t *job)
     }
 }
 
+//  The earliest deadlines passed: fail those tasks with TaskTimeout.
 static int
-s_on_timeout (zloop_t *loop, int timer_id, void *arg)
+s_on_deadline (zloop_t *loop, int timer_id, void *arg)
 {
-    s_job_t *job = (s_job_t *)arg;
-    bn_task_t *self = job->owner;
-    job->timer = -1;
-    if (job->where != S_JOB_BLOCKED && job->where != S_JOB_WAITING)
-        return 0;
-    self->stats.timed_out++;
-    s_fail (self, job, "TaskTimeout",
-            "task %s did not start within its timeout of %g s", job->msg_id,
-            job->timeout);
+    bn_task_t *self = (bn_task_t *)arg;
+    self->timer = -1;
+    int64_t now = zclock_mono ();
+    while (self->ndeadlines && self->deadlines[0]->deadline <= now) {
+        s_job_t *job = self->deadlines[0];
+        s_timer_cancel (self, job);
+        self->stats.timed_out++;
+        s_fail (self, job, "TaskTimeout",
+                "task %s did not start within its timeout of %g s", job->msg_id,
+                job->timeout);
+    }
     s_settle (self);
+    s_timer_arm (self);
     return 0;
 }
 
@@ -1358,7 +1462,7 @@ s_request (bn_task_t *self, bn_msg_t *msg, bool internal)
     }
     job->msg = msg;
     job->owner = self;
-    job->timer = -1;
+    job->deadline_at = S_NONE;
     job->internal = internal;
     job->seq = ++self->job_seq;
     zhashx_insert (self->jobs, job->msg_id, job);
@@ -1818,6 +1922,7 @@ bn_task_new (zsock_t *client_side, zsock_t *engine_side, bn_session_t *session,
     self->engine_handle = zsock_resolve (engine_side);
     self->session = session;
     self->queue_max = BN_TASK_QUEUE_MAX;
+    self->timer = -1;
     self->rand_state = (uint64_t)zclock_time () * 2654435761u + 1;
     self->engines = zhashx_new ();
     self->names = zhashx_new ();
@@ -1853,10 +1958,12 @@ bn_task_destroy (bn_task_t **self_p)
     bn_task_t *self = *self_p;
     if (!self)
         return;
+    if (self->timer >= 0 && self->loop)
+        zloop_timer_end (self->loop, self->timer);
+    free (self->deadlines);
     if (self->jobs) {
         s_job_t *job = zhashx_first (self->jobs);
         while (job) {
-            s_timer_cancel (self, job);
             s_job_destroy (&job);
             job = zhashx_next (self->jobs);
         }

@@ -812,6 +812,27 @@ START_TEST (test_timeout)
     reply = s_reply ();
     s_assert_from (reply, a, 0, "ok");
     bn_msg_destroy (&reply);
+    //  several waiting: each fails at its own deadline, earliest first
+    char *hold = s_submit (NULL);
+    bn_msg_t *rh = s_take (0);
+    double timeouts[] = {0.3, 0.1, 0.2};
+    char *waiting[3];
+    for (int n = 0; n < 3; n++)
+        waiting[n] = s_submit (json_pack ("{s:f}", "timeout", timeouts[n]));
+    int order[] = {1, 2, 0};
+    for (int n = 0; n < 3; n++) {
+        reply = s_reply ();
+        s_assert_scheduler_error (reply, waiting[order[n]], "TaskTimeout");
+        bn_msg_destroy (&reply);
+    }
+    s_answer (0, &rh, "ok");
+    reply = s_reply ();
+    s_assert_from (reply, hold, 0, "ok");
+    bn_msg_destroy (&reply);
+    for (int n = 0; n < 3; n++)
+        free (waiting[n]);
+    free (hold);
+
     //  a task that runs before its timeout is not failed later
     char *c = s_submit (json_pack ("{s:f}", "timeout", 0.05));
     bn_msg_t *rc = s_take (0);
