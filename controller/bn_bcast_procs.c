@@ -90,6 +90,10 @@ s_set_node (bn_bcast_procs_t *self, int node,
         args[count++] = "--log-file";
         args[count++] = log_file;
     }
+    if (options->reduce_plugins && *options->reduce_plugins) {
+        args[count++] = "--reduce-plugins";
+        args[count++] = options->reduce_plugins;
+    }
     args[count] = NULL;
     int rc = bn_treeproc_set_node (self->procs, (size_t)node, parent, args);
     zstr_free (&up);

@@ -28,13 +28,14 @@
 typedef struct _bn_bcast_procs_t bn_bcast_procs_t;
 
 typedef struct {
-    const char *program;   //  banyan-scheduler to run (path or PATH name)
-    const char *ip;        //  Address of the root and leaf ports
-    int root_port;         //  Client-facing port, 0 = any
-    const int *leaf_ports; //  NULL, or one per leaf (0 = any)
-    int hwm;               //  High-water mark of the nodes' sockets
-    int deadline_ms;       //  Default request deadline (0 = none)
-    const char *log_file;  //  Nodes' log file; NULL or "" = our stderr
+    const char *program;        //  banyan-scheduler to run (path or PATH name)
+    const char *ip;             //  Address of the root and leaf ports
+    int root_port;              //  Client-facing port, 0 = any
+    const int *leaf_ports;      //  NULL, or one per leaf (0 = any)
+    int hwm;                    //  High-water mark of the nodes' sockets
+    int deadline_ms;            //  Default request deadline (0 = none)
+    const char *reduce_plugins; //  Reduction plugins, ':'-separated paths
+    const char *log_file;       //  Nodes' log file; NULL or "" = our stderr
 } bn_bcast_procs_options_t;
 
 //  Start one process per node of topology (borrowed; its spec and depth

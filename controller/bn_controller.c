@@ -192,6 +192,7 @@ s_start_procs (s_controller_t *self, int root_port, bn_connfile_t *old_engine)
                                         .leaf_ports = leaf_ports,
                                         .hwm = self->hwm,
                                         .deadline_ms = self->tree_deadline,
+                                        .reduce_plugins = self->reduce_plugins,
                                         .log_file = self->log_file};
     self->procs = bn_bcast_procs_new (self->topology, self->key, &options);
     free (leaf_ports);

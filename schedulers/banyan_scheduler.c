@@ -62,6 +62,10 @@ s_usage (FILE *file)
            "                        (controller.hwm)\n"
            "  --deadline MS         default request deadline at the root, 0 = "
            "none\n"
+           "  --reduce-plugins PATHS\n"
+           "                        reduction plugins to load, ':'-separated "
+           "paths\n"
+           "                        (controller.reduce_plugins)\n"
            "  --trusted-links       take what other nodes of the tree send "
            "without\n"
            "                        verifying it (links over ipc:// in a "
@@ -168,6 +172,7 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
         {"--hwm", "controller.hwm"},
         {"--log-level", "log.level"},
         {"--log-file", "log.file"},
+        {"--reduce-plugins", "controller.reduce_plugins"},
     };
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -418,6 +423,8 @@ s_run (const s_options_t *options, bn_config_t *config)
                                  .hwm =
                                      bn_config_int (config, "controller.hwm"),
                                  .status = -1};
+    const char *plugins = bn_config_str (config, "controller.reduce_plugins");
+    args.reduce_plugins = *plugins ? plugins : NULL;
     const char **ids = NULL;
     int *leaf_child = NULL;
     zactor_t *actor = NULL;

@@ -72,6 +72,8 @@ s_cluster_new (const char *depth)
     s_set (self->config, "controller.scheduler_path",
            BN_BUILD_DIR "/bin/banyan-scheduler");
     s_set (self->config, "controller.depth", depth);
+    s_set (self->config, "controller.reduce_plugins",
+           BN_BUILD_DIR "/plugins/bn_reduce_example.so");
     s_set (self->config, "controller.heartbeat_period", "100");
     s_set (self->config, "controller.heartbeat_misses", "50");
     bn_controller_args_t args = {self->config, self->dir,
@@ -254,21 +256,32 @@ s_buffers_destroy (zlist_t **buffers)
     zlist_destroy (buffers);
 }
 
-//  Send a broadcast of request to engines eids[0..n-1].
+//  Send a broadcast of request to engines eids[0..n-1], with extra
+//  metadata (taken, or NULL).
 static void
-s_bcast_send (t_cluster_t *self, bn_msg_t **request, const int *eids, size_t n,
-              bool coalescing)
+s_bcast_send_with (t_cluster_t *self, bn_msg_t **request, const int *eids,
+                   size_t n, bool coalescing, json_t *extra)
 {
     json_t *targets = json_array ();
     for (size_t i = 0; i < n; i++)
         json_array_append_new (
             targets, json_pack ("[s,i]", self->uuids[eids[i]], eids[i]));
-    bn_msg_set_metadata (*request,
-                         json_pack ("{s:o, s:b, s:b}", "targets", targets,
-                                    "is_broadcast", 1, "is_coalescing",
-                                    coalescing ? 1 : 0));
+    json_t *metadata =
+        json_pack ("{s:o, s:b, s:b}", "targets", targets, "is_broadcast", 1,
+                   "is_coalescing", coalescing ? 1 : 0);
+    if (extra)
+        json_object_update (metadata, extra);
+    json_decref (extra);
+    bn_msg_set_metadata (*request, metadata);
     ck_assert_int_eq (
         bn_msg_send (request, zsock_resolve (self->bcast), self->session), 0);
+}
+
+static void
+s_bcast_send (t_cluster_t *self, bn_msg_t **request, const int *eids, size_t n,
+              bool coalescing)
+{
+    s_bcast_send_with (self, request, eids, n, coalescing, NULL);
 }
 
 static int
@@ -450,6 +463,27 @@ START_TEST (test_depth2)
     ck_assert_uint_eq (s_node_pids (cluster, pids, 8), 7);
     s_check_same_as_direct (cluster, true);
     s_check_same_as_direct (cluster, false);
+    //  every node process loaded the reduction plugin
+    int all[] = {0, 1, 2, 3};
+    bn_msg_t *request = s_apply (cluster, "echo", bn_value_new_bytes ("x", 1));
+    s_bcast_send_with (cluster, &request, all, 4, true,
+                       json_pack ("{s:s}", "bn_reduce", "example:count"));
+    bn_msg_t *reply = bn_msg_recv (zsock_resolve (cluster->bcast));
+    ck_assert_ptr_nonnull (reply);
+    json_t *reduced = json_object_get (bn_msg_metadata (reply), "bn_reduced");
+    ck_assert_str_eq (json_string_value (json_object_get (reduced, "op")),
+                      "example:count");
+    ck_assert_str_eq (json_string_value (json_object_get (reduced, "engines")),
+                      "0-3");
+    ck_assert_uint_eq (bn_msg_nbuffers (reply), 1);
+    zmq_msg_t *buffer = bn_msg_buffer (reply, 0);
+    char err[128];
+    bn_value_t *count = bn_pickle_decode (
+        zmq_msg_data (buffer), zmq_msg_size (buffer), err, sizeof err);
+    ck_assert_msg (count != NULL, "%s", err);
+    ck_assert_int_eq (bn_value_int (count), 4);
+    bn_value_destroy (&count);
+    bn_msg_destroy (&reply);
     s_cluster_destroy (&cluster);
     for (size_t i = 0; i < 7; i++)
         ck_assert (s_gone (pids[i]));
