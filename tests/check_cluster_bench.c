@@ -7,6 +7,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,50 @@ START_TEST (test_skipped_case)
 }
 END_TEST
 
+START_TEST (test_progress_on_a_terminal)
+{
+    //  On a terminal the runner shows "[ 37%] name (params)" as it goes
+    int master = posix_openpt (O_RDWR | O_NOCTTY);
+    ck_assert_int_ge (master, 0);
+    ck_assert_int_eq (grantpt (master), 0);
+    ck_assert_int_eq (unlockpt (master), 0);
+    char results[128];
+    snprintf (results, sizeof results, "%s/results", s_dir);
+    pid_t pid = fork ();
+    if (pid == 0) {
+        int slave = open (ptsname (master), O_RDWR);
+        dup2 (slave, 1);
+        int null = open ("/dev/null", O_WRONLY);
+        dup2 (null, 2);
+        alarm (60);
+        execl (S_BENCH, S_BENCH, "run", "--quick", "-b", "^floor\\.",
+               "--engines", "1", "--results", results, "--machine", "testbox",
+               "--commit", S_COMMIT, (char *)NULL);
+        _exit (127);
+    }
+    char out[8192];
+    size_t used = 0;
+    while (used < sizeof out - 1) {
+        struct pollfd pfd = {master, POLLIN, 0};
+        if (poll (&pfd, 1, 60000) <= 0)
+            break;
+        ssize_t n = read (master, out + used, sizeof out - 1 - used);
+        if (n <= 0)
+            break; //  EIO once the child has closed the terminal
+        used += (size_t)n;
+    }
+    out[used] = 0;
+    int status;
+    ck_assert_int_eq (waitpid (pid, &status, 0), pid);
+    ck_assert (WIFEXITED (status) && WEXITSTATUS (status) == 0);
+    ck_assert_msg (strstr (out, "[  0%] " S_FLOOR " (1, 1000)") != NULL,
+                   "no progress line in:\n%s", out);
+    //  and the result line after it
+    ck_assert_ptr_nonnull (strstr (out, S_FLOOR " (1, 1000)  "));
+    close (master);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -174,6 +219,7 @@ main (void)
     tcase_set_timeout (tc, 110);
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_skipped_case);
+    tcase_add_test (tc, test_progress_on_a_terminal);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
