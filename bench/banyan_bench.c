@@ -40,7 +40,8 @@ s_usage (FILE *out)
         "       banyan-bench compare A B [--factor F] [--only-changed]\n"
         "                        [--results DIR] [--machine NAME]\n"
         "       banyan-bench continuous BASE HEAD [--factor F]\n"
-        "                        [--results DIR] [--machine NAME]\n"
+        "                        [--results DIR] [--machine NAME] [run's "
+        "options]\n"
         "       banyan-bench publish [--results DIR] [--html DIR]\n"
         "Benchmark banyan the way asv does: suites with parameter grids, one\n"
         "process per parameter set, results as asv's files.\n\n"
@@ -52,7 +53,9 @@ s_usage (FILE *out)
         "              + worse, - better, ! newly failing\n"
         "  continuous  compare BASE with HEAD, showing changes only; exit 1\n"
         "              on a significant regression (Mann-Whitney U on the\n"
-        "              samples, or 99%% intervals that do not overlap)\n"
+        "              samples, or 99%% intervals that do not overlap);\n"
+        "              HEAD's results are run first when they are missing\n"
+        "              and this build is HEAD (with run's options)\n"
         "  publish     write a static site (index, a page per benchmark,\n"
         "              plots drawn with gnuplot) and table.md\n\n"
         "  -q, --quick         one sample of one call per case, small grids\n"
@@ -278,16 +281,51 @@ s_run (bn_benchrunner_t *runner, s_options_t *options)
     return rc < 0 ? S_EXIT_ERROR : rc > 0 ? S_EXIT_FAILED : S_EXIT_OK;
 }
 
+//  The commit a name (a branch, a tag, HEAD, a hash) stands for in this
+//  build's source, malloc'd; the name itself when git does not know it
+//  or it names a file.
+static char *
+s_resolve (const char *name)
+{
+    if (access (name, F_OK) == 0 || strpbrk (name, "'\\\"$`;&|<> "))
+        return strdup (name);
+    char command[512];
+    snprintf (command, sizeof command,
+              "git -C '" BN_SOURCE_DIR "' rev-parse --verify --quiet "
+              "'%s^{commit}' 2>/dev/null",
+              name);
+    char *hash = s_command_line (command);
+    return hash ? hash : strdup (name);
+}
+
 static int
-s_compare (s_options_t *options, const char *a, const char *b, bool continuous)
+s_compare (bn_benchrunner_t *runner, s_options_t *options, const char *a_name,
+           const char *b_name, bool continuous)
 {
     char err[512] = "";
+    char *a = s_resolve (a_name), *b = s_resolve (b_name);
     bn_benchresults_t *before = bn_benchcompare_find (
         options->results, options->machine, a, err, sizeof err);
     bn_benchresults_t *after =
         before ? bn_benchcompare_find (options->results, options->machine, b,
                                        err, sizeof err)
                : NULL;
+    //  continuous, as asv's: HEAD's results are made by running this
+    //  build when this build is HEAD
+    char *head = s_command_line ("git -C '" BN_SOURCE_DIR
+                                 "' rev-parse HEAD 2>/dev/null");
+    if (continuous && before && !after && head && !options->commit &&
+        strcmp (head, b) == 0) {
+        fprintf (stderr, "banyan-bench: no results for %.8s: running them\n",
+                 b);
+        int rc = s_run (runner, options);
+        if (rc == S_EXIT_OK || rc == S_EXIT_FAILED)
+            after = bn_benchcompare_find (options->results, options->machine, b,
+                                          err, sizeof err);
+    }
+    free (head);
+    free (a);
+    free (b);
     if (!before || !after) {
         fprintf (stderr, "banyan-bench: %s\n", err);
         if (continuous)
@@ -314,7 +352,12 @@ s_compare (s_options_t *options, const char *a, const char *b, bool continuous)
                 counts.worse, counts.failing);
         return S_EXIT_FAILED;
     }
-    printf ("\nBENCHMARKS NOT SIGNIFICANTLY CHANGED.\n");
+    if (counts.better)
+        printf ("\nSOME BENCHMARKS HAVE CHANGED SIGNIFICANTLY.\n"
+                "PERFORMANCE INCREASED: %zu better.\n",
+                counts.better);
+    else
+        printf ("\nBENCHMARKS NOT SIGNIFICANTLY CHANGED.\n");
     return S_EXIT_OK;
 }
 
@@ -346,9 +389,13 @@ main (int argc, char **argv)
     char **operand = argv + 1 + first;
     size_t count;
     const bn_benchdef_t *table = bn_suites_table (&count);
-    if (strcmp (command, "run") == 0 || strcmp (command, "list") == 0) {
-        if (operands != 0) {
-            fprintf (stderr, "banyan-bench: %s takes no operands\n", command);
+    bool comparing =
+        strcmp (command, "compare") == 0 || strcmp (command, "continuous") == 0;
+    if (strcmp (command, "run") == 0 || strcmp (command, "list") == 0 ||
+        comparing) {
+        if (operands != (comparing ? 2 : 0)) {
+            fprintf (stderr, "banyan-bench: %s takes %s\n", command,
+                     comparing ? "two commits" : "no operands");
             return S_EXIT_USAGE;
         }
         bn_benchrunner_t *runner = bn_benchrunner_new (table, count);
@@ -382,22 +429,16 @@ main (int argc, char **argv)
             }
         }
         if (status == S_EXIT_OK) {
-            if (strcmp (command, "list") == 0)
+            if (comparing)
+                status = s_compare (runner, &options, operand[0], operand[1],
+                                    strcmp (command, "continuous") == 0);
+            else if (strcmp (command, "list") == 0)
                 bn_benchrunner_list (runner, stdout);
             else
                 status = s_run (runner, &options);
         }
         bn_benchrunner_destroy (&runner);
         return status;
-    }
-    if (strcmp (command, "compare") == 0 ||
-        strcmp (command, "continuous") == 0) {
-        if (operands != 2) {
-            fprintf (stderr, "banyan-bench: %s takes two commits\n", command);
-            return S_EXIT_USAGE;
-        }
-        return s_compare (&options, operand[0], operand[1],
-                          strcmp (command, "continuous") == 0);
     }
     if (strcmp (command, "publish") == 0) {
         if (operands != 0) {
