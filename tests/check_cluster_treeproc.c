@@ -526,16 +526,34 @@ START_TEST (test_node_killed)
         int eid = (int)json_integer_value (
             json_array_get (json_array_get (targets, i), 1));
         ck_assert (eid == 0 || eid == 1);
+        //  the error names the engine
+        const char *evalue = json_string_value (
+            json_object_get (json_object_get (entry, "content"), "evalue"));
+        ck_assert_ptr_nonnull (evalue);
+        ck_assert_ptr_nonnull (strstr (evalue, cluster->uuids[eid]));
     }
     bn_msg_destroy (&reply);
     //  restarted; the next broadcasts reach its whole subtree
     s_wait_restarted (cluster, 1, 0);
     ck_assert (s_gone (pids[1]));
     s_wait_served (cluster, subtree, 2);
-    //  a leaf killed: its engines reconnect to the same port
+    //  a leaf killed with a request waiting on it: its parent fails it at
+    //  once; restarted, its engines reconnect to the same port
     int leaf_engines[] = {2};
     s_node_pids (cluster, pids, 8);
+    request = s_apply (cluster, "sleep", bn_value_new_float (2.0));
+    s_bcast_send (cluster, &request, leaf_engines, 1, true);
+    zclock_sleep (100);
     ck_assert_int_eq (kill (pids[5], SIGKILL), 0);
+    reply = bn_msg_recv (zsock_resolve (cluster->bcast));
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (
+        json_string_value (json_object_get (bn_msg_content (reply), "ename")),
+        "EngineError");
+    ck_assert_ptr_nonnull (strstr (
+        json_string_value (json_object_get (bn_msg_content (reply), "evalue")),
+        cluster->uuids[2]));
+    bn_msg_destroy (&reply);
     s_wait_restarted (cluster, 5, 0);
     s_wait_served (cluster, leaf_engines, 1);
     //  and the whole tree still answers as the direct view does
