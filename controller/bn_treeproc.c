@@ -714,7 +714,13 @@ bn_treeproc_call (bn_treeproc_t *self, size_t index, zmsg_t **msg_p,
     assert (answer);
     s_node_t *node = &self->nodes[index];
     bool ready = node->state == S_READY;
-    if (bn_treeproc_send (self, index, msg_p) != 0 || !ready)
+    if (bn_treeproc_send (self, index, msg_p) != 0) {
+        //  a process that ended is handled now, as the loop would
+        if (ready && (errno == EPIPE || errno == ECONNRESET))
+            s_lost (self, node, true);
+        return -1;
+    }
+    if (!ready)
         return -1;
     int64_t give_up = zclock_mono () + timeout;
     while (node->link) {
