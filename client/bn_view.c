@@ -414,12 +414,21 @@ s_pack (bn_msg_t *msg, const s_apply_t *apply)
 static json_t *
 s_broadcast_metadata (bn_view_t *self, json_t *targets)
 {
+    //  Output in the reply with coalescing: a stock 7.1.0 tree would keep
+    //  only the last engine's reply content, and with it the others'
+    //  output. Asked as "merge at every level" with is_coalescing off, a
+    //  stock tree forwards each reply and banyan's tree merges.
+    bool merge_by_levels =
+        self->output_in_reply && self->coalescing && !self->nlevels;
     json_t *metadata =
         json_pack ("{s:o, s:b, s:b}", "targets", targets, "is_broadcast", 1,
-                   "is_coalescing", self->coalescing);
+                   "is_coalescing", self->coalescing && !merge_by_levels);
     if (!metadata)
         return NULL;
     int rc = 0;
+    if (merge_by_levels)
+        rc |= json_object_set_new (metadata, "bn_levels",
+                                   json_pack ("[s]", "merge"));
     if (self->nlevels) {
         json_t *levels = json_array ();
         for (size_t i = 0; levels && i < self->nlevels; i++)

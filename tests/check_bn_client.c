@@ -1476,6 +1476,28 @@ START_TEST (test_broadcast_options)
     bn_msg_destroy (&request);
     bn_result_destroy (&result);
 
+    //  Coalescing with output in the reply and no levels: merged through
+    //  bn_levels, so that a stock tree forwards each reply with its output
+    ck_assert_int_eq (bn_view_set_levels (view, NULL, 0), 0);
+    ck_assert_int_eq (bn_view_set_coalescing (view, true), 0);
+    request = s_bcast_start (mock, view, &result);
+    metadata = bn_msg_metadata (request);
+    ck_assert (json_is_false (json_object_get (metadata, "is_coalescing")));
+    text = json_dumps (json_object_get (metadata, "bn_levels"), JSON_COMPACT);
+    ck_assert_str_eq (text, "[\"merge\"]");
+    free (text);
+    bn_msg_destroy (&request);
+    bn_result_destroy (&result);
+    //  Without output in the reply, the stock coalescing request
+    ck_assert_int_eq (bn_view_set_output_in_reply (view, false), 0);
+    request = s_bcast_start (mock, view, &result);
+    metadata = bn_msg_metadata (request);
+    ck_assert (json_is_true (json_object_get (metadata, "is_coalescing")));
+    ck_assert_ptr_null (json_object_get (metadata, "bn_levels"));
+    bn_msg_destroy (&request);
+    bn_result_destroy (&result);
+    ck_assert_int_eq (bn_view_set_coalescing (view, false), 0);
+
     //  And back to the defaults
     ck_assert_int_eq (bn_view_set_levels (view, NULL, 0), 0);
     ck_assert_int_eq (bn_view_set_release (view, BN_RELEASE_NONE, 0), 0);

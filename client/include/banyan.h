@@ -309,11 +309,11 @@ int bn_view_set_timestamps (bn_view_t *self, bool timestamps);
 //  return stdout and stderr inside the reply instead (less traffic, and
 //  output travels merged and grouped with the results). Stock engines
 //  ignore it and publish output as usual; results look the same either
-//  way. A stock 7.1.0 tree's merged reply keeps only the last engine's
-//  reply content, so the others' output is lost there: to merge in
-//  banyan's tree and stay correct with a stock one, leave coalescing off
-//  and set the levels to {BN_LEVEL_MERGE} (a stock tree ignores them and
-//  forwards each reply), as `banyan px` does.
+//  way. With coalescing and no levels set, the request asks for merging
+//  through bn_levels (every level merges) with is_coalescing false: a
+//  stock 7.1.0 tree, whose merged reply keeps only the last engine's
+//  reply content (and so loses the others' output), then forwards each
+//  reply instead, while banyan's tree merges.
 int bn_view_set_output_in_reply (bn_view_t *self, bool in_reply);
 
 //  Execute requests: silent (the default, as DirectView.execute) or not
