@@ -1282,20 +1282,13 @@ s_settle (bn_task_t *self)
             free (dep_id);
             if (count)
                 qsort (jobs, count, sizeof *jobs, s_by_job_seq);
-            //  a job failed here may fail another listed after it: look
-            //  each up again by msg_id
-            char **ids = count ? malloc (count * sizeof *ids) : NULL;
-            for (size_t i = 0; ids && i < count; i++)
-                ids[i] = strdup (jobs[i]->msg_id);
-            for (size_t i = 0; ids && i < count; i++) {
-                s_job_t *job =
-                    ids[i] ? zhashx_lookup (self->jobs, ids[i]) : NULL;
-                if (job && (job->where == S_JOB_BLOCKED ||
-                            job->where == S_JOB_WAITING))
-                    s_reconsider (self, job);
-                free (ids[i]);
-            }
-            free (ids);
+            //  reconsidering a job runs, fails or keeps that job only; what
+            //  it finishes waits in the finished list. A job waiting on
+            //  dep_id in both after and follow is listed twice (adjacent
+            //  once sorted): once is enough, and it may be gone after it
+            for (size_t i = 0; i < count; i++)
+                if (i == 0 || jobs[i] != jobs[i - 1])
+                    s_reconsider (self, jobs[i]);
             free (jobs);
             continue;
         }
@@ -1855,12 +1848,6 @@ bn_task_unassigned (bn_task_t *self)
     return self->queued;
 }
 
-static int
-s_by_seq_job (const void *a, const void *b)
-{
-    return s_by_job_seq (a, b);
-}
-
 json_t *
 bn_task_unassigned_ids (bn_task_t *self)
 {
@@ -1875,7 +1862,7 @@ bn_task_unassigned_ids (bn_task_t *self)
             n < self->queued)
             queued[n++] = job;
     if (n)
-        qsort (queued, n, sizeof *queued, s_by_seq_job);
+        qsort (queued, n, sizeof *queued, s_by_job_seq);
     for (size_t i = 0; ids && i < n; i++)
         json_array_append_new (ids, json_string (queued[i]->msg_id));
     free (queued);

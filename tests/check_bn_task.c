@@ -635,6 +635,21 @@ START_TEST (test_after_flags)
     }
     ck_assert_int_eq (runs, 2);
 
+    //  the same task in after and follow, which then fails
+    char *c = s_submit (NULL);
+    bn_msg_t *rc = s_take (0);
+    char *both =
+        s_submit (json_pack ("{s:[s], s:[s]}", "after", c, "follow", c));
+    s_answer (0, &rc, "error");
+    bn_msg_t *got = s_reply ();
+    s_assert_from (got, c, 0, "error");
+    bn_msg_destroy (&got);
+    got = s_reply ();
+    s_assert_scheduler_error (got, both, "ImpossibleDependency");
+    bn_msg_destroy (&got);
+    free (c);
+    free (both);
+
     //  a bad form gets a clear error
     char *bad = s_submit (json_pack ("{s:i}", "after", 5));
     bn_msg_t *reply = s_reply ();
