@@ -66,7 +66,8 @@ typedef struct {
     int eid;
     int child; //  child index (inner node), -1 at a leaf
     s_state_t state;
-    json_t *entry;      //  bn_replies entry (merging levels)
+    json_t *entry;      //  bn_replies entry (merging levels), or
+    char *text;         //  the entry as JSON text (an ok engine reply)
     bool ok;            //  status "ok"
     zmq_msg_t *buffers; //  shared frames (merging levels)
     size_t nbuffers;
@@ -180,11 +181,67 @@ s_part_has (bn_msg_t *msg, bn_part_t part, const char *text)
     return memmem (data, len, text, strlen (text)) != NULL;
 }
 
+//  A growing text buffer for JSON built by hand on the per-engine path.
+typedef struct {
+    char *data;
+    size_t len;
+    size_t cap;
+    bool failed; //  out of memory at some point
+} s_text_t;
+
+static void
+s_text_add (s_text_t *text, const char *data, size_t size)
+{
+    if (text->failed)
+        return;
+    if (text->len + size + 1 > text->cap) {
+        size_t cap = text->cap ? text->cap * 2 : 256;
+        while (cap < text->len + size + 1)
+            cap *= 2;
+        char *bigger = realloc (text->data, cap);
+        if (!bigger) {
+            text->failed = true;
+            return;
+        }
+        text->data = bigger;
+        text->cap = cap;
+    }
+    memcpy (text->data + text->len, data, size);
+    text->len += size;
+    text->data[text->len] = 0;
+}
+
+static void
+s_text_str (s_text_t *text, const char *str)
+{
+    s_text_add (text, str, strlen (str));
+}
+
+//  Append str as a JSON string (quoted, escaped).
+static void
+s_text_json_string (s_text_t *text, const char *str)
+{
+    s_text_add (text, "\"", 1);
+    const char *run = str;
+    for (const unsigned char *c = (const unsigned char *)str; *c; c++) {
+        if (*c >= 0x20 && *c != '"' && *c != '\\')
+            continue;
+        s_text_add (text, run, (size_t)((const char *)c - run));
+        char escaped[8];
+        snprintf (escaped, sizeof escaped, "\\u%04x", *c);
+        s_text_str (text, escaped);
+        run = (const char *)c + 1;
+    }
+    s_text_str (text, run);
+    s_text_add (text, "\"", 1);
+}
+
 static void
 s_slot_clear (s_slot_t *slot)
 {
     free (slot->uuid);
     json_decref (slot->entry);
+    free (slot->text);
     for (size_t i = 0; i < slot->nbuffers; i++)
         zmq_msg_close (&slot->buffers[i]);
     free (slot->buffers);
@@ -312,24 +369,43 @@ s_release_all_done (s_request_t *req)
 }
 
 //  The plain merged format: broadcast_targets, bn_replies, each slot's
-//  buffers in slot order. Returns the first failure's content (borrowed
-//  by out's metadata until sent), or NULL.
+//  buffers in slot order. The two keys are written as JSON text into
+//  keys (`"broadcast_targets":[...],"bn_replies":[...]`) to be spliced into
+//  the metadata, so that no JSON tree is built per engine. Returns a copy
+//  of the first failure's content, or NULL.
 static json_t *
-s_merge_plain (s_request_t *req, bn_msg_t *out, json_t *metadata)
+s_merge_plain (s_request_t *req, bn_msg_t *out, s_text_t *keys)
 {
-    json_t *targets = json_array ();
-    json_t *replies = json_array ();
+    s_text_t replies = {0};
     json_t *failure = NULL;
+    s_text_str (keys, "\"broadcast_targets\":[");
+    s_text_str (&replies, "\"" BN_BCAST_REPLIES "\":[");
+    bool first = true;
     for (size_t i = 0; i < req->nslots; i++) {
         s_slot_t *slot = &req->slots[i];
         if (slot->state != S_DONE)
             continue;
         slot->state = S_RELEASED;
-        json_array_append_new (targets,
-                               json_pack ("[s, i]", slot->uuid, slot->eid));
-        json_array_append (replies, slot->entry ? slot->entry : json_null ());
+        if (!first) {
+            s_text_add (keys, ",", 1);
+            s_text_add (&replies, ",", 1);
+        }
+        first = false;
+        s_text_add (keys, "[", 1);
+        s_text_json_string (keys, slot->uuid);
+        char eid[24];
+        snprintf (eid, sizeof eid, ",%d]", slot->eid);
+        s_text_str (keys, eid);
+        if (slot->text)
+            s_text_str (&replies, slot->text);
+        else {
+            char *entry =
+                slot->entry ? json_dumps (slot->entry, JSON_COMPACT) : NULL;
+            s_text_str (&replies, entry ? entry : "null");
+            free (entry);
+        }
         if (!slot->ok && !failure)
-            failure = json_object_get (slot->entry, "content");
+            failure = json_deep_copy (json_object_get (slot->entry, "content"));
         for (size_t b = 0; b < slot->nbuffers; b++)
             bn_msg_add_buffer_msg (out, &slot->buffers[b]);
         //  what was sent is not needed any more
@@ -338,15 +414,21 @@ s_merge_plain (s_request_t *req, bn_msg_t *out, json_t *metadata)
         free (slot->buffers);
         slot->buffers = NULL;
         slot->nbuffers = 0;
+        json_decref (slot->entry);
+        slot->entry = NULL;
+        free (slot->text);
+        slot->text = NULL;
     }
-    json_object_set_new (metadata, "broadcast_targets", targets);
-    json_object_set_new (metadata, BN_BCAST_REPLIES, replies);
-    //  the failure's content stays alive in the replies array
-    for (size_t i = 0; i < req->nslots; i++)
-        if (req->slots[i].state == S_RELEASED && req->slots[i].entry) {
-            json_decref (req->slots[i].entry);
-            req->slots[i].entry = NULL;
-        }
+    s_text_add (keys, "],", 2);
+    s_text_add (&replies, "]", 1);
+    if (replies.data)
+        s_text_add (keys, replies.data, replies.len);
+    keys->failed |= replies.failed || !replies.data;
+    free (replies.data);
+    if (failure && !json_is_object (failure)) {
+        json_decref (failure);
+        failure = json_object ();
+    }
     return failure;
 }
 
@@ -385,7 +467,7 @@ s_merge_reduced (s_request_t *req, bn_msg_t *out, json_t *metadata)
     json_object_set_new (metadata, BN_BCAST_REDUCED,
                          reduced ? reduced : json_object ());
     s_release_all_done (req);
-    return failure;
+    return failure ? json_deep_copy (failure) : NULL;
 }
 
 //  A merged message of the slots done and not yet released; partial
@@ -422,9 +504,10 @@ s_send_merged (s_node_t *self, s_request_t *req, int partial)
     json_object_del (metadata, BN_BCAST_GROUPS);
     json_object_del (metadata, BN_BCAST_REDUCED);
     json_object_del (metadata, BN_BCAST_HOPS);
+    s_text_t keys = {0};
     json_t *failure = req->reduce  ? s_merge_reduced (req, out, metadata)
                       : req->group ? s_merge_groups (req, out, metadata)
-                                   : s_merge_plain (req, out, metadata);
+                                   : s_merge_plain (req, out, &keys);
     req->unreleased = 0;
     json_object_set_new (metadata, "is_broadcast", json_true ());
     json_object_set_new (metadata, "is_coalescing",
@@ -443,14 +526,41 @@ s_send_merged (s_node_t *self, s_request_t *req, int partial)
     }
     if (failure) {
         json_object_set_new (metadata, "status", json_string ("error"));
-        bn_msg_set_content (out, json_deep_copy (failure));
+        bn_msg_set_content (out, failure);
     } else {
         json_object_set_new (metadata, "status", json_string (BN_STATUS_OK));
         if (!req->last ||
             !s_part_has (req->last, BN_PART_CONTENT, "\"" BN_STATUS_OK "\""))
             bn_msg_set_content (out, json_pack ("{s:s}", "status", "ok"));
     }
-    bn_msg_set_metadata (out, metadata);
+    int rc = 0;
+    if (keys.len) {
+        //  splice the per-engine keys, built as text, into the metadata
+        char *text = json_dumps (metadata, JSON_COMPACT);
+        json_decref (metadata);
+        s_text_t all = {0};
+        size_t len = text ? strlen (text) : 0;
+        if (len >= 2) {
+            s_text_add (&all, text, len - 1);
+            if (len > 2)
+                s_text_add (&all, ",", 1);
+            s_text_add (&all, keys.data, keys.len);
+            s_text_add (&all, "}", 1);
+        }
+        rc =
+            len >= 2 && !all.failed && !keys.failed
+                ? bn_msg_set_part_raw (out, BN_PART_METADATA, all.data, all.len)
+                : -1;
+        free (text);
+        free (all.data);
+    } else
+        bn_msg_set_metadata (out, metadata);
+    free (keys.data);
+    if (rc != 0) {
+        bn_msg_destroy (&out);
+        self->stats.send_failed++;
+        return;
+    }
     self->stats.merged++;
     s_send_up (self, &out);
 }
@@ -1012,6 +1122,30 @@ s_fill_from_reply (s_slot_t *slot, bn_msg_t *msg)
     const char *s_date =
         s_scan (msg, BN_PART_HEADER, "date", date, sizeof date);
     size_t nbuffers = slot->ok ? bn_msg_nbuffers (msg) : 1;
+    bool output = s_part_has (msg, BN_PART_CONTENT, "\"bn_stdout\"") ||
+                  s_part_has (msg, BN_PART_CONTENT, "\"bn_stderr\"");
+    if (slot->ok && !output) {
+        //  the common case, built as text: no JSON tree per engine
+        s_text_t text = {0};
+        s_text_str (&text, "{\"status\":\"ok\"");
+        if (s_started) {
+            s_text_str (&text, ",\"started\":");
+            s_text_json_string (&text, s_started);
+        }
+        if (s_date) {
+            s_text_str (&text, ",\"completed\":");
+            s_text_json_string (&text, s_date);
+        }
+        char tail[48];
+        snprintf (tail, sizeof tail, ",\"nbuffers\":%zu}", nbuffers);
+        s_text_str (&text, tail);
+        if (!text.failed) {
+            slot->text = text.data;
+            s_slot_take_buffers (slot, msg, 0, nbuffers);
+            return;
+        }
+        free (text.data);
+    }
     slot->entry = json_pack (
         "{s:s, s:s?, s:s?, s:I}", "status", st ? st : "error", "started",
         s_started, "completed", s_date, "nbuffers", (json_int_t)nbuffers);
@@ -1022,8 +1156,7 @@ s_fill_from_reply (s_slot_t *slot, bn_msg_t *msg)
             json_object_set (slot->entry, "content",
                              content ? content : json_object ());
     }
-    if (slot->entry && (s_part_has (msg, BN_PART_CONTENT, "\"bn_stdout\"") ||
-                        s_part_has (msg, BN_PART_CONTENT, "\"bn_stderr\""))) {
+    if (slot->entry && output) {
         content = bn_msg_content (msg);
         const char *keys[] = {"bn_stdout", "bn_stderr"};
         for (int k = 0; k < 2; k++) {
