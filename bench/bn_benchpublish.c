@@ -582,7 +582,8 @@ s_benchmark_page (s_site_t *site, const char *name, json_t *entry)
                 fprintf (site->table, "%s%s=%s", k ? ", " : "",
                          json_string_value (json_array_get (names, k)),
                          values[k]);
-            fprintf (site->table, " | %s | %s |\n", text, ratio_text);
+            fprintf (site->table, " | %s | %s | %.8s |\n", text, ratio_text,
+                     bn_benchresults_commit (results));
         }
         fprintf (out, "</table>\n");
     }
@@ -674,8 +675,9 @@ bn_benchpublish_run (const char *results_dir, const char *html_dir, char *err,
                 bn_benchresults_commit (machine->results[machine->count - 1]),
                 bn_benchresults_env (machine->results[machine->count - 1]));
     }
-    fprintf (site.table, "\n| benchmark | parameters | result | × floor |\n"
-                         "| --- | --- | ---: | ---: |\n");
+    fprintf (site.table,
+             "\n| benchmark | parameters | result | × floor | commit |\n"
+             "| --- | --- | ---: | ---: | --- |\n");
     //  names sorted
     size_t total = json_object_size (site.benchmarks);
     const char **names = calloc (total ? total : 1, sizeof *names);
