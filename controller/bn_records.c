@@ -1220,6 +1220,12 @@ json_t *
 bn_records_history (bn_records_t *self)
 {
     assert (self);
+    if (self->db && bn_records_flush (self) == 0) {
+        json_t *ids = bn_records_sqlite_history (self->db);
+        if (ids)
+            return ids;
+        s_db_failed (self, "read");
+    }
     json_t *history = json_array ();
     if (history && bn_records_each (self, s_history_add, history) < 0) {
         json_decref (history);

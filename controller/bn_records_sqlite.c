@@ -35,6 +35,7 @@ struct _bn_records_sqlite_t {
     sqlite3_stmt *each;
     sqlite3_stmt *drop;
     sqlite3_stmt *count;
+    sqlite3_stmt *history;
     sqlite3_stmt *begin;
     sqlite3_stmt *commit;
     sqlite3_stmt *rollback;
@@ -131,6 +132,10 @@ bn_records_sqlite_new (const char *path, char *err, size_t err_size)
         s_prepare (self, &self->drop,
                    "DELETE FROM banyan_records WHERE msg_id = ?") ||
         s_prepare (self, &self->count, "SELECT count(*) FROM banyan_records") ||
+        s_prepare (self, &self->history,
+                   "SELECT msg_id FROM banyan_records WHERE header IS NOT NULL"
+                   " ORDER BY submitted IS NULL OR submitted = 0, submitted,"
+                   " rowid") ||
         s_prepare (self, &self->begin, "BEGIN IMMEDIATE") ||
         s_prepare (self, &self->commit, "COMMIT") ||
         s_prepare (self, &self->rollback, "ROLLBACK")) {
@@ -379,6 +384,24 @@ bn_records_sqlite_each (bn_records_sqlite_t *self, bn_records_row_fn *fn,
     }
     sqlite3_reset (stmt);
     return result;
+}
+
+json_t *
+bn_records_sqlite_history (bn_records_sqlite_t *self)
+{
+    assert (self);
+    json_t *ids = json_array ();
+    int rc;
+    while (ids && (rc = sqlite3_step (self->history)) == SQLITE_ROW)
+        json_array_append_new (ids,
+                               json_string (s_column_text (self->history, 0)));
+    if (ids && rc != SQLITE_DONE) {
+        s_error (self, "read");
+        json_decref (ids);
+        ids = NULL;
+    }
+    sqlite3_reset (self->history);
+    return ids;
 }
 
 int64_t

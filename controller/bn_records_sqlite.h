@@ -62,6 +62,10 @@ int bn_records_sqlite_get (bn_records_sqlite_t *self, const char *msg_id,
 int bn_records_sqlite_each (bn_records_sqlite_t *self, bn_records_row_fn *fn,
                             void *arg);
 
+//  A new JSON array of the msg_ids of rows with a request, in submission
+//  order (without reading the rows' messages); NULL on error.
+json_t *bn_records_sqlite_history (bn_records_sqlite_t *self);
+
 //  Number of rows, or -1 on error.
 int64_t bn_records_sqlite_count (bn_records_sqlite_t *self);
 
