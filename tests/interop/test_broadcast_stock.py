@@ -110,6 +110,44 @@ def banyan_round(checks, depth, stock_orders):
                          (orders[True], stock_orders[depth]))
 
 
+def kill_round(checks):
+    """Depth 2, coalescing: a stock engine killed while a broadcast runs.
+    The hub notices through the heartbeat and the tree fails its slot with
+    EngineError instead of waiting for it; the next broadcast reaches the
+    others."""
+    with bnharness.Cluster() as cluster:
+        cluster.start_banyan_controller("--depth", "2", "--ping", "200",
+                                        "--heartbeat-misses", "3")
+        for _ in range(STOCK):
+            cluster.start_stock_engine()
+        cluster.start_banyan_engines(BANYAN)
+        client = cluster.client()
+        n = STOCK + BANYAN
+        cluster.wait_for_engines(client, n)
+        pids = client[:].apply_async(os.getpid).get(timeout=TIMEOUT)
+        view = client.broadcast_view(is_coalescing=True)
+        pending = view.apply_async(time.sleep, 5)
+        time.sleep(0.5)
+        # one stock engine's process (banyan engines share one process)
+        for pid in set(pids):
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                if b"ipyparallel.engine" in f.read():
+                    os.kill(pid, 9)
+                    break
+        start = time.monotonic()
+        name = raises(lambda: pending.get(timeout=TIMEOUT))
+        checks.check("depth 2 coalescing: an engine killed mid-broadcast "
+                     "gives EngineError (%.1f s)"
+                     % (time.monotonic() - start), name == "EngineError",
+                     name)
+        bnharness.wait_until(lambda: len(client.ids) == n - 1, TIMEOUT,
+                             "the killed engine's unregistration")
+        result = client.broadcast_view(is_coalescing=True).apply_async(
+            sum, [1, 2]).get(timeout=TIMEOUT)
+        checks.check("the next broadcast reaches the other engines",
+                     result == [3] * (n - 1), result)
+
+
 def stock_round(checks, depth):
     """The coalesced engine order a stock ipcontroller gives (depth >= 1:
     its depth-0 coalescing is broken)."""
@@ -137,6 +175,7 @@ def main():
         stock_orders[2] = stock_round(checks, 2)
     for depth in (0, 1, 2):
         banyan_round(checks, depth, stock_orders)
+    kill_round(checks)
     return checks.finish()
 
 
