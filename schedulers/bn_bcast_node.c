@@ -144,6 +144,8 @@ typedef struct {
     zlistx_t *timed;    //  requests with a deadline or window
     int timer;          //  zloop timer id, -1 when none
     int deadline_ms;
+    size_t max_requests;     //  requests in flight before reading pauses
+    bool paused;             //  not reading requests (max_requests reached)
     bn_reducers_t *reducers; //  reductions known by name
     const bn_monitor_t *monitor;
     zloop_t *loop;
@@ -648,6 +650,8 @@ s_progress (s_node_t *self, s_request_t *req)
         s_request_done (self, req);
 }
 
+static int s_on_up (zloop_t *loop, zsock_t *sock, void *arg);
+
 static void
 s_request_done (s_node_t *self, s_request_t *req)
 {
@@ -655,6 +659,12 @@ s_request_done (s_node_t *self, s_request_t *req)
         zlistx_delete (self->timed, req->timed);
     req->timed = NULL;
     zhashx_delete (self->requests, req->key);
+    //  room again: read requests (those that waited are still queued)
+    if (self->paused && zhashx_size (self->requests) < self->max_requests) {
+        self->paused = false;
+        if (zloop_reader (self->loop, self->up, s_on_up, self) != 0)
+            bn_log_error ("%s: cannot read requests again", self->id);
+    }
 }
 
 //  --------------------------------------------------------------------------
@@ -1640,6 +1650,14 @@ s_on_up (zloop_t *loop, zsock_t *sock, void *arg)
 {
     s_node_t *self = (s_node_t *)arg;
     for (int i = 0; i < S_BATCH && !self->terminated; i++) {
+        if (self->max_requests &&
+            zhashx_size (self->requests) >= self->max_requests) {
+            //  flow control: requests wait in the socket's queue (and,
+            //  past its high-water mark, in the sender's)
+            self->paused = true;
+            zloop_reader_end (self->loop, self->up);
+            break;
+        }
         bn_msg_t *msg = bn_msg_recv_flags (self->up_handle, ZMQ_DONTWAIT);
         if (!msg)
             break;
@@ -1730,6 +1748,7 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
     self->up_trusted = args->up_trusted;
     self->down_trusted = args->down_trusted;
     self->deadline_ms = args->deadline_ms;
+    self->max_requests = args->hwm > 0 ? (size_t)args->hwm : 0;
     self->monitor = args->monitor;
     self->timer = -1;
     self->nleaves = args->nleaves ? args->nleaves : 1;

@@ -22,7 +22,9 @@
     tracks its requests in flight (request -> engines still owed); an
     engine removed with ENGINE_REMOVE or a child lost with CHILD_LOST fails
     its slots at once with EngineError, and a request past its deadline
-    fails the slots still missing.  */
+    fails the slots still missing. With a high-water mark, a node holding
+    that many requests stops reading new ones until one completes, so a
+    client that floods the tree is slowed, not given unbounded memory.  */
 #ifndef BN_BCAST_NODE_H_INCLUDED
 #define BN_BCAST_NODE_H_INCLUDED
 
@@ -73,7 +75,9 @@ typedef struct {
 
     const char *reduce_plugins; //  reduction plugins to load, paths
                                 //  separated by ':' (NULL: none)
-    int hwm;                    //  SNDHWM/RCVHWM of both sockets (0 = none)
+    int hwm;         //  SNDHWM/RCVHWM of both sockets, and the most requests a
+                     //  node holds in flight before it stops reading new ones
+                     //  (0 = no limit)
     int deadline_ms; //  default request deadline at the root (0 = none)
     const bn_monitor_t *monitor; //  root only: the hub's monitor, or NULL
     int status;                  //  Out: 0 started, -1 start-up failed

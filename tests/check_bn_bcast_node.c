@@ -637,6 +637,42 @@ START_TEST (test_release_window)
 }
 END_TEST
 
+START_TEST (test_flow_control)
+{
+    //  with a high-water mark of 4, the tree holds 4 requests in flight;
+    //  the others wait until one completes, and none is lost
+    s_start (1, "controller.hwm=4");
+    const int one[] = {0, -1};
+    char *ids[10];
+    for (int i = 0; i < 10; i++)
+        ids[i] = s_broadcast (true, one, NULL);
+    int answered = 0;
+    while (answered < 10) {
+        bn_msg_t *held[10];
+        int n = 0;
+        while (n < 10) {
+            bn_msg_t *request = t_recv_within (s_engines[0]->shell, 200);
+            if (!request)
+                break;
+            held[n++] = request;
+        }
+        ck_assert_int_gt (n, 0);
+        ck_assert_int_le (n, 4);
+        for (int i = 0; i < n; i++)
+            s_engine_reply (0, held[i], true);
+        answered += n;
+    }
+    for (int i = 0; i < 10; i++) {
+        bn_msg_t *reply = s_client_recv ();
+        ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+        bn_msg_destroy (&reply);
+        free (ids[i]);
+    }
+    ck_assert_int_eq (t_stat (s_ctl, "broadcast", "requests"), 0);
+    s_stop ();
+}
+END_TEST
+
 int
 main (void)
 {
@@ -655,6 +691,7 @@ main (void)
     tcase_add_test (tc, test_levels_and_timestamps);
     tcase_add_test (tc, test_release_none);
     tcase_add_test (tc, test_release_window);
+    tcase_add_test (tc, test_flow_control);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
