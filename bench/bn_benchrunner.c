@@ -484,6 +484,8 @@ s_run_case (bn_benchrunner_t *self, const bn_benchdef_t *def,
         setpgid (0, 0);
         close (fds[0]);
         signal (SIGPIPE, SIG_DFL);
+        signal (SIGINT, SIG_DFL);
+        signal (SIGTERM, SIG_DFL);
         char log[4200];
         snprintf (log, sizeof log, "%s/case.log", made);
         int fd = open (log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
