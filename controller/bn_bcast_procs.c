@@ -136,9 +136,10 @@ bn_bcast_procs_new (bn_topology_t *topology, const char *key,
     self->engines = zhashx_new ();
     size_t nnodes = (size_t)bn_topology_size (topology);
     self->nleaves = (size_t)bn_topology_leaves (topology);
-    self->procs = self->topology && self->engines
-                      ? bn_treeproc_new (options->program, key, nnodes)
-                      : NULL;
+    self->procs =
+        self->topology && self->engines
+            ? bn_treeproc_new (options->program, key, nnodes, options->run_dir)
+            : NULL;
     int rc = self->procs ? 0 : -1;
     for (size_t node = 0; rc == 0 && node < nnodes; node++)
         rc = s_set_node (self, (int)node, options);

@@ -36,6 +36,8 @@ typedef struct {
     int deadline_ms;            //  Default request deadline (0 = none)
     const char *reduce_plugins; //  Reduction plugins, ':'-separated paths
     const char *log_file;       //  Nodes' log file; NULL or "" = our stderr
+    const char *run_dir;        //  Where the ipc links' folder goes (NULL:
+                                //  $TMPDIR)
 } bn_bcast_procs_options_t;
 
 //  Start one process per node of topology (borrowed; its spec and depth

@@ -88,6 +88,7 @@ typedef struct {
     bool tree_processes;        //  controller.tree_mode is processes
     char *scheduler_path;       //  banyan-scheduler, for processes
     char *log_file;             //  Passed on to the node processes
+    char *run_dir;              //  <profile>/pid: the node processes' links
     bn_records_t *records;      //  Task records the hub answers queries from
     char *db;                   //  controller.db: memory, none, sqlite:PATH
     int record_limit;
@@ -179,6 +180,8 @@ s_start_procs (s_controller_t *self, int root_port, bn_connfile_t *old_engine)
     int *leaf_ports = calloc (self->nleaves, sizeof (int));
     if (!leaf_ports)
         return -1;
+    //  the links' folder goes with the profile (else into $TMPDIR)
+    s_mkdirs (self->run_dir, 0700);
     for (size_t leaf = 0; old_engine && leaf < self->nleaves &&
                           leaf < bn_connfile_broadcast_count (old_engine);
          leaf++) {
@@ -193,7 +196,8 @@ s_start_procs (s_controller_t *self, int root_port, bn_connfile_t *old_engine)
                                         .hwm = self->hwm,
                                         .deadline_ms = self->tree_deadline,
                                         .reduce_plugins = self->reduce_plugins,
-                                        .log_file = self->log_file};
+                                        .log_file = self->log_file,
+                                        .run_dir = self->run_dir};
     self->procs = bn_bcast_procs_new (self->topology, self->key, &options);
     free (leaf_ports);
     if (!self->procs)
@@ -445,6 +449,7 @@ s_controller_destroy (s_controller_t **self_p)
     free (self->bcast_leaves);
     free (self->scheduler_path);
     free (self->log_file);
+    free (self->run_dir);
     bn_topology_destroy (&self->topology);
     s_remove_files (self);
     bn_session_destroy (&self->session);
@@ -700,6 +705,7 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
     self->tree_processes =
         streq (bn_config_str (config, "controller.tree_mode"), "processes");
     self->scheduler_path = s_scheduler_path (config);
+    self->run_dir = zsys_sprintf ("%s/pid", args->profile_dir);
     self->log_file = strdup (bn_config_str (config, "log.file"));
     self->reuse = bn_config_bool (config, "controller.reuse_files");
     self->client_path = bn_connfile_path (args->profile_dir, self->cluster_id,
@@ -719,8 +725,8 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
         self->reuse = true;
     if (!self->ip || !self->interface || !self->cluster_id ||
         !self->client_path || !self->engine_path || !self->pid_path ||
-        !self->scheduler_path || !self->log_file || !self->state_path ||
-        !self->db) {
+        !self->scheduler_path || !self->log_file || !self->run_dir ||
+        !self->state_path || !self->db) {
         s_controller_destroy (&self);
         return NULL;
     }

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +33,7 @@
 #define S_STABLE 10000        //  ms up after which a loss restarts at once
 #define S_MAX_DELAY 5000      //  ms, the longest restart delay
 #define S_START_TIMEOUT 10000 //  ms to answer READY, by default
+#define S_PARENT_MAX 80       //  Longest folder to make the private one in
 
 typedef enum { S_STOPPED, S_STARTING, S_READY } s_state_t;
 
@@ -54,7 +56,7 @@ typedef struct {
 struct _bn_treeproc_t {
     char *program;
     char *key;
-    char dir[64]; //  Private folder, "" if not created
+    char dir[128]; //  Private folder, "" if not created
     s_node_t *nodes;
     size_t nnodes;
     bn_treeproc_fn *handler;
@@ -68,7 +70,8 @@ struct _bn_treeproc_t {
 static void s_lost (bn_treeproc_t *self, s_node_t *node, bool restart);
 
 bn_treeproc_t *
-bn_treeproc_new (const char *program, const char *key, size_t nnodes)
+bn_treeproc_new (const char *program, const char *key, size_t nnodes,
+                 const char *parent)
 {
     assert (program);
     assert (key);
@@ -95,12 +98,18 @@ bn_treeproc_new (const char *program, const char *key, size_t nnodes)
                                    (czmq_duplicator *)strdup);
         }
     }
+    //  an ipc path must fit in sockaddr_un (107 bytes): leave room for
+    //  "/tree-XXXXXX/<node>.ipc"
     const char *tmp = getenv ("TMPDIR");
-    if (!tmp || !*tmp || strlen (tmp) > 40)
+    if (!tmp || !*tmp || strlen (tmp) > S_PARENT_MAX)
         tmp = "/tmp";
-    snprintf (self->dir, sizeof self->dir, "%s/banyan-tree-XXXXXX", tmp);
+    if (parent && strlen (parent) <= S_PARENT_MAX &&
+        (mkdir (parent, 0700) == 0 || errno == EEXIST))
+        snprintf (self->dir, sizeof self->dir, "%s/tree-XXXXXX", parent);
+    else
+        snprintf (self->dir, sizeof self->dir, "%s/banyan-tree-XXXXXX", tmp);
     if (ok && !mkdtemp (self->dir)) {
-        bn_log_error ("tree: cannot create a folder in %s: %s", tmp,
+        bn_log_error ("tree: cannot create a folder %s: %s", self->dir,
                       strerror (errno));
         self->dir[0] = 0;
         ok = false;

@@ -26,7 +26,9 @@
 
     No process outlives its controller: each one has PR_SET_PDEATHSIG
     (SIGKILL) and exits when its link reaches end-of-file; destroy closes
-    the links, waits briefly and kills what is left.
+    the links, waits briefly and kills what is left. (A controller killed
+    outright leaves the private folder behind; the controller puts it in
+    its profile's pid/ folder, so it goes with the profile.)
 
     The private folder (bn_treeproc_dir, mode 0700) is where the owner puts
     ipc:// endpoints of the links between nodes; destroy removes it.  */
@@ -47,9 +49,11 @@ typedef void (bn_treeproc_fn) (void *arg, size_t node, const char *event,
 
 //  Create a supervisor of nnodes processes running program (a path, or a
 //  name looked up in PATH) that will be given key. Creates the private
-//  folder. Returns NULL on failure (logged).
+//  folder, tree-XXXXXX, in parent (made if missing, mode 0700), or
+//  banyan-tree-XXXXXX in $TMPDIR or /tmp when parent is NULL or too long
+//  for ipc paths. Returns NULL on failure (logged).
 bn_treeproc_t *bn_treeproc_new (const char *program, const char *key,
-                                size_t nnodes);
+                                size_t nnodes, const char *parent);
 
 //  Stop every process (close the links, wait up to a second, SIGKILL what
 //  is left, reap), remove the private folder, free; NULL-safe.

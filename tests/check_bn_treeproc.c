@@ -183,7 +183,7 @@ s_events_destroy (t_events_t **self_p)
 static bn_treeproc_t *
 s_tree_new (t_events_t *events)
 {
-    bn_treeproc_t *tree = bn_treeproc_new (s_self, T_KEY, 3);
+    bn_treeproc_t *tree = bn_treeproc_new (s_self, T_KEY, 3, NULL);
     ck_assert_ptr_nonnull (tree);
     const char *args[] = {"--stand-in", NULL};
     for (size_t i = 0; i < 3; i++) {
@@ -386,7 +386,7 @@ START_TEST (test_none_outlives_controller)
         pid_t pids[3];
         for (size_t i = 0; i < 3; i++)
             pids[i] = bn_treeproc_pid (tree, i);
-        char dir[64];
+        char dir[128];
         snprintf (dir, sizeof dir, "%s", bn_treeproc_dir (tree));
         if (write (fds[1], pids, sizeof pids) != sizeof pids ||
             write (fds[1], dir, sizeof dir) != sizeof dir)
@@ -396,7 +396,7 @@ START_TEST (test_none_outlives_controller)
     }
     close (fds[1]);
     pid_t pids[3];
-    char dir[64];
+    char dir[128];
     ck_assert_int_eq (read (fds[0], pids, sizeof pids), sizeof pids);
     ck_assert_int_eq (read (fds[0], dir, sizeof dir), sizeof dir);
     close (fds[0]);
@@ -426,12 +426,12 @@ START_TEST (test_start_failures)
 {
     //  a program that does not exist
     bn_treeproc_t *tree =
-        bn_treeproc_new ("/nonexistent/banyan-scheduler", T_KEY, 1);
+        bn_treeproc_new ("/nonexistent/banyan-scheduler", T_KEY, 1, NULL);
     ck_assert_ptr_nonnull (tree);
     ck_assert_int_eq (bn_treeproc_start (tree), -1);
     bn_treeproc_destroy (&tree);
     //  a node that exits before it is ready
-    tree = bn_treeproc_new (s_self, T_KEY, 2);
+    tree = bn_treeproc_new (s_self, T_KEY, 2, NULL);
     const char *good[] = {"--stand-in", NULL};
     const char *bad[] = {"--stand-in", "--exit-early", NULL};
     bn_treeproc_set_node (tree, 0, -1, good);
@@ -442,7 +442,7 @@ START_TEST (test_start_failures)
     bn_treeproc_destroy (&tree);
     ck_assert (root == 0 || s_gone (root));
     //  a node that does not answer in time
-    tree = bn_treeproc_new (s_self, T_KEY, 1);
+    tree = bn_treeproc_new (s_self, T_KEY, 1, NULL);
     const char *silent[] = {"--stand-in", "--silent", NULL};
     bn_treeproc_set_node (tree, 0, -1, silent);
     bn_treeproc_set_start_timeout (tree, 200);
