@@ -1038,6 +1038,27 @@ s_targets_live (bn_task_t *self, s_job_t *job)
     return false;
 }
 
+//  True if job follows tasks that have all finished on engines that are
+//  gone: it can never run (7.1.0 would keep it queued for good).
+static bool
+s_follow_dead (bn_task_t *self, s_job_t *job)
+{
+    if (!job->follow.count)
+        return false;
+    for (size_t i = 0; i < job->follow.count; i++) {
+        s_record_t *record = s_record (self, job->follow.ids[i]);
+        if (!record || record->state == S_PENDING)
+            return false;
+        if (!s_counts (self, &job->follow, job->follow.ids[i], NULL) ||
+            !record->engine)
+            continue;
+        s_engine_t *engine = zhashx_lookup (self->engines, record->engine);
+        if (engine && !engine->closed)
+            return false;
+    }
+    return true;
+}
+
 typedef enum { S_RAN, S_QUEUE, S_GONE } s_outcome_t;
 
 static void s_run (bn_task_t *self, s_job_t *job, s_engine_t *engine);
@@ -1084,6 +1105,10 @@ s_maybe_run (bn_task_t *self, s_job_t *job)
         return S_RAN;
     }
     //  nowhere to run: impossible?
+    if (s_follow_dead (self, job)) {
+        s_fail_impossible (self, job);
+        return S_GONE;
+    }
     if (job->follow.all && job->follow.count) {
         const char *dest = NULL;
         for (size_t i = 0; i < job->follow.count; i++) {
@@ -1761,9 +1786,10 @@ bn_task_engine_close (bn_task_t *self, const char *uuid)
     s_job_t *job = self->wait_head;
     while (job) {
         s_job_t *next = job->next;
-        if (job->ntargets &&
-            s_strings_have (job->targets, job->ntargets, uuid) &&
-            !s_targets_live (self, job))
+        if ((job->ntargets &&
+             s_strings_have (job->targets, job->ntargets, uuid) &&
+             !s_targets_live (self, job)) ||
+            s_follow_dead (self, job))
             s_fail_impossible (self, job);
         job = next;
     }

@@ -754,6 +754,29 @@ START_TEST (test_follow)
     bn_msg_t *reply = s_reply ();
     s_assert_scheduler_error (reply, e, "ImpossibleDependency");
     bn_msg_destroy (&reply);
+    //  the engine a followed task ran on dies: waiting followers of it,
+    //  and new ones, can never run
+    char *g = s_submit (json_pack ("{s:[s]}", "follow", b));
+    bn_msg_t *rg = s_take (0);
+    char *h = s_submit (json_pack ("{s:[s]}", "follow", b));
+    ck_assert_ptr_null (s_take_within (0, S_QUIET));
+    bn_task_engine_remove (s_task, s_engines[0].uuid);
+    reply = s_reply ();
+    s_assert_scheduler_error (reply, h, "ImpossibleDependency");
+    bn_msg_destroy (&reply);
+    reply = s_reply ();
+    ck_assert_str_eq (bn_msg_parent_id (reply), g);
+    ck_assert_str_eq (t_content_str (reply, "ename"), "EngineError");
+    bn_msg_destroy (&reply);
+    char *k = s_submit (json_pack ("{s:[s]}", "follow", b));
+    reply = s_reply ();
+    s_assert_scheduler_error (reply, k, "ImpossibleDependency");
+    bn_msg_destroy (&reply);
+    bn_msg_destroy (&rg);
+    free (g);
+    free (h);
+    free (k);
+
     //  either of them (all=false) can
     char *f = s_submit (json_pack ("{s:{s:[s, s], s:b}}", "follow",
                                    "dependencies", a, b, "all", 0));
