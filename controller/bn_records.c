@@ -789,6 +789,22 @@ bn_records_completed_ids (bn_records_t *self, const char *uuid)
 //  --------------------------------------------------------------------------
 //  Record views
 
+//  A banyan engine asked for output in its reply (bn_output) publishes
+//  none: its reply's bn_stdout and bn_stderr are the record's output.
+static void
+s_fold_reply_output (bn_record_t *record, json_t *io)
+{
+    json_t *content = record->reply ? bn_msg_content (record->reply) : NULL;
+    static const char *keys[2][2] = {{"bn_stdout", "stdout"},
+                                     {"bn_stderr", "stderr"}};
+    for (int i = 0; content && i < 2; i++) {
+        json_t *text = json_object_get (content, keys[i][0]);
+        if (json_is_string (text) &&
+            json_string_length (json_object_get (io, keys[i][1])) == 0)
+            json_object_set (io, keys[i][1], text);
+    }
+}
+
 //  The folded iopub output: execute_input, execute_result, error, stdout,
 //  stderr (and display_data when some was published).
 static json_t *
@@ -799,8 +815,11 @@ s_fold_io (bn_record_t *record)
     json_t *io =
         json_pack ("{s:n, s:n, s:n, s:s, s:s}", "execute_input",
                    "execute_result", "error", "stdout", "", "stderr", "");
-    if (!io || !record->iopub)
+    if (!io || !record->iopub) {
+        if (io)
+            s_fold_reply_output (record, io);
         return io;
+    }
     json_t *streams[2] = {json_string (""), json_string ("")};
     bn_msg_t *msg = zlistx_first (record->iopub);
     while (msg) {
@@ -843,6 +862,7 @@ s_fold_io (bn_record_t *record)
         json_object_set_new (io, "stdout", streams[0]);
     if (streams[1])
         json_object_set_new (io, "stderr", streams[1]);
+    s_fold_reply_output (record, io);
     return io;
 }
 

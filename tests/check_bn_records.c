@@ -199,6 +199,27 @@ START_TEST (test_tasks)
 }
 END_TEST
 
+START_TEST (test_output_in_reply)
+{
+    //  a banyan engine asked for output in its reply publishes no iopub
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    bn_msg_t *request = s_request (1);
+    bn_records_request (records, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
+    bn_msg_t *reply = s_reply (request, "ok");
+    bn_msg_set_content (reply, json_pack ("{s:s, s:s, s:s}", "status", "ok",
+                                          "bn_stdout", "in reply\n",
+                                          "bn_stderr", "warned\n"));
+    bn_records_reply (records, BN_MONITOR_QUEUE_MUX, reply, S_ENGINE);
+    bn_record_t *record = bn_records_get (records, bn_msg_id (request));
+    ck_assert_str_eq (s_str (bn_record_json (record), "stdout"), "in reply\n");
+    ck_assert_str_eq (s_str (bn_record_json (record), "stderr"), "warned\n");
+    bn_record_release (&record);
+    bn_msg_destroy (&request);
+    bn_msg_destroy (&reply);
+    bn_records_destroy (&records);
+}
+END_TEST
+
 START_TEST (test_broadcast)
 {
     bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
@@ -451,6 +472,7 @@ s_suite (void)
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_tasks);
+    tcase_add_test (tc, test_output_in_reply);
     tcase_add_test (tc, test_broadcast);
     tcase_add_test (tc, test_limits);
     tcase_add_test (tc, test_nodb);
