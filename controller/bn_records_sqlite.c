@@ -4,6 +4,8 @@
     one BLOB as (8-byte little-endian length, bytes)...  */
 #include "bn_records_sqlite.h"
 
+#include "bn_log.h"
+
 #include <assert.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -57,12 +59,14 @@ bn_records_sqlite_destroy (bn_records_sqlite_t **self_p)
     bn_records_sqlite_t *self = *self_p;
     if (!self)
         return;
-    sqlite3_stmt *all[] = {self->put,    self->get,     self->each,
-                           self->drop,   self->count,   self->begin,
-                           self->commit, self->rollback};
+    sqlite3_stmt *all[] = {self->put,   self->get,    self->each,
+                           self->drop,  self->count,  self->history,
+                           self->begin, self->commit, self->rollback};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sqlite3_finalize (all[i]);
-    sqlite3_close (self->db);
+    if (sqlite3_close (self->db) != SQLITE_OK)
+        bn_log_error ("records: cannot close SQLite: %s",
+                      sqlite3_errmsg (self->db));
     free (self);
     *self_p = NULL;
 }
