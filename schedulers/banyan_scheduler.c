@@ -447,10 +447,16 @@ s_run (const s_options_t *options, bn_config_t *config)
             if (zmq_poll (items, link ? 2 : 1, 1000) < 0 && errno != EINTR)
                 break;
             if (items[0].revents & ZMQ_POLLIN) {
-                //  the actor speaks only when it ends
-                bn_log_error ("the node actor stopped");
-                rc = 1;
-                break;
+                //  the actor signals when it ends; anything else is an
+                //  answer that came after s_ask gave up on it
+                zmsg_t *late = zmsg_recv (actor);
+                bool ended = !late || zmsg_signal (late) >= 0;
+                zmsg_destroy (&late);
+                if (ended) {
+                    bn_log_error ("the node actor stopped");
+                    rc = 1;
+                    break;
+                }
             }
             if (link && (items[1].revents & ZMQ_POLLOUT) &&
                 bn_nodelink_flush (link) < 0)
