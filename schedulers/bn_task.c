@@ -36,6 +36,7 @@
 #define S_TRIES 32              //  rejection-sampling tries per random pick
 #define S_INTERNAL "banyan-hub" //  client ident of internal submissions
 #define S_NONE SIZE_MAX
+#define S_ROUTE_RETRY 20 //  ms before an unconnected engine is retried
 
 //  What became of a submitted msg_id.
 typedef enum { S_PENDING, S_SUCCEEDED, S_FAILED } s_state_t;
@@ -95,6 +96,7 @@ struct _s_engine_t {
     int load;          //  Tasks outstanding
     int64_t seq;       //  LRU position: smaller is less recently used
     bool closed;       //  Unregistered: no new tasks
+    bool unroutable;   //  Not connected to the task port yet
     size_t heap_at;    //  Index in heap, S_NONE if unavailable
     size_t avail_at;   //  Index in avail, S_NONE if unavailable
     size_t slot;       //  Fenwick slot (weighted)
@@ -171,6 +173,7 @@ struct _bn_task_t {
     size_t ndeadlines;
     size_t deadlines_cap;
     int timer;        //  zloop timer for the earliest, -1 if none
+    int route_timer;  //  zloop timer retrying unroutable engines
     int64_t timer_at; //  When that timer fires
     s_stats_t stats;
 };
@@ -218,7 +221,8 @@ s_random (bn_task_t *self)
 static bool
 s_available (bn_task_t *self, s_engine_t *engine)
 {
-    return !engine->closed && (self->hwm == 0 || engine->load < self->hwm);
+    return !engine->closed && !engine->unroutable &&
+           (self->hwm == 0 || engine->load < self->hwm);
 }
 
 static double
@@ -1210,6 +1214,35 @@ s_on_deadline (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
+static int
+s_on_route_retry (zloop_t *loop, int timer_id, void *arg)
+{
+    bn_task_t *self = (bn_task_t *)arg;
+    self->route_timer = -1;
+    for (s_engine_t *engine = zhashx_first (self->engines); engine;
+         engine = zhashx_next (self->engines))
+        if (engine->unroutable) {
+            double old_weight = s_slot_weight (self, engine);
+            engine->unroutable = false;
+            s_engine_update (self, engine, old_weight);
+        }
+    s_settle (self);
+    return 0;
+}
+
+//  Take engine out of the available ones until the retry timer fires
+//  (without a loop, until it is added again).
+static void
+s_unroutable (bn_task_t *self, s_engine_t *engine)
+{
+    double old_weight = s_slot_weight (self, engine);
+    engine->unroutable = true;
+    s_engine_update (self, engine, old_weight);
+    if (self->route_timer < 0 && self->loop)
+        self->route_timer =
+            zloop_timer (self->loop, S_ROUTE_RETRY, 1, s_on_route_retry, self);
+}
+
 static void
 s_run (bn_task_t *self, s_job_t *job, s_engine_t *engine)
 {
@@ -1224,19 +1257,13 @@ s_run (bn_task_t *self, s_job_t *job, s_engine_t *engine)
     }
     if (bn_msg_send_flags (&copy, self->engine_handle, self->session,
                            ZMQ_DONTWAIT) != 0) {
-        //  registered but not (yet) connected to the task port: leave it
-        //  out for this job
+        //  registered but not connected to the task port yet: leave it out
+        //  for a moment, and place the task elsewhere or queue it
         self->stats.not_connected++;
-        bn_log_warn ("task: engine %d is not connected to the task port (%s)",
+        bn_log_info ("task: engine %d is not connected to the task port yet "
+                     "(%s)",
                      engine->eid, zmq_strerror (errno));
-        char **grown =
-            realloc (job->blacklist, (job->nblack + 1) * sizeof (char *));
-        if (grown) {
-            job->blacklist = grown;
-            job->blacklist[job->nblack] = strdup (engine->uuid);
-            if (job->blacklist[job->nblack])
-                job->nblack++;
-        }
+        s_unroutable (self, engine);
         if (s_maybe_run (self, job) == S_QUEUE)
             s_save_unmet (self, job);
         return;
@@ -1936,6 +1963,7 @@ bn_task_new (zsock_t *client_side, zsock_t *engine_side, bn_session_t *session,
     self->session = session;
     self->queue_max = BN_TASK_QUEUE_MAX;
     self->timer = -1;
+    self->route_timer = -1;
     self->rand_state = (uint64_t)zclock_time () * 2654435761u + 1;
     self->engines = zhashx_new ();
     self->names = zhashx_new ();
@@ -1973,6 +2001,8 @@ bn_task_destroy (bn_task_t **self_p)
         return;
     if (self->timer >= 0 && self->loop)
         zloop_timer_end (self->loop, self->timer);
+    if (self->route_timer >= 0 && self->loop)
+        zloop_timer_end (self->loop, self->route_timer);
     free (self->deadlines);
     if (self->jobs) {
         s_job_t *job = zhashx_first (self->jobs);

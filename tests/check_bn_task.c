@@ -1174,6 +1174,29 @@ START_TEST (test_records_bound)
 }
 END_TEST
 
+//  An engine registered before its task connection is up: the task waits
+//  and reaches it once it connects.
+START_TEST (test_not_connected)
+{
+    s_start (BN_TASK_LEASTLOAD, 1, 0);
+    const char *uuid = "late-engine-0000000000000000000000";
+    ck_assert_int_eq (bn_task_engine_add (s_task, uuid, 9), 0);
+    char *id = s_submit (NULL);
+    s_run_for (50);
+    ck_assert_int_ge (s_stat ("not_connected"), 1);
+    ck_assert_uint_eq (bn_task_unassigned (s_task), 1);
+    zsock_t *late = t_sock (ZMQ_ROUTER, uuid);
+    t_connect (late, s_engine_port);
+    ck_assert (s_run_until (late, T_TIMEOUT));
+    bn_msg_t *request = t_recv (late);
+    ck_assert_ptr_nonnull (request);
+    ck_assert_str_eq (bn_msg_id (request), id);
+    bn_msg_destroy (&request);
+    zsock_destroy (&late);
+    free (id);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -1205,6 +1228,7 @@ main (void)
     tcase_add_test (tc, test_submit);
     tcase_add_test (tc, test_chain);
     tcase_add_test (tc, test_records_bound);
+    tcase_add_test (tc, test_not_connected);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
