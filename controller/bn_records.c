@@ -87,6 +87,7 @@ struct _bn_records_t {
     zlistx_t *pending_order; //  s_track_t *, arrival order (owner)
     zhashx_t *engines;       //  uuid -> s_engine_t
     size_t unassigned;
+    bool bytes_stuck; //  Over size_limit with nothing to cull
     bn_records_sqlite_t *db;
     char *db_path;
     bn_monitor_t monitor;
@@ -363,36 +364,46 @@ s_forget (bn_records_t *self, bn_record_t *record)
 
 //  Drop the oldest records that are not pending until count are gone or
 //  the bytes are under limit (0: no byte goal).
-static void
+//  Drop the oldest records that are not pending (nor, with SQLite, still
+//  to be written: the timer's next flush frees them) until count are gone
+//  or the bytes are under limit (0: no byte goal). Returns the count.
+static size_t
 s_cull (bn_records_t *self, size_t count, uint64_t under)
 {
-    if (self->db && bn_records_flush (self) != 0)
-        bn_log_warn ("records: culling records SQLite could not keep");
     bn_record_t *record = zlistx_first (self->order);
     size_t culled = 0;
     while (record && (count ? culled < count : self->bytes > under)) {
         bn_record_t *next = zlistx_next (self->order);
-        if (!zhashx_lookup (self->pending, record->msg_id)) {
+        if (!zhashx_lookup (self->pending, record->msg_id) &&
+            !(self->db && record->dirty)) {
             s_forget (self, record);
             culled++;
         }
         record = next;
     }
     self->stats.culled += culled;
-    bn_log_info ("records: culled the oldest %zu records (%zu left, %llu "
-                 "buffer bytes)",
-                 culled, zlistx_size (self->order),
-                 (unsigned long long)self->bytes);
+    bn_log_debug ("records: culled the oldest %zu records (%zu left, %llu "
+                  "buffer bytes)",
+                  culled, zlistx_size (self->order),
+                  (unsigned long long)self->bytes);
+    return culled;
 }
 
+//  Apply the limits. Pending records are never culled, so only the others
+//  count against record_limit, and a byte goal that culling cannot reach
+//  is not tried again until a request completes.
 static void
 s_maybe_cull (bn_records_t *self)
 {
-    if (zlistx_size (self->order) > self->record_limit)
+    size_t pending = zhashx_size (self->pending);
+    size_t size = zlistx_size (self->order);
+    if (size > pending && size - pending > self->record_limit)
         s_cull (self, (size_t)(S_CULL_FRACTION * self->record_limit) + 1, 0);
-    if (self->bytes > self->size_limit)
+    if (self->bytes > self->size_limit && !self->bytes_stuck &&
         s_cull (self, 0,
-                (uint64_t)((double)self->size_limit * (1 - S_CULL_FRACTION)));
+                (uint64_t)((double)self->size_limit * (1 - S_CULL_FRACTION))) ==
+            0)
+        self->bytes_stuck = true;
 }
 
 //  A new record for msg_id in memory, or NULL.
@@ -530,6 +541,7 @@ s_record_reply (bn_records_t *self, bn_record_t *record, bn_msg_t *reply,
     if (record->reply)
         bn_msg_clear_idents (record->reply);
     record->received = s_now ();
+    self->bytes_stuck = false;
     s_set_string (&record->engine_uuid, engine_uuid);
     record->bytes = s_msg_bytes (record->request) + s_msg_bytes (record->reply);
     self->bytes += record->bytes;
@@ -640,8 +652,10 @@ bn_records_reply (bn_records_t *self, const char *queue, bn_msg_t *reply,
             s_engine_done (engine, parent_id);
         s_untrack (self, track);
     }
-    if (record)
+    if (record) {
         s_record_reply (self, record, reply, engine_uuid);
+        s_maybe_cull (self);
+    }
 }
 
 //  True for the iopub types a record keeps (WIRE.md 5.2).

@@ -293,6 +293,18 @@ START_TEST (test_limits)
     for (int i = 0; i < 11; i++)
         free (ids[i]);
     bn_msg_destroy (&big);
+    //  pending requests are never culled, however many
+    bn_msg_t *waiting[30];
+    for (int i = 0; i < 30; i++) {
+        waiting[i] = s_request (1);
+        bn_records_request (records, BN_MONITOR_QUEUE_TASK, waiting[i], NULL);
+    }
+    for (int i = 0; i < 30; i++) {
+        record = bn_records_get (records, bn_msg_id (waiting[i]));
+        ck_assert_ptr_nonnull (record);
+        bn_msg_destroy (&waiting[i]);
+    }
+    ck_assert_uint_eq (bn_records_unassigned_count (records), 30);
     bn_msg_destroy (&first);
     bn_records_destroy (&records);
 }
