@@ -743,7 +743,7 @@ s_wait_link (bn_task_t *self, s_job_t *job)
         self->wait_head = job;
 }
 
-static void s_resume (bn_task_t *self);
+static void s_flow (bn_task_t *self);
 static int s_on_client (zloop_t *loop, zsock_t *sock, void *arg);
 
 //  Take job out of the queue (blocked or waiting); cancels its timeout.
@@ -754,8 +754,7 @@ s_dequeue (bn_task_t *self, s_job_t *job)
         s_wait_unlink (self, job);
     if (job->where == S_JOB_WAITING || job->where == S_JOB_BLOCKED) {
         self->queued--;
-        if (!self->reading && self->queued <= self->queue_max / 2)
-            s_resume (self);
+        s_flow (self);
     }
     job->where = S_JOB_NEW;
     s_timer_cancel (self, job);
@@ -1185,13 +1184,7 @@ s_save_unmet (bn_task_t *self, s_job_t *job)
     if (job->timeout > 0 && self->loop && s_timer_start (self, job) != 0)
         bn_log_error ("task: out of memory arming the timeout of %s",
                       job->msg_id);
-    if (self->reading && self->queued >= self->queue_max && self->loop) {
-        zloop_reader_end (self->loop, self->client_side);
-        self->reading = false;
-        self->stats.paused++;
-        bn_log_info ("task: %zu tasks queued; not reading clients",
-                     self->queued);
-    }
+    s_flow (self);
 }
 
 //  The earliest deadlines passed: fail those tasks with TaskTimeout.
@@ -1277,6 +1270,7 @@ s_run (bn_task_t *self, s_job_t *job, s_engine_t *engine)
     job->engine = engine;
     job->run_handle = zlistx_add_end (engine->running, job);
     self->running++;
+    s_flow (self);
     if (self->has_monitor && self->monitor.assigned)
         self->monitor.assigned (self->monitor.arg, job->msg_id, engine->uuid);
 }
@@ -1547,12 +1541,23 @@ s_request (bn_task_t *self, bn_msg_t *msg, bool internal)
         s_save_unmet (self, job);
 }
 
+//  Flow control: stop reading clients while the tasks held (queued, or
+//  on engines and kept for a retry) reach queue_max; read again once
+//  they are down to half.
 static void
-s_resume (bn_task_t *self)
+s_flow (bn_task_t *self)
 {
-    if (self->reading || !self->loop)
+    if (!self->loop)
         return;
-    if (zloop_reader (self->loop, self->client_side, s_on_client, self) == 0) {
+    size_t held = self->queued + self->running;
+    if (self->reading && held >= self->queue_max) {
+        zloop_reader_end (self->loop, self->client_side);
+        self->reading = false;
+        self->stats.paused++;
+        bn_log_info ("task: %zu tasks held; not reading clients", held);
+    } else if (!self->reading && held <= self->queue_max / 2 &&
+               zloop_reader (self->loop, self->client_side, s_on_client,
+                             self) == 0) {
         self->reading = true;
         bn_log_info ("task: reading clients again");
     }
@@ -1578,7 +1583,7 @@ bn_task_client_ready (bn_task_t *self)
         }
         s_request (self, msg, false);
         s_settle (self);
-        if (!self->loop && self->queued >= self->queue_max)
+        if (!self->loop && self->queued + self->running >= self->queue_max)
             break;
     }
     return 0;
@@ -1654,6 +1659,7 @@ s_result (bn_task_t *self, s_job_t *job, bn_msg_t *msg)
     job->engine = NULL;
     job->where = S_JOB_NEW;
     self->running--;
+    s_flow (self);
     double old_weight = s_slot_weight (self, engine);
     engine->load--;
     s_engine_update (self, engine, old_weight);

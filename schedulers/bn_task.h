@@ -26,8 +26,9 @@ typedef enum {
     BN_TASK_PURE         //  round robin, no dependencies, no high-water mark
 } bn_task_scheme_t;
 
-//  Queued tasks past which the scheduler stops reading its client side
-//  until the queue has drained to half (a flooding client is slowed).
+//  Tasks held (queued, or running and kept for a retry) past which the
+//  scheduler stops reading its client side until they are down to half
+//  (a flooding client is slowed).
 #define BN_TASK_QUEUE_MAX 100000
 
 //  Finished tasks whose outcome the scheduler remembers for later
