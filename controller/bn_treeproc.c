@@ -34,6 +34,7 @@
 #define S_MAX_DELAY 5000      //  ms, the longest restart delay
 #define S_START_TIMEOUT 10000 //  ms to answer READY, by default
 #define S_PARENT_MAX 80       //  Longest folder to make the private one in
+#define S_EXEC_FAILED 127     //  Exit status of a child that could not exec
 
 typedef enum { S_STOPPED, S_STARTING, S_READY } s_state_t;
 
@@ -333,7 +334,7 @@ s_spawn (bn_treeproc_t *self, s_node_t *node)
         else if (dup2 (theirs, S_CONTROL_FD) < 0)
             _exit (126);
         execvp (self->program, argv);
-        _exit (127);
+        _exit (S_EXEC_FAILED);
     }
     int saved = errno;
     free (argv);
@@ -410,8 +411,11 @@ s_lost (bn_treeproc_t *self, s_node_t *node, bool restart)
     node->pid = 0;
     bool was_ready = node->state == S_READY;
     node->state = S_STOPPED;
-    char why[128];
+    char why[256];
     s_describe (status, reaped, why, sizeof why);
+    if (reaped && WIFEXITED (status) && WEXITSTATUS (status) == S_EXEC_FAILED)
+        snprintf (why + strlen (why), sizeof why - strlen (why),
+                  " (cannot run %.60s)", self->program);
     free (node->last_loss);
     node->last_loss = strdup (why);
     int64_t now = zclock_mono ();

@@ -430,6 +430,17 @@ START_TEST (test_start_failures)
     ck_assert_ptr_nonnull (tree);
     ck_assert_int_eq (bn_treeproc_start (tree), -1);
     bn_treeproc_destroy (&tree);
+    //  a program PATH does not have
+    tree = bn_treeproc_new ("banyan-no-such-scheduler", T_KEY, 1, NULL);
+    ck_assert_int_eq (bn_treeproc_start (tree), -1);
+    json_t *stats = bn_treeproc_stats (tree);
+    const char *loss = json_string_value (json_object_get (
+        json_array_get (json_object_get (stats, "nodes"), 0), "last_loss"));
+    ck_assert_ptr_nonnull (loss);
+    ck_assert_ptr_nonnull (
+        strstr (loss, "cannot run banyan-no-such-scheduler"));
+    json_decref (stats);
+    bn_treeproc_destroy (&tree);
     //  a node that exits before it is ready
     tree = bn_treeproc_new (s_self, T_KEY, 2, NULL);
     const char *good[] = {"--stand-in", NULL};
