@@ -262,3 +262,78 @@ bn_jscan_string (const void *text, size_t size, const char *key, char *out,
     s_skip_ws (s);
     return s->p == s->end ? found : -1;
 }
+
+int
+bn_jscan_array_size (const void *text, size_t size, const char *key)
+{
+    s_scan_t scan = {text, (const unsigned char *)text + size};
+    s_scan_t *s = &scan;
+    size_t keylen = strlen (key);
+    int found = -1;
+    s_skip_ws (s);
+    if (s->p >= s->end || *s->p != '{')
+        return -1;
+    s->p++;
+    s_skip_ws (s);
+    if (s->p < s->end && *s->p == '}')
+        s->p++;
+    else
+        while (true) {
+            s_skip_ws (s);
+            if (s->p >= s->end || *s->p != '"')
+                return -1;
+            char name[64];
+            size_t len;
+            bool full;
+            if (s_string (s, name, sizeof name, &len, &full) != 0)
+                return -1;
+            bool match = !full && len == keylen && memcmp (name, key, len) == 0;
+            s_skip_ws (s);
+            if (s->p >= s->end || *s->p != ':')
+                return -1;
+            s->p++;
+            s_skip_ws (s);
+            if (match && s->p < s->end && *s->p == '[') {
+                //  count the elements, skipping each one whole
+                int count = 0;
+                s->p++;
+                s_skip_ws (s);
+                if (s->p < s->end && *s->p == ']')
+                    s->p++;
+                else
+                    while (true) {
+                        if (s_skip_value (s) != 0)
+                            return -1;
+                        count++;
+                        s_skip_ws (s);
+                        if (s->p < s->end && *s->p == ',') {
+                            s->p++;
+                            continue;
+                        }
+                        if (s->p < s->end && *s->p == ']') {
+                            s->p++;
+                            break;
+                        }
+                        return -1;
+                    }
+                found = count;
+            } else {
+                if (match)
+                    found = -1;
+                if (s_skip_value (s) != 0)
+                    return -1;
+            }
+            s_skip_ws (s);
+            if (s->p < s->end && *s->p == ',') {
+                s->p++;
+                continue;
+            }
+            if (s->p < s->end && *s->p == '}') {
+                s->p++;
+                break;
+            }
+            return -1;
+        }
+    s_skip_ws (s);
+    return s->p == s->end ? found : -1;
+}

@@ -17,4 +17,10 @@
 int bn_jscan_string (const void *text, size_t size, const char *key, char *out,
                      size_t outsize);
 
+//  The number of elements of the array value of the top-level key in the
+//  JSON object text (size bytes), without building a tree; the last one
+//  wins when a key repeats. -1 if the key is absent, its value is not an
+//  array, or the text is not a well-formed object (checked as above).
+int bn_jscan_array_size (const void *text, size_t size, const char *key);
+
 #endif

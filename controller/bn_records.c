@@ -530,6 +530,16 @@ s_metadata_string (bn_msg_t *msg, const char *key, char *buf, size_t size)
     return bn_jscan_string (data, len, key, buf, size) >= 0 ? buf : NULL;
 }
 
+//  The size of an array of a message's metadata, counted without a JSON
+//  tree (a merged reply's lists one entry per engine); -1 if not there.
+static int
+s_metadata_array_size (bn_msg_t *msg, const char *key)
+{
+    size_t len;
+    const void *data = bn_msg_part_data (msg, BN_PART_METADATA, &len);
+    return bn_jscan_array_size (data, len, key);
+}
+
 //  Store reply in record (taking a shared copy).
 static void
 s_record_reply (bn_records_t *self, bn_record_t *record, bn_msg_t *reply,
@@ -584,21 +594,19 @@ s_broadcast_reply (bn_records_t *self, const char *parent_id, bn_msg_t *reply,
         return;
     if (track->remaining < 0) {
         track->remaining = 1;
-        json_t *md_json = original && original->request
-                              ? bn_msg_metadata (original->request)
-                              : NULL;
-        json_t *targets = json_object_get (md_json, "targets");
-        if (json_is_array (targets) && json_array_size (targets) > 0)
-            track->remaining = (int)json_array_size (targets);
+        int targets = original && original->request
+                          ? s_metadata_array_size (original->request, "targets")
+                          : -1;
+        if (targets > 0)
+            track->remaining = targets;
     }
     //  a merged message answers for the engines it lists (a whole request,
     //  or one subtree's when upper levels forward), or ends a request
     //  that reached no engine
     size_t answered = 1;
     if (merged) {
-        json_t *targets =
-            json_object_get (bn_msg_metadata (reply), "broadcast_targets");
-        answered = json_array_size (targets);
+        int targets = s_metadata_array_size (reply, "broadcast_targets");
+        answered = targets > 0 ? (size_t)targets : 0;
         if (answered == 0)
             answered = (size_t)track->remaining;
     }

@@ -140,6 +140,49 @@ START_TEST (test_agrees_with_jansson)
 }
 END_TEST
 
+//  Array sizes: what json_array_size says of jansson's tree.
+START_TEST (test_array_size)
+{
+    const char *merged =
+        "{\"status\": \"ok\", \"broadcast_targets\": [[\"a]\", 0], "
+        "[\"b,\\\"\", 1], [\"c\", 2]], \"bn_replies\": [{\"x\": [1, 2]}]}";
+    ck_assert_int_eq (
+        bn_jscan_array_size (merged, strlen (merged), "broadcast_targets"), 3);
+    ck_assert_int_eq (
+        bn_jscan_array_size (merged, strlen (merged), "bn_replies"), 1);
+    //  absent, not an array, empty, repeated (the last wins), malformed
+    ck_assert_int_eq (bn_jscan_array_size (merged, strlen (merged), "x"), -1);
+    ck_assert_int_eq (
+        bn_jscan_array_size (merged, strlen (merged), "status"), -1);
+    const char *cases[][2] = {
+        {"{\"t\": []}", "0"},
+        {"{\"t\": [1], \"t\": [1, 2]}", "2"},
+        {"{\"t\": [1, 2], \"t\": 3}", "-1"},
+        {"{\"t\": [1, 2}", "-1"},
+        {"{\"t\": [1,, 2]}", "-1"},
+        {"{\"t\": [1, 2]", "-1"},
+        {"[1, 2]", "-1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        ck_assert_int_eq (
+            bn_jscan_array_size (cases[i][0], strlen (cases[i][0]), "t"),
+            atoi (cases[i][1]));
+    //  agrees with jansson on generated arrays
+    for (int n = 0; n < 40; n++) {
+        json_t *list = json_array ();
+        for (int i = 0; i < n; i++)
+            json_array_append_new (
+                list, i % 3 ? json_pack ("[si]", "u[\"]", i)
+                            : json_pack ("{s:[i,s]}", "k", i, "]}"));
+        json_t *root = json_pack ("{s:s, s:o}", "a", "[", "t", list);
+        char *text = json_dumps (root, JSON_COMPACT);
+        ck_assert_int_eq (bn_jscan_array_size (text, strlen (text), "t"), n);
+        free (text);
+        json_decref (root);
+    }
+}
+END_TEST
+
 int
 main (void)
 {
@@ -149,6 +192,7 @@ main (void)
     tcase_add_test (tc, test_shapes);
     tcase_add_test (tc, test_deep_nesting);
     tcase_add_test (tc, test_agrees_with_jansson);
+    tcase_add_test (tc, test_array_size);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
