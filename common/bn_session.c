@@ -254,14 +254,36 @@ bn_session_msg_id (bn_session_t *self, char *buf)
 size_t
 bn_session_date (char *buf)
 {
+    //  Every message has a date: the text up to the seconds is kept per
+    //  thread and rebuilt once a second, the microseconds written by hand.
+    static _Thread_local time_t last_sec = -1;
+    static _Thread_local char prefix[32];
+    static _Thread_local size_t prefix_len;
     struct timeval tv;
     gettimeofday (&tv, NULL);
-    struct tm tm;
-    gmtime_r (&tv.tv_sec, &tm);
-    return (size_t)snprintf (
-        buf, BN_DATE_SIZE, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ",
-        tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-        tm.tm_sec, (long)tv.tv_usec);
+    if (tv.tv_sec != last_sec) {
+        struct tm tm;
+        gmtime_r (&tv.tv_sec, &tm);
+        int len = snprintf (prefix, sizeof prefix,
+                            "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900,
+                            tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                            tm.tm_sec);
+        if (len < 0 || (size_t)len + 8 > BN_DATE_SIZE)
+            return (size_t)snprintf (buf, BN_DATE_SIZE, "%.*s%06ldZ",
+                                     (int)(BN_DATE_SIZE - 9), prefix,
+                                     (long)tv.tv_usec);
+        prefix_len = (size_t)len;
+        last_sec = tv.tv_sec;
+    }
+    memcpy (buf, prefix, prefix_len);
+    long usec = (long)tv.tv_usec;
+    for (int i = 5; i >= 0; i--) {
+        buf[prefix_len + (size_t)i] = (char)('0' + usec % 10);
+        usec /= 10;
+    }
+    buf[prefix_len + 6] = 'Z';
+    buf[prefix_len + 7] = 0;
+    return prefix_len + 7;
 }
 
 static void

@@ -1,4 +1,5 @@
 /*  check_bn_session: signing, verification, replay rejection, ids.  */
+#define _GNU_SOURCE
 #include "bn_error.h"
 #include "bn_session.h"
 
@@ -6,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *s_key = "e05ab558-73805a94e21c7ce24a0654fe";
 
@@ -188,6 +190,20 @@ START_TEST (test_ids)
     ck_assert_uint_eq (bn_session_date (date), 27);
     ck_assert_int_eq (date[10], 'T');
     ck_assert_int_eq (date[26], 'Z');
+    //  the date is now's, in UTC, and later calls never go back
+    time_t before = time (NULL);
+    char later[BN_DATE_SIZE];
+    for (int i = 0; i < 1000; i++) {
+        ck_assert_uint_eq (bn_session_date (later), 27);
+        ck_assert (strcmp (later, date) >= 0);
+        memcpy (date, later, sizeof date);
+    }
+    struct tm tm = {0};
+    ck_assert_ptr_nonnull (strptime (date, "%Y-%m-%dT%H:%M:%S", &tm));
+    time_t when = timegm (&tm);
+    ck_assert (when >= before - 1 && when <= time (NULL) + 1);
+    for (int i = 20; i < 26; i++)
+        ck_assert (date[i] >= '0' && date[i] <= '9');
     bn_session_t *named = bn_session_new (s_key, "engine-uuid-1");
     ck_assert_str_eq (bn_session_id (named), "engine-uuid-1");
     bn_session_destroy (&named);
