@@ -7,10 +7,12 @@
 #include "bn_log.h"
 
 #include <assert.h>
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define S_COLUMNS                                                              \
     "msg_id, queue, engine_uuid, resubmitted, submitted, received, header, "   \
@@ -90,6 +92,12 @@ bn_records_sqlite_new (const char *path, char *err, size_t err_size)
         snprintf (err, err_size, "out of memory");
         return NULL;
     }
+    //  records hold what clients sent: a new file is readable by its
+    //  owner only, as the connection files are (SQLite gives its journal
+    //  the database's mode)
+    int fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0)
+        close (fd);
     int rc = sqlite3_open_v2 (path, &self->db,
                               SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
     if (rc != SQLITE_OK) {

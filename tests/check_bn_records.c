@@ -5,6 +5,7 @@
 #include <check.h>
 #include <czmq.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bn_msgtypes.h"
@@ -359,6 +360,9 @@ START_TEST (test_sqlite_restart)
     ck_assert_int_eq (bn_records_open_sqlite (records, path, err, sizeof err),
                       0);
     ck_assert (bn_records_sqlite_ok (records));
+    struct stat st;
+    ck_assert_int_eq (stat (path, &st), 0);
+    ck_assert_int_eq (st.st_mode & 0777, 0600);
     bn_msg_t *request = s_request (3000);
     char *msg_id = strdup (bn_msg_id (request));
     bn_records_request (records, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
