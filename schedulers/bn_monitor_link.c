@@ -153,6 +153,42 @@ bn_monitor_link_new (const bn_monitor_t *target)
     return self;
 }
 
+bn_monitor_link_t *
+bn_monitor_link_new_remote (const char *endpoint)
+{
+    assert (endpoint);
+    bn_monitor_link_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->push = zsock_new (ZMQ_PUSH);
+    if (!self->push) {
+        bn_monitor_link_destroy (&self);
+        return NULL;
+    }
+    zsock_set_sndhwm (self->push, BN_MONITOR_LINK_HWM);
+    //  what is queued when the process ends is lost with it anyway
+    zsock_set_linger (self->push, 0);
+    if (zsock_connect (self->push, "%s", endpoint) != 0) {
+        bn_monitor_link_destroy (&self);
+        return NULL;
+    }
+    self->push_handle = zsock_resolve (self->push);
+    self->sender.request = s_on_request;
+    self->sender.assigned = s_on_assigned;
+    self->sender.reply = s_on_reply;
+    self->sender.iopub = s_on_iopub;
+    self->sender.arg = self;
+    return self;
+}
+
+int
+bn_monitor_link_bind (bn_monitor_link_t *self, const char *endpoint)
+{
+    assert (self);
+    assert (self->pull);
+    return zsock_bind (self->pull, "%s", endpoint) < 0 ? -1 : 0;
+}
+
 void
 bn_monitor_link_destroy (bn_monitor_link_t **self_p)
 {

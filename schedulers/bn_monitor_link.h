@@ -20,6 +20,17 @@ typedef struct _bn_monitor_link_t bn_monitor_link_t;
 //  memory or the sockets cannot be made.
 bn_monitor_link_t *bn_monitor_link_new (const bn_monitor_t *target);
 
+//  A link whose reports go to another process: only its sender is used
+//  (no target, never attached); it connects to endpoint, where that
+//  process's link is bound with bn_monitor_link_bind. Reports wait in the
+//  link until that side is there. Returns NULL on failure.
+bn_monitor_link_t *bn_monitor_link_new_remote (const char *endpoint);
+
+//  Also take reports from other processes' remote links at endpoint
+//  (ipc:// in a folder only this user reaches: what arrives is trusted).
+//  Returns -1 if it cannot be bound.
+int bn_monitor_link_bind (bn_monitor_link_t *self, const char *endpoint);
+
 //  Destroy a link (its sender must be stopped first); NULL-safe.
 void bn_monitor_link_destroy (bn_monitor_link_t **self_p);
 
