@@ -73,7 +73,7 @@ s_set_node (bn_bcast_procs_t *self, int node,
     char *connect = up ? zsys_sprintf ("up=%s", up) : NULL;
     const char *log_file =
         options->log_file && *options->log_file ? options->log_file : NULL;
-    const char *args[20] = {"--topology",  bn_topology_spec (topology),
+    const char *args[24] = {"--topology",  bn_topology_spec (topology),
                             "--depth",     depth,
                             "--hwm",       hwm,
                             "--deadline",  deadline,
@@ -90,12 +90,18 @@ s_set_node (bn_bcast_procs_t *self, int node,
         args[count++] = "--log-file";
         args[count++] = log_file;
     }
+    char *monitor = node == 0 ? bn_bcast_procs_monitor_endpoint (self) : NULL;
+    if (monitor) {
+        args[count++] = "--monitor";
+        args[count++] = monitor;
+    }
     if (options->reduce_plugins && *options->reduce_plugins) {
         args[count++] = "--reduce-plugins";
         args[count++] = options->reduce_plugins;
     }
     args[count] = NULL;
     int rc = bn_treeproc_set_node (self->procs, (size_t)node, parent, args);
+    zstr_free (&monitor);
     zstr_free (&up);
     zstr_free (&connect);
     if (rc)
@@ -179,6 +185,13 @@ s_port (bn_bcast_procs_t *self, size_t node, const char *name)
 {
     const char *endpoint = bn_treeproc_endpoint (self->procs, node, name);
     return endpoint ? bn_wire_endpoint_port (endpoint) : -1;
+}
+
+char *
+bn_bcast_procs_monitor_endpoint (bn_bcast_procs_t *self)
+{
+    assert (self);
+    return zsys_sprintf ("ipc://%s/monitor.ipc", bn_treeproc_dir (self->procs));
 }
 
 int

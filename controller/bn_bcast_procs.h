@@ -50,6 +50,11 @@ bn_bcast_procs_t *bn_bcast_procs_new (bn_topology_t *topology, const char *key,
 //  Stop every node process and destroy the tree; NULL-safe.
 void bn_bcast_procs_destroy (bn_bcast_procs_t **self_p);
 
+//  Where the root sends its reports for the hub's records (a new string):
+//  bind a bn_monitor_link there (bn_monitor_link_bind); reports wait in
+//  the root until it is bound.
+char *bn_bcast_procs_monitor_endpoint (bn_bcast_procs_t *self);
+
 //  The client-facing broadcast port the root bound.
 int bn_bcast_procs_root_port (bn_bcast_procs_t *self);
 

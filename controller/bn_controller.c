@@ -581,14 +581,21 @@ s_start_components (s_controller_t *self, int period, int misses,
         return -1;
     for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
         leaves[leaf] = self->bcast_leaves[leaf].sock;
-    //  the tree's root runs in its own thread: it reports to the records
-    //  through a link read on this loop
+    //  the tree's root runs in its own thread (or process): it reports to
+    //  the records through a link read on this loop
     self->records = s_new_records (self);
     self->record_link =
-        self->records && leaves
-            ? bn_monitor_link_new (bn_records_monitor (self->records))
-            : NULL;
-    if (self->record_link)
+        self->records ? bn_monitor_link_new (bn_records_monitor (self->records))
+                      : NULL;
+    char *remote = self->procs && self->record_link
+                       ? bn_bcast_procs_monitor_endpoint (self->procs)
+                       : NULL;
+    if (remote && bn_monitor_link_bind (self->record_link, remote)) {
+        bn_log_error ("controller: cannot bind %s", remote);
+        bn_monitor_link_destroy (&self->record_link);
+    }
+    zstr_free (&remote);
+    if (self->record_link && leaves)
         self->tree = bn_bcast_tree_new (
             self->topology, self->key, &self->bcast_in.sock, leaves, self->hwm,
             self->tree_deadline, self->reduce_plugins,
@@ -597,7 +604,8 @@ s_start_components (s_controller_t *self, int period, int misses,
         self->bcast_leaves[leaf].sock = leaves[leaf];
     free (leaves);
     if (!self->loop || !self->heart || !self->mux || !self->control ||
-        !self->iopub || (!self->tree && !self->procs) || !self->records)
+        !self->iopub || (!self->tree && !self->procs) || !self->records ||
+        !self->record_link)
         return -1;
     self->hub = bn_hub_new (
         self->query.sock, self->notifier.sock, self->session, self->heart,

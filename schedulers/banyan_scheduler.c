@@ -14,6 +14,7 @@
 #include "bn_bcast_node.h"
 #include "bn_config.h"
 #include "bn_log.h"
+#include "bn_monitor_link.h"
 #include "bn_nodelink.h"
 #include "bn_topology.h"
 
@@ -62,6 +63,10 @@ s_usage (FILE *file)
            "                        (controller.hwm)\n"
            "  --deadline MS         default request deadline at the root, 0 = "
            "none\n"
+           "  --monitor ENDPOINT    root: report requests and replies to the "
+           "hub's\n"
+           "                        records through the controller's link "
+           "there\n"
            "  --reduce-plugins PATHS\n"
            "                        reduction plugins to load, ':'-separated "
            "paths\n"
@@ -154,6 +159,7 @@ typedef struct {
     int deadline;
     int control_fd;
     bool trusted;
+    const char *monitor;
 } s_options_t;
 
 //  Parse argv into options and config; returns 0, 1 (help/version shown)
@@ -211,6 +217,8 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
         } else if ((value =
                         s_flag_value (argc, argv, &i, "--topology", &missing)))
             options->topology = value;
+        else if ((value = s_flag_value (argc, argv, &i, "--monitor", &missing)))
+            options->monitor = value;
         else if ((value = s_flag_value (argc, argv, &i, "--depth", &missing))) {
             if ((options->depth = s_number (value)) < 0)
                 return s_usage_error ("--depth needs a number, not '%s'",
@@ -425,11 +433,19 @@ s_run (const s_options_t *options, bn_config_t *config)
                                  .status = -1};
     const char *plugins = bn_config_str (config, "controller.reduce_plugins");
     args.reduce_plugins = *plugins ? plugins : NULL;
+    //  the root's reports to the hub's records, when the controller asks
+    bn_monitor_link_t *monitor =
+        options->monitor && options->node == 0
+            ? bn_monitor_link_new_remote (options->monitor)
+            : NULL;
+    if (monitor)
+        args.monitor = bn_monitor_link_sender (monitor);
     const char **ids = NULL;
     int *leaf_child = NULL;
     zactor_t *actor = NULL;
     int rc = 1;
-    if (key && s_node_args (topology, options, &args, &ids, &leaf_child) == 0 &&
+    if (key && (monitor || !options->monitor || options->node != 0) &&
+        s_node_args (topology, options, &args, &ids, &leaf_child) == 0 &&
         (actor = zactor_new (bn_bcast_node_actor, &args)) && args.status == 0 &&
         s_report_ready (actor, link, options) == 0)
         rc = 0;
@@ -474,6 +490,7 @@ s_run (const s_options_t *options, bn_config_t *config)
     } else
         bn_log_error ("node %d could not start", options->node);
     zactor_destroy (&actor);
+    bn_monitor_link_destroy (&monitor);
     free (ids);
     free (leaf_child);
     if (key)

@@ -435,6 +435,36 @@ START_TEST (test_depth1)
         ck_assert_int_gt (pids[i], 0);
     s_check_same_as_direct (cluster, true);
     s_check_same_as_direct (cluster, false);
+    //  the root's reports reach the hub's records: the broadcast is in the
+    //  history, as in threads mode
+    int all[] = {0, 1, 2, 3};
+    bn_msg_t *request = s_apply (cluster, "echo", bn_value_new_bytes ("h", 1));
+    char *msg_id = strdup (bn_msg_id (request));
+    s_bcast_send (cluster, &request, all, 4, true);
+    bn_msg_t *reply = bn_msg_recv (zsock_resolve (cluster->bcast));
+    ck_assert_ptr_nonnull (reply);
+    bn_msg_destroy (&reply);
+    bool found = false;
+    int64_t give_up = zclock_mono () + T_TIMEOUT;
+    while (!found && zclock_mono () < give_up) {
+        request = bn_msg_new (cluster->session, BN_MSG_HISTORY_REQUEST);
+        ck_assert_int_eq (bn_msg_send (&request, zsock_resolve (cluster->query),
+                                       cluster->session),
+                          0);
+        reply = bn_msg_recv (zsock_resolve (cluster->query));
+        ck_assert_ptr_nonnull (reply);
+        json_t *history = json_object_get (bn_msg_content (reply), "history");
+        for (size_t i = 0; i < json_array_size (history); i++) {
+            const char *id = json_string_value (json_array_get (history, i));
+            if (id && strncmp (id, msg_id, strlen (msg_id)) == 0)
+                found = true;
+        }
+        bn_msg_destroy (&reply);
+        if (!found)
+            zclock_sleep (20);
+    }
+    ck_assert_msg (found, "broadcast %s is not in the history", msg_id);
+    free (msg_id);
     //  each node's own counters, as in threads mode: nothing in flight
     zstr_send (cluster->controller, "STATS");
     char *text = zstr_recv (cluster->controller);
