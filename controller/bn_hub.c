@@ -7,7 +7,15 @@
     relayed by the engine's nanny, say) get BN_HUB_UNREGISTER_GRACE ms to
     arrive; then whatever is still pending gets EngineError replies and the
     unregistration_notification goes out, in that order, so that a client
-    sees the errors before it synthesizes its own.  */
+    sees the errors before it synthesizes its own.
+
+    The engine state file (log/engines<ID>.json, for --restore) is written
+    before an engine's registration_notification goes out. Registrations
+    come in bursts (1,024 engines in a few seconds) and the file holds
+    every engine, so it is written at most once per S_STATE_DELAY_MS:
+    registration notifications wait with it, in order, and anything else
+    that changes the table or notifies (an unregistration, a shutdown)
+    writes it and sends them first.  */
 #include "bn_hub.h"
 
 #include <assert.h>
@@ -26,8 +34,9 @@
 #include "bn_query.h"
 #include "bn_wire.h"
 
-#define S_BATCH 1024   //  queries read per wake-up before polling again
-#define S_UUID_MAX 255 //  longest engine uuid accepted
+#define S_BATCH 1024        //  queries read per wake-up before polling again
+#define S_UUID_MAX 255      //  longest engine uuid accepted
+#define S_STATE_DELAY_MS 20 //  longest wait to write the state file
 
 //  Milliseconds an unregistered engine's pending requests wait for their
 //  replies before they fail with EngineError.
@@ -93,8 +102,14 @@ struct _bn_hub_t {
     void *submit_arg;
     char *state_path;   //  log/engines<cluster_id>.json, or NULL
     zhashx_t *restored; //  uuid -> old id + 1 (as a pointer), or NULL
+    bool state_dirty;   //  the state file is behind the engine table
+    int state_timer;    //  zloop timer writing it, or -1
+    zlistx_t *announce; //  json_t * contents of registration notifications
+                        //  waiting for the state file
     s_stats_t stats;
 };
+
+static void s_save_state (bn_hub_t *self);
 
 static void
 s_stall_destroy (void **item)
@@ -153,8 +168,10 @@ bn_hub_new (zsock_t *query, zsock_t *notifier, bn_session_t *session,
     self->stalls = zhashx_new ();
     self->leaving = zlistx_new ();
     self->listeners = zlistx_new ();
+    self->announce = zlistx_new ();
+    self->state_timer = -1;
     if (!connection_info || !self->engines || !self->relays || !self->stalls ||
-        !self->leaving || !self->listeners) {
+        !self->leaving || !self->listeners || !self->announce) {
         bn_hub_destroy (&self);
         return NULL;
     }
@@ -180,6 +197,18 @@ bn_hub_destroy (bn_hub_t **self_p)
         }
     }
     zlistx_destroy (&self->leaving);
+    if (self->state_timer >= 0 && self->loop)
+        zloop_timer_end (self->loop, self->state_timer);
+    if (self->state_dirty)
+        s_save_state (self);
+    if (self->announce) {
+        json_t *content = zlistx_first (self->announce);
+        while (content) {
+            json_decref (content);
+            content = zlistx_next (self->announce);
+        }
+    }
+    zlistx_destroy (&self->announce);
     zlistx_destroy (&self->relays);
     zlistx_destroy (&self->listeners);
     zhashx_destroy (&self->restored);
@@ -395,6 +424,35 @@ s_save_state (bn_hub_t *self)
 
 static void s_expect (bn_hub_t *self, const char *uuid, int id);
 
+//  Write the state file if it is behind, then send the registration
+//  notifications that waited for it.
+static void
+s_state_flush (bn_hub_t *self)
+{
+    if (self->state_timer >= 0 && self->loop)
+        zloop_timer_end (self->loop, self->state_timer);
+    self->state_timer = -1;
+    if (self->state_dirty) {
+        s_save_state (self);
+        self->state_dirty = false;
+    }
+    json_t *content = zlistx_first (self->announce);
+    while (content) {
+        s_notify (self, BN_MSG_REGISTRATION_NOTIFICATION, content, NULL);
+        content = zlistx_next (self->announce);
+    }
+    zlistx_purge (self->announce);
+}
+
+static int
+s_on_state_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    bn_hub_t *self = (bn_hub_t *)arg;
+    self->state_timer = -1;
+    s_state_flush (self);
+    return 0;
+}
+
 int
 bn_hub_set_state_file (bn_hub_t *self, const char *path, bool restore)
 {
@@ -517,10 +575,20 @@ s_on_new_heart (void *arg, const char *uuid)
     s_tell_listeners (self, uuid, id, true);
     self->stats.registrations++;
     bn_log_info ("hub: engine %d:%s registered", id, uuid);
-    //  the state file is current before anyone hears of the engine
-    s_save_state (self);
-    s_notify (self, BN_MSG_REGISTRATION_NOTIFICATION,
-              json_pack ("{s:i, s:s}", "id", id, "uuid", uuid), NULL);
+    //  the state file is current before anyone hears of the engine: both
+    //  wait for the timer, which takes a burst of registrations at once
+    self->state_dirty = true;
+    json_t *content = json_pack ("{s:i, s:s}", "id", id, "uuid", uuid);
+    if (content && self->loop && zlistx_add_end (self->announce, content)) {
+        if (self->state_timer < 0)
+            self->state_timer = zloop_timer (self->loop, S_STATE_DELAY_MS, 1,
+                                             s_on_state_timer, self);
+        if (self->state_timer < 0)
+            s_state_flush (self);
+        return;
+    }
+    s_state_flush (self);
+    s_notify (self, BN_MSG_REGISTRATION_NOTIFICATION, content, NULL);
 }
 
 //  True if uuid is usable as an engine identity (WIRE.md 1.5).
@@ -670,7 +738,8 @@ bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
     self->stats.unregistrations++;
     bn_log_info ("hub: engine %d:%s unregistered (%s)", id, copy, reason);
     s_tell_listeners (self, copy, id, false);
-    s_save_state (self);
+    self->state_dirty = true;
+    s_state_flush (self);
     size_t waiting = 0;
     bn_relay_t *relay = zlistx_first (self->relays);
     while (relay) {
@@ -1454,6 +1523,7 @@ s_shutdown_request (bn_hub_t *self, bn_msg_t *request)
 {
     s_reply (self, request, BN_MSG_SHUTDOWN_REPLY,
              json_pack ("{s:s}", "status", BN_STATUS_OK));
+    s_state_flush (self);
     s_notify (self, BN_MSG_SHUTDOWN_NOTIFICATION,
               json_pack ("{s:s}", "status", BN_STATUS_OK), request);
     if (self->shutting_down)

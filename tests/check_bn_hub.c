@@ -642,6 +642,83 @@ START_TEST (test_table)
 }
 END_TEST
 
+//  True if the engine state file at path lists uuid.
+static bool
+s_state_lists (const char *path, const char *uuid)
+{
+    json_t *state = json_load_file (path, 0, NULL);
+    json_t *listed = json_object_get (state, "engines");
+    bool found = false;
+    const char *key;
+    json_t *value;
+    json_object_foreach (listed, key, value)
+    {
+        if (json_is_string (value) && streq (json_string_value (value), uuid))
+            found = true;
+    }
+    json_decref (state);
+    return found;
+}
+
+//  A burst of registrations: every registration_notification comes after
+//  the state file lists its engine, and each engine is announced once; an
+//  unregistration is in the state file when it is announced.
+START_TEST (test_registration_burst_state)
+{
+    enum { N = 8 };
+    t_engine_t *engines[N];
+    for (int i = 0; i < N; i++) {
+        engines[i] = t_engine_new (s_ctl);
+        bn_msg_t *reply = t_engine_request (engines[i], -1);
+        ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+        engines[i]->id = (int)json_integer_value (
+            json_object_get (bn_msg_content (reply), "id"));
+        bn_msg_destroy (&reply);
+        t_engine_connect (engines[i], s_ctl);
+    }
+    char path[256];
+    snprintf (path, sizeof path, "%s/log/engines.json", s_ctl->profile);
+    bool seen[N] = {false};
+    int count = 0;
+    int64_t end = zclock_mono () + T_TIMEOUT;
+    while (count < N && zclock_mono () < end) {
+        for (int i = 0; i < N; i++)
+            t_engine_echo (engines[i]);
+        bn_msg_t *note =
+            t_notification (s_client, BN_MSG_REGISTRATION_NOTIFICATION, 10);
+        if (!note)
+            continue;
+        const char *uuid = t_content_str (note, "uuid");
+        int i = 0;
+        while (i < N && strcmp (engines[i]->uuid, uuid) != 0)
+            i++;
+        ck_assert_int_lt (i, N);
+        ck_assert (!seen[i]);
+        seen[i] = true;
+        count++;
+        ck_assert_msg (s_state_lists (path, uuid),
+                       "engine %s announced before the state file listed it",
+                       uuid);
+        bn_msg_destroy (&note);
+    }
+    ck_assert_int_eq (count, N);
+    s_assert_engines (N);
+    //  an unregistration: the state file has dropped the engine by then
+    bn_msg_t *msg = t_msg (engines[0]->session, BN_MSG_UNREGISTRATION_REQUEST,
+                           json_pack ("{s:i}", "id", engines[0]->id), NULL);
+    t_send (&msg, engines[0]->reg, engines[0]->session);
+    bn_msg_t *note =
+        t_notification (s_client, BN_MSG_UNREGISTRATION_NOTIFICATION, 5000);
+    ck_assert_ptr_nonnull (note);
+    ck_assert_str_eq (t_content_str (note, "uuid"), engines[0]->uuid);
+    bn_msg_destroy (&note);
+    ck_assert (!s_state_lists (path, engines[0]->uuid));
+    ck_assert (s_state_lists (path, engines[1]->uuid));
+    for (int i = 0; i < N; i++)
+        t_engine_destroy (&engines[i]);
+}
+END_TEST
+
 static Suite *
 s_suite (void)
 {
@@ -650,6 +727,7 @@ s_suite (void)
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_set_timeout (tc, 60);
     tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_registration_burst_state);
     tcase_add_test (tc, test_requested_ids);
     tcase_add_test (tc, test_uuid_in_use);
     tcase_add_test (tc, test_registration_errors);
