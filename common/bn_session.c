@@ -264,10 +264,10 @@ bn_session_date (char *buf)
     if (tv.tv_sec != last_sec) {
         struct tm tm;
         gmtime_r (&tv.tv_sec, &tm);
-        int len = snprintf (prefix, sizeof prefix,
-                            "%04d-%02d-%02dT%02d:%02d:%02d.", tm.tm_year + 1900,
-                            tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                            tm.tm_sec);
+        int len =
+            snprintf (prefix, sizeof prefix, "%04d-%02d-%02dT%02d:%02d:%02d.",
+                      tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                      tm.tm_min, tm.tm_sec);
         if (len < 0 || (size_t)len + 8 > BN_DATE_SIZE)
             return (size_t)snprintf (buf, BN_DATE_SIZE, "%.*s%06ldZ",
                                      (int)(BN_DATE_SIZE - 9), prefix,

@@ -152,8 +152,8 @@ START_TEST (test_array_size)
         bn_jscan_array_size (merged, strlen (merged), "bn_replies"), 1);
     //  absent, not an array, empty, repeated (the last wins), malformed
     ck_assert_int_eq (bn_jscan_array_size (merged, strlen (merged), "x"), -1);
-    ck_assert_int_eq (
-        bn_jscan_array_size (merged, strlen (merged), "status"), -1);
+    ck_assert_int_eq (bn_jscan_array_size (merged, strlen (merged), "status"),
+                      -1);
     const char *cases[][2] = {
         {"{\"t\": []}", "0"},
         {"{\"t\": [1], \"t\": [1, 2]}", "2"},
