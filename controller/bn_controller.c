@@ -31,6 +31,9 @@
 //  beyond what the scheduler queues (the scheduler stops reading past
 //  BN_TASK_QUEUE_MAX queued tasks; then this bounds libzmq's buffer and
 //  the flooding client's sends block).
+#define S_LISTEN_BACKLOG                                                       \
+    4096 //  pending connections per port (capped by
+         //  net.core.somaxconn)
 #define S_TASK_RCVHWM 1000
 
 //  Milliseconds we keep trying to bind a port reused from old files.
@@ -133,6 +136,11 @@ s_bind (s_controller_t *self, s_bound_t *bound, int type, const char *id,
     zsock_set_sndhwm (bound->sock, self->hwm);
     zsock_set_rcvhwm (bound->sock, self->hwm);
     zsock_set_linger (bound->sock, 0);
+    //  every engine connects to the registration, mux, control, heart and
+    //  leaf ports at about the same time: with libzmq's backlog of 100, a
+    //  burst of 1,024 overflows the accept queue and the dropped SYNs are
+    //  retried only after a second
+    zsock_set_backlog (bound->sock, S_LISTEN_BACKLOG);
     if (id)
         zsock_set_identity (bound->sock, id);
     if (mandatory)

@@ -1718,6 +1718,9 @@ s_socket (s_node_t *self, const char *endpoint, bool bind, int hwm, char **last)
     zsock_set_sndhwm (sock, hwm);
     zsock_set_rcvhwm (sock, hwm);
     zsock_set_linger (sock, 0);
+    //  a leaf's engines all connect at once: libzmq's backlog of 100 pending
+    //  connections overflows, and dropped SYNs are retried after a second
+    zsock_set_backlog (sock, 4096);
     zsock_set_identity (sock, self->id);
     //  an unreachable peer is an error we can report, not a silent drop
     zsock_set_router_mandatory (sock, 1);
