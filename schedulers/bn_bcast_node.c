@@ -47,6 +47,7 @@
 #define S_BATCH 1024       //  messages read per wake-up before polling again
 #define S_TICK 10          //  ms between deadline/window checks
 #define S_DEADLINE_STEP 25 //  ms each level waits past the level below
+#define S_RECONNECT_IVL 10 //  ms between attempts to reach the parent
 #define S_FIELD 256        //  longest metadata string scanned in place
 #define S_MARKER                                                               \
     "\x01"                                                                     \
@@ -1724,6 +1725,10 @@ s_socket (s_node_t *self, const char *endpoint, bool bind, int hwm, char **last)
     zsock_set_identity (sock, self->id);
     //  an unreachable peer is an error we can report, not a silent drop
     zsock_set_router_mandatory (sock, 1);
+    //  a parent node process that was restarted is found again within
+    //  S_RECONNECT_IVL instead of ZeroMQ's 100 ms (inproc never waits)
+    if (!bind)
+        zsock_set_reconnect_ivl (sock, S_RECONNECT_IVL);
     int rc = bind ? zsock_bind (sock, "%s", endpoint)
                   : zsock_connect (sock, "%s", endpoint);
     if (rc < 0) {
