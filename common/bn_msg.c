@@ -876,7 +876,9 @@ bn_msg_send_flags (bn_msg_t **self_p, void *socket, bn_session_t *session,
             rc = s_send_frame (&self->buffers[i], socket,
                                i + 1 < self->nbuffers ? ZMQ_SNDMORE : 0);
     }
+    int error = errno; //  what failed, for the caller, past the clean-up
     bn_msg_destroy (self_p);
+    errno = error;
     return rc;
 }
 

@@ -36,6 +36,10 @@
          //  net.core.somaxconn)
 #define S_TASK_RCVHWM 1000
 
+//  Milliseconds after its registration during which an engine's requests
+//  wait for its shell and control connections instead of failing.
+#define S_CONNECT_GRACE 3000
+
 //  Milliseconds we keep trying to bind a port reused from old files.
 #define S_REBIND_WAIT 2000
 
@@ -634,6 +638,8 @@ s_start_components (s_controller_t *self, int period, int misses,
         return -1;
     bn_hub_watch_iopub (self->hub, self->iopub);
     bn_hub_set_records (self->hub, self->records);
+    bn_relay_set_connect_grace (self->mux, S_CONNECT_GRACE);
+    bn_relay_set_connect_grace (self->control, S_CONNECT_GRACE);
     bn_relay_set_monitor (self->mux, bn_records_monitor (self->records));
     bn_relay_set_monitor (self->iopub, bn_records_monitor (self->records));
     if (self->task) {

@@ -4,7 +4,15 @@
     zmq_msg_t frames, so buffers are never copied and the signature is
     kept). What the relay remembers of a pending request is a stub sharing
     its idents and JSON frames, without buffers, so that it can answer
-    EngineError if the engine goes away.  */
+    EngineError if the engine goes away.
+
+    The hub registers an engine once its heart answers, which can be
+    before its shell's connection to this relay has finished its
+    handshake (with a thousand engines registering at once it often is).
+    Within the connect grace after an engine was added, a request it
+    cannot take yet is held, in order, and retried every S_RETRY_MS
+    instead of failing at once; only past the grace is it answered with
+    EngineError.  */
 #include "bn_relay.h"
 
 #include <assert.h>
@@ -20,6 +28,7 @@
 #define S_BATCH 1024   //  messages read per wake-up before polling again
 #define S_KEY_MAX 256  //  longest engine uuid accepted as a key
 #define S_TYPE_MAX 128 //  longest msg_type we derive a reply type from
+#define S_RETRY_MS 10  //  period of retries of held requests
 
 typedef struct {
     char *uuid;        //  Engine uuid (its routing id)
@@ -29,6 +38,9 @@ typedef struct {
     size_t completed;  //  Requests answered since added
     char **done;       //  Ring of the last completed msg_ids
     size_t done_next;  //  Next slot to overwrite in done
+    int64_t added_at;  //  zclock_mono when added
+    zlistx_t *held;    //  bn_msg_t * not connected yet, oldest first
+    void *held_handle; //  Position in the relay's held_engines
 } s_engine_t;
 
 typedef struct {
@@ -47,6 +59,7 @@ typedef struct {
     uint64_t bad_header;     //  Header or parent not JSON / wrong key types
     uint64_t unknown_engine; //  Requests for engines not registered
     uint64_t not_connected;  //  Engine registered but not connected here
+    uint64_t held;           //  Requests held until the engine connected
     uint64_t stranded;       //  Requests failed because the engine left
     uint64_t client_gone;    //  Replies for clients no longer connected
     uint64_t duplicate_id;   //  Requests reusing a pending msg_id
@@ -67,6 +80,10 @@ struct _bn_relay_t {
     bn_relay_watch_fn *watch_fn;
     void *watch_arg;
     const bn_monitor_t *monitor; //  Told of what passes (borrowed)
+    int connect_grace;           //  ms after engine_add requests are held
+    zlistx_t *held_engines;      //  s_engine_t * holding requests
+    zloop_t *loop;               //  For the retry timer, once attached
+    int timer;                   //  Retry timer id, or -1
     s_stats_t stats;
 };
 
@@ -89,6 +106,7 @@ s_engine_destroy (void **item)
     if (!self)
         return;
     zlistx_destroy (&self->pending);
+    zlistx_destroy (&self->held);
     if (self->done) {
         for (size_t i = 0; i < BN_RELAY_COMPLETED_KEEP; i++)
             free (self->done[i]);
@@ -103,6 +121,12 @@ static void
 s_pending_destructor (void **item)
 {
     s_pending_free ((s_pending_t **)item);
+}
+
+static void
+s_msg_destructor (void **item)
+{
+    bn_msg_destroy ((bn_msg_t **)item);
 }
 
 static bn_relay_t *
@@ -125,7 +149,10 @@ s_new (const char *name, zsock_t *client_side, zsock_t *engine_side,
     self->session = session;
     self->engines = zhashx_new ();
     self->pending = zhashx_new ();
-    if (!self->name || !self->engines || !self->pending) {
+    self->held_engines = zlistx_new ();
+    self->timer = -1;
+    if (!self->name || !self->engines || !self->pending ||
+        !self->held_engines) {
         bn_relay_destroy (&self);
         return NULL;
     }
@@ -158,8 +185,11 @@ bn_relay_destroy (bn_relay_t **self_p)
     bn_relay_t *self = *self_p;
     if (!self)
         return;
+    if (self->loop && self->timer != -1)
+        zloop_timer_end (self->loop, self->timer);
     zhashx_destroy (&self->pending);
     zhashx_destroy (&self->engines);
+    zlistx_destroy (&self->held_engines);
     free (self->watch_type);
     free (self->name);
     free (self);
@@ -188,7 +218,15 @@ bn_relay_attach (bn_relay_t *self, zloop_t *loop)
     if (self->swap &&
         zloop_reader (loop, self->engine_side, s_on_engine, self) != 0)
         return -1;
+    self->loop = loop;
     return 0;
+}
+
+void
+bn_relay_set_connect_grace (bn_relay_t *self, int msecs)
+{
+    assert (self);
+    self->connect_grace = msecs > 0 ? msecs : 0;
 }
 
 void
@@ -381,6 +419,82 @@ s_untrack (bn_relay_t *self, s_pending_t *pending)
     zlistx_delete (pending->engine->pending, pending->handle);
 }
 
+//  True for the errors of a send to an engine still connecting: no route
+//  yet, or a route whose pipe is not ready for writing.
+static bool
+s_not_yet (int error)
+{
+    return error == EHOSTUNREACH || error == EAGAIN;
+}
+
+//  True while engine is within the connect grace at now.
+static bool
+s_in_grace (bn_relay_t *self, s_engine_t *engine, int64_t now)
+{
+    return self->connect_grace > 0 && self->loop &&
+           now - engine->added_at < self->connect_grace;
+}
+
+//  A request (idents [engine, client]) could not be sent: answer its
+//  client with EngineError (pending, when tracked) or count the loss.
+static void
+s_send_failed (bn_relay_t *self, s_engine_t *engine, s_pending_t *pending,
+               int error)
+{
+    if (pending) {
+        self->stats.not_connected++;
+        s_engine_error (self, pending->stub, engine->uuid,
+                        "Engine %d is not connected to the %s relay "
+                        "(request '%s': %s)",
+                        engine->eid, self->name, pending->msg_id,
+                        zmq_strerror (error));
+        s_untrack (self, pending);
+    } else {
+        self->stats.send_failed++;
+        bn_log_warn ("%s: send to engine %d failed: %s", self->name,
+                     engine->eid, zmq_strerror (error));
+    }
+}
+
+static int
+s_on_retry (zloop_t *loop, int timer_id, void *arg)
+{
+    return bn_relay_retry ((bn_relay_t *)arg);
+}
+
+//  Hold msg (taken) for engine until it connects or its grace ends.
+static void
+s_hold (bn_relay_t *self, s_engine_t *engine, bn_msg_t *msg)
+{
+    if (!engine->held) {
+        engine->held = zlistx_new ();
+        if (engine->held)
+            zlistx_set_destructor (engine->held, s_msg_destructor);
+    }
+    if (!engine->held || !zlistx_add_end (engine->held, msg)) {
+        s_pending_t *pending = zhashx_lookup (self->pending, bn_msg_id (msg));
+        s_send_failed (self, engine, pending, ENOMEM);
+        bn_msg_destroy (&msg);
+        return;
+    }
+    self->stats.held++;
+    if (!engine->held_handle)
+        engine->held_handle = zlistx_add_end (self->held_engines, engine);
+    if (self->timer == -1 && self->loop)
+        self->timer = zloop_timer (self->loop, S_RETRY_MS, 0, s_on_retry, self);
+}
+
+//  Forget what engine holds (it is being removed) without answering.
+static void
+s_drop_held (bn_relay_t *self, s_engine_t *engine)
+{
+    if (engine->held)
+        zlistx_purge (engine->held);
+    if (engine->held_handle)
+        zlistx_delete (self->held_engines, engine->held_handle);
+    engine->held_handle = NULL;
+}
+
 static void
 s_client_request (bn_relay_t *self, bn_msg_t *msg)
 {
@@ -414,25 +528,66 @@ s_client_request (bn_relay_t *self, bn_msg_t *msg)
         self->monitor->request (self->monitor->arg, self->name, msg,
                                 engine->uuid);
     bn_msg_swap_idents (msg);
+    if (engine->held && zlistx_size (engine->held) > 0) {
+        s_hold (self, engine, msg); //  behind the ones held before it
+        return;
+    }
+    //  a spare reference to hold the request by if the engine turns out
+    //  not to be connected yet (only young engines need one)
+    bn_msg_t *spare =
+        s_in_grace (self, engine, zclock_mono ()) ? bn_msg_dup (msg) : NULL;
     if (bn_msg_send_flags (&msg, self->engine_handle, NULL, ZMQ_DONTWAIT) ==
         0) {
+        bn_msg_destroy (&spare);
         self->stats.forwarded++;
         return;
     }
-    int error = errno;
-    if (pending) {
-        self->stats.not_connected++;
-        s_engine_error (self, pending->stub, engine->uuid,
-                        "Engine %d is not connected to the %s relay "
-                        "(request '%s': %s)",
-                        engine->eid, self->name, pending->msg_id,
-                        zmq_strerror (error));
-        s_untrack (self, pending);
-    } else {
-        self->stats.send_failed++;
-        bn_log_warn ("%s: send to engine %d failed: %s", self->name,
-                     engine->eid, zmq_strerror (error));
+    if (s_not_yet (errno) && spare) {
+        s_hold (self, engine, spare);
+        return;
     }
+    bn_msg_destroy (&spare);
+    s_send_failed (self, engine, pending, errno);
+}
+
+int
+bn_relay_retry (bn_relay_t *self)
+{
+    assert (self);
+    int64_t now = zclock_mono ();
+    s_engine_t *engine = zlistx_first (self->held_engines);
+    while (engine) {
+        bn_msg_t *msg;
+        while ((msg = zlistx_first (engine->held))) {
+            bn_msg_t *copy = bn_msg_dup (msg);
+            int error = ENOMEM;
+            if (copy && bn_msg_send_flags (&copy, self->engine_handle, NULL,
+                                           ZMQ_DONTWAIT) == 0)
+                self->stats.forwarded++;
+            else {
+                if (copy == NULL && error == ENOMEM)
+                    error = errno; //  the send failed (and took the copy)
+                if (s_not_yet (error) && s_in_grace (self, engine, now))
+                    break; //  not yet: keep it and what follows in order
+                s_send_failed (self, engine,
+                               zhashx_lookup (self->pending, bn_msg_id (msg)),
+                               error);
+            }
+            msg = zlistx_detach (engine->held, NULL);
+            bn_msg_destroy (&msg);
+        }
+        s_engine_t *next = zlistx_next (self->held_engines);
+        if (zlistx_size (engine->held) == 0) {
+            zlistx_delete (self->held_engines, engine->held_handle);
+            engine->held_handle = NULL;
+        }
+        engine = next;
+    }
+    if (zlistx_size (self->held_engines) == 0 && self->timer != -1) {
+        zloop_timer_end (self->loop, self->timer);
+        self->timer = -1;
+    }
+    return 0;
 }
 
 //  Record that engine answered pending, keeping its msg_id in the ring.
@@ -549,6 +704,7 @@ bn_relay_engine_add (bn_relay_t *self, const char *uuid, int eid)
         return -1;
     engine->uuid = strdup (uuid);
     engine->eid = eid;
+    engine->added_at = zclock_mono ();
     engine->pending = zlistx_new ();
     if (!engine->uuid || !engine->pending) {
         void *item = engine;
@@ -587,6 +743,7 @@ bn_relay_engine_remove (bn_relay_t *self, const char *uuid)
         zhashx_delete (self->pending, pending->msg_id);
         pending = zlistx_next (engine->pending);
     }
+    s_drop_held (self, engine);
     zhashx_delete (self->engines, uuid);
 }
 
@@ -645,15 +802,16 @@ bn_relay_stats (bn_relay_t *self)
     s_stats_t *s = &self->stats;
     return json_pack (
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-        "s:I}",
+        "s:I, s:I}",
         "received", (json_int_t)s->received, "forwarded",
         (json_int_t)s->forwarded, "bad_frame", (json_int_t)s->bad_frame,
         "bad_signature", (json_int_t)s->bad_signature, "replayed",
         (json_int_t)s->replayed, "bad_header", (json_int_t)s->bad_header,
         "unknown_engine", (json_int_t)s->unknown_engine, "not_connected",
-        (json_int_t)s->not_connected, "stranded", (json_int_t)s->stranded,
-        "client_gone", (json_int_t)s->client_gone, "duplicate_id",
-        (json_int_t)s->duplicate_id, "send_failed", (json_int_t)s->send_failed,
-        "engines", (json_int_t)zhashx_size (self->engines), "pending",
+        (json_int_t)s->not_connected, "held", (json_int_t)s->held, "stranded",
+        (json_int_t)s->stranded, "client_gone", (json_int_t)s->client_gone,
+        "duplicate_id", (json_int_t)s->duplicate_id, "send_failed",
+        (json_int_t)s->send_failed, "engines",
+        (json_int_t)zhashx_size (self->engines), "pending",
         (json_int_t)zhashx_size (self->pending));
 }

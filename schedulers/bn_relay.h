@@ -40,6 +40,15 @@ void bn_relay_destroy (bn_relay_t **self_p);
 //  Register the relay's socket readers in loop. Returns -1 on failure.
 int bn_relay_attach (bn_relay_t *self, zloop_t *loop);
 
+//  Hold requests for an engine added less than msecs ago that is not
+//  connected to the engine side yet, retrying them in order until it is
+//  or the time is up (then EngineError); 0 (the default) fails them at
+//  once. Retries need the relay attached to a loop.
+void bn_relay_set_connect_grace (bn_relay_t *self, int msecs);
+
+//  Retry the held requests (the loop's timer calls this); returns 0.
+int bn_relay_retry (bn_relay_t *self);
+
 //  Call fn for every forwarded message whose msg_type is msg_type
 //  (forward relays only; one watch per relay).
 void bn_relay_set_watch (bn_relay_t *self, const char *msg_type,

@@ -316,6 +316,88 @@ START_TEST (test_not_connected)
 }
 END_TEST
 
+//  An engine registered before its shell connected: within the connect
+//  grace its requests wait, in order, and reach it once it connects.
+START_TEST (test_held_until_connected)
+{
+    zloop_t *loop = zloop_new ();
+    ck_assert_int_eq (bn_relay_attach (s_relay, loop), 0);
+    bn_relay_set_connect_grace (s_relay, 60000);
+    const char *late = "2b0f0e4c-5d3a6a1f9b2c4d5e6f708192";
+    bn_relay_engine_add (s_relay, late, 6);
+    char *first = s_request (BN_MSG_APPLY_REQUEST, late);
+    char *second = s_request (BN_MSG_EXECUTE_REQUEST, late);
+    s_pump_client (2);
+    ck_assert_int_eq (s_stat (s_relay, "held"), 2);
+    ck_assert_uint_eq (bn_relay_queue_size (s_relay, late), 2);
+    ck_assert_ptr_null (t_recv_within (s_client, 100));
+
+    char *endpoint = zsock_last_endpoint (s_engine_side);
+    zsock_t *engine = t_sock (ZMQ_ROUTER, late);
+    ck_assert_int_eq (zsock_connect (engine, "%s", endpoint), 0);
+    zstr_free (&endpoint);
+    const char *expected[] = {first, second};
+    for (int i = 0; i < 2; i++) {
+        bn_msg_t *got = NULL;
+        int64_t end = zclock_mono () + 5000;
+        while (!got && zclock_mono () < end) {
+            bn_relay_retry (s_relay);
+            got = t_recv_within (engine, 10);
+        }
+        ck_assert_ptr_nonnull (got);
+        ck_assert_str_eq (bn_msg_id (got), expected[i]);
+        bn_msg_destroy (&got);
+    }
+    ck_assert_int_eq (s_stat (s_relay, "not_connected"), 0);
+    ck_assert_int_eq (s_stat (s_relay, "forwarded"), 2);
+    zsock_destroy (&engine);
+    free (first);
+    free (second);
+    bn_relay_destroy (&s_relay);
+    zloop_destroy (&loop);
+}
+END_TEST
+
+//  Past the grace, a request for an engine that never connected fails
+//  with EngineError; held requests of a removed engine are dropped with
+//  the rest of its requests answered.
+START_TEST (test_held_then_failed)
+{
+    zloop_t *loop = zloop_new ();
+    ck_assert_int_eq (bn_relay_attach (s_relay, loop), 0);
+    bn_relay_set_connect_grace (s_relay, 1500);
+    bn_relay_engine_add (s_relay, "ghost", 4);
+    char *msg_id = s_request (BN_MSG_APPLY_REQUEST, "ghost");
+    s_pump_client (1);
+    ck_assert_int_eq (s_stat (s_relay, "held"), 1);
+    bn_msg_t *reply = NULL;
+    int64_t end = zclock_mono () + 5000;
+    while (!reply && zclock_mono () < end) {
+        bn_relay_retry (s_relay);
+        reply = t_recv_within (s_client, 20);
+    }
+    ck_assert_ptr_nonnull (reply);
+    s_assert_engine_error (reply, msg_id, BN_MSG_APPLY_REPLY, "ghost",
+                           "Engine 4 is not connected");
+    bn_msg_destroy (&reply);
+    free (msg_id);
+
+    bn_relay_set_connect_grace (s_relay, 60000);
+    bn_relay_engine_add (s_relay, "ghost2", 5);
+    msg_id = s_request (BN_MSG_APPLY_REQUEST, "ghost2");
+    s_pump_client (1);
+    bn_relay_engine_remove (s_relay, "ghost2");
+    reply = t_recv (s_client);
+    s_assert_engine_error (reply, msg_id, BN_MSG_APPLY_REPLY, "ghost2", "died");
+    bn_msg_destroy (&reply);
+    free (msg_id);
+    bn_relay_retry (s_relay);
+    ck_assert_ptr_null (t_recv_within (s_client, 50));
+    bn_relay_destroy (&s_relay);
+    zloop_destroy (&loop);
+}
+END_TEST
+
 START_TEST (test_stranded)
 {
     bn_relay_engine_add (s_relay, s_uuid, 3);
@@ -682,6 +764,8 @@ s_suite (void)
     tcase_add_test (tc, test_bytes_unchanged);
     tcase_add_test (tc, test_unknown_engine);
     tcase_add_test (tc, test_not_connected);
+    tcase_add_test (tc, test_held_until_connected);
+    tcase_add_test (tc, test_held_then_failed);
     tcase_add_test (tc, test_stranded);
     tcase_add_test (tc, test_close_lets_replies_through);
     tcase_add_test (tc, test_bad_client_input);
