@@ -184,6 +184,23 @@ s_part_has (bn_msg_t *msg, bn_part_t part, const char *text)
     return memmem (data, len, text, strlen (text)) != NULL;
 }
 
+//  True if the reply content has a non-empty string under key (output a
+//  banyan engine put in its reply; an empty one, the common case, is left
+//  out of the merged entry, which is then built without a JSON tree).
+static bool
+s_has_output (bn_msg_t *msg, const char *key)
+{
+    char quoted[32];
+    snprintf (quoted, sizeof quoted, "\"%s\"", key);
+    if (!s_part_has (msg, BN_PART_CONTENT, quoted))
+        return false;
+    char probe[2];
+    size_t len;
+    const void *data = bn_msg_part_data (msg, BN_PART_CONTENT, &len);
+    int found = bn_jscan_string (data, len, key, probe, sizeof probe);
+    return found > 0 || found == -2;
+}
+
 //  A growing text buffer for JSON built by hand on the per-engine path.
 typedef struct {
     char *data;
@@ -1133,8 +1150,8 @@ s_fill_from_reply (s_slot_t *slot, bn_msg_t *msg)
     const char *s_date =
         s_scan (msg, BN_PART_HEADER, "date", date, sizeof date);
     size_t nbuffers = slot->ok ? bn_msg_nbuffers (msg) : 1;
-    bool output = s_part_has (msg, BN_PART_CONTENT, "\"bn_stdout\"") ||
-                  s_part_has (msg, BN_PART_CONTENT, "\"bn_stderr\"");
+    bool output =
+        s_has_output (msg, "bn_stdout") || s_has_output (msg, "bn_stderr");
     if (slot->ok && !output) {
         //  the common case, built as text: no JSON tree per engine
         s_text_t text = {0};

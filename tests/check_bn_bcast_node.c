@@ -213,6 +213,56 @@ START_TEST (test_usage)
 }
 END_TEST
 
+//  Output banyan engines put in their replies (bn_output) goes into the
+//  merged entries; an empty text is left out.
+START_TEST (test_output_in_reply)
+{
+    s_start (1, NULL);
+    const int all[] = {0, 1, 2, 3, -1};
+    char *original =
+        s_broadcast (true, all, json_pack ("{s:s}", "bn_output", "reply"));
+    for (int i = 0; i < S_ENGINES; i++) {
+        bn_msg_t *request = s_engine_receive (i, original);
+        t_engine_t *engine = s_engines[i];
+        bn_msg_t *reply =
+            bn_msg_new_reply (engine->session, request, BN_MSG_APPLY_REPLY);
+        bn_msg_set_metadata (reply,
+                             json_pack ("{s:s, s:s, s:s, s:s}", "status", "ok",
+                                        "engine", engine->uuid, "started",
+                                        "2026-01-01T00:00:00.000000Z",
+                                        "original_msg_id", original));
+        char out[16];
+        snprintf (out, sizeof out, i % 2 ? "out %d\n" : "", i);
+        bn_msg_set_content (reply,
+                            json_pack ("{s:s, s:s, s:s}", "status", "ok",
+                                       "bn_stdout", out, "bn_stderr", ""));
+        bn_msg_add_buffer (reply, "r", 1);
+        bn_msg_destroy (&request);
+        t_send (&reply, engine->shell, engine->session);
+    }
+    const int order[] = {0, 2, 1, 3, -1};
+    bn_msg_t *reply = s_merged (original, order);
+    json_t *replies = json_object_get (bn_msg_metadata (reply), "bn_replies");
+    for (int i = 0; i < S_ENGINES; i++) {
+        json_t *entry = json_array_get (replies, (size_t)i);
+        ck_assert_str_eq (json_string_value (json_object_get (entry, "status")),
+                          "ok");
+        json_t *out = json_object_get (entry, "bn_stdout");
+        if (order[i] % 2) {
+            char expected[16];
+            snprintf (expected, sizeof expected, "out %d\n", order[i]);
+            ck_assert_str_eq (json_string_value (out), expected);
+        } else {
+            ck_assert_ptr_null (out);
+            ck_assert_ptr_null (json_object_get (entry, "bn_stderr"));
+        }
+    }
+    bn_msg_destroy (&reply);
+    free (original);
+    s_stop ();
+}
+END_TEST
+
 START_TEST (test_depths)
 {
     const int orders[4][S_ENGINES + 1] = {
@@ -680,6 +730,7 @@ main (void)
     TCase *tc = tcase_create ("tree");
     tcase_set_timeout (tc, 30);
     tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_output_in_reply);
     tcase_add_loop_test (tc, test_depths, 0, 4);
     tcase_add_test (tc, test_split);
     tcase_add_test (tc, test_errors_keep_alignment);
