@@ -59,6 +59,12 @@
 static const char s_pickled_none[] = "\x80\x04N.";
 #define S_PICKLED_NONE_SIZE 4
 
+//  Milliseconds after ENGINE_ADD during which a leaf holds an engine's
+//  requests while its shell connection is still being made (the hub
+//  registers an engine when its heart answers, which may be first).
+#define S_CONNECT_GRACE 3000
+#define S_RETRY_MS 10 //  period of retries of held requests
+
 typedef enum { S_PENDING, S_DONE, S_RELEASED } s_state_t;
 typedef enum { S_RELEASE_ALL, S_RELEASE_WINDOW, S_RELEASE_NONE } s_release_t;
 
@@ -106,6 +112,7 @@ typedef struct {
     uint64_t bad_request;    //  unusable header, metadata or targets
     uint64_t duplicate;      //  a request reusing a msg_id in flight
     uint64_t to_engines;     //  per-engine copies sent
+    uint64_t held;           //  copies held until the engine connected
     uint64_t to_children;    //  per-child requests sent
     uint64_t replies;        //  replies received from below
     uint64_t forwarded;      //  replies sent up unchanged
@@ -142,6 +149,10 @@ typedef struct {
     bn_session_t *session;
     zhashx_t *requests; //  key -> s_request_t
     zhashx_t *engines;  //  leaf: uuid -> eid + 1
+    zhashx_t *since;    //  leaf: uuid -> mono ms of its ENGINE_ADD
+    zlistx_t *held;     //  leaf: s_held_t * waiting for a connection
+    zhashx_t *holding;  //  leaf: uuid -> copies it has in held
+    int retry_timer;    //  zloop timer id for held, -1 when none
     zlistx_t *timed;    //  requests with a deadline or window
     int timer;          //  zloop timer id, -1 when none
     int deadline_ms;
@@ -153,6 +164,26 @@ typedef struct {
     bool terminated;
     s_stats_t stats;
 } s_node_t;
+
+//  A per-engine copy of a request whose engine is not connected yet.
+typedef struct {
+    char *key;     //  the request's original msg_id
+    char *uuid;    //  its engine
+    bn_msg_t *msg; //  ready to send
+} s_held_t;
+
+static void
+s_held_free (void **item)
+{
+    s_held_t *held = (s_held_t *)*item;
+    if (!held)
+        return;
+    bn_msg_destroy (&held->msg);
+    free (held->key);
+    free (held->uuid);
+    free (held);
+    *item = NULL;
+}
 
 //  --------------------------------------------------------------------------
 //  Small helpers
@@ -788,6 +819,154 @@ s_header_template (bn_msg_t *request, char **text_p, size_t *at,
 }
 
 //  Send each pending slot's engine its copy of request (a leaf).
+static int s_on_retry (zloop_t *loop, int timer_id, void *arg);
+
+//  True for the errors of a send to an engine still connecting: no route
+//  yet, or a route whose pipe is not ready for writing.
+static bool
+s_not_yet (int error)
+{
+    return error == EHOSTUNREACH || error == EAGAIN;
+}
+
+//  True while engine uuid is within its connect grace at now.
+static bool
+s_in_grace (s_node_t *self, const char *uuid, int64_t now)
+{
+    void *since = self->since ? zhashx_lookup (self->since, uuid) : NULL;
+    return since && now - (int64_t)(intptr_t)since < S_CONNECT_GRACE;
+}
+
+static size_t
+s_holding (s_node_t *self, const char *uuid)
+{
+    return (size_t)(uintptr_t)zhashx_lookup (self->holding, uuid);
+}
+
+//  Hold copy (taken) of req for its engine until the engine connects.
+static void
+s_hold (s_node_t *self, s_request_t *req, s_slot_t *slot, bn_msg_t *copy)
+{
+    s_held_t *held = calloc (1, sizeof *held);
+    if (held) {
+        held->key = strdup (req->key);
+        held->uuid = strdup (slot->uuid);
+        held->msg = copy;
+    }
+    if (!held || !held->key || !held->uuid ||
+        !zlistx_add_end (self->held, held)) {
+        if (held)
+            s_held_free ((void **)&held);
+        else
+            bn_msg_destroy (&copy);
+        self->stats.send_failed++;
+        s_fail_slot (self, req, slot, "the request could not be sent");
+        return;
+    }
+    self->stats.held++;
+    zhashx_update (self->holding, slot->uuid,
+                   (void *)(uintptr_t)(s_holding (self, slot->uuid) + 1));
+    if (self->retry_timer == -1)
+        self->retry_timer =
+            zloop_timer (self->loop, S_RETRY_MS, 0, s_on_retry, self);
+}
+
+//  Send a request's copy (taken) to its engine; one that cannot reach an
+//  engine still connecting is held, any other failure fails the slot.
+static void
+s_send_engine (s_node_t *self, s_request_t *req, s_slot_t *slot,
+               bn_msg_t **copy_p)
+{
+    if (s_holding (self, slot->uuid) > 0) {
+        s_hold (self, req, slot, *copy_p); //  behind the ones before it
+        *copy_p = NULL;
+        return;
+    }
+    //  a spare reference to hold the copy by (young engines only)
+    bn_msg_t *spare = s_in_grace (self, slot->uuid, zclock_mono ())
+                          ? bn_msg_dup (*copy_p)
+                          : NULL;
+    if (bn_msg_send_flags (copy_p, self->down_handle, self->session,
+                           ZMQ_DONTWAIT) == 0) {
+        bn_msg_destroy (&spare);
+        self->stats.to_engines++;
+        return;
+    }
+    int error = errno;
+    if (spare && s_not_yet (error)) {
+        s_hold (self, req, slot, spare);
+        return;
+    }
+    bn_msg_destroy (&spare);
+    self->stats.send_failed++;
+    s_fail_slot (self, req, slot,
+                 error == EHOSTUNREACH ? "not connected to its leaf"
+                                       : "the request could not be sent");
+}
+
+//  Retry the held copies in order; those whose engine is gone, whose
+//  request is over or whose grace ended are dropped (failing the slot).
+static int
+s_on_retry (zloop_t *loop, int timer_id, void *arg)
+{
+    s_node_t *self = (s_node_t *)arg;
+    int64_t now = zclock_mono ();
+    zhashx_t *blocked = zhashx_new (); //  engines whose first copy waits
+    s_held_t *held = (s_held_t *)zlistx_first (self->held);
+    while (held) {
+        void *handle = zlistx_cursor (self->held);
+        s_held_t *next = (s_held_t *)zlistx_next (self->held);
+        if (blocked && zhashx_lookup (blocked, held->uuid)) {
+            held = next;
+            continue;
+        }
+        s_request_t *req =
+            (s_request_t *)zhashx_lookup (self->requests, held->key);
+        s_slot_t *slot = req ? s_slot_of (req, held->uuid) : NULL;
+        bool wanted = slot && slot->state == S_PENDING &&
+                      zhashx_lookup (self->engines, held->uuid);
+        int error = 0;
+        if (wanted) {
+            bn_msg_t *copy = bn_msg_dup (held->msg);
+            if (!copy)
+                error = ENOMEM;
+            else if (bn_msg_send_flags (&copy, self->down_handle, self->session,
+                                        ZMQ_DONTWAIT) == 0)
+                self->stats.to_engines++;
+            else
+                error = errno;
+            if (error && s_not_yet (error) &&
+                s_in_grace (self, held->uuid, now)) {
+                if (blocked)
+                    zhashx_insert (blocked, held->uuid, (void *)1);
+                held = next;
+                continue;
+            }
+        }
+        size_t left = s_holding (self, held->uuid) - 1;
+        if (left)
+            zhashx_update (self->holding, held->uuid, (void *)(uintptr_t)left);
+        else
+            zhashx_delete (self->holding, held->uuid);
+        if (wanted && error) {
+            self->stats.send_failed++;
+            s_fail_slot (self, req, slot,
+                         error == EHOSTUNREACH
+                             ? "not connected to its leaf"
+                             : "the request could not be sent");
+            s_progress (self, req);
+        }
+        zlistx_delete (self->held, handle);
+        held = next;
+    }
+    zhashx_destroy (&blocked);
+    if (zlistx_size (self->held) == 0 && self->retry_timer != -1) {
+        zloop_timer_end (self->loop, self->retry_timer);
+        self->retry_timer = -1;
+    }
+    return 0;
+}
+
 static void
 s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
                     json_t *metadata)
@@ -878,17 +1057,11 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
         if (rc == 0)
             rc = bn_msg_push_ident (copy, slot->uuid, uuid_len);
         if (rc == 0)
-            rc = bn_msg_send_flags (&copy, self->down_handle, self->session,
-                                    ZMQ_DONTWAIT);
-        bn_msg_destroy (&copy);
-        if (rc == 0)
-            self->stats.to_engines++;
+            s_send_engine (self, req, slot, &copy);
         else {
+            bn_msg_destroy (&copy);
             self->stats.send_failed++;
-            s_fail_slot (self, req, slot,
-                         errno == EHOSTUNREACH ? "not connected to its leaf"
-                                               : "the request could not be "
-                                                 "sent");
+            s_fail_slot (self, req, slot, "the request could not be sent");
         }
     }
     bn_msg_destroy (&proto);
@@ -1574,6 +1747,7 @@ s_stats (s_node_t *self)
         {"bad_request", s->bad_request},
         {"duplicate", s->duplicate},
         {"to_engines", s->to_engines},
+        {"held", s->held},
         {"to_children", s->to_children},
         {"replies", s->replies},
         {"forwarded", s->forwarded},
@@ -1604,16 +1778,20 @@ s_command (s_node_t *self, zmsg_t *request)
     } else if (streq (command, "ENGINE_ADD")) {
         char *uuid = zmsg_popstr (request);
         char *eid = zmsg_popstr (request);
-        if (uuid && eid && self->engines)
+        if (uuid && eid && self->engines) {
             zhashx_update (self->engines, uuid,
                            (void *)(uintptr_t)(atoi (eid) + 1));
+            zhashx_update (self->since, uuid, (void *)(intptr_t)zclock_mono ());
+        }
         free (uuid);
         free (eid);
     } else if (streq (command, "ENGINE_REMOVE")) {
         char *uuid = zmsg_popstr (request);
         if (uuid) {
-            if (self->engines)
+            if (self->engines) {
                 zhashx_delete (self->engines, uuid);
+                zhashx_delete (self->since, uuid);
+            }
             s_fail_matching (self, uuid, -1, "unregistered (engine died)",
                              &self->stats.engine_lost);
         }
@@ -1708,6 +1886,9 @@ s_node_destroy (s_node_t **self_p)
     zhashx_destroy (&self->requests);
     zlistx_destroy (&self->timed);
     zhashx_destroy (&self->engines);
+    zhashx_destroy (&self->since);
+    zlistx_destroy (&self->held);
+    zhashx_destroy (&self->holding);
     zhashx_destroy (&self->child_index);
     zloop_destroy (&self->loop);
     zsock_destroy (&self->up);
@@ -1776,19 +1957,24 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
     self->max_requests = args->hwm > 0 ? (size_t)args->hwm : 0;
     self->monitor = args->monitor;
     self->timer = -1;
+    self->retry_timer = -1;
     self->nleaves = args->nleaves ? args->nleaves : 1;
     self->session = bn_session_new (args->key ? args->key : "", NULL);
     self->requests = zhashx_new ();
     self->timed = zlistx_new ();
     self->child_index = zhashx_new ();
+    self->held = zlistx_new ();
+    self->holding = zhashx_new ();
+    self->since = zhashx_new ();
     self->loop = zloop_new ();
     if (!self->id || !self->session || !self->requests || !self->timed ||
-        !self->child_index || !self->loop ||
-        strlen (self->id) > BN_BCAST_NODE_ID_MAX) {
+        !self->child_index || !self->held || !self->holding || !self->since ||
+        !self->loop || strlen (self->id) > BN_BCAST_NODE_ID_MAX) {
         s_node_destroy (&self);
         return NULL;
     }
     zhashx_set_destructor (self->requests, s_request_free);
+    zlistx_set_destructor (self->held, s_held_free);
     self->reducers = bn_reducers_new ();
     char err[256] = "";
     if (!self->reducers ||

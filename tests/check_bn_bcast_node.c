@@ -399,6 +399,58 @@ START_TEST (test_engine_lost)
 }
 END_TEST
 
+//  An engine the hub registered before its shell reached the leaf (its
+//  heart answered first) gets the broadcast once it connects, instead of
+//  an EngineError.
+START_TEST (test_engine_connects_late)
+{
+    s_start (1, NULL);
+    t_engine_t *late = t_engine_new (s_ctl);
+    bn_msg_t *reply = t_engine_request (late, 7);
+    late->id = (int)json_integer_value (
+        json_object_get (bn_msg_content (reply), "id"));
+    ck_assert_int_eq (late->id, 7);
+    bn_msg_destroy (&reply);
+    bn_connfile_t *file = s_ctl->engine;
+    late->hb_sub = t_sock (ZMQ_SUB, NULL);
+    t_connect (late->hb_sub, t_port (file, "hb_ping"));
+    late->hb_dealer = t_sock (ZMQ_DEALER, late->uuid);
+    t_connect (late->hb_dealer, t_port (file, "hb_pong"));
+    bool registered = false;
+    int64_t end = zclock_mono () + T_TIMEOUT;
+    while (!registered && zclock_mono () < end) {
+        t_engine_echo (late);
+        bn_msg_t *note = t_recv_within (s_client->notification, 10);
+        registered = note && streq (bn_msg_type (note),
+                                    BN_MSG_REGISTRATION_NOTIFICATION);
+        bn_msg_destroy (&note);
+    }
+    ck_assert (registered);
+
+    bn_msg_t *msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, NULL);
+    bn_msg_set_metadata (msg, json_pack ("{s:[[s, i]], s:b, s:b}", "targets",
+                                         late->uuid, late->id, "is_broadcast",
+                                         1, "is_coalescing", 1));
+    char *original = strdup (bn_msg_id (msg));
+    t_send (&msg, s_client->broadcast, s_client->session);
+    ck_assert_ptr_null (t_recv_within (s_client->broadcast, 100));
+
+    late->shell = t_sock (ZMQ_ROUTER, late->uuid);
+    size_t leaves = bn_connfile_broadcast_count (file);
+    t_connect (late->shell,
+               bn_connfile_broadcast (file, (size_t)late->id % leaves));
+    bn_msg_t *request = t_recv (late->shell);
+    ck_assert_msg (request != NULL, "the late engine got no request");
+    char expected[256];
+    snprintf (expected, sizeof expected, "%s_%s", original, late->uuid);
+    ck_assert_str_eq (bn_msg_id (request), expected);
+    bn_msg_destroy (&request);
+    free (original);
+    t_engine_destroy (&late);
+    s_stop ();
+}
+END_TEST
+
 START_TEST (test_deadline)
 {
     //  the controller's default deadline, then a request's own
@@ -731,6 +783,7 @@ main (void)
     tcase_set_timeout (tc, 30);
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_output_in_reply);
+    tcase_add_test (tc, test_engine_connects_late);
     tcase_add_loop_test (tc, test_depths, 0, 4);
     tcase_add_test (tc, test_split);
     tcase_add_test (tc, test_errors_keep_alignment);
