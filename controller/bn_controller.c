@@ -482,10 +482,14 @@ s_controller_destroy (s_controller_t **self_p)
 static json_t *
 s_stats (s_controller_t *self)
 {
+    json_t *records = bn_records_stats (self->records);
+    //  what the broadcast root reported, and dropped when the link was full
+    if (records && self->record_link)
+        json_object_set_new (records, "link",
+                             bn_monitor_link_stats (self->record_link));
     return json_pack (
-        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "records",
-        bn_records_stats (self->records), "hub", bn_hub_stats (self->hub),
-        "heart", bn_heart_stats (self->heart), "mux",
+        "{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "records", records, "hub",
+        bn_hub_stats (self->hub), "heart", bn_heart_stats (self->heart), "mux",
         bn_relay_stats (self->mux), "control", bn_relay_stats (self->control),
         "iopub", bn_relay_stats (self->iopub), "task",
         self->task ? bn_task_stats (self->task)
