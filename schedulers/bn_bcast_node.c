@@ -125,6 +125,7 @@ typedef struct {
     uint64_t expired;        //  slots failed: deadline
     uint64_t send_failed;    //  sends that failed (slot failed if down)
     uint64_t bad_merge;      //  merged messages from below we could not use
+    uint64_t spliced;        //  merged messages read through their text
 } s_stats_t;
 
 typedef struct {
@@ -521,6 +522,8 @@ s_merge_reduced (s_request_t *req, bn_msg_t *out, json_t *metadata)
     return failure ? json_deep_copy (failure) : NULL;
 }
 
+static json_t *s_spliced_base (bn_msg_t *msg);
+
 //  A merged message of the slots done and not yet released; partial
 //  is -1 (no bn_partial key), 0 or 1.
 static void
@@ -545,8 +548,8 @@ s_send_merged (s_node_t *self, s_request_t *req, int partial)
     }
     bn_msg_clear_buffers (out);
     bn_msg_copy_idents (out, req->request);
-    json_t *metadata = NULL;
-    if (req->last)
+    json_t *metadata = req->last ? s_spliced_base (req->last) : NULL;
+    if (req->last && !metadata)
         metadata = json_copy (bn_msg_metadata (req->last));
     if (!metadata)
         metadata = json_object ();
@@ -1372,11 +1375,190 @@ s_fill_from_reply (s_slot_t *slot, bn_msg_t *msg)
         s_slot_take_buffers (slot, NULL, 0, 0);
 }
 
+//  The text a merging node splices into a merged reply's metadata (last
+//  keys, compact): a parent reads a child's merged message through it
+//  without building a JSON tree of every engine's entry.
+#define S_SPLICED_TARGETS ",\"broadcast_targets\":["
+#define S_SPLICED_REPLIES ",\"" BN_BCAST_REPLIES "\":["
+
+//  Past one JSON value starting at p (leading blanks skipped); NULL if it
+//  does not end before end.
+static const char *
+s_skip_json (const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+        p++;
+    int depth = 0;
+    while (p < end) {
+        char c = *p++;
+        if (c == '"') {
+            while (p < end && *p != '"')
+                p += *p == '\\' ? 2 : 1;
+            if (p >= end)
+                return NULL;
+            p++;
+        } else if (c == '{' || c == '[')
+            depth++;
+        else if (c == '}' || c == ']') {
+            if (--depth < 0)
+                return NULL;
+        }
+        if (depth == 0) {
+            //  a scalar runs to the next delimiter
+            if (c != '"' && c != '}' && c != ']')
+                while (p < end && !strchr (",]} \n\t\r", *p))
+                    p++;
+            return p;
+        }
+    }
+    return NULL;
+}
+
+//  The metadata of a child's merged message without the spliced keys, as
+//  a new JSON object (parsing only what precedes them); NULL if msg has
+//  no spliced keys.
+static json_t *
+s_spliced_base (bn_msg_t *msg)
+{
+    size_t len;
+    const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
+    const char *at =
+        memmem (md, len, S_SPLICED_TARGETS, strlen (S_SPLICED_TARGETS));
+    if (!at)
+        return NULL;
+    size_t head = (size_t)(at - md);
+    char *text = malloc (head + 2);
+    if (!text)
+        return NULL;
+    memcpy (text, md, head);
+    text[head] = '}';
+    text[head + 1] = 0;
+    json_t *base = json_loadb (text, head + 1, 0, NULL);
+    free (text);
+    if (base && !json_is_object (base)) {
+        json_decref (base);
+        base = NULL;
+    }
+    return base;
+}
+
+//  One entry of a child's spliced arrays.
+typedef struct {
+    s_slot_t *slot;    //  the slot it fills, or NULL (late)
+    const char *entry; //  its bn_replies entry's text
+    size_t entry_len;
+    size_t nbuffers;
+} s_piece_t;
+
+//  A child's merged message read through its spliced keys: fill (merging)
+//  or release (forwarding) the slots it names, sharing its buffers.
+//  Returns the number of slots filled, -1 if msg has no usable spliced
+//  keys (then nothing changed).
+static int
+s_take_spliced (s_node_t *self, s_request_t *req, bn_msg_t *msg)
+{
+    size_t len;
+    const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
+    const char *end = md + len;
+    const char *t =
+        memmem (md, len, S_SPLICED_TARGETS, strlen (S_SPLICED_TARGETS));
+    const char *r = t ? memmem (t, (size_t)(end - t), S_SPLICED_REPLIES,
+                                strlen (S_SPLICED_REPLIES))
+                      : NULL;
+    if (!t || !r)
+        return -1;
+    t += strlen (S_SPLICED_TARGETS);
+    r += strlen (S_SPLICED_REPLIES);
+    size_t count = 0, cap = 16, buffer = 0;
+    s_piece_t *pieces = malloc (cap * sizeof *pieces);
+    int rc = pieces ? 0 : -1;
+    //  first read and check everything, then change the slots
+    while (rc == 0 && t < end && *t != ']' && r < end && *r != ']') {
+        const char *t_end = s_skip_json (t, end);
+        const char *r_end = s_skip_json (r, end);
+        //  a target: ["uuid",eid] as the splice writes it
+        const char *quote = t_end && t[0] == '[' && t[1] == '"'
+                                ? memchr (t + 2, '"', (size_t)(t_end - t - 2))
+                                : NULL;
+        const char *count_at =
+            r_end ? memmem (r, (size_t)(r_end - r), "\"nbuffers\":", 11) : NULL;
+        if (!quote || !count_at || memchr (t + 2, '\\', (size_t)(quote - t))) {
+            rc = -1;
+            break;
+        }
+        char uuid[BN_BCAST_NODE_ID_MAX + 1];
+        size_t uuid_len = (size_t)(quote - t - 2);
+        long nbuffers = strtol (count_at + 11, NULL, 10);
+        if (uuid_len > BN_BCAST_NODE_ID_MAX || nbuffers < 0 ||
+            buffer + (size_t)nbuffers > bn_msg_nbuffers (msg)) {
+            rc = -1;
+            break;
+        }
+        memcpy (uuid, t + 2, uuid_len);
+        uuid[uuid_len] = 0;
+        if (count == cap) {
+            s_piece_t *bigger = realloc (pieces, 2 * cap * sizeof *pieces);
+            if (!bigger) {
+                rc = -1;
+                break;
+            }
+            pieces = bigger;
+            cap *= 2;
+        }
+        s_slot_t *slot = s_slot_of (req, uuid);
+        pieces[count++] =
+            (s_piece_t){slot && slot->state == S_PENDING ? slot : NULL, r,
+                        (size_t)(r_end - r), (size_t)nbuffers};
+        buffer += (size_t)nbuffers;
+        t = t_end + (t_end < end && *t_end == ',');
+        r = r_end + (r_end < end && *r_end == ',');
+    }
+    if (rc != 0 || buffer != bn_msg_nbuffers (msg)) {
+        free (pieces);
+        return -1;
+    }
+    int filled = 0;
+    buffer = 0;
+    for (size_t i = 0; i < count; i++) {
+        s_piece_t *piece = &pieces[i];
+        s_slot_t *slot = piece->slot;
+        if (!slot) {
+            self->stats.late++;
+            buffer += piece->nbuffers;
+            continue;
+        }
+        if (req->merge) {
+            static const char ok[] = "{\"status\":\"ok\"";
+            slot->ok = piece->entry_len > sizeof ok - 1 &&
+                       memcmp (piece->entry, ok, sizeof ok - 1) == 0;
+            if (slot->ok)
+                slot->text = strndup (piece->entry, piece->entry_len);
+            else
+                slot->entry =
+                    json_loadb (piece->entry, piece->entry_len, 0, NULL);
+            s_slot_take_buffers (slot, msg, buffer, piece->nbuffers);
+            slot->state = S_DONE;
+            req->unreleased++;
+        } else
+            slot->state = S_RELEASED;
+        req->owed--;
+        buffer += piece->nbuffers;
+        filled++;
+    }
+    free (pieces);
+    return filled;
+}
+
 //  A merged message from a child: fill the slots it names. Returns the
 //  number of slots filled, -1 if the message is not a usable merge.
 static int
 s_take_merged (s_node_t *self, s_request_t *req, bn_msg_t *msg)
 {
+    int spliced = s_take_spliced (self, req, msg);
+    if (spliced >= 0) {
+        self->stats.spliced++;
+        return spliced;
+    }
     json_t *md = bn_msg_metadata (msg);
     json_t *targets = json_object_get (md, "broadcast_targets");
     json_t *replies = json_object_get (md, BN_BCAST_REPLIES);
@@ -1759,6 +1941,8 @@ s_stats (s_node_t *self)
         {"unknown_engine", s->unknown_engine},
         {"expired", s->expired},
         {"send_failed", s->send_failed},
+        {"bad_merge", s->bad_merge},
+        {"spliced", s->spliced},
     };
     for (size_t i = 0; stats && i < sizeof counters / sizeof counters[0]; i++)
         json_object_set_new (stats, counters[i].name,

@@ -307,6 +307,11 @@ START_TEST (test_split)
     ck_assert_int_eq (json_integer_value (json_object_get (
                           json_array_get (nodes, 4), "received")),
                       1);
+    //  the root read its children's merged replies without parsing every
+    //  engine's entry
+    ck_assert_int_eq (json_integer_value (json_object_get (
+                          json_array_get (nodes, 0), "spliced")),
+                      2);
     json_decref (stats);
     s_stop ();
 }
