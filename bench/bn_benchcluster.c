@@ -26,6 +26,7 @@ struct _bn_benchcluster_t {
     int depth;                    //  controller --depth, or -1
     int per_process;              //  engines per banyan-engine process
     char *tree_mode;              //  controller --tree-mode, or NULL
+    char *topology;               //  controller --topology, or NULL
     bn_launcher_t *launcher;      //  banyan stack
     pid_t spawned[S_MAX_SPAWNED]; //  peer and mixed stacks' processes
     int spawned_count;            //  how many
@@ -111,6 +112,7 @@ bn_benchcluster_destroy (bn_benchcluster_t **self_p)
     }
     s_stop_spawned (self, 3.0);
     free (self->tree_mode);
+    free (self->topology);
     free (self);
     *self_p = NULL;
 }
@@ -126,6 +128,13 @@ bn_benchcluster_set_tree_mode (bn_benchcluster_t *self, const char *mode)
 {
     free (self->tree_mode);
     self->tree_mode = mode ? strdup (mode) : NULL;
+}
+
+void
+bn_benchcluster_set_topology (bn_benchcluster_t *self, const char *topology)
+{
+    free (self->topology);
+    self->topology = topology ? strdup (topology) : NULL;
 }
 
 void
@@ -221,6 +230,14 @@ s_start_banyan (bn_benchcluster_t *self, double deadline)
     if (self->tree_mode) {
         bn_launcher_add_controller_arg (self->launcher, "--tree-mode");
         bn_launcher_add_controller_arg (self->launcher, self->tree_mode);
+    }
+    if (self->topology) {
+        char engines[24];
+        snprintf (engines, sizeof engines, "%d", self->engines);
+        bn_launcher_add_controller_arg (self->launcher, "--topology");
+        bn_launcher_add_controller_arg (self->launcher, self->topology);
+        bn_launcher_add_controller_arg (self->launcher, "--engines");
+        bn_launcher_add_controller_arg (self->launcher, engines);
     }
     bn_launcher_set_timeout (self->launcher, deadline - s_now ());
     if (bn_launcher_start (self->launcher) != 0)

@@ -36,6 +36,11 @@ void bn_benchcluster_set_depth (bn_benchcluster_t *self, int depth);
 //  Run banyan-controller's tree nodes as "threads" or "processes".
 void bn_benchcluster_set_tree_mode (bn_benchcluster_t *self, const char *mode);
 
+//  Shape the tree as topology (controller --topology; NULL: the default),
+//  telling the controller how many engines to expect (for auto).
+void bn_benchcluster_set_topology (bn_benchcluster_t *self,
+                                   const char *topology);
+
 //  Engines per banyan-engine process (default: the case's rule).
 void bn_benchcluster_set_per_process (bn_benchcluster_t *self, int k);
 

@@ -77,6 +77,19 @@ s_setup (bn_benchcase_t *c, bn_view_kind_t kind, int coalescing,
     long depth = bn_benchcase_long (c, "depth", -1);
     if (depth >= 0)
         bn_benchcluster_set_depth (self->cluster, (int)depth);
+    //  tree.TreeShapes: a shape "dN" (kary:2 of depth N) or "auto", and a
+    //  tree mode
+    char shape[32] = "", mode[32] = "";
+    if (bn_benchcase_str (c, "shape", shape, sizeof shape)) {
+        if (strcmp (shape, "auto") == 0)
+            bn_benchcluster_set_topology (self->cluster, "auto");
+        else if (shape[0] == 'd' && shape[1] >= '0' && shape[1] <= '9')
+            bn_benchcluster_set_depth (self->cluster, atoi (shape + 1));
+        else
+            return bn_benchcase_fail (c, "unknown shape %s", shape);
+    }
+    if (bn_benchcase_str (c, "tree_mode", mode, sizeof mode))
+        bn_benchcluster_set_tree_mode (self->cluster, mode);
     if (bn_benchcluster_start (self->cluster, 60 + engines / 8.0) != 0)
         return BN_BENCH_FAIL;
     self->client = bn_benchcluster_client (self->cluster);

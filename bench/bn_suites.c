@@ -185,6 +185,24 @@ static const bn_benchdef_t s_table[] = {
      .description = "echo(1 kB) on every engine through a coalescing tree of "
                     "depth D (banyan-controller --depth D)",
      .osu = NULL},
+    {.name = "tree.TreeShapes.time_echo",
+     .param_names = "tree_mode shape engines",
+     .params = "'threads' 'processes' | 'd0' 'd1' 'd2' 'auto' | "
+               "1 16 64 256 1024",
+     .quick_params = "'threads' | 'd0' 'auto' | 2",
+     .unit = NULL,
+     .setup = bn_suite_coalescing_setup,
+     .run = bn_suite_echo_run,
+     .teardown = bn_suite_cluster_teardown,
+     .repeat = 0,
+     .number = 0,
+     .warmup = 0,
+     .timeout = 300,
+     .floor = "engines 1000",
+     .description = "echo(1 kB) on every engine through a coalescing tree: "
+                    "kary:2 of depth 0, 1, 2 (d0-d2) or the auto topology "
+                    "shaped for the engines, in threads or processes mode",
+     .osu = NULL},
     {.name = "peer.DirectViewBroadcast.time_echo",
      .param_names = "stack engines bytes",
      .params = "'banyan' 'mixed' 'ipp' | 1 2 16 | 1000",

@@ -43,6 +43,9 @@ static const s_setting_t s_settings[] = {
     {"controller.topology", BN_CONFIG_STRING, "kary:2", S_STR (NULL, NULL),
      "shape of the broadcast tree: kary:K, per-level fanouts AxB, binomial "
      "or auto (with controller.depth)"},
+    {"controller.engines", BN_CONFIG_INT, "0", S_NUM (0, INT_MAX),
+     "number of engines the cluster is expected to have: the auto topology "
+     "shapes the tree for it (0 = unknown)"},
     {"controller.tree_deadline", BN_CONFIG_INT, "0", S_NUM (0, INT_MAX),
      "default deadline of a broadcast request in milliseconds (0 = none): "
      "engines that have not answered by then fail with EngineError"},

@@ -22,6 +22,7 @@ static const struct {
     {"--cluster-id", "cluster.id"},
     {"--depth", "controller.depth"},
     {"--topology", "controller.topology"},
+    {"--engines", "controller.engines"},
     {"--tree-deadline", "controller.tree_deadline"},
     {"--tree-mode", "controller.tree_mode"},
     {"--ping", "controller.heartbeat_period"},
@@ -68,6 +69,10 @@ s_usage (FILE *file)
         "per-level\n"
         "                        fanouts AxB, binomial or auto "
         "(default: kary:2)\n"
+        "  --engines N           engines the cluster is expected to have; "
+        "the auto\n"
+        "                        topology shapes the tree for them "
+        "(default: 0)\n"
         "  --tree-deadline MS    default broadcast deadline, 0 = none "
         "(default: 0)\n"
         "  --tree-mode MODE      run the broadcast tree's nodes as "

@@ -684,10 +684,11 @@ s_topology (bn_config_t *config, char *err, size_t errsize)
 {
     const char *source = bn_config_source (config, "controller.depth");
     bool given = source && strcmp (source, "default") != 0;
-    return bn_topology_new (bn_config_str (config, "controller.topology"),
-                            given ? bn_config_int (config, "controller.depth")
-                                  : BN_TOPOLOGY_DEPTH_DEFAULT,
-                            0, err, errsize);
+    return bn_topology_new (
+        bn_config_str (config, "controller.topology"),
+        given ? bn_config_int (config, "controller.depth")
+              : BN_TOPOLOGY_DEPTH_DEFAULT,
+        (size_t)bn_config_int (config, "controller.engines"), err, errsize);
 }
 
 size_t

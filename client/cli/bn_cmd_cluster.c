@@ -380,6 +380,11 @@ s_start (int argc, char **argv)
               bn_config_int (config, "controller.depth"));
     bn_launcher_add_controller_arg (launcher, "--depth");
     bn_launcher_add_controller_arg (launcher, depth);
+    //  for the auto topology, which shapes the tree for this many
+    char engines[24];
+    snprintf (engines, sizeof engines, "%d", (int)args.n);
+    bn_launcher_add_controller_arg (launcher, "--engines");
+    bn_launcher_add_controller_arg (launcher, engines);
     //  The broadcast tree's shape and mode, from the options or settings
     static const char *tree[][2] = {{"--topology", "controller.topology"},
                                     {"--tree-mode", "controller.tree_mode"},
