@@ -197,6 +197,9 @@ s_publish (bn_engine_t *self, bn_msg_t *parent, const char *msg_type,
 static void
 s_status (bn_engine_t *self, bn_msg_t *parent, const char *state)
 {
+    //  a request with its output in the reply has no status messages
+    if (parent && parent == self->current.msg && self->current.quiet)
+        return;
     s_publish (self, parent, BN_MSG_STATUS, "status",
                json_pack ("{s:s}", "execution_state", state), true);
 }
