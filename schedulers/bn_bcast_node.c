@@ -484,7 +484,8 @@ s_merge_plain (s_request_t *req, bn_msg_t *out, s_text_t *keys)
     return failure;
 }
 
-//  The grouped format: bn_groups and each group's buffers once.
+//  The grouped format: bn_groups and each group's buffers once. Returns a
+//  copy of the first failing group's content, or NULL.
 static json_t *
 s_merge_groups (s_request_t *req, bn_msg_t *out, json_t *metadata)
 {
@@ -504,7 +505,7 @@ s_merge_groups (s_request_t *req, bn_msg_t *out, json_t *metadata)
                          groups ? groups : json_array ());
     bn_group_clear (req->group);
     s_release_all_done (req);
-    return failure;
+    return failure ? json_deep_copy (failure) : NULL;
 }
 
 //  The reduced format: bn_reduced and the value as one serialized object.

@@ -567,6 +567,45 @@ START_TEST (test_group)
 }
 END_TEST
 
+START_TEST (test_group_failure)
+{
+    //  engine 2 fails: the merged reply has the failure's content, and its
+    //  group says so
+    s_start (2, NULL);
+    const int all[] = {0, 1, 2, 3, -1};
+    for (int round = 0; round < 2; round++) {
+        char *original =
+            s_broadcast (true, all, json_pack ("{s:b}", BN_BCAST_GROUP, 1));
+        for (int i = 0; i < S_ENGINES; i++)
+            s_engine_reply (i, s_engine_receive (i, original), i != 2);
+        bn_msg_t *reply = s_client_recv ();
+        ck_assert_str_eq (t_content_str (reply, "status"), "error");
+        ck_assert_str_eq (t_content_str (reply, "ename"), "ValueError");
+        json_t *groups =
+            json_object_get (bn_msg_metadata (reply), BN_BCAST_GROUPS);
+        bool failed_group = false;
+        size_t g;
+        json_t *group;
+        json_array_foreach (groups, g, group)
+        {
+            const char *engines =
+                json_string_value (json_object_get (group, "engines"));
+            const char *status =
+                json_string_value (json_object_get (group, "status"));
+            if (engines && streq (engines, "2")) {
+                ck_assert_str_eq (status, "error");
+                failed_group = true;
+            }
+        }
+        ck_assert (failed_group);
+        bn_msg_destroy (&reply);
+        free (original);
+    }
+    ck_assert_int_eq (t_stat (s_ctl, "broadcast", "requests"), 0);
+    s_stop ();
+}
+END_TEST
+
 START_TEST (test_reduce)
 {
     //  sum of 1 + 2 + 3 at the leaves and inner nodes; engine 3 fails
@@ -796,6 +835,7 @@ main (void)
     tcase_add_test (tc, test_deadline);
     tcase_add_test (tc, test_bad_requests);
     tcase_add_test (tc, test_group);
+    tcase_add_test (tc, test_group_failure);
     tcase_add_test (tc, test_reduce);
     tcase_add_test (tc, test_levels_and_timestamps);
     tcase_add_test (tc, test_release_none);
