@@ -337,3 +337,57 @@ bn_jscan_array_size (const void *text, size_t size, const char *key)
     s_skip_ws (s);
     return s->p == s->end ? found : -1;
 }
+
+int
+bn_jscan_value (const void *text, size_t size, const char *key,
+                const char **value, size_t *value_len)
+{
+    s_scan_t scan = {text, (const unsigned char *)text + size};
+    s_scan_t *s = &scan;
+    size_t keylen = strlen (key);
+    int found = -1;
+    s_skip_ws (s);
+    if (s->p >= s->end || *s->p != '{')
+        return -2;
+    s->p++;
+    s_skip_ws (s);
+    if (s->p < s->end && *s->p == '}')
+        s->p++;
+    else
+        while (true) {
+            s_skip_ws (s);
+            if (s->p >= s->end || *s->p != '"')
+                return -2;
+            char name[64];
+            size_t len;
+            bool full;
+            if (s_string (s, name, sizeof name, &len, &full) != 0)
+                return -2;
+            bool match = !full && len == keylen && memcmp (name, key, len) == 0;
+            s_skip_ws (s);
+            if (s->p >= s->end || *s->p != ':')
+                return -2;
+            s->p++;
+            s_skip_ws (s);
+            const unsigned char *start = s->p;
+            if (s_skip_value (s) != 0)
+                return -2;
+            if (match) {
+                found = 0;
+                *value = (const char *)start;
+                *value_len = (size_t)(s->p - start);
+            }
+            s_skip_ws (s);
+            if (s->p < s->end && *s->p == ',') {
+                s->p++;
+                continue;
+            }
+            if (s->p < s->end && *s->p == '}') {
+                s->p++;
+                break;
+            }
+            return -2;
+        }
+    s_skip_ws (s);
+    return s->p == s->end ? found : -2;
+}

@@ -23,4 +23,12 @@ int bn_jscan_string (const void *text, size_t size, const char *key, char *out,
 //  array, or the text is not a well-formed object (checked as above).
 int bn_jscan_array_size (const void *text, size_t size, const char *key);
 
+//  The raw JSON text of the value of the top-level key in the JSON object
+//  text (size bytes): 0 with *value and *value_len set (the last one wins
+//  when a key repeats); -1 if the key is absent; -2 if the text is not a
+//  well-formed object (checked as above), so that -1 also says the text is
+//  an object.
+int bn_jscan_value (const void *text, size_t size, const char *key,
+                    const char **value, size_t *value_len);
+
 #endif

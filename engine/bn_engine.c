@@ -29,6 +29,7 @@
     with the results on the way up.  */
 #include "bn_engine.h"
 #include "bn_error.h"
+#include "bn_jscan.h"
 #include "bn_log.h"
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
@@ -154,15 +155,46 @@ s_close (bn_engine_t *self, zsock_t **sock_p, bn_watch_item_t **item_p)
     zsock_destroy (sock_p);
 }
 
+//  The raw JSON value of key in request's metadata, scanned without a
+//  JSON tree (the engine reads a few keys of every request): 0 and the
+//  value's text, -1 if absent, -2 if the metadata is not a JSON object.
+static int
+s_metadata_value (bn_msg_t *request, const char *key, const char **value,
+                  size_t *len)
+{
+    size_t size;
+    const void *data = bn_msg_part_data (request, BN_PART_METADATA, &size);
+    return bn_jscan_value (data, size, key, value, len);
+}
+
+//  True if request's metadata is a JSON object.
+static bool
+s_metadata_ok (bn_msg_t *request)
+{
+    const char *value;
+    size_t len;
+    return s_metadata_value (request, S_OUTPUT_KEY, &value, &len) != -2;
+}
+
+//  True if the metadata key of request is the JSON true.
+static bool
+s_metadata_true (bn_msg_t *request, const char *key)
+{
+    const char *value;
+    size_t len;
+    return s_metadata_value (request, key, &value, &len) == 0 && len == 4 &&
+           memcmp (value, "true", 4) == 0;
+}
+
 //  True if request asks for its output in the reply (bn_output).
 static bool
 s_output_in_reply (bn_msg_t *request)
 {
-    json_t *metadata = request ? bn_msg_metadata (request) : NULL;
-    const char *output =
-        metadata ? json_string_value (json_object_get (metadata, S_OUTPUT_KEY))
-                 : NULL;
-    return output && strcmp (output, "reply") == 0;
+    const char *value;
+    size_t len;
+    return request &&
+           s_metadata_value (request, S_OUTPUT_KEY, &value, &len) == 0 &&
+           len == 7 && memcmp (value, "\"reply\"", 7) == 0;
 }
 
 //  Publish on iopub with topic engine.<id>.<kind>; parent is a request or
@@ -219,19 +251,23 @@ static json_t *
 s_reply_metadata (bn_engine_t *self, bn_msg_t *request, const char *status,
                   const char *started)
 {
-    json_t *asked = bn_msg_metadata (request);
-    json_t *is_broadcast =
-        asked ? json_object_get (asked, "is_broadcast") : NULL;
-    json_t *is_coalescing =
-        asked ? json_object_get (asked, "is_coalescing") : NULL;
+    //  the request's keys are scanned; only a long original_msg_id is read
+    //  by jansson
+    char buf[256];
+    size_t size;
+    const void *data = bn_msg_part_data (request, BN_PART_METADATA, &size);
+    int len = bn_jscan_string (data, size, "original_msg_id", buf, sizeof buf);
     json_t *original =
-        asked ? json_object_get (asked, "original_msg_id") : NULL;
+        len >= 0    ? json_string (buf)
+        : len == -2 ? json_incref (json_object_get (bn_msg_metadata (request),
+                                                    "original_msg_id"))
+                    : NULL;
     json_t *metadata = json_pack (
-        "{s:s, s:b, s:s, s:O, s:O, s:o, s:s}", "started", started,
+        "{s:s, s:b, s:s, s:b, s:b, s:o, s:s}", "started", started,
         "dependencies_met", 1, "engine", self->uuid, "is_broadcast",
-        is_broadcast ? is_broadcast : json_false (), "is_coalescing",
-        is_coalescing ? is_coalescing : json_false (), "original_msg_id",
-        original ? json_incref (original) : json_string (""), "status", status);
+        s_metadata_true (request, "is_broadcast"), "is_coalescing",
+        s_metadata_true (request, "is_coalescing"), "original_msg_id",
+        original ? original : json_string (""), "status", status);
     if (metadata && strcmp (status, BN_STATUS_ERROR) == 0)
         json_object_set_new (metadata, "engine_info",
                              s_engine_info (self, NULL));
@@ -441,12 +477,17 @@ static double
 s_time_limit (bn_engine_t *self, bn_msg_t *request)
 {
     double limit = self->env->time_limit;
-    json_t *metadata = bn_msg_metadata (request);
-    json_t *asked =
-        metadata ? json_object_get (metadata, S_TIMELIMIT_KEY) : NULL;
-    if (asked && json_is_number (asked)) {
-        double value = json_number_value (asked);
-        if (value > 0 && (limit <= 0 || value < limit))
+    const char *text;
+    size_t len;
+    char number[64];
+    if (s_metadata_value (request, S_TIMELIMIT_KEY, &text, &len) == 0 &&
+        len > 0 && len < sizeof number &&
+        (text[0] == '-' || (text[0] >= '0' && text[0] <= '9'))) {
+        memcpy (number, text, len);
+        number[len] = 0;
+        char *end;
+        double value = strtod (number, &end);
+        if (*end == 0 && value > 0 && (limit <= 0 || value < limit))
             limit = value;
     }
     return limit;
@@ -764,7 +805,7 @@ s_start (bn_engine_t *self, bn_msg_t *request)
         s_next (self);
         return;
     }
-    if (!bn_msg_content (request) || !bn_msg_metadata (request)) {
+    if (!bn_msg_content (request) || !s_metadata_ok (request)) {
         s_reply_error (self, self->shell, request, current->started, NULL,
                        "ValueError",
                        "metadata and content must be JSON objects", NULL);
@@ -925,7 +966,7 @@ s_control_request (bn_engine_t *self, bn_msg_t *request)
     s_status (self, request, "busy");
     const char *type = bn_msg_type (request);
     bool stop = false;
-    if (!bn_msg_content (request) || !bn_msg_metadata (request))
+    if (!bn_msg_content (request) || !s_metadata_ok (request))
         s_reply_error (self, self->control, request, started, NULL,
                        "ValueError",
                        "metadata and content must be JSON objects", NULL);

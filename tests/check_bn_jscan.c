@@ -183,6 +183,34 @@ START_TEST (test_array_size)
 }
 END_TEST
 
+//  Raw values, and well-formed objects told from the rest.
+START_TEST (test_value)
+{
+    const char *md = "{\"is_broadcast\": true, \"time_limit\": 2.5, "
+                     "\"t\": [1, {\"a\": \"}\"}], \"is_broadcast\": false}";
+    const char *value = NULL;
+    size_t len = 0;
+    ck_assert_int_eq (
+        bn_jscan_value (md, strlen (md), "time_limit", &value, &len), 0);
+    ck_assert_uint_eq (len, 3);
+    ck_assert_mem_eq (value, "2.5", 3);
+    ck_assert_int_eq (bn_jscan_value (md, strlen (md), "t", &value, &len), 0);
+    ck_assert_uint_eq (len, strlen ("[1, {\"a\": \"}\"}]"));
+    ck_assert_int_eq (
+        bn_jscan_value (md, strlen (md), "is_broadcast", &value, &len), 0);
+    ck_assert_uint_eq (len, 5);
+    ck_assert_mem_eq (value, "false", 5);
+    ck_assert_int_eq (bn_jscan_value (md, strlen (md), "x", &value, &len), -1);
+    ck_assert_int_eq (bn_jscan_value ("{}", 2, "x", &value, &len), -1);
+    const char *bad[] = {"",         "not json", "[1,2]",      "42",
+                         "null",     "{",        "\"s\"",      "{\"a\":1}{",
+                         "\xff\xfe", "{\"a\"}",  "{\"a\": [1}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_int_eq (
+            bn_jscan_value (bad[i], strlen (bad[i]), "a", &value, &len), -2);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -193,6 +221,7 @@ main (void)
     tcase_add_test (tc, test_deep_nesting);
     tcase_add_test (tc, test_agrees_with_jansson);
     tcase_add_test (tc, test_array_size);
+    tcase_add_test (tc, test_value);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
