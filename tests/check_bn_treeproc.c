@@ -386,7 +386,7 @@ START_TEST (test_none_outlives_controller)
         pid_t pids[3];
         for (size_t i = 0; i < 3; i++)
             pids[i] = bn_treeproc_pid (tree, i);
-        char dir[128];
+        char dir[128] = "";
         snprintf (dir, sizeof dir, "%s", bn_treeproc_dir (tree));
         if (write (fds[1], pids, sizeof pids) != sizeof pids ||
             write (fds[1], dir, sizeof dir) != sizeof dir)
