@@ -38,7 +38,7 @@ s_start_cluster (int depth)
     ck_assert_ptr_nonnull (mkdtemp (s_dir));
     s_config = bn_config_new ();
     s_set ("controller.heartbeat_period", "100");
-    s_set ("controller.heartbeat_misses", "50");
+    s_set ("controller.heartbeat_misses", "1000");
     char text[16];
     snprintf (text, sizeof text, "%d", depth);
     s_set ("controller.depth", text);
