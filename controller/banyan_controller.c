@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bn_args.h"
 #include "bn_config.h"
 #include "bn_controller.h"
 #include "bn_log.h"
@@ -139,43 +140,6 @@ s_usage (FILE *file)
         file);
 }
 
-static int s_usage_error (const char *format, ...)
-    __attribute__ ((format (printf, 1, 2)));
-
-//  Print a usage error to stderr; returns the exit code 2.
-static int
-s_usage_error (const char *format, ...)
-{
-    va_list args;
-    va_start (args, format);
-    fprintf (stderr, S_NAME ": ");
-    vfprintf (stderr, format, args);
-    va_end (args);
-    fprintf (stderr, "\nTry '" S_NAME " --help' for more information.\n");
-    return 2;
-}
-
-//  Value of a flag given as "--flag=value" or "--flag value"; NULL if
-//  argv[*index] is not flag. *missing is set when the value is absent.
-static const char *
-s_flag_value (int argc, char **argv, int *index, const char *flag,
-              bool *missing)
-{
-    const char *arg = argv[*index];
-    size_t len = strlen (flag);
-    if (strncmp (arg, flag, len) != 0)
-        return NULL;
-    if (arg[len] == '=')
-        return arg + len + 1;
-    if (arg[len] != 0)
-        return NULL;
-    if (*index + 1 >= argc) {
-        *missing = true;
-        return NULL;
-    }
-    return argv[++*index];
-}
-
 int
 main (int argc, char **argv)
 {
@@ -220,26 +184,28 @@ main (int argc, char **argv)
             nodb = true;
             continue;
         }
-        if ((value =
-                 s_flag_value (argc, argv, &i, "--profile-dir", &missing))) {
+        if ((value = bn_args_flag_value (argc, argv, &i, "--profile-dir",
+                                         &missing))) {
             profile_dir = value;
             continue;
         }
-        if ((value = s_flag_value (argc, argv, &i, "--config", &missing))) {
+        if ((value =
+                 bn_args_flag_value (argc, argv, &i, "--config", &missing))) {
             config_file = value;
             continue;
         }
         size_t f;
         for (f = 0; f < S_NFLAGS && !missing; f++)
-            if ((value =
-                     s_flag_value (argc, argv, &i, s_flags[f].flag, &missing)))
+            if ((value = bn_args_flag_value (argc, argv, &i, s_flags[f].flag,
+                                             &missing)))
                 break;
         if (missing)
-            rc = s_usage_error ("option '%s' needs a value", arg);
+            rc = bn_args_usage_error (S_NAME, "option '%s' needs a value", arg);
         else if (f == S_NFLAGS)
-            rc = s_usage_error ("unknown option '%s'", arg);
+            rc = bn_args_usage_error (S_NAME, "unknown option '%s'", arg);
         else if (!*value && strcmp (s_flags[f].flag, "--cluster-id") != 0)
-            rc = s_usage_error ("option '%s' needs a value", s_flags[f].flag);
+            rc = bn_args_usage_error (S_NAME, "option '%s' needs a value",
+                                      s_flags[f].flag);
         else {
             settings[2 * nsettings] = s_flags[f].setting;
             settings[2 * nsettings + 1] = value;
@@ -247,15 +213,15 @@ main (int argc, char **argv)
         }
     }
     if (rc == 0 && profile_dir && !*profile_dir)
-        rc = s_usage_error ("%s", "--profile-dir needs a folder");
+        rc = bn_args_usage_error (S_NAME, "%s", "--profile-dir needs a folder");
     if (rc == 0 && config_file && bn_config_load_file (config, config_file))
-        rc = s_usage_error ("%s", bn_config_error (config));
+        rc = bn_args_usage_error (S_NAME, "%s", bn_config_error (config));
     if (rc == 0 && bn_config_load_env (config, NULL))
-        rc = s_usage_error ("%s", bn_config_error (config));
+        rc = bn_args_usage_error (S_NAME, "%s", bn_config_error (config));
     for (size_t s = 0; rc == 0 && s < nsettings; s++)
         if (bn_config_set (config, settings[2 * s], settings[2 * s + 1],
                            BN_CONFIG_CMDLINE))
-            rc = s_usage_error ("%s", bn_config_error (config));
+            rc = bn_args_usage_error (S_NAME, "%s", bn_config_error (config));
     if (rc == 0 && reuse)
         bn_config_set (config, "controller.reuse_files", "true",
                        BN_CONFIG_CMDLINE);
@@ -269,10 +235,11 @@ main (int argc, char **argv)
     const char *db = rc == 0 ? bn_config_str (config, "controller.db") : "";
     if (rc == 0 && !streq (db, "memory") && !streq (db, "none") &&
         strncmp (db, "sqlite:", 7) != 0)
-        rc = s_usage_error ("--db takes memory, none or sqlite:PATH, not '%s'",
-                            db);
+        rc = bn_args_usage_error (
+            S_NAME, "--db takes memory, none or sqlite:PATH, not '%s'", db);
     else if (rc == 0 && streq (db, "sqlite:"))
-        rc = s_usage_error ("%s", "--db sqlite: needs a file path");
+        rc = bn_args_usage_error (S_NAME, "%s",
+                                  "--db sqlite: needs a file path");
     free (settings);
     if (rc != 0) {
         bn_config_destroy (&config);

@@ -1,6 +1,7 @@
 /*  banyan-engine: run N engines of a banyan or IPython Parallel controller
     in one process (options, settings, logging; the work is in
     bn_engine_actor).  */
+#include "bn_args.h"
 #include "bn_config.h"
 #include "bn_connfile.h"
 #include "bn_engine_actor.h"
@@ -89,34 +90,6 @@ s_usage (FILE *out)
         "  BANYAN_ENGINE_REQUEST_TIME_LIMIT=60 banyan-engine -f engine.json\n");
 }
 
-static int s_usage_error (const char *format, ...)
-    __attribute__ ((format (printf, 1, 2)));
-
-//  Print a usage error and return the usage exit status, 2.
-static int
-s_usage_error (const char *format, ...)
-{
-    va_list args;
-    va_start (args, format);
-    fprintf (stderr, "banyan-engine: ");
-    vfprintf (stderr, format, args);
-    fprintf (stderr, "\nTry 'banyan-engine --help'.\n");
-    va_end (args);
-    return 2;
-}
-
-//  Parse a non-negative int option; -1 if it is not one.
-static int
-s_parse_count (const char *text)
-{
-    char *end;
-    errno = 0;
-    long value = strtol (text, &end, 10);
-    if (errno || end == text || *end || value < 0 || value > 1000000)
-        return -1;
-    return (int)value;
-}
-
 //  Room for `count` engines: libzmq's socket limit and open files (about
 //  8 per engine, 11 while it runs a command; see bn_engine_actor.c). The
 //  engine actor refuses to start when the limit stays too low.
@@ -202,17 +175,20 @@ main (int argc, char *argv[])
             setting = "cluster.id";
             break;
         case 'n':
-            if (s_parse_count (optarg) < 1)
-                status = s_usage_error ("--count needs a number >= 1, not "
-                                        "'%s'",
-                                        optarg);
+            if (bn_args_number (optarg, 1000000) < 1)
+                status =
+                    bn_args_usage_error ("banyan-engine",
+                                         "--count needs a number >= 1, not "
+                                         "'%s'",
+                                         optarg);
             setting = "engine.count";
             break;
         case 'i':
-            first_id = s_parse_count (optarg);
+            first_id = bn_args_number (optarg, 1000000);
             if (first_id < 0)
-                status = s_usage_error ("--id needs a number >= 0, not '%s'",
-                                        optarg);
+                status = bn_args_usage_error (
+                    "banyan-engine", "--id needs a number >= 0, not '%s'",
+                    optarg);
             break;
         case 'L': {
             char *joined = plugins ? zsys_sprintf ("%s:%s", plugins, optarg)
@@ -241,31 +217,38 @@ main (int argc, char *argv[])
             free (plugins);
             return 0;
         case ':':
-            status =
-                s_usage_error ("option '%s' needs a value", argv[optind - 1]);
+            status = bn_args_usage_error (
+                "banyan-engine", "option '%s' needs a value", argv[optind - 1]);
             break;
         default:
-            status = s_usage_error ("unknown option '%s'", argv[optind - 1]);
+            status = bn_args_usage_error (
+                "banyan-engine", "unknown option '%s'", argv[optind - 1]);
             break;
         }
         if (status == 0 && setting &&
             bn_config_set (config, setting, optarg, BN_CONFIG_CMDLINE))
-            status = s_usage_error ("%s", bn_config_error (config));
+            status = bn_args_usage_error ("banyan-engine", "%s",
+                                          bn_config_error (config));
     }
     struct stat folder;
     if (status == 0 && work_dir &&
         (stat (work_dir, &folder) || !S_ISDIR (folder.st_mode)))
-        status = s_usage_error ("--work-dir %s is not a folder", work_dir);
+        status = bn_args_usage_error (
+            "banyan-engine", "--work-dir %s is not a folder", work_dir);
     if (status == 0 && optind < argc)
-        status = s_usage_error ("unexpected argument '%s'", argv[optind]);
+        status = bn_args_usage_error ("banyan-engine",
+                                      "unexpected argument '%s'", argv[optind]);
     if (status == 0 && plugins &&
         bn_config_set (config, "engine.plugins", plugins, BN_CONFIG_CMDLINE))
-        status = s_usage_error ("%s", bn_config_error (config));
+        status = bn_args_usage_error ("banyan-engine", "%s",
+                                      bn_config_error (config));
     free (plugins);
     if (status == 0 && config_file && bn_config_load_file (config, config_file))
-        status = s_usage_error ("%s", bn_config_error (config));
+        status = bn_args_usage_error ("banyan-engine", "%s",
+                                      bn_config_error (config));
     if (status == 0 && bn_config_load_env (config, NULL))
-        status = s_usage_error ("%s", bn_config_error (config));
+        status = bn_args_usage_error ("banyan-engine", "%s",
+                                      bn_config_error (config));
     if (status) {
         bn_config_destroy (&config);
         return status;

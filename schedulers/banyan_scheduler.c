@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bn_args.h"
 #include "bn_bcast_node.h"
 #include "bn_config.h"
 #include "bn_log.h"
@@ -100,55 +101,6 @@ s_usage (FILE *file)
            file);
 }
 
-static int s_usage_error (const char *format, ...)
-    __attribute__ ((format (printf, 1, 2)));
-
-//  Print a usage error to stderr; returns the exit code 2.
-static int
-s_usage_error (const char *format, ...)
-{
-    va_list args;
-    va_start (args, format);
-    fprintf (stderr, S_NAME ": ");
-    vfprintf (stderr, format, args);
-    va_end (args);
-    fprintf (stderr, "\nTry '" S_NAME " --help' for more information.\n");
-    return 2;
-}
-
-//  Value of a flag given as "--flag=value" or "--flag value"; NULL if
-//  argv[*index] is not flag. *missing is set when the value is absent.
-static const char *
-s_flag_value (int argc, char **argv, int *index, const char *flag,
-              bool *missing)
-{
-    const char *arg = argv[*index];
-    size_t len = strlen (flag);
-    if (strncmp (arg, flag, len) != 0)
-        return NULL;
-    if (arg[len] == '=')
-        return arg + len + 1;
-    if (arg[len] != 0)
-        return NULL;
-    if (*index + 1 >= argc) {
-        *missing = true;
-        return NULL;
-    }
-    return argv[++*index];
-}
-
-//  A non-negative integer option; -1 if text is not one.
-static int
-s_number (const char *text)
-{
-    char *end;
-    errno = 0;
-    long value = strtol (text, &end, 10);
-    if (errno || end == text || *end || value < 0 || value > INT32_MAX)
-        return -1;
-    return (int)value;
-}
-
 typedef struct {
     int node;
     const char *topology;
@@ -199,71 +151,83 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
         }
         size_t s;
         for (s = 0; s < sizeof settings / sizeof settings[0]; s++)
-            if ((value =
-                     s_flag_value (argc, argv, &i, settings[s].flag, &missing)))
+            if ((value = bn_args_flag_value (argc, argv, &i, settings[s].flag,
+                                             &missing)))
                 break;
         if (missing)
-            return s_usage_error ("option '%s' needs a value", arg);
+            return bn_args_usage_error (S_NAME, "option '%s' needs a value",
+                                        arg);
         if (s < sizeof settings / sizeof settings[0]) {
             if (bn_config_set (config, settings[s].setting, value,
                                BN_CONFIG_CMDLINE))
-                return s_usage_error ("%s", bn_config_error (config));
+                return bn_args_usage_error (S_NAME, "%s",
+                                            bn_config_error (config));
             continue;
         }
-        if ((value = s_flag_value (argc, argv, &i, "--node", &missing))) {
-            if ((options->node = s_number (value)) < 0)
-                return s_usage_error ("--node needs a node index, not '%s'",
-                                      value);
-        } else if ((value =
-                        s_flag_value (argc, argv, &i, "--topology", &missing)))
+        if ((value = bn_args_flag_value (argc, argv, &i, "--node", &missing))) {
+            if ((options->node = bn_args_number (value, INT32_MAX)) < 0)
+                return bn_args_usage_error (
+                    S_NAME, "--node needs a node index, not '%s'", value);
+        } else if ((value = bn_args_flag_value (argc, argv, &i, "--topology",
+                                                &missing)))
             options->topology = value;
-        else if ((value = s_flag_value (argc, argv, &i, "--monitor", &missing)))
+        else if ((value = bn_args_flag_value (argc, argv, &i, "--monitor",
+                                              &missing)))
             options->monitor = value;
-        else if ((value = s_flag_value (argc, argv, &i, "--depth", &missing))) {
-            if ((options->depth = s_number (value)) < 0)
-                return s_usage_error ("--depth needs a number, not '%s'",
-                                      value);
-        } else if ((value = s_flag_value (argc, argv, &i, "--deadline",
-                                          &missing))) {
-            if ((options->deadline = s_number (value)) < 0)
-                return s_usage_error ("--deadline needs milliseconds, not "
-                                      "'%s'",
-                                      value);
-        } else if ((value = s_flag_value (argc, argv, &i, "--control-fd",
-                                          &missing))) {
-            if ((options->control_fd = s_number (value)) < 0)
-                return s_usage_error ("--control-fd needs a descriptor, not "
-                                      "'%s'",
-                                      value);
-        } else if ((value =
-                        s_flag_value (argc, argv, &i, "--bind", &missing))) {
+        else if ((value = bn_args_flag_value (argc, argv, &i, "--depth",
+                                              &missing))) {
+            if ((options->depth = bn_args_number (value, INT32_MAX)) < 0)
+                return bn_args_usage_error (
+                    S_NAME, "--depth needs a number, not '%s'", value);
+        } else if ((value = bn_args_flag_value (argc, argv, &i, "--deadline",
+                                                &missing))) {
+            if ((options->deadline = bn_args_number (value, INT32_MAX)) < 0)
+                return bn_args_usage_error (
+                    S_NAME,
+                    "--deadline needs milliseconds, not "
+                    "'%s'",
+                    value);
+        } else if ((value = bn_args_flag_value (argc, argv, &i, "--control-fd",
+                                                &missing))) {
+            if ((options->control_fd = bn_args_number (value, INT32_MAX)) < 0)
+                return bn_args_usage_error (
+                    S_NAME,
+                    "--control-fd needs a descriptor, not "
+                    "'%s'",
+                    value);
+        } else if ((value = bn_args_flag_value (argc, argv, &i, "--bind",
+                                                &missing))) {
             if (strncmp (value, "up=", 3) == 0 && value[3])
                 options->bind_up = value + 3;
             else if (strncmp (value, "down=", 5) == 0 && value[5])
                 options->bind_down = value + 5;
             else
-                return s_usage_error ("--bind takes up=ENDPOINT or "
-                                      "down=ENDPOINT, not '%s'",
-                                      value);
-        } else if ((value =
-                        s_flag_value (argc, argv, &i, "--connect", &missing))) {
+                return bn_args_usage_error (S_NAME,
+                                            "--bind takes up=ENDPOINT or "
+                                            "down=ENDPOINT, not '%s'",
+                                            value);
+        } else if ((value = bn_args_flag_value (argc, argv, &i, "--connect",
+                                                &missing))) {
             if (strncmp (value, "up=", 3) == 0 && value[3])
                 options->connect_up = value + 3;
             else
-                return s_usage_error ("--connect takes up=ENDPOINT, not '%s'",
-                                      value);
+                return bn_args_usage_error (
+                    S_NAME, "--connect takes up=ENDPOINT, not '%s'", value);
         } else if (missing)
-            return s_usage_error ("option '%s' needs a value", arg);
+            return bn_args_usage_error (S_NAME, "option '%s' needs a value",
+                                        arg);
         else
-            return s_usage_error ("unknown option '%s'", arg);
+            return bn_args_usage_error (S_NAME, "unknown option '%s'", arg);
     }
     if (options->node < 0)
-        return s_usage_error ("%s", "--node is required");
+        return bn_args_usage_error (S_NAME, "%s", "--node is required");
     if (!options->bind_down)
-        return s_usage_error ("%s", "--bind down=ENDPOINT is required");
+        return bn_args_usage_error (S_NAME, "%s",
+                                    "--bind down=ENDPOINT is required");
     if ((options->node == 0) != (options->bind_up != NULL) ||
         (options->node != 0) != (options->connect_up != NULL))
-        return s_usage_error ("%s", "the root (--node 0) takes --bind "
+        return bn_args_usage_error (S_NAME, "%s",
+                                    "the root (--node 0) takes --bind "
                                     "up=ENDPOINT, other nodes --connect "
                                     "up=ENDPOINT");
     return 0;
@@ -511,7 +475,7 @@ main (int argc, char **argv)
     }
     s_options_t options = {.node = -1};
     int rc = bn_config_load_env (config, NULL)
-                 ? s_usage_error ("%s", bn_config_error (config))
+                 ? bn_args_usage_error (S_NAME, "%s", bn_config_error (config))
                  : s_parse (argc, argv, &options, config);
     if (rc != 0) {
         bn_config_destroy (&config);
