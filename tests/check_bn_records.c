@@ -263,6 +263,75 @@ START_TEST (test_broadcast)
 }
 END_TEST
 
+//  A merged reply of the tree to a broadcast (orig) for engine id: its
+//  parent is the engine's copy, as the tree sends it; shape 0 is
+//  broadcast_targets, 1 bn_groups, 2 bn_reduced.
+static bn_msg_t *
+s_merged_reply (bn_msg_t *request, const char *orig, int shape, int id)
+{
+    bn_msg_t *copy = bn_msg_dup (request);
+    char copy_id[256];
+    snprintf (copy_id, sizeof copy_id, "%s_%s", orig, id ? "other" : S_ENGINE);
+    bn_msg_set_msg_id (copy, copy_id);
+    bn_msg_t *reply = s_reply (copy, "ok");
+    bn_msg_destroy (&copy);
+    char engines[16];
+    snprintf (engines, sizeof engines, "%d", id);
+    json_t *md = bn_msg_metadata (reply);
+    json_object_set_new (md, "original_msg_id", json_string (orig));
+    json_object_del (md, "engine");
+    if (shape == 0)
+        json_object_set_new (
+            md, "broadcast_targets",
+            json_pack ("[[s,i]]", id ? "other" : S_ENGINE, id));
+    else if (shape == 1)
+        json_object_set_new (md, "bn_groups",
+                             json_pack ("[{s:s, s:s, s:i}]", "engines", engines,
+                                        "status", "ok", "nbuffers", 1));
+    else
+        json_object_set_new (md, "bn_reduced",
+                             json_pack ("{s:s, s:s, s:[]}", "op", "sum",
+                                        "engines", engines, "failed"));
+    bn_msg_touch (reply, BN_PART_METADATA);
+    return reply;
+}
+
+START_TEST (test_broadcast_merged)
+{
+    //  a coalescing broadcast to two engines, answered by two merged
+    //  messages of one engine each (a forwarding root passes its children's
+    //  merged messages up): the original completes with the second, and
+    //  no per-engine record is made of them
+    int shape = _i;
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    bn_msg_t *request = s_request (1);
+    bn_msg_set_metadata (request,
+                         json_pack ("{s:[[s,i],[s,i]], s:b, s:b}", "targets",
+                                    S_ENGINE, 0, "other", 1, "is_broadcast", 1,
+                                    "is_coalescing", 1));
+    char *orig = strdup (bn_msg_id (request));
+    bn_records_request (records, BN_MONITOR_QUEUE_BROADCAST, request, NULL);
+    for (int id = 0; id < 2; id++) {
+        ck_assert (bn_records_pending (records, orig));
+        bn_msg_t *reply = s_merged_reply (request, orig, shape, id);
+        char *copy_id = strdup (bn_msg_parent_id (reply));
+        bn_records_reply (records, BN_MONITOR_QUEUE_BROADCAST, reply, NULL);
+        bn_record_t *stray = bn_records_get (records, copy_id);
+        ck_assert_msg (stray == NULL, "a record of %s", copy_id);
+        free (copy_id);
+        bn_msg_destroy (&reply);
+    }
+    ck_assert (!bn_records_pending (records, orig));
+    bn_record_t *record = bn_records_get (records, orig);
+    ck_assert_ptr_nonnull (record);
+    ck_assert (bn_record_completed (record));
+    bn_record_release (&record);
+    bn_msg_destroy (&request);
+    free (orig);
+    bn_records_destroy (&records);
+}
+END_TEST
+
 START_TEST (test_limits)
 {
     //  10 records at most: the 11th culls the oldest tenth (+1), never a
@@ -490,6 +559,7 @@ s_suite (void)
     tcase_add_test (tc, test_tasks);
     tcase_add_test (tc, test_output_in_reply);
     tcase_add_test (tc, test_broadcast);
+    tcase_add_loop_test (tc, test_broadcast_merged, 0, 3);
     tcase_add_test (tc, test_limits);
     tcase_add_test (tc, test_nodb);
     suite_add_tcase (suite, tc);
