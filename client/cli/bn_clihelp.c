@@ -325,8 +325,7 @@ static const s_help_t s_helps[] = {
      "the request wrote to stdout and stderr. A request still running is\n"
      "reported as pending. Exits 1 if the request failed or the hub has no\n"
      "record of it.\n",
-     NULL, true, true, S_COMMON_EXIT,
-     "  banyan result 6f2c...-4a1b_1234_7\n",
+     NULL, true, true, S_COMMON_EXIT, "  banyan result 6f2c...-4a1b_1234_7\n",
      NULL},
 
     {"purge", "purge [OPTIONS] [MSG_ID...]",
