@@ -208,137 +208,6 @@ s_skip_value (s_scan_t *s)
 }
 
 int
-bn_jscan_string (const void *text, size_t size, const char *key, char *out,
-                 size_t outsize)
-{
-    s_scan_t scan = {text, (const unsigned char *)text + size};
-    s_scan_t *s = &scan;
-    size_t keylen = strlen (key);
-    int found = -1;
-    s_skip_ws (s);
-    if (s->p >= s->end || *s->p != '{')
-        return -1;
-    s->p++;
-    s_skip_ws (s);
-    if (s->p < s->end && *s->p == '}')
-        s->p++;
-    else
-        while (true) {
-            s_skip_ws (s);
-            if (s->p >= s->end || *s->p != '"')
-                return -1;
-            char name[64];
-            size_t len;
-            bool full;
-            if (s_string (s, name, sizeof name, &len, &full) != 0)
-                return -1;
-            bool match = !full && len == keylen && memcmp (name, key, len) == 0;
-            s_skip_ws (s);
-            if (s->p >= s->end || *s->p != ':')
-                return -1;
-            s->p++;
-            s_skip_ws (s);
-            if (match && s->p < s->end && *s->p == '"') {
-                if (s_string (s, out, outsize, &len, &full) != 0)
-                    return -1;
-                found = full ? -2 : (int)len;
-            } else {
-                if (match)
-                    found = -1;
-                if (s_skip_value (s) != 0)
-                    return -1;
-            }
-            s_skip_ws (s);
-            if (s->p < s->end && *s->p == ',') {
-                s->p++;
-                continue;
-            }
-            if (s->p < s->end && *s->p == '}') {
-                s->p++;
-                break;
-            }
-            return -1;
-        }
-    s_skip_ws (s);
-    return s->p == s->end ? found : -1;
-}
-
-int
-bn_jscan_array_size (const void *text, size_t size, const char *key)
-{
-    s_scan_t scan = {text, (const unsigned char *)text + size};
-    s_scan_t *s = &scan;
-    size_t keylen = strlen (key);
-    int found = -1;
-    s_skip_ws (s);
-    if (s->p >= s->end || *s->p != '{')
-        return -1;
-    s->p++;
-    s_skip_ws (s);
-    if (s->p < s->end && *s->p == '}')
-        s->p++;
-    else
-        while (true) {
-            s_skip_ws (s);
-            if (s->p >= s->end || *s->p != '"')
-                return -1;
-            char name[64];
-            size_t len;
-            bool full;
-            if (s_string (s, name, sizeof name, &len, &full) != 0)
-                return -1;
-            bool match = !full && len == keylen && memcmp (name, key, len) == 0;
-            s_skip_ws (s);
-            if (s->p >= s->end || *s->p != ':')
-                return -1;
-            s->p++;
-            s_skip_ws (s);
-            if (match && s->p < s->end && *s->p == '[') {
-                //  count the elements, skipping each one whole
-                int count = 0;
-                s->p++;
-                s_skip_ws (s);
-                if (s->p < s->end && *s->p == ']')
-                    s->p++;
-                else
-                    while (true) {
-                        if (s_skip_value (s) != 0)
-                            return -1;
-                        count++;
-                        s_skip_ws (s);
-                        if (s->p < s->end && *s->p == ',') {
-                            s->p++;
-                            continue;
-                        }
-                        if (s->p < s->end && *s->p == ']') {
-                            s->p++;
-                            break;
-                        }
-                        return -1;
-                    }
-                found = count;
-            } else {
-                if (match)
-                    found = -1;
-                if (s_skip_value (s) != 0)
-                    return -1;
-            }
-            s_skip_ws (s);
-            if (s->p < s->end && *s->p == ',') {
-                s->p++;
-                continue;
-            }
-            if (s->p < s->end && *s->p == '}') {
-                s->p++;
-                break;
-            }
-            return -1;
-        }
-    s_skip_ws (s);
-    return s->p == s->end ? found : -1;
-}
-
-int
 bn_jscan_value (const void *text, size_t size, const char *key,
                 const char **value, size_t *value_len)
 {
@@ -390,4 +259,49 @@ bn_jscan_value (const void *text, size_t size, const char *key,
         }
     s_skip_ws (s);
     return s->p == s->end ? found : -2;
+}
+
+int
+bn_jscan_string (const void *text, size_t size, const char *key, char *out,
+                 size_t outsize)
+{
+    const char *value;
+    size_t value_len;
+    if (bn_jscan_value (text, size, key, &value, &value_len) != 0 ||
+        *value != '"')
+        return -1;
+    //  the value was checked whole by the walk; this unescapes it
+    s_scan_t s = {(const unsigned char *)value,
+                  (const unsigned char *)value + value_len};
+    size_t len;
+    bool full;
+    if (s_string (&s, out, outsize, &len, &full) != 0)
+        return -1;
+    return full ? -2 : (int)len;
+}
+
+int
+bn_jscan_array_size (const void *text, size_t size, const char *key)
+{
+    const char *value;
+    size_t value_len;
+    if (bn_jscan_value (text, size, key, &value, &value_len) != 0 ||
+        *value != '[')
+        return -1;
+    s_scan_t scan = {(const unsigned char *)value + 1,
+                     (const unsigned char *)value + value_len};
+    s_scan_t *s = &scan;
+    int count = 0;
+    s_skip_ws (s);
+    if (*s->p == ']')
+        return 0;
+    while (true) {
+        if (s_skip_value (s) != 0)
+            return -1;
+        count++;
+        s_skip_ws (s);
+        if (*s->p == ']')
+            return count;
+        s->p++; //  the comma (the walk checked the array's structure)
+    }
 }
