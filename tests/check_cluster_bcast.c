@@ -3,10 +3,7 @@
     the same results as the direct view at depths 0-3, coalescing and
     not; many requests in flight; and 10,000 broadcasts leaving no
     request tracked in any node.  */
-#include "banyan.h"
-#include "bn_config.h"
-#include "bn_controller.h"
-#include "bn_engine_actor.h"
+#include "bn_clustertest.h"
 
 #include <check.h>
 #include <czmq.h>
@@ -17,77 +14,37 @@
 
 #define S_ENGINES 6
 
-static char s_dir[256];
-static char *s_engine_file;
-static bn_config_t *s_config;
-static zactor_t *s_controller;
-static zactor_t *s_engines;
+static t_cluster_t s_cluster;
 
-static void
-s_set (const char *name, const char *value)
-{
-    ck_assert_int_eq (bn_config_set (s_config, name, value, BN_CONFIG_CMDLINE),
-                      0);
-}
-
-//  A controller whose tree has depth, with S_ENGINES engines.
+//  A controller whose tree has depth (kary:2) with S_ENGINES engines.
 static void
 s_start_cluster (int depth)
 {
-    snprintf (s_dir, sizeof s_dir, "/tmp/bn-check-cluster-bcast-XXXXXX");
-    ck_assert_ptr_nonnull (mkdtemp (s_dir));
-    s_config = bn_config_new ();
-    s_set ("controller.heartbeat_period", "100");
-    s_set ("controller.heartbeat_misses", "1000");
     char text[16];
     snprintf (text, sizeof text, "%d", depth);
-    s_set ("controller.depth", text);
-    bn_controller_args_t args = {s_config, s_dir, 0};
-    s_controller = zactor_new (bn_controller_actor, &args);
-    ck_assert_ptr_nonnull (s_controller);
-    ck_assert_int_eq (args.status, 0);
-    zstr_send (s_controller, "CONNFILES");
-    char *client_file = NULL;
-    zstr_recvx (s_controller, &client_file, &s_engine_file, NULL);
-    free (client_file);
-    bn_engine_args_t engine_args = {s_engine_file, NULL, s_config,
-                                    S_ENGINES,     -1,   s_dir};
-    s_engines = zactor_new (bn_engine_actor, &engine_args);
-    ck_assert_ptr_nonnull (s_engines);
-    zstr_sendx (s_engines, "WAIT", "20000", NULL);
-    char *answer = zstr_recv (s_engines);
-    ck_assert_str_eq (answer, "OK");
-    free (answer);
+    t_cluster_start (&s_cluster, "bn-check-cluster-bcast", S_ENGINES,
+                     "controller.heartbeat_misses", "1000", "controller.depth",
+                     text, NULL);
 }
 
 static void
 s_stop_cluster (void)
 {
-    zactor_destroy (&s_engines);
-    zactor_destroy (&s_controller);
-    bn_config_destroy (&s_config);
-    zstr_free (&s_engine_file);
-    char command[300];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
+    t_cluster_stop (&s_cluster);
 }
 
 static bn_client_t *
 s_client (void)
 {
-    int rc;
-    bn_client_t *client = bn_client_new (s_dir, 10, &rc);
-    ck_assert_msg (client != NULL, "cannot connect: %s", bn_strerror (rc));
-    ck_assert_int_eq (bn_client_wait_for_engines (client, S_ENGINES, 20), 0);
-    return client;
+    return t_cluster_client (&s_cluster, S_ENGINES);
 }
 
 //  Requests the tree's nodes hold, from the controller's counters.
 static json_int_t
 s_in_flight (void)
 {
-    zstr_send (s_controller, "STATS");
-    char *text = zstr_recv (s_controller);
+    zstr_send (s_cluster.controller, "STATS");
+    char *text = zstr_recv (s_cluster.controller);
     ck_assert_ptr_nonnull (text);
     json_t *stats = json_loads (text, 0, NULL);
     zstr_free (&text);

@@ -3,10 +3,7 @@
     all run in this process as actors: the same results as the direct
     view at depth 0 to 3, per-level modes, grouping, reductions, window
     release, deadlines and per-hop timestamps.  */
-#include "banyan.h"
-#include "bn_config.h"
-#include "bn_controller.h"
-#include "bn_engine_actor.h"
+#include "bn_clustertest.h"
 
 #include <check.h>
 #include <czmq.h>
@@ -17,71 +14,29 @@
 #define S_ENGINES 5  //  engines of every cluster (fewer than 8 leaves)
 #define S_TIMEOUT 20 //  seconds any wait of a test may take
 
-static char s_dir[256];        //  profile folder of the cluster
-static char *s_engine_file;    //  its engine connection file
-static bn_config_t *s_config;  //  settings shared by both actors
-static zactor_t *s_controller; //  the controller
-static zactor_t *s_engines;    //  the engines
-
-static void
-s_set (const char *key, const char *value)
-{
-    ck_assert_int_eq (bn_config_set (s_config, key, value, BN_CONFIG_CMDLINE),
-                      0);
-}
+static t_cluster_t s_cluster;
 
 //  A controller whose tree has depth (kary:2) with S_ENGINES engines.
 static void
 s_start_cluster (int depth)
 {
-    snprintf (s_dir, sizeof s_dir, "/tmp/bn-check-cluster-bcast-view-XXXXXX");
-    ck_assert_ptr_nonnull (mkdtemp (s_dir));
-    s_config = bn_config_new ();
-    s_set ("controller.heartbeat_period", "100");
-    s_set ("controller.heartbeat_misses", "50");
     char text[16];
     snprintf (text, sizeof text, "%d", depth);
-    s_set ("controller.depth", text);
-    bn_controller_args_t args = {s_config, s_dir, 0};
-    s_controller = zactor_new (bn_controller_actor, &args);
-    ck_assert_ptr_nonnull (s_controller);
-    ck_assert_int_eq (args.status, 0);
-    zstr_send (s_controller, "CONNFILES");
-    char *client_file = NULL;
-    zstr_recvx (s_controller, &client_file, &s_engine_file, NULL);
-    ck_assert_ptr_nonnull (s_engine_file);
-    free (client_file);
-    bn_engine_args_t engine_args = {s_engine_file, NULL, s_config,
-                                    S_ENGINES,     -1,   s_dir};
-    s_engines = zactor_new (bn_engine_actor, &engine_args);
-    ck_assert_ptr_nonnull (s_engines);
-    zstr_sendx (s_engines, "WAIT", "20000", NULL);
-    char *answer = zstr_recv (s_engines);
-    ck_assert_str_eq (answer, "OK");
-    free (answer);
+    t_cluster_start (&s_cluster, "bn-check-cluster-bcast-view", S_ENGINES,
+                     "controller.heartbeat_misses", "50", "controller.depth",
+                     text, NULL);
 }
 
 static void
 s_stop_cluster (void)
 {
-    zactor_destroy (&s_engines);
-    zactor_destroy (&s_controller);
-    bn_config_destroy (&s_config);
-    zstr_free (&s_engine_file);
-    char command[300];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    ck_assert_int_eq (system (command), 0);
+    t_cluster_stop (&s_cluster);
 }
 
 static bn_client_t *
 s_client (void)
 {
-    int rc;
-    bn_client_t *client = bn_client_new (s_dir, 10, &rc);
-    ck_assert_msg (client != NULL, "cannot connect: %s", bn_strerror (rc));
-    ck_assert_int_eq (bn_client_wait_for_engines (client, S_ENGINES, S_TIMEOUT),
-                      0);
-    return client;
+    return t_cluster_client (&s_cluster, S_ENGINES);
 }
 
 //  The index of engine id's item in result.
@@ -302,7 +257,7 @@ END_TEST
 static void
 s_waiting_code (char *go, size_t gosize, char *code, size_t codesize)
 {
-    snprintf (go, gosize, "%s/go", s_dir);
+    snprintf (go, gosize, "%s/go", s_cluster.dir);
     snprintf (code, codesize,
               "if [ $BANYAN_ENGINE_ID = 0 ]; then while [ ! -e %s ]; do "
               "sleep 0.02; done; fi; echo $BANYAN_ENGINE_ID",
