@@ -155,6 +155,7 @@ typedef struct {
     zhashx_t *holding;  //  leaf: uuid -> copies it has in held
     int retry_timer;    //  zloop timer id for held, -1 when none
     zlistx_t *timed;    //  requests with a deadline or window
+    zlistx_t *losses;   //  s_loss_t * read, not yet applied to requests
     int timer;          //  zloop timer id, -1 when none
     int deadline_ms;
     size_t max_requests;     //  requests in flight before reading pauses
@@ -165,6 +166,27 @@ typedef struct {
     bool terminated;
     s_stats_t stats;
 } s_node_t;
+
+//  An engine unregistered or a child lost: the slots it serves fail. A
+//  pipe command only records the loss; the loop's handlers apply it
+//  (s_apply_losses) between requests, never while one is being worked on,
+//  so commands read in the middle of a dispatch (s_drain_pipe) cannot
+//  finish and free the request the dispatch holds.
+typedef struct {
+    char *uuid; //  the engine, or NULL for a child
+    int child;  //  the child's index (uuid NULL)
+} s_loss_t;
+
+static void
+s_loss_free (void **item)
+{
+    s_loss_t *loss = (s_loss_t *)*item;
+    if (!loss)
+        return;
+    free (loss->uuid);
+    free (loss);
+    *item = NULL;
+}
 
 //  A per-engine copy of a request whose engine is not connected yet.
 typedef struct {
@@ -791,7 +813,8 @@ s_targets_ok (json_t *targets)
 }
 
 //  Process what waits on the pipe without blocking (engine registrations
-//  that were sent before the request we are routing).
+//  that were sent before the request we are routing); the losses read
+//  wait until the request is dispatched.
 static void s_drain_pipe (s_node_t *self);
 
 //  The per-engine header: the request header with msg_id replaced, built
@@ -1951,7 +1974,41 @@ s_stats (s_node_t *self)
     return stats;
 }
 
-//  Handle one pipe command; returns -1 on $TERM.
+//  Record that engine uuid (or, when NULL, child) was lost.
+static void
+s_lost (s_node_t *self, const char *uuid, int child)
+{
+    s_loss_t *loss = calloc (1, sizeof *loss);
+    if (loss) {
+        loss->uuid = uuid ? strdup (uuid) : NULL;
+        loss->child = child;
+    }
+    if (!loss || (uuid && !loss->uuid) ||
+        !zlistx_add_end (self->losses, loss)) {
+        s_loss_free ((void **)&loss);
+        bn_log_error ("%s: out of memory: a loss was not recorded", self->id);
+    }
+}
+
+//  Fail the slots of what was lost, in the order it was lost. Called only
+//  from the loop's handlers, with no request in hand.
+static void
+s_apply_losses (s_node_t *self)
+{
+    s_loss_t *loss;
+    while ((loss = (s_loss_t *)zlistx_detach (self->losses, NULL))) {
+        if (loss->uuid)
+            s_fail_matching (self, loss->uuid, -1, "unregistered (engine died)",
+                             &self->stats.engine_lost);
+        else
+            s_fail_matching (self, NULL, loss->child, "its tree node was lost",
+                             &self->stats.child_lost);
+        s_loss_free ((void **)&loss);
+    }
+}
+
+//  Handle one pipe command; returns -1 on $TERM. What it does to the
+//  requests in flight waits in self->losses (see s_loss_t).
 static int
 s_command (s_node_t *self, zmsg_t *request)
 {
@@ -1977,15 +2034,13 @@ s_command (s_node_t *self, zmsg_t *request)
                 zhashx_delete (self->engines, uuid);
                 zhashx_delete (self->since, uuid);
             }
-            s_fail_matching (self, uuid, -1, "unregistered (engine died)",
-                             &self->stats.engine_lost);
+            s_lost (self, uuid, -1);
         }
         free (uuid);
     } else if (streq (command, "CHILD_LOST")) {
         char *index = zmsg_popstr (request);
         if (index && !self->leaf)
-            s_fail_matching (self, NULL, atoi (index), "its tree node was lost",
-                             &self->stats.child_lost);
+            s_lost (self, NULL, atoi (index));
         free (index);
     } else if (streq (command, "ENDPOINTS"))
         zstr_sendx (self->pipe, self->up_endpoint ? self->up_endpoint : "",
@@ -2023,6 +2078,7 @@ s_on_pipe (zloop_t *loop, zsock_t *pipe, void *arg)
         return -1;
     int rc = s_command (self, request);
     zmsg_destroy (&request);
+    s_apply_losses (self);
     return rc || self->terminated ? -1 : 0;
 }
 
@@ -2044,6 +2100,8 @@ s_on_up (zloop_t *loop, zsock_t *sock, void *arg)
             break;
         s_on_request (self, msg);
         bn_msg_destroy (&msg);
+        //  what the dispatch read on the pipe, now that it is over
+        s_apply_losses (self);
     }
     return self->terminated ? -1 : 0;
 }
@@ -2070,6 +2128,7 @@ s_node_destroy (s_node_t **self_p)
         return;
     zhashx_destroy (&self->requests);
     zlistx_destroy (&self->timed);
+    zlistx_destroy (&self->losses);
     zhashx_destroy (&self->engines);
     zhashx_destroy (&self->since);
     zlistx_destroy (&self->held);
@@ -2147,19 +2206,22 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
     self->session = bn_session_new (args->key ? args->key : "", NULL);
     self->requests = zhashx_new ();
     self->timed = zlistx_new ();
+    self->losses = zlistx_new ();
     self->child_index = zhashx_new ();
     self->held = zlistx_new ();
     self->holding = zhashx_new ();
     self->since = zhashx_new ();
     self->loop = zloop_new ();
     if (!self->id || !self->session || !self->requests || !self->timed ||
-        !self->child_index || !self->held || !self->holding || !self->since ||
-        !self->loop || strlen (self->id) > BN_BCAST_NODE_ID_MAX) {
+        !self->losses || !self->child_index || !self->held || !self->holding ||
+        !self->since || !self->loop ||
+        strlen (self->id) > BN_BCAST_NODE_ID_MAX) {
         s_node_destroy (&self);
         return NULL;
     }
     zhashx_set_destructor (self->requests, s_request_free);
     zlistx_set_destructor (self->held, s_held_free);
+    zlistx_set_destructor (self->losses, s_loss_free);
     self->reducers = bn_reducers_new ();
     char err[256] = "";
     if (!self->reducers ||

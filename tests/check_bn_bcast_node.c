@@ -819,6 +819,97 @@ START_TEST (test_flow_control)
 }
 END_TEST
 
+//  The node's thread stops in the monitor's request hook, which runs
+//  before the request is dispatched, until the test has queued commands
+//  on the node's pipe (arg: the hook's PAIR socket, node side).
+static void
+s_pause_in_dispatch (void *arg, const char *queue, bn_msg_t *request,
+                     const char *engine_uuid)
+{
+    zsock_t *hook = (zsock_t *)arg;
+    zstr_send (hook, "dispatching");
+    char *go = zstr_recv (hook);
+    zstr_free (&go);
+}
+
+//  A one-engine broadcast whose engine is added and removed on the leaf's
+//  pipe while the leaf dispatches it: the leaf reads both commands before
+//  it routes the request, the engine is gone, and the client gets an
+//  EngineError for it; the node is unharmed and holds no request.
+START_TEST (test_engine_gone_during_dispatch)
+{
+    char up[64], down[64], hook_endpoint[64];
+    snprintf (up, sizeof up, "inproc://node-up-%d", getpid ());
+    snprintf (down, sizeof down, "inproc://node-down-%d", getpid ());
+    snprintf (hook_endpoint, sizeof hook_endpoint, "inproc://node-hook-%d",
+              getpid ());
+    zsock_t *hook_node = t_sock (ZMQ_PAIR, NULL);
+    zsock_t *hook = t_sock (ZMQ_PAIR, NULL);
+    ck_assert_int_eq (zsock_bind (hook_node, "%s", hook_endpoint), 0);
+    ck_assert_int_eq (zsock_connect (hook, "%s", hook_endpoint), 0);
+    bn_monitor_t monitor = {.request = s_pause_in_dispatch, .arg = hook_node};
+    //  depth 0: the root is the leaf
+    bn_bcast_node_args_t args = {.routing_id = "sub_scheduler_0",
+                                 .key = "node-key",
+                                 .up_endpoint = up,
+                                 .down_endpoint = down,
+                                 .monitor = &monitor};
+    zactor_t *node = zactor_new (bn_bcast_node_actor, &args);
+    ck_assert_ptr_nonnull (node);
+    ck_assert_int_eq (args.status, 0);
+    bn_session_t *session = bn_session_new ("node-key", NULL);
+    zsock_t *client = t_sock (ZMQ_DEALER, "client");
+    ck_assert_int_eq (zsock_connect (client, "%s", up), 0);
+
+    const char *uuid = "engine-0";
+    bn_msg_t *msg = t_msg (session, BN_MSG_APPLY_REQUEST, NULL, NULL);
+    bn_msg_set_metadata (msg,
+                         json_pack ("{s:[[s, i]], s:b, s:b}", "targets", uuid,
+                                    0, "is_broadcast", 1, "is_coalescing", 1));
+    bn_msg_add_buffer (msg, "payload", 7);
+    char *original = strdup (bn_msg_id (msg));
+    t_send (&msg, client, session);
+    char *dispatching = zstr_recv (hook);
+    ck_assert_str_eq (dispatching, "dispatching");
+    zstr_free (&dispatching);
+    zstr_sendx (node, "ENGINE_ADD", uuid, "0", NULL);
+    zstr_sendx (node, "ENGINE_REMOVE", uuid, NULL);
+    zstr_send (hook, "go");
+
+    bn_msg_t *reply = t_recv (client);
+    ck_assert_msg (reply != NULL, "no reply to the broadcast");
+    ck_assert_int_eq (bn_msg_verify (reply, session, true), 0);
+    ck_assert_str_eq (t_metadata_str (reply, "original_msg_id"), original);
+    ck_assert_str_eq (t_content_str (reply, "ename"), "EngineError");
+    json_t *targets =
+        json_object_get (bn_msg_metadata (reply), "broadcast_targets");
+    ck_assert_uint_eq (json_array_size (targets), 1);
+    ck_assert_str_eq (
+        json_string_value (json_array_get (json_array_get (targets, 0), 0)),
+        uuid);
+    bn_msg_destroy (&reply);
+    ck_assert_ptr_null (t_recv_within (client, 50));
+
+    zstr_send (node, "STATS");
+    char *text = zstr_recv (node);
+    json_t *stats = text ? json_loads (text, 0, NULL) : NULL;
+    ck_assert_ptr_nonnull (stats);
+    ck_assert_int_eq (json_integer_value (json_object_get (stats, "requests")),
+                      0);
+    ck_assert_int_eq (json_integer_value (json_object_get (stats, "engines")),
+                      0);
+    json_decref (stats);
+    zstr_free (&text);
+
+    free (original);
+    zsock_destroy (&client);
+    bn_session_destroy (&session);
+    zactor_destroy (&node);
+    zsock_destroy (&hook);
+    zsock_destroy (&hook_node);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -841,6 +932,7 @@ main (void)
     tcase_add_test (tc, test_release_none);
     tcase_add_test (tc, test_release_window);
     tcase_add_test (tc, test_flow_control);
+    tcase_add_test (tc, test_engine_gone_during_dispatch);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
