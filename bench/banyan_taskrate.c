@@ -8,18 +8,10 @@
                            [--repeat N] CONNECTION-FILE-OR-PROFILE  */
 #include "banyan.h"
 
+#include <czmq.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double
-s_now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int
 s_usage (void)
@@ -58,7 +50,7 @@ s_run (bn_client_t *client, bool mux, const char *fn, long tasks, long inflight)
             bn_view_set_target_list (views[v], &ids[v], 1);
     }
     bn_result_t **ring = calloc ((size_t)inflight, sizeof *ring);
-    double start = s_now ();
+    double start = zclock_usecs () / 1e6;
     long sent = 0, done = 0;
     int failed = 0;
     while (done < tasks && !failed) {
@@ -84,7 +76,7 @@ s_run (bn_client_t *client, bool mux, const char *fn, long tasks, long inflight)
         bn_result_destroy (oldest);
         done++;
     }
-    double elapsed = s_now () - start;
+    double elapsed = zclock_usecs () / 1e6 - start;
     for (long i = 0; i < inflight; i++)
         bn_result_destroy (&ring[i]);
     free (ring);

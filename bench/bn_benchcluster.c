@@ -37,14 +37,6 @@ struct _bn_benchcluster_t {
     char engine_file[4096];
 };
 
-static double
-s_now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int
 bn_benchstack_parse (const char *name)
 {
@@ -82,11 +74,11 @@ s_stop_spawned (bn_benchcluster_t *self, double grace)
 {
     for (int i = self->spawned_count - 1; i >= 0; i--)
         kill (self->spawned[i], SIGTERM);
-    double deadline = s_now () + grace;
+    double deadline = zclock_usecs () / 1e6 + grace;
     for (int i = 0; i < self->spawned_count; i++) {
         int status;
         while (waitpid (self->spawned[i], &status, WNOHANG) == 0) {
-            if (s_now () > deadline) {
+            if (zclock_usecs () / 1e6 > deadline) {
                 kill (self->spawned[i], SIGKILL);
                 waitpid (self->spawned[i], &status, 0);
                 break;
@@ -185,7 +177,7 @@ s_wait_file (bn_benchcluster_t *self, double deadline)
                                       bn_launcher_problem (self->launcher));
         if (!self->launcher)
             usleep (20000);
-        if (s_now () > deadline)
+        if (zclock_usecs () / 1e6 > deadline)
             return bn_benchcase_fail (self->c,
                                       "the controller wrote no connection "
                                       "file in time");
@@ -239,7 +231,7 @@ s_start_banyan (bn_benchcluster_t *self, double deadline)
         bn_launcher_add_controller_arg (self->launcher, "--engines");
         bn_launcher_add_controller_arg (self->launcher, engines);
     }
-    bn_launcher_set_timeout (self->launcher, deadline - s_now ());
+    bn_launcher_set_timeout (self->launcher, deadline - zclock_usecs () / 1e6);
     if (bn_launcher_start (self->launcher) != 0)
         return bn_benchcase_fail (self->c, "cannot start the cluster: %s",
                                   strerror (errno));
@@ -252,7 +244,7 @@ s_start_banyan (bn_benchcluster_t *self, double deadline)
         if (rc < 0)
             return bn_benchcase_fail (self->c, "%s",
                                       bn_launcher_problem (self->launcher));
-        if (s_now () > deadline)
+        if (zclock_usecs () / 1e6 > deadline)
             return bn_benchcase_fail (self->c, "the engine processes were "
                                                "not started in time");
     }
@@ -313,7 +305,7 @@ bn_benchcluster_start (bn_benchcluster_t *self, double timeout)
         self->engines + 1 > S_MAX_SPAWNED)
         return bn_benchcase_fail (self->c, "at most %d stock engines",
                                   S_MAX_SPAWNED - 1);
-    double start = s_now ();
+    double start = zclock_usecs () / 1e6;
     double deadline = start + timeout;
     int rc = self->stack == BN_BENCHSTACK_BANYAN
                  ? s_start_banyan (self, deadline)
@@ -321,8 +313,8 @@ bn_benchcluster_start (bn_benchcluster_t *self, double timeout)
     if (rc != 0)
         return -1;
     int error = 0;
-    self->client =
-        bn_client_new (self->client_file, deadline - s_now (), &error);
+    self->client = bn_client_new (self->client_file,
+                                  deadline - zclock_usecs () / 1e6, &error);
     if (!self->client)
         return bn_benchcase_fail (self->c, "cannot connect: %s",
                                   bn_strerror (error));
@@ -337,12 +329,12 @@ bn_benchcluster_start (bn_benchcluster_t *self, double timeout)
         if (self->launcher && bn_launcher_poll (self->launcher, 0) < 0)
             return bn_benchcase_fail (self->c, "%s",
                                       bn_launcher_problem (self->launcher));
-        if (s_now () > deadline)
+        if (zclock_usecs () / 1e6 > deadline)
             return bn_benchcase_fail (
                 self->c, "only %zu of %d engines registered in %.0f s",
                 bn_client_engine_count (self->client), self->engines, timeout);
     }
-    self->start_seconds = s_now () - start;
+    self->start_seconds = zclock_usecs () / 1e6 - start;
     return 0;
 }
 

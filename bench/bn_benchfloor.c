@@ -3,6 +3,7 @@
 #include "bn_benchfloor.h"
 
 #include <assert.h>
+#include <czmq.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -11,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -25,14 +25,6 @@ struct _bn_benchfloor_t {
     char *payload;   //  the bytes sent (shared by every message)
     size_t capacity; //  bytes allocated in payload
 };
-
-static double
-s_now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 //  A helper: count DEALER echo sockets named e<first>... connected to the
 //  endpoint read from fd; echoes until fd reaches EOF. Never returns.
@@ -170,10 +162,10 @@ bn_benchfloor_new (int engines, int per_process, double timeout, char *err,
             return NULL;
         }
     //  Every echo socket says hello once connected
-    double deadline = s_now () + timeout;
+    double deadline = zclock_usecs () / 1e6 + timeout;
     for (int hellos = 0; hellos < engines;) {
         zmq_pollitem_t item = {self->router, 0, ZMQ_POLLIN, 0};
-        int left = (int)((deadline - s_now ()) * 1000);
+        int left = (int)((deadline - zclock_usecs () / 1e6) * 1000);
         if (left <= 0 || zmq_poll (&item, 1, left) <= 0) {
             snprintf (err, errsize,
                       "only %d of %d floor echo sockets connected in %.0f s",
@@ -211,9 +203,9 @@ bn_benchfloor_destroy (bn_benchfloor_t **self_p)
             continue;
         //  They stop at EOF on their pipe; a stuck one is killed
         int status;
-        double deadline = s_now () + 5;
+        double deadline = zclock_usecs () / 1e6 + 5;
         while (waitpid (self->pids[h], &status, WNOHANG) == 0) {
-            if (s_now () > deadline) {
+            if (zclock_usecs () / 1e6 > deadline) {
                 kill (self->pids[h], SIGKILL);
                 waitpid (self->pids[h], &status, 0);
                 break;
@@ -257,14 +249,14 @@ bn_benchfloor_round (bn_benchfloor_t *self, size_t size, double timeout)
         }
     }
     zmq_msg_close (&payload);
-    double deadline = s_now () + timeout;
+    double deadline = zclock_usecs () / 1e6 + timeout;
     for (int replies = 0; replies < self->engines;) {
         zmq_msg_t frame;
         zmq_msg_init (&frame);
         if (zmq_msg_recv (&frame, self->router, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close (&frame);
             zmq_pollitem_t item = {self->router, 0, ZMQ_POLLIN, 0};
-            int left = (int)((deadline - s_now ()) * 1000);
+            int left = (int)((deadline - zclock_usecs () / 1e6) * 1000);
             if (left <= 0 || zmq_poll (&item, 1, left) <= 0)
                 return -1;
             continue;

@@ -7,6 +7,7 @@
 #include "bn_launcher.h"
 
 #include <assert.h>
+#include <czmq.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -18,7 +19,6 @@
 #include <string.h>
 #include <sys/time.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define S_MAX_REGEXES 16
@@ -68,14 +68,6 @@ typedef struct {
     int number;              //  calls per sample
     char reason[512];        //  why it failed or was skipped
 } s_outcome_t;
-
-static double
-s_now (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 bn_benchrunner_t *
 bn_benchrunner_new (const bn_benchdef_t *table, size_t count)
@@ -392,20 +384,22 @@ s_case_process (bn_benchcase_t *c, int fd, int repeat, int warmup, int number)
     if (rc == BN_BENCH_OK) {
         double value = 0;
         //  warm-up: a count, or (warmup 0) calls for S_WARMUP_TIME
-        double warm_until = s_now () + S_WARMUP_TIME;
+        double warm_until = zclock_usecs () / 1e6 + S_WARMUP_TIME;
         for (int i = 0; rc == BN_BENCH_OK; i++) {
             if (warmup > 0 ? i >= warmup
-                           : warmup < 0 || (i > 0 && s_now () > warm_until))
+                           : warmup < 0 ||
+                                 (i > 0 && zclock_usecs () / 1e6 > warm_until))
                 break;
             rc = def->run (c, &value);
         }
         bn_benchkind_t kind = bn_benchdef_kind (def);
         if (kind == BN_BENCH_TIME && number == 0 && rc == BN_BENCH_OK) {
             //  asv's automatic number: enough calls for a 10 ms sample
-            double start = s_now ();
+            double start = zclock_usecs () / 1e6;
             rc = def->run (c, &value);
-            double once = s_now () - start;
-            number = once > 0 ? (int)ceil (S_SAMPLE_TIME / once) : 1;
+            double once = zclock_usecs () / 1e6 - start;
+            //  a call under the clock's microsecond reads as 0
+            number = once > 0 ? (int)ceil (S_SAMPLE_TIME / once) : S_MAX_NUMBER;
             if (number > S_MAX_NUMBER)
                 number = S_MAX_NUMBER;
             if (number < 1)
@@ -416,10 +410,10 @@ s_case_process (bn_benchcase_t *c, int fd, int repeat, int warmup, int number)
         s_send (fd, "N %d", kind == BN_BENCH_TIME ? number : 1);
         for (int r = 0; r < repeat && rc == BN_BENCH_OK; r++) {
             if (kind == BN_BENCH_TIME) {
-                double start = s_now ();
+                double start = zclock_usecs () / 1e6;
                 for (int i = 0; i < number && rc == BN_BENCH_OK; i++)
                     rc = def->run (c, &value);
-                value = (s_now () - start) / number;
+                value = (zclock_usecs () / 1e6 - start) / number;
             } else
                 rc = def->run (c, &value);
             if (rc == BN_BENCH_OK)
@@ -507,7 +501,7 @@ s_run_case (bn_benchrunner_t *self, const bn_benchdef_t *def,
         return;
     }
     setpgid (pid, pid);
-    double deadline = s_now () + timeout;
+    double deadline = zclock_usecs () / 1e6 + timeout;
     char buffer[8192];
     size_t used = 0;
     bool done = false, timed_out = false, failed = false, skipped = false;
@@ -515,7 +509,7 @@ s_run_case (bn_benchrunner_t *self, const bn_benchdef_t *def,
     size_t capacity = 16;
     outcome->samples = malloc (capacity * sizeof *outcome->samples);
     while (!done) {
-        int left = (int)((deadline - s_now ()) * 1000);
+        int left = (int)((deadline - zclock_usecs () / 1e6) * 1000);
         if (left <= 0) {
             timed_out = true;
             break;
@@ -570,8 +564,10 @@ s_run_case (bn_benchrunner_t *self, const bn_benchdef_t *def,
     if (!done) {
         //  wait a moment for a case that is ending; kill one that hangs
         int status;
-        double grace = s_now () + (timed_out || interrupted ? 0 : 2);
-        while (waitpid (pid, &status, WNOHANG) == 0 && s_now () < grace)
+        double grace =
+            zclock_usecs () / 1e6 + (timed_out || interrupted ? 0 : 2);
+        while (waitpid (pid, &status, WNOHANG) == 0 &&
+               zclock_usecs () / 1e6 < grace)
             usleep (10000);
     }
     kill (-pid, SIGKILL);
@@ -939,7 +935,7 @@ bn_benchrunner_run (bn_benchrunner_t *self)
         bn_benchresults_begin (self->results, def->name, grid, version,
                                (double)now.tv_sec * 1000 +
                                    (double)now.tv_usec / 1000);
-        double started = s_now ();
+        double started = zclock_usecs () / 1e6;
         char namebuf[256];
         const char *names[BN_BENCH_MAX_PARAMS];
         size_t count = s_param_names (def, namebuf, sizeof namebuf, names);
@@ -976,7 +972,7 @@ bn_benchrunner_run (bn_benchrunner_t *self)
             free (outcome.samples);
         }
         bn_benchresults_set_duration (self->results, def->name,
-                                      s_now () - started);
+                                      zclock_usecs () / 1e6 - started);
         //  saved after every benchmark: an interrupted run keeps them
         if (bn_benchresults_save (self->results, self->results_dir, err,
                                   sizeof err) != 0 ||

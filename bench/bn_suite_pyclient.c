@@ -5,6 +5,7 @@
 #include "bn_benchcluster.h"
 #include "bn_suites.h"
 
+#include <czmq.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -13,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #define S_PYTHON "/usr/bin/python3"
@@ -50,13 +50,9 @@ static int
 s_read_line (int fd, char *buf, size_t size, int timeout_ms)
 {
     size_t used = 0;
-    struct timespec start;
-    clock_gettime (CLOCK_MONOTONIC, &start);
+    int64_t start = zclock_mono ();
     while (used + 1 < size) {
-        struct timespec now;
-        clock_gettime (CLOCK_MONOTONIC, &now);
-        int elapsed = (int)((now.tv_sec - start.tv_sec) * 1000 +
-                            (now.tv_nsec - start.tv_nsec) / 1000000);
+        int elapsed = (int)(zclock_mono () - start);
         struct pollfd pfd = {fd, POLLIN, 0};
         int ready = poll (&pfd, 1, timeout_ms - elapsed);
         if (ready < 0 && errno == EINTR)

@@ -73,19 +73,11 @@ struct _bn_client_t {
 };
 
 double
-bn_client_clock (void)
-{
-    struct timespec ts;
-    clock_gettime (CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-double
 bn_client_deadline (double timeout)
 {
     if (timeout < 0)
         return -1;
-    return bn_client_clock () + timeout;
+    return zclock_usecs () / 1e6 + timeout;
 }
 
 static void
@@ -165,7 +157,7 @@ bn_client_wait_change (bn_client_t *self, double deadline)
         pthread_cond_wait (&self->change, &self->lock);
         return 0;
     }
-    double now = bn_client_clock ();
+    double now = zclock_usecs () / 1e6;
     if (now >= deadline)
         return BN_ETIMEDOUT;
     struct timespec ts;
@@ -1228,7 +1220,7 @@ s_handshake (bn_client_t *self, double deadline)
     if (bn_msg_send (&request, query, self->tx) != 0)
         return BN_ECONNECT;
     while (true) {
-        double left = deadline < 0 ? -1 : deadline - bn_client_clock ();
+        double left = deadline < 0 ? -1 : deadline - zclock_usecs () / 1e6;
         if (deadline >= 0 && left <= 0)
             return BN_ETIMEDOUT;
         zmq_pollitem_t item = {query, 0, ZMQ_POLLIN, 0};
@@ -1343,7 +1335,7 @@ s_load_file (const char *path, double deadline, int *error)
             if (cf)
                 return cf;
         }
-        if (deadline >= 0 && bn_client_clock () >= deadline)
+        if (deadline >= 0 && zclock_usecs () / 1e6 >= deadline)
             break;
         usleep (50 * 1000);
     }
@@ -2064,7 +2056,7 @@ bn_client_shutdown (bn_client_t *self, bool hub, double timeout)
         bn_view_destroy (&view);
     }
     if (hub && (rc == 0 || rc == BN_ENOENGINE)) {
-        double left = deadline < 0 ? -1 : deadline - bn_client_clock ();
+        double left = deadline < 0 ? -1 : deadline - zclock_usecs () / 1e6;
         if (deadline >= 0 && left < 0)
             left = 0;
         json_t *content = json_object ();

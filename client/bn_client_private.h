@@ -55,9 +55,6 @@ void bn_client_unlock (bn_client_t *self);
 //  the deadline has passed.
 int bn_client_wait_change (bn_client_t *self, double deadline);
 
-//  Monotonic clock in seconds.
-double bn_client_clock (void);
-
 //  Absolute deadline of a timeout in seconds (negative: none, -1).
 double bn_client_deadline (double timeout);
 

@@ -10,6 +10,7 @@
 #include "bn_msgtypes.h"
 
 #include <assert.h>
+#include <czmq.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,7 +124,7 @@ bn_result_add (bn_result_t *self, const char *msg_id, const char *date,
     item->execution_count = -1;
     item->group = -1;
     if (self->count == 0)
-        self->sent = bn_client_clock ();
+        self->sent = zclock_usecs () / 1e6;
     self->count++;
     return item;
 }
@@ -321,7 +322,7 @@ s_complete (bn_item_t *self)
     self->complete = true;
     bn_result_t *result = self->result;
     result->order[result->ncomplete++] = self->index;
-    result->done = bn_client_clock ();
+    result->done = zclock_usecs () / 1e6;
     return true;
 }
 
@@ -706,7 +707,7 @@ bn_result_elapsed (bn_result_t *self)
         return 0;
     bn_client_lock (self->client);
     double end =
-        self->ncomplete == self->count ? self->done : bn_client_clock ();
+        self->ncomplete == self->count ? self->done : zclock_usecs () / 1e6;
     bn_client_unlock (self->client);
     return end - self->sent;
 }

@@ -5,11 +5,11 @@
 #include "bn_progress.h"
 
 #include <assert.h>
+#include <czmq.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 //  Seconds to wait for abort replies
@@ -145,14 +145,6 @@ bn_cliclient_call (bn_cliopts_t *opts, bn_client_t *client, bn_idset_t *targets,
     return -1;
 }
 
-static double
-s_now (void)
-{
-    struct timespec now;
-    clock_gettime (CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
-
 //  Engines of the items still pending, as a new set.
 static bn_idset_t *
 s_pending (bn_result_t *result)
@@ -179,7 +171,7 @@ bn_cliclient_collect (bn_cliopts_t *opts, bn_view_t *view, bn_result_t *result,
     size_t count = bn_result_count (result);
     bool *handed = calloc (count + 1, sizeof *handed);
     bn_progress_t *progress = bn_progress_new (stderr, "", 1.0);
-    double deadline = timeout >= 0 ? s_now () + timeout : -1;
+    double deadline = timeout >= 0 ? zclock_usecs () / 1e6 + timeout : -1;
     int interrupts = 0;
     int status = BN_EXIT_OK;
     while (true) {
@@ -217,7 +209,7 @@ bn_cliclient_collect (bn_cliopts_t *opts, bn_view_t *view, bn_result_t *result,
             if (status != BN_EXIT_OK)
                 break;
         }
-        if (deadline >= 0 && s_now () > deadline) {
+        if (deadline >= 0 && zclock_usecs () / 1e6 > deadline) {
             if (progress)
                 bn_progress_clear (progress);
             if (view)

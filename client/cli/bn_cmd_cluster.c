@@ -26,14 +26,6 @@
 //  supervisor's own stop takes up to 7 s when processes linger
 #define S_STOP_GRACE 10.0
 
-static double
-s_now (void)
-{
-    struct timespec now;
-    clock_gettime (CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
-
 //  Operands where a command takes none are a usage error.
 static int
 s_no_operands (bn_cliopts_t *opts, int argc, char **argv, int first)
@@ -203,7 +195,7 @@ s_wait_for_file (bn_launcher_t *launcher, const char *path, double deadline,
             *problem = "interrupted";
             return -1;
         }
-        if (s_now () > deadline) {
+        if (zclock_usecs () / 1e6 > deadline) {
             *problem = "the controller wrote no connection file in time";
             return -1;
         }
@@ -228,7 +220,7 @@ s_wait_for_engine_procs (bn_launcher_t *launcher, double deadline,
             *problem = "interrupted";
             return -1;
         }
-        if (s_now () > deadline) {
+        if (zclock_usecs () / 1e6 > deadline) {
             *problem = "the engine processes were not started in time";
             return -1;
         }
@@ -241,7 +233,7 @@ static int
 s_wait_for_registration (bn_cliopts_t *opts, bn_launcher_t *launcher, long n,
                          double deadline, char *problem, size_t problem_size)
 {
-    double left = deadline - s_now ();
+    double left = deadline - zclock_usecs () / 1e6;
     int error = 0;
     bn_client_t *client = bn_client_new (bn_cliopts_client_file (opts),
                                          left > 0.1 ? left : 0.1, &error);
@@ -275,7 +267,7 @@ s_wait_for_registration (bn_cliopts_t *opts, bn_launcher_t *launcher, long n,
             snprintf (problem, problem_size, "interrupted");
             break;
         }
-        if (s_now () > deadline) {
+        if (zclock_usecs () / 1e6 > deadline) {
             snprintf (problem, problem_size,
                       "only %zu of %ld engines registered in time",
                       bn_client_engine_count (client), n);
@@ -421,7 +413,7 @@ s_start (int argc, char **argv)
     bn_launcher_set_timeout (launcher, timeout);
 
     bn_interrupt_install ();
-    double start = s_now ();
+    double start = zclock_usecs () / 1e6;
     double deadline = start + timeout;
     if (bn_launcher_start (launcher) != 0) {
         bn_cliopts_error (opts, "cannot start the cluster: %s",
@@ -449,7 +441,8 @@ s_start (int argc, char **argv)
         }
     } else {
         if (!args.quiet || args.foreground)
-            s_print_started (opts, &args, launcher, s_now () - start);
+            s_print_started (opts, &args, launcher,
+                             zclock_usecs () / 1e6 - start);
         status = args.foreground ? s_foreground (opts, launcher) : BN_EXIT_OK;
     }
     bn_launcher_destroy (&launcher);

@@ -492,14 +492,6 @@ s_start_engines (s_supervisor_t *self)
     return rc;
 }
 
-static double
-s_now (void)
-{
-    struct timespec now;
-    clock_gettime (CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
-
 //  Take everything down: the engines first, so that they unregister from
 //  a controller that is still there, then the rest of our group and every
 //  descendant.
@@ -600,7 +592,7 @@ s_supervise (bn_launcher_t *launcher, int event_fd)
 
     //  Engines need the controller's engine connection file
     bool stopping = false;
-    double deadline = s_now () + launcher->timeout;
+    double deadline = zclock_usecs () / 1e6 + launcher->timeout;
     bool engines = launcher->n == 0;
     while (!stopping && !engines) {
         int sig = s_wait_signal (&set, 20);
@@ -612,7 +604,7 @@ s_supervise (bn_launcher_t *launcher, int event_fd)
             if (s_start_engines (&self) != 0)
                 stopping = true;
             engines = true;
-        } else if (s_now () > deadline) {
+        } else if (zclock_usecs () / 1e6 > deadline) {
             bn_log_error ("no %s after %g s", self.engine_file,
                           launcher->timeout);
             s_event (&self, "error the controller wrote no %s within %g s",

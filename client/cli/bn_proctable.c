@@ -3,6 +3,7 @@
 
 #include <assert.h>
 #include <ctype.h>
+#include <czmq.h>
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
@@ -10,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 struct _bn_proctable_t {
@@ -291,14 +291,6 @@ s_victims_gather (s_victims_t *victims, pid_t pgid, const pid_t *roots,
     return added;
 }
 
-static double
-s_now (void)
-{
-    struct timespec now;
-    clock_gettime (CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
-
 static void
 s_reap (bn_proctable_reap_fn *on_reap, void *arg)
 {
@@ -315,7 +307,7 @@ bn_proctable_terminate (pid_t pgid, const pid_t *roots, size_t nroots, int sig,
                         bn_proctable_reap_fn *on_reap, void *arg)
 {
     s_victims_t victims = {NULL, 0, 0};
-    double start = s_now ();
+    double start = zclock_usecs () / 1e6;
     bool killing = false;
     int rc = 0;
     while (true) {
@@ -338,7 +330,7 @@ bn_proctable_terminate (pid_t pgid, const pid_t *roots, size_t nroots, int sig,
         }
         if (alive == 0)
             break;
-        double elapsed = s_now () - start;
+        double elapsed = zclock_usecs () / 1e6 - start;
         if (!killing && elapsed >= grace)
             killing = true;
         else if (killing && elapsed >= grace + kill_wait) {

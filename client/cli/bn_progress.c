@@ -2,9 +2,9 @@
 #include "bn_progress.h"
 
 #include <assert.h>
+#include <czmq.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 struct _bn_progress_t {
@@ -17,14 +17,6 @@ struct _bn_progress_t {
     size_t done;   //  Numbers last drawn
     size_t total;
 };
-
-static double
-s_now (void)
-{
-    struct timespec now;
-    clock_gettime (CLOCK_MONOTONIC, &now);
-    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
-}
 
 bn_progress_t *
 bn_progress_new (FILE *file, const char *label, double delay)
@@ -40,7 +32,7 @@ bn_progress_new (FILE *file, const char *label, double delay)
         return NULL;
     }
     self->file = file;
-    self->start = s_now ();
+    self->start = zclock_usecs () / 1e6;
     self->delay = delay;
     self->terminal = isatty (fileno (file));
     self->done = (size_t)-1;
@@ -71,7 +63,7 @@ void
 bn_progress_update (bn_progress_t *self, size_t done, size_t total)
 {
     assert (self);
-    if (!self->terminal || s_now () - self->start < self->delay)
+    if (!self->terminal || zclock_usecs () / 1e6 - self->start < self->delay)
         return;
     if (self->drawn && done == self->done && total == self->total)
         return;
