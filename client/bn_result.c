@@ -8,6 +8,7 @@
 #include "bn_client_private.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
+#include "bn_reduction.h"
 
 #include <assert.h>
 #include <czmq.h>
@@ -197,41 +198,30 @@ bn_result_add_group (bn_result_t *self, bn_idset_t *engines)
     return (int)self->ngroups++;
 }
 
-//  a op b for the built-in reductions on numbers (bools count as 0/1, as
-//  in Python); NULL when either is not a number or op is not built in.
-static bn_value_t *
-s_combine (const char *op, const bn_value_t *a, const bn_value_t *b)
+//  Fold a part (borrowed) into the combination of the parts so far with
+//  the built-in reduction op (bn_reduction, the same the tree's nodes
+//  apply, so that the answer does not depend on which part came first).
+//  A plugin's reduction, another op than the first part's, or parts the
+//  built-in refuses leave the parts uncombinable.
+static void
+s_fold (bn_result_t *self, const char *op, const bn_value_t *part)
 {
-    bn_value_type_t ta = bn_value_type (a), tb = bn_value_type (b);
-    bool num_a = ta == BN_VALUE_INT || ta == BN_VALUE_BOOL;
-    bool num_b = tb == BN_VALUE_INT || tb == BN_VALUE_BOOL;
-    if ((!num_a && ta != BN_VALUE_FLOAT) || (!num_b && tb != BN_VALUE_FLOAT))
-        return NULL;
-    bool ints = num_a && num_b;
-    int64_t ia = ta == BN_VALUE_BOOL  ? bn_value_bool (a)
-                 : ta == BN_VALUE_INT ? bn_value_int (a)
-                                      : 0;
-    int64_t ib = tb == BN_VALUE_BOOL  ? bn_value_bool (b)
-                 : tb == BN_VALUE_INT ? bn_value_int (b)
-                                      : 0;
-    double fa = ta == BN_VALUE_FLOAT ? bn_value_float (a) : (double)ia;
-    double fb = tb == BN_VALUE_FLOAT ? bn_value_float (b) : (double)ib;
-    if (strcmp (op, "sum") == 0) {
-        int64_t sum;
-        if (ints && !__builtin_add_overflow (ia, ib, &sum))
-            return bn_value_new_int (sum);
-        if (ints)
-            return NULL;
-        return bn_value_new_float (fa + fb);
+    const bn_reduction_t *reduction = bn_reduction_builtin (op);
+    bn_value_t *value = bn_value_dup (part);
+    bn_value_t *acc = self->combined;
+    self->combined = NULL;
+    if (self->uncombinable || !reduction || !value || !self->reduced_op ||
+        strcmp (op, self->reduced_op) != 0) {
+        bn_value_destroy (&value);
+        bn_value_destroy (&acc);
+    } else if (!acc)
+        self->combined = value;
+    else {
+        bn_reduction_error_t error;
+        self->combined =
+            bn_reduction_call (reduction->combine, op, acc, value, &error);
     }
-    bool first;
-    if (strcmp (op, "min") == 0)
-        first = ints ? ia <= ib : fa <= fb;
-    else if (strcmp (op, "max") == 0)
-        first = ints ? ia >= ib : fa >= fb;
-    else
-        return NULL;
-    return bn_value_dup (first ? a : b);
+    self->uncombinable = !self->combined;
 }
 
 int
@@ -262,14 +252,7 @@ bn_result_add_reduced (bn_result_t *self, const char *op, bn_value_t *value,
         return 0;
     self->parts = bigger;
     self->parts[self->nparts++] = value;
-    if (self->nparts == 1)
-        return 0;
-    const bn_value_t *sofar = self->combined ? self->combined : self->parts[0];
-    bn_value_t *next =
-        self->uncombinable || !op ? NULL : s_combine (op, sofar, value);
-    bn_value_destroy (&self->combined);
-    self->combined = next;
-    self->uncombinable = !next;
+    s_fold (self, op, value);
     return 0;
 }
 

@@ -7,7 +7,6 @@
 #include "bn_pickle.h"
 
 #include <assert.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,57 +28,12 @@ struct _bn_reduce_t {
     json_t *error;                   //  the reduction's error, or NULL
 };
 
-//  What a call of lift or combine reported through call->error.
-typedef struct {
-    bool failed;
-    char ename[64];
-    char evalue[512];
-} s_outcome_t;
-
-//  call->error: record the exception for the node.
-static void
-s_call_error (bn_reduce_call_t *call, const char *ename, const char *format,
-              ...)
-{
-    s_outcome_t *outcome = call->node;
-    outcome->failed = true;
-    snprintf (outcome->ename, sizeof outcome->ename, "%s",
-              ename ? ename : "Exception");
-    va_list args;
-    va_start (args, format);
-    vsnprintf (outcome->evalue, sizeof outcome->evalue, format, args);
-    va_end (args);
-}
-
 //  An error content as an engine would send it.
 static json_t *
 s_error_content (const char *ename, const char *evalue)
 {
     return json_pack ("{s:s, s:s, s:s, s:[]}", "status", "error", "ename",
                       ename, "evalue", evalue, "traceback");
-}
-
-//  Run fn on acc and value (both taken; either may be NULL). Returns the
-//  result, or NULL with the error in *outcome.
-static bn_value_t *
-s_call (bn_reduce_t *self, bn_reduce_fn *fn, bn_value_t *acc, bn_value_t *value,
-        s_outcome_t *outcome)
-{
-    memset (outcome, 0, sizeof *outcome);
-    bn_reduce_call_t call = {BN_REDUCE_ABI_VERSION, self->op, acc, value,
-                             s_call_error,          outcome};
-    bn_value_t *result = fn (&call);
-    bn_value_destroy (&call.acc);
-    bn_value_destroy (&call.value);
-    if (result && outcome->failed)
-        bn_value_destroy (&result);
-    if (!result && !outcome->failed) {
-        outcome->failed = true;
-        snprintf (outcome->ename, sizeof outcome->ename, "RuntimeError");
-        snprintf (outcome->evalue, sizeof outcome->evalue,
-                  "reduction %s returned nothing", self->op);
-    }
-    return result;
 }
 
 //  Fail the whole reduction with content (taken), unless it failed before.
@@ -103,13 +57,13 @@ s_combine (bn_reduce_t *self, bn_value_t *partial)
     else if (!self->value)
         self->value = partial;
     else {
-        s_outcome_t outcome;
+        bn_reduction_error_t error;
         bn_value_t *acc = self->value;
         self->value = NULL;
-        self->value =
-            s_call (self, self->reduction->combine, acc, partial, &outcome);
+        self->value = bn_reduction_call (self->reduction->combine, self->op,
+                                         acc, partial, &error);
         if (!self->value)
-            s_fail (self, s_error_content (outcome.ename, outcome.evalue));
+            s_fail (self, s_error_content (error.ename, error.evalue));
     }
 }
 
@@ -235,12 +189,13 @@ bn_reduce_add_value (bn_reduce_t *self, int eid, bn_value_t **value_p)
         return -1;
     }
     bn_value_t *partial = value;
-    s_outcome_t outcome = {false, "", ""};
+    bn_reduction_error_t error = {"", ""};
     if (self->reduction->lift)
-        partial = s_call (self, self->reduction->lift, NULL, value, &outcome);
+        partial = bn_reduction_call (self->reduction->lift, self->op, NULL,
+                                     value, &error);
     if (!partial) {
         bn_idset_t *one = bn_idset_new ();
-        json_t *content = s_error_content (outcome.ename, outcome.evalue);
+        json_t *content = s_error_content (error.ename, error.evalue);
         int rc = one && content && bn_idset_add (one, eid) == 0
                      ? s_add_failure (self, one, content)
                      : -1;

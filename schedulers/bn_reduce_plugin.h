@@ -28,10 +28,12 @@
         BN_REDUCE_EXPORT const bn_reduce_plugin_t bn_reduce_plugin = {
             BN_REDUCE_ABI_VERSION, "example", s_reductions};
 
-    Build it as a shared object linked with bn_common (for bn_value) and
-    name its path in the controller.reduce_plugins setting (colon-
-    separated paths); every node of the tree loads it. Its reductions are
-    then named "example:prod".
+    The call, function and table entry types (bn_reduce_call_t,
+    bn_reduce_fn, bn_reduction_t) are in bn_reduction.h, shared with the
+    built-in reductions. Build it as a shared object linked with bn_common
+    (for bn_value) and name its path in the controller.reduce_plugins
+    setting (colon-separated paths); every node of the tree loads it. Its
+    reductions are then named "example:prod".
 
     How a node reduces: each engine's result (the value its apply_reply
     carries) goes through `lift`, which checks it and turns it into a
@@ -47,10 +49,7 @@
 #ifndef BN_REDUCE_PLUGIN_H_INCLUDED
 #define BN_REDUCE_PLUGIN_H_INCLUDED
 
-#include "bn_value.h"
-
-//  Version of this ABI; a plugin built for another version is refused.
-#define BN_REDUCE_ABI_VERSION 1
+#include "bn_reduction.h"
 
 //  Name of the exported bn_reduce_plugin_t.
 #define BN_REDUCE_SYMBOL "bn_reduce_plugin"
@@ -58,41 +57,6 @@
 //  Put before the bn_reduce_plugin definition so that it is exported even
 //  when the plugin is built with hidden visibility.
 #define BN_REDUCE_EXPORT __attribute__ ((visibility ("default")))
-
-typedef struct _bn_reduce_call_t bn_reduce_call_t;
-
-//  One call of lift or combine.
-struct _bn_reduce_call_t {
-    int abi_version;       //  BN_REDUCE_ABI_VERSION of the node
-    const char *reduction; //  full name, "example:prod" or "sum"
-    //  combine: the partial so far (acc) and the one to fold in (value);
-    //  lift: the engine's result in value, acc NULL. Both are owned by the
-    //  caller and destroyed after the call; a function may take one to
-    //  return it (or keep parts of it) by setting the field to NULL.
-    bn_value_t *acc;
-    bn_value_t *value;
-
-    //  Make the call fail with a Python-style exception: ename (such as
-    //  "TypeError") and a printf-style message. The function then returns
-    //  NULL.
-    void (*error) (bn_reduce_call_t *call, const char *ename,
-                   const char *format, ...)
-        __attribute__ ((format (printf, 3, 4)));
-
-    void *node; //  private to the node
-};
-
-//  lift or combine: returns the new partial (ownership passes to the
-//  node), or NULL after calling call->error.
-typedef bn_value_t *(bn_reduce_fn)(bn_reduce_call_t *call);
-
-//  One entry of a plugin's table.
-typedef struct {
-    const char *name;      //  name after "<plugin>:"
-    bn_reduce_fn *lift;    //  engine result -> partial, or NULL
-    bn_reduce_fn *combine; //  two partials -> one (required)
-    const char *doc;       //  one line, or NULL
-} bn_reduction_t;
 
 //  What a plugin exports as BN_REDUCE_SYMBOL.
 typedef struct {

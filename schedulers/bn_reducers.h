@@ -3,14 +3,8 @@
     (bn_reduce_plugin.h) loaded from shared objects, named
     "<plugin>:<name>".
 
-    Built-ins work on numbers: int (64-bit), float, and bool (as the int 0
-    or 1, as Python adds them). sum of ints is an int, and a float once
-    any float is in; an int sum that leaves 64 bits fails the reduction
-    with OverflowError (Python would grow the int; a wrong float would be
-    worse). min and max compare ints and floats by value and keep the
-    winning value's type (a NaN is never chosen over a number). Any other
-    result (str, None, a list...) fails that engine with TypeError
-    ("sum of a 'str': numbers only").
+    The built-ins are bn_reduction's, the same the client applies to
+    the partial reductions it receives.
 
     One table serves a node for its whole life; plugins stay loaded until
     it is destroyed.  */

@@ -7,6 +7,7 @@
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
 #include "bn_pickle.h"
+#include "bn_reduction_cases.h"
 #include "bn_session.h"
 
 #include <check.h>
@@ -1918,6 +1919,65 @@ START_TEST (test_broadcast_reduced)
 }
 END_TEST
 
+//  The value the client reduces from two merged messages carrying a and
+//  b (borrowed) in that order, one per engine, as Python's repr.
+static char *
+s_client_reduces (s_mock_t *mock, bn_view_t *view, bn_value_t *a, bn_value_t *b)
+{
+    bn_result_t *result;
+    bn_msg_t *request = s_bcast_start (mock, view, &result);
+    const char *op = json_string_value (
+        json_object_get (bn_msg_metadata (request), "bn_reduce"));
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 0,
+                    json_pack ("{s:{s:s, s:s, s:[]}}", "bn_reduced", "op", op,
+                               "engines", "0", "failed"),
+                    s_ok (), &a, 1);
+    s_bcast_merged (mock, request, BN_MSG_APPLY_REPLY, 1,
+                    json_pack ("{s:{s:s, s:s, s:[]}}", "bn_reduced", "op", op,
+                               "engines", "1", "failed"),
+                    s_ok (), &b, 1);
+    ck_assert_int_eq (bn_result_get (result, 5), 0);
+    ck_assert_uint_eq (bn_result_reduced_count (result), 2);
+    const bn_value_t *reduced = bn_result_reduced (result);
+    char *repr = reduced ? bn_value_repr (reduced) : strdup ("(none)");
+    bn_result_destroy (&result);
+    bn_msg_destroy (&request);
+    return repr;
+}
+
+//  The client combines forwarded partial reductions as the tree does:
+//  the same answer whichever arrives first, a NaN never chosen over a
+//  number, the int kept on a tie, ints past 2^53 compared exactly.
+START_TEST (test_broadcast_reduced_order)
+{
+    s_mock_t *mock = s_mock_new (2);
+    bn_client_t *client = s_mock_client (mock);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    bn_level_t levels[] = {BN_LEVEL_FORWARD, BN_LEVEL_MERGE};
+    ck_assert_int_eq (bn_view_set_levels (view, levels, 2), 0);
+    ck_assert_int_eq (bn_view_set_output_in_reply (view, true), 0);
+    for (size_t i = 0; i < BN_REDUCTION_NCASES; i++) {
+        const bn_reduction_case_t *c = &bn_reduction_cases[i];
+        bn_value_t *a = bn_case_value (c->a), *b = bn_case_value (c->b);
+        ck_assert_int_eq (bn_view_set_reduce (view, c->op), 0);
+        char *forward = s_client_reduces (mock, view, a, b);
+        char *backward = s_client_reduces (mock, view, b, a);
+        const char *expected = c->expected ? c->expected : "(none)";
+        ck_assert_msg (strcmp (forward, expected) == 0 &&
+                           strcmp (backward, expected) == 0,
+                       "case %zu, %s: %s one way, %s the other, not %s", i,
+                       c->op, forward, backward, expected);
+        free (forward);
+        free (backward);
+        bn_value_destroy (&a);
+        bn_value_destroy (&b);
+    }
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_mock_destroy (&mock);
+}
+END_TEST
+
 //  Answer n control requests of type on the mock's control socket.
 static void
 s_mock_control (s_mock_t *self, const char *type, int n, json_t **contents)
@@ -2551,6 +2611,7 @@ main (void)
     tcase_add_test (tc, test_broadcast_partial_messages);
     tcase_add_test (tc, test_broadcast_groups);
     tcase_add_test (tc, test_broadcast_reduced);
+    tcase_add_test (tc, test_broadcast_reduced_order);
     tcase_add_test (tc, test_abort_clear_shutdown);
     tcase_add_test (tc, test_client_shutdown);
     tcase_add_test (tc, test_queue_status);

@@ -3,6 +3,7 @@
 #include "bn_pickle.h"
 #include "bn_reduce.h"
 #include "bn_reducers.h"
+#include "bn_reduction_cases.h"
 #include "bn_session.h"
 
 #include <check.h>
@@ -206,6 +207,58 @@ START_TEST (test_min_max)
     s_add (high, 1, bn_value_new_int (-1));
     s_assert_value (high, "-1");
     bn_reduce_destroy (&high);
+}
+END_TEST
+
+//  The repr a node's reduction of x then y ends with ("" when it fails),
+//  the values added by a leaf (merged false) or carried up by two
+//  children's merged messages to their parent (merged true).
+static char *
+s_reduces (const char *op, bn_case_number_t x, bn_case_number_t y, bool merged)
+{
+    bn_reduce_t *node = s_new (op);
+    bn_case_number_t numbers[] = {x, y};
+    for (int eid = 0; eid < 2; eid++) {
+        if (!merged) {
+            s_add (node, eid, bn_case_value (numbers[eid]));
+            continue;
+        }
+        bn_reduce_t *child = s_new (op);
+        s_add (child, eid, bn_case_value (numbers[eid]));
+        bn_msg_t *message = s_merged (child);
+        char err[256] = "";
+        ck_assert_msg (bn_reduce_add_merged (node, message, err, sizeof err) ==
+                           0,
+                       "%s", err);
+        bn_msg_destroy (&message);
+        bn_reduce_destroy (&child);
+    }
+    const bn_value_t *value = bn_reduce_value (node);
+    ck_assert ((value == NULL) == (bn_reduce_error (node) != NULL));
+    char *repr = value ? bn_value_repr (value) : strdup ("");
+    bn_reduce_destroy (&node);
+    return repr;
+}
+
+//  A leaf's and a parent's reduction give the same answer whichever
+//  value comes first (NaN, ties, ints past 2^53, overflow).
+START_TEST (test_arrival_order)
+{
+    for (size_t i = 0; i < BN_REDUCTION_NCASES; i++) {
+        const bn_reduction_case_t *c = &bn_reduction_cases[i];
+        const char *expected = c->expected ? c->expected : "";
+        for (int merged = 0; merged < 2; merged++) {
+            char *forward = s_reduces (c->op, c->a, c->b, merged);
+            char *backward = s_reduces (c->op, c->b, c->a, merged);
+            ck_assert_msg (strcmp (forward, expected) == 0 &&
+                               strcmp (backward, expected) == 0,
+                           "case %zu, %s%s: %s one way, %s the other, not %s",
+                           i, c->op, merged ? " of merged" : "", forward,
+                           backward, expected);
+            free (forward);
+            free (backward);
+        }
+    }
 }
 END_TEST
 
@@ -574,6 +627,7 @@ main (void)
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_sum);
     tcase_add_test (tc, test_min_max);
+    tcase_add_test (tc, test_arrival_order);
     tcase_add_test (tc, test_not_numbers);
     tcase_add_test (tc, test_counted_once);
     tcase_add_test (tc, test_replies);
