@@ -3,6 +3,7 @@
 #include "bn_benchresults.h"
 
 #include <assert.h>
+#include <czmq.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -151,21 +152,6 @@ s_write (const char *path, json_t *root, size_t flags, char *err,
     }
     free (text);
     return 0;
-}
-
-//  mkdir -p
-static int
-s_mkdirs (const char *path)
-{
-    char buf[4096];
-    snprintf (buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir (buf, 0755);
-            *p = '/';
-        }
-    return mkdir (buf, 0755) == 0 || errno == EEXIST ? 0 : -1;
 }
 
 json_t *
@@ -344,7 +330,7 @@ bn_benchresults_save (bn_benchresults_t *self, const char *dir, char *err,
 
     char path[4096];
     snprintf (path, sizeof path, "%s/%s", dir, self->machine);
-    if (s_mkdirs (path) != 0) {
+    if (zsys_dir_create ("%s", path) != 0) {
         snprintf (err, errsize, "cannot create %s: %s", path, strerror (errno));
         return -1;
     }
@@ -577,7 +563,7 @@ bn_benchresults_save_benchmarks (const char *dir,
                                  size_t errsize)
 {
     char path[4096];
-    if (s_mkdirs (dir) != 0) {
+    if (zsys_dir_create ("%s", dir) != 0) {
         snprintf (err, errsize, "cannot create %s: %s", dir, strerror (errno));
         return -1;
     }

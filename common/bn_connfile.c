@@ -4,6 +4,7 @@
 #include "bn_connfile.h"
 #include "bn_error.h"
 #include "bn_log.h"
+#include "bn_path.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -380,25 +381,6 @@ s_to_json (bn_connfile_t *self)
     return root;
 }
 
-//  mkdir -p for the folder holding path; new folders get mode 0700.
-static int
-s_make_parents (const char *path)
-{
-    char *copy = strdup (path);
-    if (!copy)
-        return -1;
-    int rc = 0;
-    for (char *slash = strchr (copy + 1, '/'); slash && rc == 0;
-         slash = strchr (slash + 1, '/')) {
-        *slash = 0;
-        if (mkdir (copy, 0700) && errno != EEXIST)
-            rc = -1;
-        *slash = '/';
-    }
-    free (copy);
-    return rc;
-}
-
 int
 bn_connfile_save (bn_connfile_t *self, const char *path)
 {
@@ -425,7 +407,7 @@ bn_connfile_save (bn_connfile_t *self, const char *path)
     int fd = -1;
     if (snprintf (tmp, sizeof tmp, "%s.XXXXXX", path) >= (int)sizeof tmp)
         errno = ENAMETOOLONG;
-    else if (s_make_parents (path) == 0)
+    else if (bn_path_mkdir_for (path) == 0)
         fd = mkstemp (tmp);
     if (fd < 0) {
         bn_log_error ("cannot write connection file %s: %s", path,

@@ -19,6 +19,7 @@
 #include "bn_log.h"
 #include "bn_monitor_link.h"
 #include "bn_msgtypes.h"
+#include "bn_path.h"
 #include "bn_records.h"
 #include "bn_refuser.h"
 #include "bn_relay.h"
@@ -105,29 +106,6 @@ typedef struct {
     bool shutdown;                  //  Ended by a hub shutdown_request
 } s_controller_t;
 
-//  Create path and its parents with mode (like mkdir -p); -1 on failure.
-static int
-s_mkdirs (const char *path, mode_t mode)
-{
-    char *copy = strdup (path);
-    if (!copy)
-        return -1;
-    int rc = 0;
-    for (char *slash = copy + 1; rc == 0; slash++) {
-        if (*slash != '/' && *slash != 0)
-            continue;
-        char saved = *slash;
-        *slash = 0;
-        if (mkdir (copy, mode) != 0 && errno != EEXIST)
-            rc = -1;
-        *slash = saved;
-        if (saved == 0)
-            break;
-    }
-    free (copy);
-    return rc;
-}
-
 //  Create a socket of type with our HWM, an optional routing id and
 //  ROUTER_MANDATORY when mandatory, and bind it to port (0 = any).
 static int
@@ -193,7 +171,7 @@ s_start_procs (s_controller_t *self, int root_port, bn_connfile_t *old_engine)
     if (!leaf_ports)
         return -1;
     //  the links' folder goes with the profile (else into $TMPDIR)
-    s_mkdirs (self->run_dir, 0700);
+    bn_path_mkdir (self->run_dir);
     for (size_t leaf = 0; old_engine && leaf < self->nleaves &&
                           leaf < bn_connfile_broadcast_count (old_engine);
          leaf++) {
@@ -229,20 +207,8 @@ s_scheduler_path (bn_config_t *config)
     const char *given = bn_config_str (config, "controller.scheduler_path");
     if (*given)
         return strdup (given);
-    char self_path[PATH_MAX];
-    ssize_t len = readlink ("/proc/self/exe", self_path, sizeof self_path - 1);
-    if (len > 0) {
-        self_path[len] = 0;
-        char *slash = strrchr (self_path, '/');
-        if (slash) {
-            *slash = 0;
-            char *beside = zsys_sprintf ("%s/banyan-scheduler", self_path);
-            if (beside && access (beside, X_OK) == 0)
-                return beside;
-            zstr_free (&beside);
-        }
-    }
-    return strdup ("banyan-scheduler");
+    char *found = bn_path_program ("banyan-scheduler");
+    return found ? found : strdup ("banyan-scheduler");
 }
 
 static int
@@ -380,7 +346,7 @@ s_write_pid (s_controller_t *self)
     if (!dir)
         return -1;
     *strrchr (dir, '/') = 0;
-    int rc = s_mkdirs (dir, 0700);
+    int rc = bn_path_mkdir (dir);
     free (dir);
     FILE *file = rc == 0 ? fopen (self->pid_path, "w") : NULL;
     if (!file) {

@@ -6,6 +6,7 @@
 #include "bn_connfile.h"
 #include "bn_interrupt.h"
 #include "bn_launcher.h"
+#include "bn_path.h"
 #include "bn_progress.h"
 
 #include "banyan.h"
@@ -341,8 +342,8 @@ s_start (int argc, char **argv)
         goto done;
 
     status = BN_EXIT_FAILURE;
-    char *controller = bn_launcher_find_program ("banyan-controller");
-    char *engine = bn_launcher_find_program ("banyan-engine");
+    char *controller = bn_path_program ("banyan-controller");
+    char *engine = bn_path_program ("banyan-engine");
     if (!controller || !engine) {
         bn_cliopts_error (opts, "cannot find %s next to banyan or on PATH",
                           controller ? "banyan-engine" : "banyan-controller");

@@ -175,48 +175,6 @@ bn_launcher_add_engine_arg (bn_launcher_t *self, const char *arg)
 }
 
 char *
-bn_launcher_find_program (const char *name)
-{
-    assert (name);
-    char exe[PATH_MAX];
-    ssize_t size = readlink ("/proc/self/exe", exe, sizeof exe - 1);
-    if (size > 0) {
-        exe[size] = 0;
-        char *slash = strrchr (exe, '/');
-        if (slash) {
-            *slash = 0;
-            char *path = zsys_sprintf ("%s/%s", exe, name);
-            if (path && access (path, X_OK) == 0)
-                return path;
-            free (path);
-        }
-    }
-    const char *search = getenv ("PATH");
-    while (search && *search) {
-        const char *colon = strchr (search, ':');
-        size_t length = colon ? (size_t)(colon - search) : strlen (search);
-        //  An empty PATH element means the current folder
-        char *path = length
-                         ? zsys_sprintf ("%.*s/%s", (int)length, search, name)
-                         : zsys_sprintf ("./%s", name);
-        if (path && access (path, X_OK) == 0) {
-            if (path[0] != '/') {
-                char cwd[PATH_MAX];
-                if (getcwd (cwd, sizeof cwd)) {
-                    char *absolute = zsys_sprintf ("%s/%s", cwd, path);
-                    free (path);
-                    path = absolute;
-                }
-            }
-            return path;
-        }
-        free (path);
-        search = colon ? colon + 1 : NULL;
-    }
-    return NULL;
-}
-
-char *
 bn_launcher_log_path (bn_launcher_t *self, const char *part)
 {
     assert (self);

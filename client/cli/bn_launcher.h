@@ -49,11 +49,6 @@ int bn_launcher_add_controller_arg (bn_launcher_t *self, const char *arg);
 //  --file, --count and --id). Returns -1 if out of memory.
 int bn_launcher_add_engine_arg (bn_launcher_t *self, const char *arg);
 
-//  Full path of program name: next to the running executable
-//  (/proc/self/exe), else the first on PATH; malloc'd, or NULL if it is
-//  found nowhere.
-char *bn_launcher_find_program (const char *name);
-
 //  Create the profile's security, pid and log folders and fork the
 //  supervisor, which starts the controller, waits for its engine
 //  connection file and starts the engines. Must be called before this
