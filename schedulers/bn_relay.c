@@ -10,9 +10,8 @@
     before its shell's connection to this relay has finished its
     handshake (with a thousand engines registering at once it often is).
     Within the connect grace after an engine was added, a request it
-    cannot take yet is held, in order, and retried every S_RETRY_MS
-    instead of failing at once; only past the grace is it answered with
-    EngineError.  */
+    cannot take yet waits in a bn_holdq, in order, instead of failing at
+    once; only past the grace is it answered with EngineError.  */
 #include "bn_relay.h"
 
 #include <assert.h>
@@ -21,6 +20,7 @@
 #include <string.h>
 
 #include "bn_error.h"
+#include "bn_holdq.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
 #include "bn_wire.h"
@@ -28,7 +28,6 @@
 #define S_BATCH 1024   //  messages read per wake-up before polling again
 #define S_KEY_MAX 256  //  longest engine uuid accepted as a key
 #define S_TYPE_MAX 128 //  longest msg_type we derive a reply type from
-#define S_RETRY_MS 10  //  period of retries of held requests
 
 typedef struct {
     char *uuid;        //  Engine uuid (its routing id)
@@ -38,9 +37,6 @@ typedef struct {
     size_t completed;  //  Requests answered since added
     char **done;       //  Ring of the last completed msg_ids
     size_t done_next;  //  Next slot to overwrite in done
-    int64_t added_at;  //  zclock_mono when added
-    zlistx_t *held;    //  bn_msg_t * not connected yet, oldest first
-    void *held_handle; //  Position in the relay's held_engines
 } s_engine_t;
 
 typedef struct {
@@ -80,10 +76,7 @@ struct _bn_relay_t {
     bn_relay_watch_fn *watch_fn;
     void *watch_arg;
     const bn_monitor_t *monitor; //  Told of what passes (borrowed)
-    int connect_grace;           //  ms after engine_add requests are held
-    zlistx_t *held_engines;      //  s_engine_t * holding requests
-    zloop_t *loop;               //  For the retry timer, once attached
-    int timer;                   //  Retry timer id, or -1
+    bn_holdq_t *holdq;           //  Requests for engines connecting
     s_stats_t stats;
 };
 
@@ -106,7 +99,6 @@ s_engine_destroy (void **item)
     if (!self)
         return;
     zlistx_destroy (&self->pending);
-    zlistx_destroy (&self->held);
     if (self->done) {
         for (size_t i = 0; i < BN_RELAY_COMPLETED_KEEP; i++)
             free (self->done[i]);
@@ -129,6 +121,9 @@ s_msg_destructor (void **item)
     bn_msg_destroy ((bn_msg_t **)item);
 }
 
+static bn_holdq_send_fn s_send_held;
+static bn_holdq_fail_fn s_fail_held;
+
 static bn_relay_t *
 s_new (const char *name, zsock_t *client_side, zsock_t *engine_side,
        bn_session_t *session, bool swap)
@@ -149,10 +144,8 @@ s_new (const char *name, zsock_t *client_side, zsock_t *engine_side,
     self->session = session;
     self->engines = zhashx_new ();
     self->pending = zhashx_new ();
-    self->held_engines = zlistx_new ();
-    self->timer = -1;
-    if (!self->name || !self->engines || !self->pending ||
-        !self->held_engines) {
+    self->holdq = bn_holdq_new (0, s_send_held, s_fail_held, self);
+    if (!self->name || !self->engines || !self->pending || !self->holdq) {
         bn_relay_destroy (&self);
         return NULL;
     }
@@ -161,6 +154,7 @@ s_new (const char *name, zsock_t *client_side, zsock_t *engine_side,
     //  their own msg_id string (no copy per request)
     zhashx_set_key_duplicator (self->pending, NULL);
     zhashx_set_key_destructor (self->pending, NULL);
+    bn_holdq_set_destructor (self->holdq, s_msg_destructor);
     return self;
 }
 
@@ -185,11 +179,9 @@ bn_relay_destroy (bn_relay_t **self_p)
     bn_relay_t *self = *self_p;
     if (!self)
         return;
-    if (self->loop && self->timer != -1)
-        zloop_timer_end (self->loop, self->timer);
+    bn_holdq_destroy (&self->holdq);
     zhashx_destroy (&self->pending);
     zhashx_destroy (&self->engines);
-    zlistx_destroy (&self->held_engines);
     free (self->watch_type);
     free (self->name);
     free (self);
@@ -218,15 +210,14 @@ bn_relay_attach (bn_relay_t *self, zloop_t *loop)
     if (self->swap &&
         zloop_reader (loop, self->engine_side, s_on_engine, self) != 0)
         return -1;
-    self->loop = loop;
-    return 0;
+    return bn_holdq_attach (self->holdq, loop);
 }
 
 void
 bn_relay_set_connect_grace (bn_relay_t *self, int msecs)
 {
     assert (self);
-    self->connect_grace = msecs > 0 ? msecs : 0;
+    bn_holdq_set_grace (self->holdq, msecs);
 }
 
 void
@@ -419,22 +410,6 @@ s_untrack (bn_relay_t *self, s_pending_t *pending)
     zlistx_delete (pending->engine->pending, pending->handle);
 }
 
-//  True for the errors of a send to an engine still connecting: no route
-//  yet, or a route whose pipe is not ready for writing.
-static bool
-s_not_yet (int error)
-{
-    return error == EHOSTUNREACH || error == EAGAIN;
-}
-
-//  True while engine is within the connect grace at now.
-static bool
-s_in_grace (bn_relay_t *self, s_engine_t *engine, int64_t now)
-{
-    return self->connect_grace > 0 && self->loop &&
-           now - engine->added_at < self->connect_grace;
-}
-
 //  A request (idents [engine, client]) could not be sent: answer its
 //  client with EngineError (pending, when tracked) or count the loss.
 static void
@@ -456,43 +431,52 @@ s_send_failed (bn_relay_t *self, s_engine_t *engine, s_pending_t *pending,
     }
 }
 
+//  Send a copy of held request msg (idents [engine, client]); 0 when it
+//  went, else the errno of the failed send.
 static int
-s_on_retry (zloop_t *loop, int timer_id, void *arg)
+s_send_held (void *arg, const char *uuid, void *item)
 {
-    return bn_relay_retry ((bn_relay_t *)arg);
+    bn_relay_t *self = (bn_relay_t *)arg;
+    bn_msg_t *copy = bn_msg_dup ((bn_msg_t *)item);
+    if (!copy)
+        return ENOMEM;
+    if (bn_msg_send_flags (&copy, self->engine_handle, NULL, ZMQ_DONTWAIT) != 0)
+        return errno;
+    self->stats.forwarded++;
+    return 0;
 }
 
-//  Hold msg (taken) for engine until it connects or its grace ends.
+//  A held request cannot go: answer it with EngineError.
 static void
-s_hold (bn_relay_t *self, s_engine_t *engine, bn_msg_t *msg)
+s_fail_held (void *arg, const char *uuid, void *item, bn_holdq_why_t why,
+             int error)
 {
-    if (!engine->held) {
-        engine->held = zlistx_new ();
-        if (engine->held)
-            zlistx_set_destructor (engine->held, s_msg_destructor);
-    }
-    if (!engine->held || !zlistx_add_end (engine->held, msg)) {
-        s_pending_t *pending = zhashx_lookup (self->pending, bn_msg_id (msg));
-        s_send_failed (self, engine, pending, ENOMEM);
-        bn_msg_destroy (&msg);
+    bn_relay_t *self = (bn_relay_t *)arg;
+    bn_msg_t *msg = (bn_msg_t *)item;
+    s_pending_t *pending = zhashx_lookup (self->pending, bn_msg_id (msg));
+    s_engine_t *engine = zhashx_lookup (self->engines, uuid);
+    if (pending && streq (pending->engine->uuid, uuid))
+        engine = pending->engine;
+    else
+        pending = NULL;
+    if (!engine)
         return;
-    }
-    self->stats.held++;
-    if (!engine->held_handle)
-        engine->held_handle = zlistx_add_end (self->held_engines, engine);
-    if (self->timer == -1 && self->loop)
-        self->timer = zloop_timer (self->loop, S_RETRY_MS, 0, s_on_retry, self);
-}
-
-//  Forget what engine holds (it is being removed) without answering.
-static void
-s_drop_held (bn_relay_t *self, s_engine_t *engine)
-{
-    if (engine->held)
-        zlistx_purge (engine->held);
-    if (engine->held_handle)
-        zlistx_delete (self->held_engines, engine->held_handle);
-    engine->held_handle = NULL;
+    if (pending && why == BN_HOLDQ_REMOVED) {
+        self->stats.stranded++;
+        s_engine_error (self, pending->stub, engine->uuid,
+                        "Engine %d died before it connected to the %s relay "
+                        "(request '%s')",
+                        engine->eid, self->name, pending->msg_id);
+        s_untrack (self, pending);
+    } else if (pending && why == BN_HOLDQ_FULL) {
+        self->stats.not_connected++;
+        s_engine_error (self, pending->stub, engine->uuid,
+                        "Engine %d is not connected to the %s relay and has "
+                        "%d requests waiting (request '%s')",
+                        engine->eid, self->name, BN_HOLDQ_MAX, pending->msg_id);
+        s_untrack (self, pending);
+    } else
+        s_send_failed (self, engine, pending, error ? error : EHOSTUNREACH);
 }
 
 static void
@@ -528,25 +512,17 @@ s_client_request (bn_relay_t *self, bn_msg_t *msg)
         self->monitor->request (self->monitor->arg, self->name, msg,
                                 engine->uuid);
     bn_msg_swap_idents (msg);
-    if (engine->held && zlistx_size (engine->held) > 0) {
-        s_hold (self, engine, msg); //  behind the ones held before it
+    //  a young engine's request may have to wait for its connection
+    if (bn_holdq_waits (self->holdq, engine->uuid)) {
+        if (bn_holdq_send (self->holdq, engine->uuid, msg) == 1)
+            self->stats.held++;
         return;
     }
-    //  a spare reference to hold the request by if the engine turns out
-    //  not to be connected yet (only young engines need one)
-    bn_msg_t *spare =
-        s_in_grace (self, engine, zclock_mono ()) ? bn_msg_dup (msg) : NULL;
     if (bn_msg_send_flags (&msg, self->engine_handle, NULL, ZMQ_DONTWAIT) ==
         0) {
-        bn_msg_destroy (&spare);
         self->stats.forwarded++;
         return;
     }
-    if (s_not_yet (errno) && spare) {
-        s_hold (self, engine, spare);
-        return;
-    }
-    bn_msg_destroy (&spare);
     s_send_failed (self, engine, pending, errno);
 }
 
@@ -554,40 +530,7 @@ int
 bn_relay_retry (bn_relay_t *self)
 {
     assert (self);
-    int64_t now = zclock_mono ();
-    s_engine_t *engine = zlistx_first (self->held_engines);
-    while (engine) {
-        bn_msg_t *msg;
-        while ((msg = zlistx_first (engine->held))) {
-            bn_msg_t *copy = bn_msg_dup (msg);
-            int error = ENOMEM;
-            if (copy && bn_msg_send_flags (&copy, self->engine_handle, NULL,
-                                           ZMQ_DONTWAIT) == 0)
-                self->stats.forwarded++;
-            else {
-                if (copy == NULL && error == ENOMEM)
-                    error = errno; //  the send failed (and took the copy)
-                if (s_not_yet (error) && s_in_grace (self, engine, now))
-                    break; //  not yet: keep it and what follows in order
-                s_send_failed (self, engine,
-                               zhashx_lookup (self->pending, bn_msg_id (msg)),
-                               error);
-            }
-            msg = zlistx_detach (engine->held, NULL);
-            bn_msg_destroy (&msg);
-        }
-        s_engine_t *next = zlistx_next (self->held_engines);
-        if (zlistx_size (engine->held) == 0) {
-            zlistx_delete (self->held_engines, engine->held_handle);
-            engine->held_handle = NULL;
-        }
-        engine = next;
-    }
-    if (zlistx_size (self->held_engines) == 0 && self->timer != -1) {
-        zloop_timer_end (self->loop, self->timer);
-        self->timer = -1;
-    }
-    return 0;
+    return bn_holdq_retry (self->holdq);
 }
 
 //  Record that engine answered pending, keeping its msg_id in the ring.
@@ -704,9 +647,9 @@ bn_relay_engine_add (bn_relay_t *self, const char *uuid, int eid)
         return -1;
     engine->uuid = strdup (uuid);
     engine->eid = eid;
-    engine->added_at = zclock_mono ();
     engine->pending = zlistx_new ();
-    if (!engine->uuid || !engine->pending) {
+    if (!engine->uuid || !engine->pending ||
+        bn_holdq_engine_add (self->holdq, uuid) != 0) {
         void *item = engine;
         s_engine_destroy (&item);
         return -1;
@@ -734,6 +677,7 @@ bn_relay_engine_remove (bn_relay_t *self, const char *uuid)
     s_engine_t *engine = zhashx_lookup (self->engines, uuid);
     if (!engine)
         return;
+    bn_holdq_engine_remove (self->holdq, uuid);
     s_pending_t *pending = zlistx_first (engine->pending);
     while (pending) {
         self->stats.stranded++;
@@ -743,7 +687,6 @@ bn_relay_engine_remove (bn_relay_t *self, const char *uuid)
         zhashx_delete (self->pending, pending->msg_id);
         pending = zlistx_next (engine->pending);
     }
-    s_drop_held (self, engine);
     zhashx_delete (self->engines, uuid);
 }
 

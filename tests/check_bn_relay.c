@@ -365,7 +365,7 @@ START_TEST (test_held_then_failed)
 {
     zloop_t *loop = zloop_new ();
     ck_assert_int_eq (bn_relay_attach (s_relay, loop), 0);
-    bn_relay_set_connect_grace (s_relay, 1500);
+    bn_relay_set_connect_grace (s_relay, 50);
     bn_relay_engine_add (s_relay, "ghost", 4);
     char *msg_id = s_request (BN_MSG_APPLY_REQUEST, "ghost");
     s_pump_client (1);
