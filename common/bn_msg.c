@@ -3,10 +3,12 @@
 #include "bn_msg.h"
 #include "bn_error.h"
 #include "bn_jscan.h"
+#include "bn_log.h"
 #include "bn_msgtypes.h"
 
 #include <assert.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,6 +427,42 @@ bn_msg_verify (bn_msg_t *self, bn_session_t *session, bool record)
     }
     return bn_session_verify (session, zmq_msg_data (&self->sig),
                               zmq_msg_size (&self->sig), parts, sizes, record);
+}
+
+int
+bn_msg_check (bn_msg_t *self, bn_session_t *session, int checks,
+              bn_msg_drops_t *drops, const char *who, ...)
+{
+    assert (self);
+    assert (drops);
+    int rc = 0;
+    const char *why = NULL;
+    if (checks & (BN_MSG_CHECK_SIGNATURE | BN_MSG_CHECK_REPLAY))
+        rc = bn_msg_verify (self, session, checks & BN_MSG_CHECK_REPLAY);
+    else if (!self->framed)
+        rc = BN_EPROTO;
+    if (rc == BN_EPROTO)
+        drops->bad_frame++;
+    else if (rc == BN_EREPLAY)
+        drops->replayed++;
+    else if (rc != 0)
+        drops->bad_signature++;
+    else if ((checks & BN_MSG_CHECK_HEADER) &&
+             (!bn_msg_id (self) || !bn_msg_type (self))) {
+        drops->bad_header++;
+        rc = BN_EPROTO;
+        why = "no msg_id or msg_type in its header";
+    }
+    if (rc != 0) {
+        char name[64];
+        va_list args;
+        va_start (args, who);
+        vsnprintf (name, sizeof name, who, args);
+        va_end (args);
+        bn_log_warn ("%s: dropped a message: %s", name,
+                     why ? why : bn_strerror (rc));
+    }
+    return rc;
 }
 
 size_t

@@ -7,6 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <zmq.h>
 
 #include "bn_session.h"
@@ -62,6 +63,28 @@ int bn_msg_verify (bn_msg_t *self, bn_session_t *session, bool record);
 
 //  True when the message had a delimiter and the five frames after it.
 bool bn_msg_well_framed (bn_msg_t *self);
+
+//  Counts, by cause, of the messages a receiver dropped (bn_msg_check).
+typedef struct {
+    uint64_t bad_frame;     //  no delimiter, too few frames
+    uint64_t bad_signature; //  missing or wrong HMAC
+    uint64_t replayed;      //  signature seen before
+    uint64_t bad_header;    //  header without string msg_id and msg_type
+} bn_msg_drops_t;
+
+//  What bn_msg_check checks besides the framing.
+#define BN_MSG_CHECK_SIGNATURE 1 //  the signature
+#define BN_MSG_CHECK_REPLAY 2    //  the signature, recorded against replays
+#define BN_MSG_CHECK_HEADER 4    //  the header's msg_id and msg_type
+
+//  Check a message from a peer before its receiver handles it: framing,
+//  and what checks asks for (signatures with session's key). A failure
+//  is counted in drops and logged as "<who>: dropped a message: <why>",
+//  who being printf-formatted (only then). Returns 0, BN_EPROTO (framing
+//  or header), BN_ESIGNATURE or BN_EREPLAY.
+int bn_msg_check (bn_msg_t *self, bn_session_t *session, int checks,
+                  bn_msg_drops_t *drops, const char *who, ...)
+    __attribute__ ((format (printf, 5, 6)));
 
 //  Routing idents (frames before the delimiter).
 size_t bn_msg_nidents (bn_msg_t *self);

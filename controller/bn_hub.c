@@ -44,9 +44,7 @@
 
 typedef struct {
     uint64_t queries;         //  Messages read on the query socket
-    uint64_t bad_frame;       //  No delimiter, too few frames
-    uint64_t bad_signature;   //  Missing or wrong HMAC
-    uint64_t replayed;        //  Signature seen before
+    bn_msg_drops_t drops;     //  Dropped: framing, signature, replay, header
     uint64_t bad_json;        //  A JSON part that is not an object
     uint64_t bad_content;     //  Missing keys, wrong key types
     uint64_t unsupported;     //  Query types we answer with hub_error
@@ -1537,17 +1535,12 @@ s_shutdown_request (bn_hub_t *self, bn_msg_t *request)
 static void
 s_handle_query (bn_hub_t *self, bn_msg_t *msg)
 {
-    int rc = bn_msg_verify (msg, self->session, true);
-    if (rc == 0 && bn_msg_nidents (msg) == 0)
-        rc = BN_EPROTO;
-    if (rc != 0) {
-        if (rc == BN_EPROTO)
-            self->stats.bad_frame++;
-        else if (rc == BN_EREPLAY)
-            self->stats.replayed++;
-        else
-            self->stats.bad_signature++;
-        bn_log_warn ("hub: dropped a query: %s", bn_strerror (rc));
+    if (bn_msg_check (msg, self->session, BN_MSG_CHECK_REPLAY,
+                      &self->stats.drops, "hub"))
+        return;
+    if (bn_msg_nidents (msg) == 0) {
+        self->stats.drops.bad_frame++;
+        bn_log_warn ("hub: dropped a query without a routing id");
         return;
     }
     if (!bn_msg_header (msg)) {
@@ -1644,12 +1637,13 @@ bn_hub_stats (bn_hub_t *self)
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
         "s:I, s:I, s:I}",
         "queries", (json_int_t)s->queries, "bad_frame",
-        (json_int_t)s->bad_frame, "bad_signature", (json_int_t)s->bad_signature,
-        "replayed", (json_int_t)s->replayed, "bad_json",
-        (json_int_t)s->bad_json, "bad_content", (json_int_t)s->bad_content,
-        "unsupported", (json_int_t)s->unsupported, "errors",
-        (json_int_t)s->errors, "registrations", (json_int_t)s->registrations,
-        "refused", (json_int_t)s->refused, "purged", (json_int_t)s->purged,
+        (json_int_t)s->drops.bad_frame, "bad_signature",
+        (json_int_t)s->drops.bad_signature, "replayed",
+        (json_int_t)s->drops.replayed, "bad_json", (json_int_t)s->bad_json,
+        "bad_content", (json_int_t)s->bad_content, "unsupported",
+        (json_int_t)s->unsupported, "errors", (json_int_t)s->errors,
+        "registrations", (json_int_t)s->registrations, "refused",
+        (json_int_t)s->refused, "purged", (json_int_t)s->purged,
         "unregistrations", (json_int_t)s->unregistrations, "heart_failures",
         (json_int_t)s->heart_failures, "send_failed",
         (json_int_t)s->send_failed, "engines",

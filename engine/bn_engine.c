@@ -1018,23 +1018,13 @@ static int
 s_accept (bn_engine_t *self, bn_msg_t *msg, const char *where)
 {
     self->stats.received++;
-    int rc = bn_msg_verify (msg, self->session, true);
-    if (rc == BN_EPROTO)
-        self->stats.bad_framing++;
-    else if (rc == BN_ESIGNATURE)
-        self->stats.bad_signature++;
-    else if (rc == BN_EREPLAY)
-        self->stats.replayed++;
     //  the scans check that the header is a well-formed object; the reply
     //  copies it as its parent without a JSON tree
-    else if (!bn_msg_type (msg) || !bn_msg_id (msg)) {
-        self->stats.bad_header++;
-        rc = BN_EPROTO;
-    }
-    if (rc)
-        bn_log_warn ("engine %d: dropped a message on %s: %s", self->id, where,
-                     bn_strerror (rc));
-    return rc ? -1 : 0;
+    return bn_msg_check (msg, self->session,
+                         BN_MSG_CHECK_REPLAY | BN_MSG_CHECK_HEADER,
+                         &self->stats.drops, "engine %d on %s", self->id, where)
+               ? -1
+               : 0;
 }
 
 static void

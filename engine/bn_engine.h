@@ -6,6 +6,7 @@
 
 #include "bn_connfile.h"
 #include "bn_functions.h"
+#include "bn_msg.h"
 #include "bn_watch.h"
 
 #include <czmq.h>
@@ -65,15 +66,12 @@ typedef struct {
 
 //  Counters of what an engine received and did with it.
 typedef struct {
-    uint64_t received;      //  messages read from shell and control
-    uint64_t handled;       //  requests answered (any status)
-    uint64_t errors;        //  requests answered with status error
-    uint64_t aborted;       //  requests answered with status aborted
-    uint64_t bad_framing;   //  dropped: no delimiter or too few frames
-    uint64_t bad_signature; //  dropped: missing or wrong HMAC
-    uint64_t replayed;      //  dropped: signature seen before
-    uint64_t bad_header;    //  dropped: header not JSON or no msg_type/id
-    uint64_t pings;         //  heartbeats echoed
+    uint64_t received;    //  messages read from shell and control
+    uint64_t handled;     //  requests answered (any status)
+    uint64_t errors;      //  requests answered with status error
+    uint64_t aborted;     //  requests answered with status aborted
+    bn_msg_drops_t drops; //  Dropped: framing, signature, replay, header
+    uint64_t pings;       //  heartbeats echoed
 } bn_engine_stats_t;
 
 //  Create an engine with a fresh uuid that will ask for id requested_id

@@ -198,10 +198,10 @@ s_stats (s_actor_t *self)
         sum.handled += one->handled;
         sum.errors += one->errors;
         sum.aborted += one->aborted;
-        sum.bad_framing += one->bad_framing;
-        sum.bad_signature += one->bad_signature;
-        sum.replayed += one->replayed;
-        sum.bad_header += one->bad_header;
+        sum.drops.bad_frame += one->drops.bad_frame;
+        sum.drops.bad_signature += one->drops.bad_signature;
+        sum.drops.replayed += one->drops.replayed;
+        sum.drops.bad_header += one->drops.bad_header;
         sum.pings += one->pings;
     }
     return zsys_sprintf (
@@ -212,9 +212,11 @@ s_stats (s_actor_t *self)
         self->count, self->running, self->stopped,
         (unsigned long long)sum.received, (unsigned long long)sum.handled,
         (unsigned long long)sum.errors, (unsigned long long)sum.aborted,
-        (unsigned long long)sum.bad_framing,
-        (unsigned long long)sum.bad_signature, (unsigned long long)sum.replayed,
-        (unsigned long long)sum.bad_header, (unsigned long long)sum.pings);
+        (unsigned long long)sum.drops.bad_frame,
+        (unsigned long long)sum.drops.bad_signature,
+        (unsigned long long)sum.drops.replayed,
+        (unsigned long long)sum.drops.bad_header,
+        (unsigned long long)sum.pings);
 }
 
 static int

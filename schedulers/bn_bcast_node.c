@@ -106,9 +106,7 @@ typedef struct {
 
 typedef struct {
     uint64_t requests;       //  requests received
-    uint64_t bad_frame;      //  no delimiter, too few frames
-    uint64_t bad_signature;  //  missing or wrong HMAC
-    uint64_t replayed;       //  signature seen before
+    bn_msg_drops_t drops;    //  Dropped: framing, signature, replay, header
     uint64_t bad_request;    //  unusable header, metadata or targets
     uint64_t duplicate;      //  a request reusing a msg_id in flight
     uint64_t to_engines;     //  per-engine copies sent
@@ -1140,20 +1138,11 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
 {
     self->stats.requests++;
     bool root = self->level == 0;
-    if (!self->up_trusted) {
-        int rc = bn_msg_verify (msg, self->session, root);
-        if (rc != 0) {
-            if (rc == BN_EPROTO)
-                self->stats.bad_frame++;
-            else if (rc == BN_EREPLAY)
-                self->stats.replayed++;
-            else
-                self->stats.bad_signature++;
-            bn_log_warn ("%s: dropped a request: %s", self->id,
-                         bn_strerror (rc));
-            return;
-        }
-    }
+    if (!self->up_trusted &&
+        bn_msg_check (msg, self->session,
+                      root ? BN_MSG_CHECK_REPLAY : BN_MSG_CHECK_SIGNATURE,
+                      &self->stats.drops, "%s", self->id))
+        return;
     json_t *metadata = bn_msg_metadata (msg);
     const char *msg_id = bn_msg_id (msg);
     if (!metadata || !msg_id || !bn_msg_type (msg) || !bn_msg_header (msg)) {
@@ -1702,17 +1691,10 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
 {
     bn_msg_t *msg = *msg_p;
     self->stats.replies++;
-    if (!self->down_trusted) {
-        int rc = bn_msg_verify (msg, self->session, false);
-        if (rc != 0) {
-            if (rc == BN_EPROTO)
-                self->stats.bad_frame++;
-            else
-                self->stats.bad_signature++;
-            bn_log_warn ("%s: dropped a reply: %s", self->id, bn_strerror (rc));
-            return;
-        }
-    }
+    if (!self->down_trusted &&
+        bn_msg_check (msg, self->session, BN_MSG_CHECK_SIGNATURE,
+                      &self->stats.drops, "%s", self->id))
+        return;
     if (bn_msg_nidents (msg) < 2) {
         self->stats.stray++;
         return;
@@ -1947,9 +1929,9 @@ s_stats (s_node_t *self)
         const char *name;
         uint64_t value;
     } counters[] = {
-        {"bad_frame", s->bad_frame},
-        {"bad_signature", s->bad_signature},
-        {"replayed", s->replayed},
+        {"bad_frame", s->drops.bad_frame},
+        {"bad_signature", s->drops.bad_signature},
+        {"replayed", s->drops.replayed},
         {"bad_request", s->bad_request},
         {"duplicate", s->duplicate},
         {"to_engines", s->to_engines},

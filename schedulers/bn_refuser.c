@@ -20,14 +20,11 @@
 #define S_BATCH 1024 //  messages read per wake-up before polling again
 
 typedef struct {
-    uint64_t received;      //  Requests read on the client side
-    uint64_t answered;      //  Error replies sent
-    uint64_t bad_frame;     //  No delimiter, too few frames
-    uint64_t bad_signature; //  Missing or wrong HMAC
-    uint64_t replayed;      //  Signature seen before
-    uint64_t bad_header;    //  Header not JSON / wrong key types
-    uint64_t engine_side;   //  Messages dropped on engine-facing sockets
-    uint64_t send_failed;   //  Replies that could not be sent
+    uint64_t received;    //  Requests read on the client side
+    uint64_t answered;    //  Error replies sent
+    bn_msg_drops_t drops; //  Dropped: framing, signature, replay, header
+    uint64_t engine_side; //  Messages dropped on engine-facing sockets
+    uint64_t send_failed; //  Replies that could not be sent
 } s_stats_t;
 
 struct _bn_refuser_t {
@@ -37,6 +34,13 @@ struct _bn_refuser_t {
     bn_session_t *session;
     s_stats_t stats;
 };
+
+//  The port's kind, for log lines.
+static const char *
+s_kind (bn_refuser_t *self)
+{
+    return self->kind == BN_REFUSER_TASK ? "task" : "broadcast";
+}
 
 bn_refuser_t *
 bn_refuser_new (bn_refuser_kind_t kind, zsock_t *client_side,
@@ -74,29 +78,6 @@ bn_refuser_add_engine_side (bn_refuser_t *self, zsock_t *sock)
     assert (self);
     assert (sock);
     return zlistx_add_end (self->engine_side, sock) ? 0 : -1;
-}
-
-//  Verify; count and return -1 for anything unusable.
-static int
-s_check (bn_refuser_t *self, bn_msg_t *msg, bool record)
-{
-    int rc = bn_msg_verify (msg, self->session, record);
-    if (rc == 0 && (!bn_msg_id (msg) || !bn_msg_type (msg)))
-        rc = BN_EINVAL;
-    if (rc == 0)
-        return 0;
-    if (rc == BN_EPROTO)
-        self->stats.bad_frame++;
-    else if (rc == BN_EREPLAY)
-        self->stats.replayed++;
-    else if (rc == BN_ESIGNATURE)
-        self->stats.bad_signature++;
-    else
-        self->stats.bad_header++;
-    bn_log_warn ("%s port: dropped a message: %s",
-                 self->kind == BN_REFUSER_TASK ? "task" : "broadcast",
-                 rc == BN_EINVAL ? "bad header" : bn_strerror (rc));
-    return -1;
 }
 
 static void
@@ -219,8 +200,7 @@ s_refuse_broadcast (bn_refuser_t *self, bn_msg_t *request)
 static void
 s_refuse (bn_refuser_t *self, bn_msg_t *request)
 {
-    bn_log_info ("%s port: refused %s '%s'",
-                 self->kind == BN_REFUSER_TASK ? "task" : "broadcast",
+    bn_log_info ("%s port: refused %s '%s'", s_kind (self),
                  bn_msg_type (request), bn_msg_id (request));
     if (self->kind == BN_REFUSER_BROADCAST) {
         s_refuse_broadcast (self, request);
@@ -242,7 +222,9 @@ bn_refuser_client_ready (bn_refuser_t *self)
         if (!msg)
             break;
         self->stats.received++;
-        if (s_check (self, msg, true) == 0)
+        if (bn_msg_check (msg, self->session,
+                          BN_MSG_CHECK_REPLAY | BN_MSG_CHECK_HEADER,
+                          &self->stats.drops, "%s port", s_kind (self)) == 0)
             s_refuse (self, msg);
         bn_msg_destroy (&msg);
     }
@@ -264,7 +246,9 @@ s_on_engine (zloop_t *loop, zsock_t *sock, void *arg)
         bn_msg_t *msg = bn_msg_recv_flags (handle, ZMQ_DONTWAIT);
         if (!msg)
             break;
-        if (s_check (self, msg, false) == 0) {
+        if (bn_msg_check (msg, self->session,
+                          BN_MSG_CHECK_SIGNATURE | BN_MSG_CHECK_HEADER,
+                          &self->stats.drops, "%s port", s_kind (self)) == 0) {
             self->stats.engine_side++;
             bn_log_debug ("dropped %s from an engine: no scheduler",
                           bn_msg_type (msg));
@@ -298,8 +282,9 @@ bn_refuser_stats (bn_refuser_t *self)
     return json_pack (
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "received",
         (json_int_t)s->received, "answered", (json_int_t)s->answered,
-        "bad_frame", (json_int_t)s->bad_frame, "bad_signature",
-        (json_int_t)s->bad_signature, "replayed", (json_int_t)s->replayed,
-        "bad_header", (json_int_t)s->bad_header, "engine_side",
+        "bad_frame", (json_int_t)s->drops.bad_frame, "bad_signature",
+        (json_int_t)s->drops.bad_signature, "replayed",
+        (json_int_t)s->drops.replayed, "bad_header",
+        (json_int_t)s->drops.bad_header, "engine_side",
         (json_int_t)s->engine_side, "send_failed", (json_int_t)s->send_failed);
 }

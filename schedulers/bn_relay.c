@@ -49,10 +49,7 @@ typedef struct {
 typedef struct {
     uint64_t received;       //  Messages read, both sides
     uint64_t forwarded;      //  Messages sent on
-    uint64_t bad_frame;      //  No delimiter, too few frames or idents
-    uint64_t bad_signature;  //  Missing or wrong HMAC
-    uint64_t replayed;       //  Signature seen before
-    uint64_t bad_header;     //  Header or parent not JSON / wrong key types
+    bn_msg_drops_t drops;    //  Dropped: framing, signature, replay, header
     uint64_t unknown_engine; //  Requests for engines not registered
     uint64_t not_connected;  //  Engine registered but not connected here
     uint64_t held;           //  Requests held until the engine connected
@@ -237,34 +234,6 @@ bn_relay_set_monitor (bn_relay_t *self, const bn_monitor_t *monitor)
 {
     assert (self);
     self->monitor = monitor;
-}
-
-//  Check framing and signature, counting what is wrong. 0 if good.
-static int
-s_verify (bn_relay_t *self, bn_msg_t *msg, bool record)
-{
-    int rc = bn_msg_verify (msg, self->session, record);
-    if (rc == 0)
-        return 0;
-    if (rc == BN_EPROTO)
-        self->stats.bad_frame++;
-    else if (rc == BN_EREPLAY)
-        self->stats.replayed++;
-    else
-        self->stats.bad_signature++;
-    bn_log_warn ("%s: dropped a message: %s", self->name, bn_strerror (rc));
-    return -1;
-}
-
-//  The header must be a JSON object with string msg_id and msg_type.
-static int
-s_check_header (bn_relay_t *self, bn_msg_t *msg)
-{
-    if (bn_msg_id (msg) && bn_msg_type (msg))
-        return 0;
-    self->stats.bad_header++;
-    bn_log_warn ("%s: dropped a message with a bad header", self->name);
-    return -1;
 }
 
 //  Copy ident index into key as a C string; NULL if absent, too long or
@@ -483,11 +452,13 @@ static void
 s_client_request (bn_relay_t *self, bn_msg_t *msg)
 {
     if (bn_msg_nidents (msg) < 1) {
-        self->stats.bad_frame++;
+        self->stats.drops.bad_frame++;
         bn_msg_destroy (&msg);
         return;
     }
-    if (s_verify (self, msg, true) != 0 || s_check_header (self, msg) != 0) {
+    if (bn_msg_check (msg, self->session,
+                      BN_MSG_CHECK_REPLAY | BN_MSG_CHECK_HEADER,
+                      &self->stats.drops, "%s", self->name) != 0) {
         bn_msg_destroy (&msg);
         return;
     }
@@ -555,13 +526,15 @@ static void
 s_engine_reply (bn_relay_t *self, bn_msg_t *msg)
 {
     if (bn_msg_nidents (msg) < 2) {
-        self->stats.bad_frame++;
+        self->stats.drops.bad_frame++;
         bn_log_warn ("%s: dropped an engine message without two idents",
                      self->name);
         bn_msg_destroy (&msg);
         return;
     }
-    if (s_verify (self, msg, false) != 0 || s_check_header (self, msg) != 0) {
+    if (bn_msg_check (msg, self->session,
+                      BN_MSG_CHECK_SIGNATURE | BN_MSG_CHECK_HEADER,
+                      &self->stats.drops, "%s", self->name) != 0) {
         bn_msg_destroy (&msg);
         return;
     }
@@ -587,7 +560,9 @@ s_engine_reply (bn_relay_t *self, bn_msg_t *msg)
 static void
 s_forward (bn_relay_t *self, bn_msg_t *msg)
 {
-    if (s_verify (self, msg, false) != 0 || s_check_header (self, msg) != 0) {
+    if (bn_msg_check (msg, self->session,
+                      BN_MSG_CHECK_SIGNATURE | BN_MSG_CHECK_HEADER,
+                      &self->stats.drops, "%s", self->name) != 0) {
         bn_msg_destroy (&msg);
         return;
     }
@@ -747,10 +722,11 @@ bn_relay_stats (bn_relay_t *self)
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
         "s:I, s:I}",
         "received", (json_int_t)s->received, "forwarded",
-        (json_int_t)s->forwarded, "bad_frame", (json_int_t)s->bad_frame,
-        "bad_signature", (json_int_t)s->bad_signature, "replayed",
-        (json_int_t)s->replayed, "bad_header", (json_int_t)s->bad_header,
-        "unknown_engine", (json_int_t)s->unknown_engine, "not_connected",
+        (json_int_t)s->forwarded, "bad_frame", (json_int_t)s->drops.bad_frame,
+        "bad_signature", (json_int_t)s->drops.bad_signature, "replayed",
+        (json_int_t)s->drops.replayed, "bad_header",
+        (json_int_t)s->drops.bad_header, "unknown_engine",
+        (json_int_t)s->unknown_engine, "not_connected",
         (json_int_t)s->not_connected, "held", (json_int_t)s->held, "stranded",
         (json_int_t)s->stranded, "client_gone", (json_int_t)s->client_gone,
         "duplicate_id", (json_int_t)s->duplicate_id, "send_failed",

@@ -108,10 +108,7 @@ typedef struct {
     uint64_t received;      //  Messages read, both sides
     uint64_t submitted;     //  Tasks sent to engines (retries included)
     uint64_t forwarded;     //  Replies sent to clients
-    uint64_t bad_frame;     //  No delimiter, too few frames or idents
-    uint64_t bad_signature; //  Missing or wrong HMAC
-    uint64_t replayed;      //  Signature seen before
-    uint64_t bad_header;    //  Header without msg_id/msg_type
+    bn_msg_drops_t drops;   //  Dropped: framing, signature, replay, header
     uint64_t bad_metadata;  //  Request metadata of the wrong shape
     uint64_t duplicate_id;  //  Requests reusing a live msg_id
     uint64_t unknown_reply; //  Engine replies to no task it runs
@@ -1431,35 +1428,6 @@ s_dep_invalid (bn_task_t *self, s_dep_t *dep, const char *msg_id)
     return false;
 }
 
-//  Verify framing, signature (client requests) and header; count and log
-//  what is wrong. 0 if good.
-static int
-s_check (bn_task_t *self, bn_msg_t *msg, bool verify, bool record)
-{
-    if (verify) {
-        int rc = bn_msg_verify (msg, self->session, record);
-        if (rc != 0) {
-            if (rc == BN_EPROTO)
-                self->stats.bad_frame++;
-            else if (rc == BN_EREPLAY)
-                self->stats.replayed++;
-            else
-                self->stats.bad_signature++;
-            bn_log_warn ("task: dropped a message: %s", bn_strerror (rc));
-            return -1;
-        }
-    } else if (!bn_msg_well_framed (msg)) {
-        self->stats.bad_frame++;
-        return -1;
-    }
-    if (!bn_msg_id (msg) || !bn_msg_type (msg)) {
-        self->stats.bad_header++;
-        bn_log_warn ("task: dropped a message with a bad header");
-        return -1;
-    }
-    return 0;
-}
-
 //  dispatch_submission: a new request (already checked).
 static void
 s_request (bn_task_t *self, bn_msg_t *msg, bool internal)
@@ -1573,11 +1541,13 @@ bn_task_client_ready (bn_task_t *self)
             break;
         self->stats.received++;
         if (bn_msg_nidents (msg) < 1) {
-            self->stats.bad_frame++;
+            self->stats.drops.bad_frame++;
             bn_msg_destroy (&msg);
             continue;
         }
-        if (s_check (self, msg, true, true) != 0) {
+        if (bn_msg_check (msg, self->session,
+                          BN_MSG_CHECK_REPLAY | BN_MSG_CHECK_HEADER,
+                          &self->stats.drops, "task") != 0) {
             bn_msg_destroy (&msg);
             continue;
         }
@@ -1596,7 +1566,8 @@ bn_task_submit (bn_task_t *self, bn_msg_t **msg_p)
     assert (msg_p);
     bn_msg_t *msg = *msg_p;
     *msg_p = NULL;
-    if (!msg || s_check (self, msg, false, false) != 0) {
+    if (!msg || bn_msg_check (msg, self->session, BN_MSG_CHECK_HEADER,
+                              &self->stats.drops, "task") != 0) {
         bn_msg_destroy (&msg);
         return -1;
     }
@@ -1701,12 +1672,14 @@ static void
 s_engine_reply (bn_task_t *self, bn_msg_t *msg)
 {
     if (bn_msg_nidents (msg) < 2) {
-        self->stats.bad_frame++;
+        self->stats.drops.bad_frame++;
         bn_log_warn ("task: dropped an engine message without two idents");
         bn_msg_destroy (&msg);
         return;
     }
-    if (s_check (self, msg, true, false) != 0) {
+    if (bn_msg_check (msg, self->session,
+                      BN_MSG_CHECK_SIGNATURE | BN_MSG_CHECK_HEADER,
+                      &self->stats.drops, "task") != 0) {
         bn_msg_destroy (&msg);
         return;
     }
@@ -2100,10 +2073,12 @@ bn_task_stats (bn_task_t *self)
         "scheme", schemes[self->scheme], "hwm", self->hwm, "received",
         (json_int_t)s->received, "submitted", (json_int_t)s->submitted,
         "forwarded", (json_int_t)s->forwarded, "bad_frame",
-        (json_int_t)s->bad_frame, "bad_signature", (json_int_t)s->bad_signature,
-        "replayed", (json_int_t)s->replayed, "bad_header",
-        (json_int_t)s->bad_header, "bad_metadata", (json_int_t)s->bad_metadata,
-        "duplicate_id", (json_int_t)s->duplicate_id, "unknown_reply",
+        (json_int_t)s->drops.bad_frame, "bad_signature",
+        (json_int_t)s->drops.bad_signature, "replayed",
+        (json_int_t)s->drops.replayed, "bad_header",
+        (json_int_t)s->drops.bad_header, "bad_metadata",
+        (json_int_t)s->bad_metadata, "duplicate_id",
+        (json_int_t)s->duplicate_id, "unknown_reply",
         (json_int_t)s->unknown_reply, "unmet", (json_int_t)s->unmet, "retried",
         (json_int_t)s->retried, "invalid", (json_int_t)s->invalid, "impossible",
         (json_int_t)s->impossible, "timed_out", (json_int_t)s->timed_out,

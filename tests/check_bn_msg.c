@@ -301,6 +301,65 @@ START_TEST (test_bad_framing)
 }
 END_TEST
 
+//  What a receiver drops, each counted by its cause.
+START_TEST (test_check)
+{
+    bn_msg_drops_t drops = {0};
+    const int all = BN_MSG_CHECK_REPLAY | BN_MSG_CHECK_HEADER;
+    bn_msg_t *msg = bn_msg_new (s_session, BN_MSG_EXECUTE_REQUEST);
+    ck_assert_int_eq (bn_msg_send (&msg, s_rout, s_session), 0);
+    bn_msg_t *got = bn_msg_recv (s_rin);
+    ck_assert_int_eq (bn_msg_check (got, s_session, all, &drops, "test"), 0);
+    bn_msg_t *again = bn_msg_dup (got);
+    ck_assert_int_eq (
+        bn_msg_check (again, s_session, all, &drops, "test %d", 2), BN_EREPLAY);
+    //  a replay is refused only where signatures are recorded
+    ck_assert_int_eq (
+        bn_msg_check (again, s_session, BN_MSG_CHECK_SIGNATURE, &drops, "test"),
+        0);
+    bn_msg_destroy (&again);
+    bn_msg_destroy (&got);
+    ck_assert_uint_eq (drops.replayed, 1);
+
+    const char *badsig[] = {BN_DELIM, "deadbeef", "{}", "{}", "{}", "{}"};
+    msg = s_send_raw (6, badsig);
+    ck_assert_int_eq (bn_msg_check (msg, s_session, all, &drops, "test"),
+                      BN_ESIGNATURE);
+    //  framing and header only: the signature is not looked at
+    ck_assert_int_eq (bn_msg_check (msg, s_session, 0, &drops, "test"), 0);
+    ck_assert_int_eq (
+        bn_msg_check (msg, s_session, BN_MSG_CHECK_HEADER, &drops, "test"),
+        BN_EPROTO);
+    bn_msg_destroy (&msg);
+    ck_assert_uint_eq (drops.bad_signature, 1);
+    ck_assert_uint_eq (drops.bad_header, 1);
+
+    const char *nodelim[] = {"a", "b", "c"};
+    msg = s_send_raw (3, nodelim);
+    ck_assert_int_eq (bn_msg_check (msg, s_session, 0, &drops, "test"),
+                      BN_EPROTO);
+    ck_assert_int_eq (bn_msg_check (msg, s_session, all, &drops, "test"),
+                      BN_EPROTO);
+    bn_msg_destroy (&msg);
+    ck_assert_uint_eq (drops.bad_frame, 2);
+
+    //  with signing off, a message with a bad header is still dropped
+    bn_session_t *open = bn_session_new ("", NULL);
+    const char *wrongtype[] = {BN_DELIM, "",   "{\"msg_type\":7,\"msg_id\":[]}",
+                               "{}",     "{}", "{}"};
+    msg = s_send_raw (6, wrongtype);
+    ck_assert_int_eq (
+        bn_msg_check (msg, open, BN_MSG_CHECK_SIGNATURE, &drops, "test"), 0);
+    ck_assert_int_eq (bn_msg_check (msg, open, all, &drops, "test"), BN_EPROTO);
+    bn_msg_destroy (&msg);
+    bn_session_destroy (&open);
+    ck_assert_uint_eq (drops.bad_header, 2);
+    ck_assert_uint_eq (drops.bad_frame, 2);
+    ck_assert_uint_eq (drops.bad_signature, 1);
+    ck_assert_uint_eq (drops.replayed, 1);
+}
+END_TEST
+
 START_TEST (test_recv_nothing)
 {
     ck_assert_ptr_null (bn_msg_recv_flags (s_rin, ZMQ_DONTWAIT));
@@ -321,6 +380,7 @@ main (void)
     tcase_add_test (tc, test_fields_without_parsing);
     tcase_add_test (tc, test_buffers_shared);
     tcase_add_test (tc, test_bad_framing);
+    tcase_add_test (tc, test_check);
     tcase_add_test (tc, test_recv_nothing);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
