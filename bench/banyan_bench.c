@@ -1,22 +1,19 @@
 /*  banyan-bench: an asv-like benchmark runner for banyan: run, list,
     compare, continuous and publish.  */
+#include "bn_benchcommit.h"
 #include "bn_benchcompare.h"
 #include "bn_benchpublish.h"
 #include "bn_benchresults.h"
 #include "bn_benchrunner.h"
+#include "bn_path.h"
 #include "bn_suites.h"
 
 #include <getopt.h>
-#include <libgen.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#ifndef BN_SOURCE_DIR
-#define BN_SOURCE_DIR "."
-#endif
 #ifndef BN_BUILD_TYPE
 #define BN_BUILD_TYPE "unknown"
 #endif
@@ -237,28 +234,36 @@ s_command_line (const char *command)
     return *line ? strdup (line) : NULL;
 }
 
+//  True if text can go between single quotes on a shell command line.
+static bool
+s_quotable (const char *text)
+{
+    return !strpbrk (text, "'\\\"$`;&|<> ");
+}
+
 static int
 s_run (bn_benchrunner_t *runner, s_options_t *options)
 {
-    char *commit = NULL;
-    double date_ms = 0;
-    if (options->commit)
-        commit = strdup (options->commit);
-    else
-        commit = s_command_line ("git -C '" BN_SOURCE_DIR
-                                 "' rev-parse HEAD 2>/dev/null");
-    char command[512];
-    snprintf (command, sizeof command,
-              "git -C '" BN_SOURCE_DIR "' log -1 --format=%%ct %s 2>/dev/null",
-              commit ? commit : "HEAD");
-    char *date = s_command_line (command);
-    if (date)
-        date_ms = atof (date) * 1000;
-    free (date);
+    //  This build's commit, else --commit's, dated by the repository of
+    //  the current folder when it knows it
+    const char *commit = *BN_BENCH_COMMIT ? BN_BENCH_COMMIT : NULL;
+    double date_ms = BN_BENCH_COMMIT_DATE * 1000.0;
+    if (options->commit) {
+        commit = options->commit;
+        date_ms = 0;
+        if (s_quotable (commit)) {
+            char command[512];
+            snprintf (command, sizeof command,
+                      "git log -1 --format=%%ct '%s' 2>/dev/null", commit);
+            char *date = s_command_line (command);
+            if (date)
+                date_ms = atof (date) * 1000;
+            free (date);
+        }
+    }
     bn_benchrunner_set_commit (
         runner, commit ? commit : "0000000000000000000000000000000000000000",
         date_ms);
-    free (commit);
     char env[64];
     snprintf (env, sizeof env, "banyan-%s", BN_BUILD_TYPE);
     for (char *c = env; *c; c++)
@@ -267,12 +272,10 @@ s_run (bn_benchrunner_t *runner, s_options_t *options)
     bn_benchrunner_set_show_stderr (runner, options->show_stderr);
     bn_benchrunner_set_osu_full (runner, options->full);
     bn_benchrunner_set_per_process (runner, options->per_process);
-    char exe[PATH_MAX];
-    ssize_t length = readlink ("/proc/self/exe", exe, sizeof exe - 1);
-    if (length > 0) {
-        exe[length] = 0;
-        bn_benchrunner_set_bin_dir (runner, dirname (exe));
-    }
+    char *bin_dir = bn_path_exe_dir ();
+    if (bin_dir)
+        bn_benchrunner_set_bin_dir (runner, bin_dir);
+    free (bin_dir);
     int rc = bn_benchrunner_run (runner);
     if (rc >= 0)
         fprintf (stderr, "results: %s\n", bn_benchrunner_result_path (runner));
@@ -281,19 +284,17 @@ s_run (bn_benchrunner_t *runner, s_options_t *options)
     return rc < 0 ? S_EXIT_ERROR : rc > 0 ? S_EXIT_FAILED : S_EXIT_OK;
 }
 
-//  The commit a name (a branch, a tag, HEAD, a hash) stands for in this
-//  build's source, malloc'd; the name itself when git does not know it
-//  or it names a file.
+//  The commit a name (a branch, a tag, HEAD, a hash) stands for in the
+//  repository of the current folder, malloc'd; the name itself when git
+//  does not know it or it names a file.
 static char *
 s_resolve (const char *name)
 {
-    if (access (name, F_OK) == 0 || strpbrk (name, "'\\\"$`;&|<> "))
+    if (access (name, F_OK) == 0 || !s_quotable (name))
         return strdup (name);
     char command[512];
     snprintf (command, sizeof command,
-              "git -C '" BN_SOURCE_DIR "' rev-parse --verify --quiet "
-              "'%s^{commit}' 2>/dev/null",
-              name);
+              "git rev-parse --verify --quiet '%s^{commit}' 2>/dev/null", name);
     char *hash = s_command_line (command);
     return hash ? hash : strdup (name);
 }
@@ -312,10 +313,8 @@ s_compare (bn_benchrunner_t *runner, s_options_t *options, const char *a_name,
                : NULL;
     //  continuous, as asv's: HEAD's results are made by running this
     //  build when this build is HEAD
-    char *head = s_command_line ("git -C '" BN_SOURCE_DIR
-                                 "' rev-parse HEAD 2>/dev/null");
-    if (continuous && before && !after && head && !options->commit &&
-        strcmp (head, b) == 0) {
+    if (continuous && before && !after && !options->commit &&
+        strcmp (BN_BENCH_COMMIT, b) == 0) {
         fprintf (stderr, "banyan-bench: no results for %.8s: running them\n",
                  b);
         int rc = s_run (runner, options);
@@ -323,7 +322,6 @@ s_compare (bn_benchrunner_t *runner, s_options_t *options, const char *a_name,
             after = bn_benchcompare_find (options->results, options->machine, b,
                                           err, sizeof err);
     }
-    free (head);
     free (a);
     free (b);
     if (!before || !after) {

@@ -1,4 +1,5 @@
-/*  bn_path: private folders and the programs beside this one.  */
+/*  bn_path: private folders, and the programs, plugins and defaults
+    beside this one.  */
 #include "bn_path.h"
 
 #include <assert.h>
@@ -10,6 +11,15 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+//  From the programs' folder to the plugin folder and the data folder, as
+//  installed (CMake works them out from GNUInstallDirs).
+#ifndef BN_PLUGIN_RELDIR
+#define BN_PLUGIN_RELDIR "../lib/banyan"
+#endif
+#ifndef BN_DATA_RELDIR
+#define BN_DATA_RELDIR "../share/banyan"
+#endif
 
 //  zsys_dir_create would do but for the mode: its folders get 0775 less
 //  the umask, and a profile's folders hold the session key and the tree's
@@ -73,14 +83,10 @@ bn_path_program (const char *name)
 {
     assert (name);
     char *path = NULL;
-    char exe[PATH_MAX];
-    ssize_t size = readlink ("/proc/self/exe", exe, sizeof exe - 1);
-    if (size > 0) {
-        exe[size] = 0;
-        char *slash = strrchr (exe, '/');
-        if (slash)
-            path = s_program_in (exe, (size_t)(slash - exe), name);
-    }
+    char *exe_dir = bn_path_exe_dir ();
+    if (exe_dir)
+        path = s_program_in (exe_dir, strlen (exe_dir), name);
+    free (exe_dir);
     const char *search = getenv ("PATH");
     char cwd[PATH_MAX];
     bool have_cwd = getcwd (cwd, sizeof cwd) != NULL;
@@ -102,4 +108,56 @@ bn_path_program (const char *name)
         search = colon ? colon + 1 : NULL;
     }
     return path;
+}
+
+char *
+bn_path_exe_dir (void)
+{
+    char exe[PATH_MAX];
+    ssize_t size = readlink ("/proc/self/exe", exe, sizeof exe - 1);
+    if (size <= 0)
+        return NULL;
+    exe[size] = 0;
+    char *slash = strrchr (exe, '/');
+    if (!slash)
+        return NULL;
+    *slash = 0;
+    return strdup (slash == exe ? "/" : exe);
+}
+
+char *
+bn_path_beside (const char *relative, int mode)
+{
+    assert (relative);
+    char *dir = bn_path_exe_dir ();
+    char *path = dir ? zsys_sprintf ("%s/%s", dir, relative) : NULL;
+    free (dir);
+    if (path && access (path, mode) != 0)
+        zstr_free (&path);
+    //  Without its "..": the path a user would write
+    char *real = path ? realpath (path, NULL) : NULL;
+    if (real) {
+        free (path);
+        path = real;
+    }
+    return path;
+}
+
+char *
+bn_path_plugin (const char *name)
+{
+    assert (name);
+    char *path = NULL;
+    if (!strchr (name, '/')) {
+        char *relative = zsys_sprintf ("%s/%s", BN_PLUGIN_RELDIR, name);
+        path = relative ? bn_path_beside (relative, R_OK) : NULL;
+        zstr_free (&relative);
+    }
+    return path ? path : strdup (name);
+}
+
+char *
+bn_path_defaults (void)
+{
+    return bn_path_beside (BN_DATA_RELDIR "/banyan.conf", R_OK);
 }

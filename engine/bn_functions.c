@@ -2,6 +2,7 @@
     and with the tables of dlopen'd plugins.  */
 #include "bn_functions.h"
 #include "bn_log.h"
+#include "bn_path.h"
 
 #include <assert.h>
 #include <czmq.h>
@@ -425,7 +426,9 @@ bn_functions_load (bn_functions_t *self, const char *path)
     assert (self);
     assert (path);
     self->error[0] = 0;
-    void *handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+    char *where = bn_path_plugin (path);
+    void *handle = where ? dlopen (where, RTLD_NOW | RTLD_LOCAL) : NULL;
+    free (where);
     if (!handle) {
         snprintf (self->error, sizeof self->error, "cannot load plugin: %s",
                   dlerror ());

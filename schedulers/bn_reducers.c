@@ -4,6 +4,7 @@
 
 #include "bn_error.h"
 #include "bn_log.h"
+#include "bn_path.h"
 
 #include <assert.h>
 #include <czmq.h>
@@ -55,7 +56,9 @@ bn_reducers_load (bn_reducers_t *self, const char *path, char *err,
 {
     assert (self);
     assert (path);
-    void *handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+    char *where = bn_path_plugin (path);
+    void *handle = where ? dlopen (where, RTLD_NOW | RTLD_LOCAL) : NULL;
+    free (where);
     if (!handle) {
         bn_error_set (err, errsize, "cannot load reduction plugin: %s",
                       dlerror ());

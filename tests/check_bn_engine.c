@@ -25,7 +25,7 @@
 #define S_CLIENT_SIZE 5
 #define S_MAX 64
 #define S_TIMEOUT 5000
-#define S_PLUGIN BN_BUILD_DIR "/plugins/bn_plugin_example.so"
+#define S_PLUGIN BN_PLUGIN_DIR "/bn_plugin_example.so"
 
 //  The controller side: every engine-facing socket of WIRE.md 3.
 typedef struct {

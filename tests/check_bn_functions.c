@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define S_PLUGIN BN_BUILD_DIR "/plugins/bn_plugin_example.so"
+#define S_PLUGIN BN_PLUGIN_DIR "/bn_plugin_example.so"
 
 //  args built from a printf-free list of values (taken).
 static bn_value_t *

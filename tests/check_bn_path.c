@@ -1,5 +1,7 @@
 /*  check_bn_path: private folders made on demand, and finding a program
-    beside the running one or in PATH.  */
+    beside the running one or in PATH, the plugins and the annotated
+    defaults. The build tree has the installed layout: this test sits in
+    <build>/tests as the programs sit in <build>/bin.  */
 #include "bn_path.h"
 
 #include <check.h>
@@ -143,6 +145,53 @@ START_TEST (test_program)
 }
 END_TEST
 
+START_TEST (test_installed)
+{
+    //  the running program's folder, resolved
+    char *tests = realpath (BN_BUILD_DIR "/tests", NULL);
+    ck_assert_ptr_nonnull (tests);
+    char *dir = bn_path_exe_dir ();
+    ck_assert_ptr_nonnull (dir);
+    ck_assert_str_eq (dir, tests);
+    free (dir);
+
+    //  beside it, with the mode asked for
+    char *self = bn_path_beside ("check_bn_path", X_OK);
+    ck_assert_ptr_nonnull (self);
+    char expected[PATH_MAX + 32];
+    snprintf (expected, sizeof expected, "%s/check_bn_path", tests);
+    ck_assert_str_eq (self, expected);
+    free (self);
+    ck_assert_ptr_null (bn_path_beside ("no-such-program", F_OK));
+    ck_assert_ptr_null (bn_path_beside ("../share/banyan/banyan.conf", X_OK));
+
+    //  a plugin by its bare name, in the plugin folder
+    char *plugin = bn_path_plugin ("bn_plugin_example.so");
+    char *built = realpath (BN_PLUGIN_DIR "/bn_plugin_example.so", NULL);
+    ck_assert_ptr_nonnull (built);
+    ck_assert_str_eq (plugin, built);
+    free (built);
+    free (plugin);
+    //  a path as given; a bare name that is not there, left to dlopen
+    const char *as_given[] = {"./bn_plugin_example.so",
+                              "/opt/x/bn_plugin_example.so", "libm.so.6"};
+    for (size_t i = 0; i < 3; i++) {
+        plugin = bn_path_plugin (as_given[i]);
+        ck_assert_str_eq (plugin, as_given[i]);
+        free (plugin);
+    }
+
+    //  the annotated defaults, without ".." in their path
+    char *defaults = bn_path_defaults ();
+    ck_assert_ptr_nonnull (defaults);
+    ck_assert_int_eq (access (defaults, R_OK), 0);
+    ck_assert (strstr (defaults, "/share/banyan/banyan.conf"));
+    ck_assert (!strstr (defaults, "/../"));
+    free (defaults);
+    free (tests);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -153,6 +202,7 @@ main (void)
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_mkdir);
     tcase_add_test (tc, test_program);
+    tcase_add_test (tc, test_installed);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

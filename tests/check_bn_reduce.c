@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define S_PLUGIN BN_BUILD_DIR "/plugins/bn_reduce_example.so"
-#define S_ENGINE_PLUGIN BN_BUILD_DIR "/plugins/bn_plugin_example.so"
+#define S_PLUGIN BN_PLUGIN_DIR "/bn_reduce_example.so"
+#define S_ENGINE_PLUGIN BN_PLUGIN_DIR "/bn_plugin_example.so"
 
 static bn_reducers_t *s_reducers;
 static bn_session_t *s_session;

@@ -73,7 +73,7 @@ s_cluster_new (const char *depth)
            BN_BUILD_DIR "/bin/banyan-scheduler");
     s_set (self->config, "controller.depth", depth);
     s_set (self->config, "controller.reduce_plugins",
-           BN_BUILD_DIR "/plugins/bn_reduce_example.so");
+           BN_PLUGIN_DIR "/bn_reduce_example.so");
     s_set (self->config, "controller.heartbeat_period", "100");
     s_set (self->config, "controller.heartbeat_misses", "50");
     bn_controller_args_t args = {self->config, self->dir,

@@ -2,8 +2,10 @@
 #include "bn_clihelp.h"
 #include "bn_cliopts.h"
 #include "bn_cmd.h"
+#include "bn_path.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int
@@ -26,6 +28,10 @@ bn_cmd_config (int argc, char **argv)
         else {
             printf ("# profile folder: %s\n", bn_cliopts_profile_dir (opts));
             printf ("# connection file: %s\n", bn_cliopts_client_file (opts));
+            char *defaults = bn_path_defaults ();
+            if (defaults)
+                printf ("# every setting, annotated: %s\n", defaults);
+            free (defaults);
             bn_config_print (bn_cliopts_config (opts), stdout);
             status = BN_EXIT_OK;
         }

@@ -22,8 +22,8 @@ def main():
     from ipyparallel.error import RemoteError
 
     checks = bnharness.Checks("banyan engines, stock controller")
-    plugin = os.path.join(bnharness.BUILD_DIR, "plugins",
-                          "bn_plugin_example.so")
+    # a bare name: the engine finds it in the plugin folder beside it
+    plugin = "bn_plugin_example.so"
     engine_bin = bnharness.binary("banyan-engine")
 
     run = subprocess.run([engine_bin, "--help"], capture_output=True,

@@ -152,8 +152,8 @@ def banyan_engines(checks):
     with bnharness.Cluster() as cluster:
         cluster.start_banyan_controller("--log-level", "info", "--ping",
                                         "200", "--heartbeat-misses", "3")
-        plugin = os.path.join(bnharness.BUILD_DIR, "plugins",
-                              "bn_plugin_example.so")
+        # a bare name: the engine finds it in the plugin folder beside it
+        plugin = "bn_plugin_example.so"
         cluster.start_banyan_engines(2, "--id", "0", "--plugin", plugin)
         killable = cluster.start_banyan_engines(1, "--id", "2", "--plugin",
                                                 plugin)

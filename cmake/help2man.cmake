@@ -7,6 +7,15 @@
 #   cmake -DBANYAN=path/to/banyan "-DSUBCOMMAND=cluster start"
 #         -DPAGE=banyan-cluster-start -DOUTPUT=file.1 -DVERSION=0.1.0
 #         -P help2man.cmake
+#
+# The other programs' --help has no summary line: given SUMMARY, the page
+# of BANYAN --help takes it as its name line, the "Usage:" line and the
+# indented lines after it as its synopsis, and what follows as its
+# description and sections, read as above.
+#
+#   cmake -DBANYAN=path/to/banyan-engine -DPAGE=banyan-engine
+#         "-DSUMMARY=run engines" -DOUTPUT=file.1 -DVERSION=0.1.0
+#         -P help2man.cmake
 
 separate_arguments (words UNIX_COMMAND "${SUBCOMMAND}")
 execute_process (COMMAND ${BANYAN} ${words} --help
@@ -30,6 +39,20 @@ function (roff_text line out)
     set (${out} "${line}" PARENT_SCOPE)
 endfunction ()
 
+# line without its first n characters when they are spaces (REGEX REPLACE
+# would match its ^ again after each removal)
+function (drop_indent line n out)
+    string (REPEAT " " ${n} spaces)
+    string (LENGTH "${line}" length)
+    if (length GREATER_EQUAL n)
+        string (SUBSTRING "${line}" 0 ${n} head)
+        if (head STREQUAL spaces)
+            string (SUBSTRING "${line}" ${n} -1 line)
+        endif ()
+    endif ()
+    set (${out} "${line}" PARENT_SCOPE)
+endfunction ()
+
 # An option tag in bold with its dashes escaped: "-t, --targets SET"
 function (roff_tag tag out)
     string (REPLACE "-" "\\-" tag "${tag}")
@@ -43,7 +66,31 @@ set (page ".TH ${title} 1 \"banyan ${VERSION}\" \"banyan ${VERSION}\" \"User Com
 set (section "")
 set (verbatim OFF)
 set (name_done OFF)
+set (synopsis OFF)
+if (DEFINED SUMMARY)
+    string (APPEND page ".SH NAME\n${PAGE} \\- ${SUMMARY}\n")
+endif ()
 foreach (line IN LISTS lines)
+    if (DEFINED SUMMARY AND NOT name_done)
+        # the usage lines, then the description
+        if (line MATCHES "^Usage: (.*)$")
+            roff_text ("${CMAKE_MATCH_1}" text)
+            string (APPEND page ".SH SYNOPSIS\n.nf\n${text}\n")
+            set (synopsis ON)
+            continue ()
+        elseif (synopsis AND line MATCHES "^ ")
+            drop_indent ("${line}" 7 line)
+            roff_text ("${line}" text)
+            string (APPEND page "${text}\n")
+            continue ()
+        endif ()
+        string (APPEND page ".fi\n.SH DESCRIPTION\n")
+        set (section "DESCRIPTION")
+        set (name_done ON)
+        if (line STREQUAL "")
+            continue ()
+        endif ()
+    endif ()
     if (line MATCHES "^Usage: banyan ?(.*)$")
         set (usage "${CMAKE_MATCH_1}")
         continue ()
@@ -62,7 +109,11 @@ foreach (line IN LISTS lines)
         set (name_done ON)
         continue ()
     endif ()
-    if (line MATCHES "^([A-Z][A-Za-z ]*):$")
+    set (title_pattern "^([A-Z][A-Za-z ]*):$")
+    if (DEFINED SUMMARY)
+        set (title_pattern "^([A-Z][^:]*):$")
+    endif ()
+    if (line MATCHES "${title_pattern}")
         if (verbatim)
             string (APPEND page ".fi\n")
             set (verbatim OFF)
@@ -76,7 +127,7 @@ foreach (line IN LISTS lines)
         continue ()
     endif ()
     if (section STREQUAL "EXAMPLES")
-        string (REGEX REPLACE "^  " "" line "${line}")
+        drop_indent ("${line}" 2 line)
         roff_text ("${line}" line)
         string (APPEND page "${line}\n")
     elseif (section STREQUAL "DESCRIPTION")
@@ -91,7 +142,7 @@ foreach (line IN LISTS lines)
                 string (APPEND page ".nf\n")
                 set (verbatim ON)
             endif ()
-            string (REGEX REPLACE "^  " "" line "${line}")
+            drop_indent ("${line}" 2 line)
             roff_text ("${line}" line)
             string (APPEND page "${line}\n")
         else ()
