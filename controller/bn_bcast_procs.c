@@ -64,21 +64,24 @@ s_set_node (bn_bcast_procs_t *self, int node,
             const bn_bcast_procs_options_t *options)
 {
     bn_topology_t *topology = self->topology;
-    char depth[16], hwm[16], deadline[16];
+    char depth[16], hwm[16], deadline[16], grace[16];
     snprintf (depth, sizeof depth, "%d", bn_topology_depth (topology));
     snprintf (hwm, sizeof hwm, "%d", options->hwm);
     snprintf (deadline, sizeof deadline, "%d", options->deadline_ms);
+    snprintf (grace, sizeof grace, "%d", options->connect_grace_ms);
     int parent = bn_topology_parent (topology, node);
     char *up = parent >= 0 ? s_ipc (self, parent) : NULL;
     char *connect = up ? zsys_sprintf ("up=%s", up) : NULL;
     const char *log_file =
         options->log_file && *options->log_file ? options->log_file : NULL;
-    const char *args[24] = {"--topology",  bn_topology_spec (topology),
-                            "--depth",     depth,
-                            "--hwm",       hwm,
-                            "--deadline",  deadline,
-                            "--log-level", bn_log_level_name (bn_log_level ())};
-    size_t count = 10;
+    const char *args[24] = {
+        "--topology",      bn_topology_spec (topology),
+        "--depth",         depth,
+        "--hwm",           hwm,
+        "--deadline",      deadline,
+        "--connect-grace", grace,
+        "--log-level",     bn_log_level_name (bn_log_level ())};
+    size_t count = 12;
     //  the ipc links live in a folder only our user reaches, who can read
     //  the key anyway: verifying what crosses them buys nothing
     args[count++] = "--trusted-links";

@@ -34,6 +34,7 @@ typedef struct {
     const int *leaf_ports;      //  NULL, or one per leaf (0 = any)
     int hwm;                    //  High-water mark of the nodes' sockets
     int deadline_ms;            //  Default request deadline (0 = none)
+    int connect_grace_ms;       //  Leaves hold a new engine's requests
     const char *reduce_plugins; //  Reduction plugins, ':'-separated paths
     const char *log_file;       //  Nodes' log file; NULL or "" = our stderr
     const char *run_dir;        //  Where the ipc links' folder goes (NULL:

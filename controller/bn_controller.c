@@ -185,6 +185,7 @@ s_start_procs (s_controller_t *self, int root_port, bn_connfile_t *old_engine)
                                         .leaf_ports = leaf_ports,
                                         .hwm = self->hwm,
                                         .deadline_ms = self->tree_deadline,
+                                        .connect_grace_ms = S_CONNECT_GRACE,
                                         .reduce_plugins = self->reduce_plugins,
                                         .log_file = self->log_file,
                                         .run_dir = self->run_dir};
@@ -580,7 +581,7 @@ s_start_components (s_controller_t *self, int period, int misses,
     if (self->record_link && leaves)
         self->tree = bn_bcast_tree_new (
             self->topology, self->key, &self->bcast_in.sock, leaves, self->hwm,
-            self->tree_deadline, self->reduce_plugins,
+            self->tree_deadline, S_CONNECT_GRACE, self->reduce_plugins,
             bn_monitor_link_sender (self->record_link));
     for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
         self->bcast_leaves[leaf].sock = leaves[leaf];

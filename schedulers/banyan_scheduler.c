@@ -64,6 +64,11 @@ s_usage (FILE *file)
            "                        (controller.hwm)\n"
            "  --deadline MS         default request deadline at the root, 0 = "
            "none\n"
+           "  --connect-grace MS    leaf: how long requests wait for an engine "
+           "that\n"
+           "                        registered but is not connected yet "
+           "(default:\n"
+           "                        3000)\n"
            "  --monitor ENDPOINT    root: report requests and replies to the "
            "hub's\n"
            "                        records through the controller's link "
@@ -109,6 +114,7 @@ typedef struct {
     const char *connect_up;
     const char *bind_down;
     int deadline;
+    int connect_grace;
     int control_fd;
     bool trusted;
     const char *monitor;
@@ -122,6 +128,7 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
     *options = (s_options_t){.node = -1,
                              .topology = "kary:2",
                              .depth = BN_TOPOLOGY_DEPTH_DEFAULT,
+                             .connect_grace = 3000,
                              .control_fd = -1};
     static const struct {
         const char *flag;
@@ -186,6 +193,13 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
                     S_NAME,
                     "--deadline needs milliseconds, not "
                     "'%s'",
+                    value);
+        } else if ((value = bn_args_flag_value (argc, argv, &i,
+                                                "--connect-grace", &missing))) {
+            if ((options->connect_grace = bn_args_number (value, INT32_MAX)) <
+                0)
+                return bn_args_usage_error (
+                    S_NAME, "--connect-grace needs milliseconds, not '%s'",
                     value);
         } else if ((value = bn_args_flag_value (argc, argv, &i, "--control-fd",
                                                 &missing))) {
@@ -365,6 +379,7 @@ s_node_args (bn_topology_t *topology, const s_options_t *options,
     args->nleaves = nleaves;
     args->leaf_child = *leaf_child;
     args->deadline_ms = options->deadline;
+    args->connect_grace_ms = options->connect_grace;
     //  the links between nodes, never the client or engine ports
     args->up_trusted = options->trusted && node != 0;
     args->down_trusted = options->trusted && nchildren > 0;

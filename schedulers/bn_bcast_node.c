@@ -33,6 +33,7 @@
 
 #include "bn_error.h"
 #include "bn_group.h"
+#include "bn_holdq.h"
 #include "bn_idset.h"
 #include "bn_jscan.h"
 #include "bn_log.h"
@@ -58,12 +59,6 @@
 //  a merged reply, so the buffer list stays aligned.
 static const char s_pickled_none[] = "\x80\x04N.";
 #define S_PICKLED_NONE_SIZE 4
-
-//  Milliseconds after ENGINE_ADD during which a leaf holds an engine's
-//  requests while its shell connection is still being made (the hub
-//  registers an engine when its heart answers, which may be first).
-#define S_CONNECT_GRACE 3000
-#define S_RETRY_MS 10 //  period of retries of held requests
 
 typedef enum { S_PENDING, S_DONE, S_RELEASED } s_state_t;
 typedef enum { S_RELEASE_ALL, S_RELEASE_WINDOW, S_RELEASE_NONE } s_release_t;
@@ -148,10 +143,9 @@ typedef struct {
     bn_session_t *session;
     zhashx_t *requests; //  key -> s_request_t
     zhashx_t *engines;  //  leaf: uuid -> eid + 1
-    zhashx_t *since;    //  leaf: uuid -> mono ms of its ENGINE_ADD
-    zlistx_t *held;     //  leaf: s_held_t * waiting for a connection
-    zhashx_t *holding;  //  leaf: uuid -> copies it has in held
-    int retry_timer;    //  zloop timer id for held, -1 when none
+    bn_holdq_t *holdq;  //  leaf: s_held_t * for engines connecting
+    bool dispatching;   //  in s_send_engine: a failed slot is not
+                        //  progressed (the dispatch does that)
     zlistx_t *timed;    //  requests with a deadline or window
     zlistx_t *losses;   //  s_loss_t * read, not yet applied to requests
     int timer;          //  zloop timer id, -1 when none
@@ -189,7 +183,6 @@ s_loss_free (void **item)
 //  A per-engine copy of a request whose engine is not connected yet.
 typedef struct {
     char *key;     //  the request's original msg_id
-    char *uuid;    //  its engine
     bn_msg_t *msg; //  ready to send
 } s_held_t;
 
@@ -201,7 +194,6 @@ s_held_free (void **item)
         return;
     bn_msg_destroy (&held->msg);
     free (held->key);
-    free (held->uuid);
     free (held);
     *item = NULL;
 }
@@ -843,57 +835,48 @@ s_header_template (bn_msg_t *request, char **text_p, size_t *at,
     return 0;
 }
 
-//  Send each pending slot's engine its copy of request (a leaf).
-static int s_on_retry (zloop_t *loop, int timer_id, void *arg);
-
-//  True for the errors of a send to an engine still connecting: no route
-//  yet, or a route whose pipe is not ready for writing.
-static bool
-s_not_yet (int error)
+//  Send a copy of a held request's copy to engine uuid (bn_holdq_send_fn);
+//  0 also when its slot no longer waits for it.
+static int
+s_send_held (void *arg, const char *uuid, void *item)
 {
-    return error == EHOSTUNREACH || error == EAGAIN;
+    s_node_t *self = (s_node_t *)arg;
+    s_held_t *held = (s_held_t *)item;
+    s_request_t *req = (s_request_t *)zhashx_lookup (self->requests, held->key);
+    s_slot_t *slot = req ? s_slot_of (req, uuid) : NULL;
+    if (!slot || slot->state != S_PENDING ||
+        !zhashx_lookup (self->engines, uuid))
+        return 0;
+    bn_msg_t *copy = bn_msg_dup (held->msg);
+    if (!copy)
+        return ENOMEM;
+    if (bn_msg_send_flags (&copy, self->down_handle, self->session,
+                           ZMQ_DONTWAIT) != 0)
+        return errno;
+    self->stats.to_engines++;
+    return 0;
 }
 
-//  True while engine uuid is within its connect grace at now.
-static bool
-s_in_grace (s_node_t *self, const char *uuid, int64_t now)
-{
-    void *since = self->since ? zhashx_lookup (self->since, uuid) : NULL;
-    return since && now - (int64_t)(intptr_t)since < S_CONNECT_GRACE;
-}
-
-static size_t
-s_holding (s_node_t *self, const char *uuid)
-{
-    return (size_t)(uintptr_t)zhashx_lookup (self->holding, uuid);
-}
-
-//  Hold copy (taken) of req for its engine until the engine connects.
+//  A held copy cannot reach engine uuid: its slot fails (bn_holdq_fail_fn).
 static void
-s_hold (s_node_t *self, s_request_t *req, s_slot_t *slot, bn_msg_t *copy)
+s_fail_held (void *arg, const char *uuid, void *item, bn_holdq_why_t why,
+             int error)
 {
-    s_held_t *held = calloc (1, sizeof *held);
-    if (held) {
-        held->key = strdup (req->key);
-        held->uuid = strdup (slot->uuid);
-        held->msg = copy;
-    }
-    if (!held || !held->key || !held->uuid ||
-        !zlistx_add_end (self->held, held)) {
-        if (held)
-            s_held_free ((void **)&held);
-        else
-            bn_msg_destroy (&copy);
-        self->stats.send_failed++;
-        s_fail_slot (self, req, slot, "the request could not be sent");
+    s_node_t *self = (s_node_t *)arg;
+    s_held_t *held = (s_held_t *)item;
+    s_request_t *req = (s_request_t *)zhashx_lookup (self->requests, held->key);
+    s_slot_t *slot = req ? s_slot_of (req, uuid) : NULL;
+    if (!slot || slot->state != S_PENDING)
         return;
-    }
-    self->stats.held++;
-    zhashx_update (self->holding, slot->uuid,
-                   (void *)(uintptr_t)(s_holding (self, slot->uuid) + 1));
-    if (self->retry_timer == -1)
-        self->retry_timer =
-            zloop_timer (self->loop, S_RETRY_MS, 0, s_on_retry, self);
+    self->stats.send_failed++;
+    s_fail_slot (self, req, slot,
+                 why == BN_HOLDQ_FULL ? "too many requests wait for it to "
+                                        "connect to its leaf"
+                 : why == BN_HOLDQ_EXPIRED || error == EHOSTUNREACH
+                     ? "not connected to its leaf"
+                     : "the request could not be sent");
+    if (!self->dispatching)
+        s_progress (self, req);
 }
 
 //  Send a request's copy (taken) to its engine; one that cannot reach an
@@ -902,94 +885,35 @@ static void
 s_send_engine (s_node_t *self, s_request_t *req, s_slot_t *slot,
                bn_msg_t **copy_p)
 {
-    if (s_holding (self, slot->uuid) > 0) {
-        s_hold (self, req, slot, *copy_p); //  behind the ones before it
+    if (bn_holdq_waits (self->holdq, slot->uuid)) {
+        s_held_t *held = calloc (1, sizeof *held);
+        char *key = held ? strdup (req->key) : NULL;
+        if (!key) {
+            free (held);
+            bn_msg_destroy (copy_p);
+            self->stats.send_failed++;
+            s_fail_slot (self, req, slot, "the request could not be sent");
+            return;
+        }
+        held->key = key;
+        held->msg = *copy_p;
         *copy_p = NULL;
+        self->dispatching = true;
+        if (bn_holdq_send (self->holdq, slot->uuid, held) == 1)
+            self->stats.held++;
+        self->dispatching = false;
         return;
     }
-    //  a spare reference to hold the copy by (young engines only)
-    bn_msg_t *spare = s_in_grace (self, slot->uuid, zclock_mono ())
-                          ? bn_msg_dup (*copy_p)
-                          : NULL;
     if (bn_msg_send_flags (copy_p, self->down_handle, self->session,
                            ZMQ_DONTWAIT) == 0) {
-        bn_msg_destroy (&spare);
         self->stats.to_engines++;
         return;
     }
     int error = errno;
-    if (spare && s_not_yet (error)) {
-        s_hold (self, req, slot, spare);
-        return;
-    }
-    bn_msg_destroy (&spare);
     self->stats.send_failed++;
     s_fail_slot (self, req, slot,
                  error == EHOSTUNREACH ? "not connected to its leaf"
                                        : "the request could not be sent");
-}
-
-//  Retry the held copies in order; those whose engine is gone, whose
-//  request is over or whose grace ended are dropped (failing the slot).
-static int
-s_on_retry (zloop_t *loop, int timer_id, void *arg)
-{
-    s_node_t *self = (s_node_t *)arg;
-    int64_t now = zclock_mono ();
-    zhashx_t *blocked = zhashx_new (); //  engines whose first copy waits
-    s_held_t *held = (s_held_t *)zlistx_first (self->held);
-    while (held) {
-        void *handle = zlistx_cursor (self->held);
-        s_held_t *next = (s_held_t *)zlistx_next (self->held);
-        if (blocked && zhashx_lookup (blocked, held->uuid)) {
-            held = next;
-            continue;
-        }
-        s_request_t *req =
-            (s_request_t *)zhashx_lookup (self->requests, held->key);
-        s_slot_t *slot = req ? s_slot_of (req, held->uuid) : NULL;
-        bool wanted = slot && slot->state == S_PENDING &&
-                      zhashx_lookup (self->engines, held->uuid);
-        int error = 0;
-        if (wanted) {
-            bn_msg_t *copy = bn_msg_dup (held->msg);
-            if (!copy)
-                error = ENOMEM;
-            else if (bn_msg_send_flags (&copy, self->down_handle, self->session,
-                                        ZMQ_DONTWAIT) == 0)
-                self->stats.to_engines++;
-            else
-                error = errno;
-            if (error && s_not_yet (error) &&
-                s_in_grace (self, held->uuid, now)) {
-                if (blocked)
-                    zhashx_insert (blocked, held->uuid, (void *)1);
-                held = next;
-                continue;
-            }
-        }
-        size_t left = s_holding (self, held->uuid) - 1;
-        if (left)
-            zhashx_update (self->holding, held->uuid, (void *)(uintptr_t)left);
-        else
-            zhashx_delete (self->holding, held->uuid);
-        if (wanted && error) {
-            self->stats.send_failed++;
-            s_fail_slot (self, req, slot,
-                         error == EHOSTUNREACH
-                             ? "not connected to its leaf"
-                             : "the request could not be sent");
-            s_progress (self, req);
-        }
-        zlistx_delete (self->held, handle);
-        held = next;
-    }
-    zhashx_destroy (&blocked);
-    if (zlistx_size (self->held) == 0 && self->retry_timer != -1) {
-        zloop_timer_end (self->loop, self->retry_timer);
-        self->retry_timer = -1;
-    }
-    return 0;
 }
 
 static void
@@ -1979,10 +1903,13 @@ s_apply_losses (s_node_t *self)
 {
     s_loss_t *loss;
     while ((loss = (s_loss_t *)zlistx_detach (self->losses, NULL))) {
-        if (loss->uuid)
+        if (loss->uuid) {
             s_fail_matching (self, loss->uuid, -1, "unregistered (engine died)",
                              &self->stats.engine_lost);
-        else
+            //  unless it came back since: what it held is over
+            if (self->holdq && !zhashx_lookup (self->engines, loss->uuid))
+                bn_holdq_engine_remove (self->holdq, loss->uuid);
+        } else
             s_fail_matching (self, NULL, loss->child, "its tree node was lost",
                              &self->stats.child_lost);
         s_loss_free ((void **)&loss);
@@ -2005,17 +1932,15 @@ s_command (s_node_t *self, zmsg_t *request)
         if (uuid && eid && self->engines) {
             zhashx_update (self->engines, uuid,
                            (void *)(uintptr_t)(atoi (eid) + 1));
-            zhashx_update (self->since, uuid, (void *)(intptr_t)zclock_mono ());
+            bn_holdq_engine_add (self->holdq, uuid);
         }
         free (uuid);
         free (eid);
     } else if (streq (command, "ENGINE_REMOVE")) {
         char *uuid = zmsg_popstr (request);
         if (uuid) {
-            if (self->engines) {
+            if (self->engines)
                 zhashx_delete (self->engines, uuid);
-                zhashx_delete (self->since, uuid);
-            }
             s_lost (self, uuid, -1);
         }
         free (uuid);
@@ -2112,9 +2037,7 @@ s_node_destroy (s_node_t **self_p)
     zlistx_destroy (&self->timed);
     zlistx_destroy (&self->losses);
     zhashx_destroy (&self->engines);
-    zhashx_destroy (&self->since);
-    zlistx_destroy (&self->held);
-    zhashx_destroy (&self->holding);
+    bn_holdq_destroy (&self->holdq);
     zhashx_destroy (&self->child_index);
     zloop_destroy (&self->loop);
     zsock_destroy (&self->up);
@@ -2183,26 +2106,23 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
     self->max_requests = args->hwm > 0 ? (size_t)args->hwm : 0;
     self->monitor = args->monitor;
     self->timer = -1;
-    self->retry_timer = -1;
     self->nleaves = args->nleaves ? args->nleaves : 1;
     self->session = bn_session_new (args->key ? args->key : "", NULL);
     self->requests = zhashx_new ();
     self->timed = zlistx_new ();
     self->losses = zlistx_new ();
     self->child_index = zhashx_new ();
-    self->held = zlistx_new ();
-    self->holding = zhashx_new ();
-    self->since = zhashx_new ();
+    self->holdq =
+        bn_holdq_new (args->connect_grace_ms, s_send_held, s_fail_held, self);
     self->loop = zloop_new ();
     if (!self->id || !self->session || !self->requests || !self->timed ||
-        !self->losses || !self->child_index || !self->held || !self->holding ||
-        !self->since || !self->loop ||
+        !self->losses || !self->child_index || !self->holdq || !self->loop ||
         strlen (self->id) > BN_BCAST_NODE_ID_MAX) {
         s_node_destroy (&self);
         return NULL;
     }
     zhashx_set_destructor (self->requests, s_request_free);
-    zlistx_set_destructor (self->held, s_held_free);
+    bn_holdq_set_destructor (self->holdq, s_held_free);
     zlistx_set_destructor (self->losses, s_loss_free);
     self->reducers = bn_reducers_new ();
     char err[256] = "";
@@ -2269,7 +2189,8 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
     zloop_set_nonstop (self->loop, true);
     if (zloop_reader (self->loop, pipe, s_on_pipe, self) ||
         zloop_reader (self->loop, self->up, s_on_up, self) ||
-        zloop_reader (self->loop, self->down, s_on_down, self)) {
+        zloop_reader (self->loop, self->down, s_on_down, self) ||
+        bn_holdq_attach (self->holdq, self->loop)) {
         s_node_destroy (&self);
         return NULL;
     }

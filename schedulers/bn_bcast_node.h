@@ -79,6 +79,8 @@ typedef struct {
                      //  node holds in flight before it stops reading new ones
                      //  (0 = no limit)
     int deadline_ms; //  default request deadline at the root (0 = none)
+    int connect_grace_ms; //  leaf: how long a registered engine's requests
+                          //  wait for its connection (bn_holdq; 0 = not)
     const bn_monitor_t *monitor; //  root only: the hub's monitor, or NULL
     int status;                  //  Out: 0 started, -1 start-up failed
 } bn_bcast_node_args_t;

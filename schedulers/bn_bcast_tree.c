@@ -37,8 +37,8 @@ bn_bcast_tree_destroy (bn_bcast_tree_t **self_p)
 bn_bcast_tree_t *
 bn_bcast_tree_new (bn_topology_t *topology, const char *key,
                    zsock_t **root_sock, zsock_t **leaf_socks, int hwm,
-                   int deadline_ms, const char *reduce_plugins,
-                   const bn_monitor_t *monitor)
+                   int deadline_ms, int connect_grace_ms,
+                   const char *reduce_plugins, const bn_monitor_t *monitor)
 {
     assert (topology);
     assert (root_sock);
@@ -69,6 +69,7 @@ bn_bcast_tree_new (bn_topology_t *topology, const char *key,
         args.key = key;
         args.hwm = hwm;
         args.deadline_ms = deadline_ms;
+        args.connect_grace_ms = connect_grace_ms;
         args.reduce_plugins = reduce_plugins;
         args.nleaves = (size_t)leaves;
         if (n == 0) {

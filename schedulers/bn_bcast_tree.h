@@ -24,7 +24,9 @@ typedef struct _bn_bcast_tree_t bn_bcast_tree_t;
 //  ports, one per leaf); the taken sockets are set to NULL in the caller's
 //  variables, also on failure. key signs messages; hwm bounds every
 //  queue (0 = none); deadline_ms is the default request deadline
-//  (0 = none); reduce_plugins lists the reduction plugins every node loads
+//  (0 = none); connect_grace_ms is how long a leaf holds the requests of
+//  an engine registered but not connected yet; reduce_plugins lists the
+//  reduction plugins every node loads
 //  (':'-separated paths, NULL or "" for none); monitor (borrowed, may be
 //  NULL) hears from the root's thread of each request and of each reply
 //  it sends to a client (bn_monitor_link_sender gives one that may be
@@ -32,6 +34,7 @@ typedef struct _bn_bcast_tree_t bn_bcast_tree_t;
 bn_bcast_tree_t *bn_bcast_tree_new (bn_topology_t *topology, const char *key,
                                     zsock_t **root_sock, zsock_t **leaf_socks,
                                     int hwm, int deadline_ms,
+                                    int connect_grace_ms,
                                     const char *reduce_plugins,
                                     const bn_monitor_t *monitor);
 
