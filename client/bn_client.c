@@ -1622,11 +1622,9 @@ bn_client_dropped (bn_client_t *self)
     return self ? atomic_load (&self->dropped) : 0;
 }
 
-//  Send one hub query and wait for its reply; *result_p is the result
-//  (complete) for the caller to destroy. Returns 0 or the error.
-static int
-s_query (bn_client_t *self, const char *type, json_t *content, double timeout,
-         bn_result_t **result_p)
+int
+bn_client_query (bn_client_t *self, const char *type, json_t *content,
+                 double timeout, bn_result_t **result_p)
 {
     *result_p = NULL;
     bn_client_lock (self);
@@ -1685,7 +1683,8 @@ bn_client_queue_status (bn_client_t *self, bn_idset_t *targets, double timeout,
     if (!content)
         return BN_ENOMEM;
     bn_result_t *result;
-    int rc = s_query (self, BN_MSG_QUEUE_REQUEST, content, timeout, &result);
+    int rc =
+        bn_client_query (self, BN_MSG_QUEUE_REQUEST, content, timeout, &result);
     if (rc == BN_EREMOTE) {
         const char *ename = bn_result_ename (result, 0);
         if (ename && strcmp (ename, "IndexError") == 0)
@@ -1794,7 +1793,7 @@ s_records_query (bn_client_t *self, const char *type, json_t *content,
 {
     if (!content)
         return BN_ENOMEM;
-    int rc = s_query (self, type, content, timeout, result_p);
+    int rc = bn_client_query (self, type, content, timeout, result_p);
     if (rc == BN_EREMOTE) {
         const char *ename = bn_result_ename (*result_p, 0);
         if (ename &&
@@ -1994,7 +1993,8 @@ bn_client_purge (bn_client_t *self, const char *const *msg_ids,
         return BN_ENOMEM;
     }
     bn_result_t *result;
-    int rc = s_query (self, BN_MSG_PURGE_REQUEST, content, timeout, &result);
+    int rc =
+        bn_client_query (self, BN_MSG_PURGE_REQUEST, content, timeout, &result);
     if (rc == BN_EREMOTE) {
         const char *ename = bn_result_ename (result, 0);
         const char *evalue = bn_result_evalue (result, 0);
@@ -2063,7 +2063,8 @@ bn_client_shutdown (bn_client_t *self, bool hub, double timeout)
         if (!content)
             return BN_ENOMEM;
         bn_result_t *result;
-        rc = s_query (self, BN_MSG_SHUTDOWN_REQUEST, content, left, &result);
+        rc = bn_client_query (self, BN_MSG_SHUTDOWN_REQUEST, content, left,
+                              &result);
         bn_result_destroy (&result);
         //  Its notification or its exit may overtake the reply.
         if (rc == BN_ENOCONTROLLER)

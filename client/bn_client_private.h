@@ -94,6 +94,14 @@ json_t *bn_client_outstanding (bn_client_t *self);
 int bn_client_send (bn_client_t *self, bn_sock_t sock, bn_msg_t **msgs,
                     size_t count);
 
+//  Without the lock: send one hub query of type with content (taken; a JSON
+//  object) and wait for its reply. On 0 or BN_EREMOTE (the reply's
+//  status is not ok) *result_p is the complete result of one item, for
+//  the caller to destroy; else NULL. Returns 0, BN_EREMOTE, BN_ETIMEDOUT,
+//  BN_ENOCONTROLLER, BN_ECLOSED or BN_ENOMEM.
+int bn_client_query (bn_client_t *self, const char *type, json_t *content,
+                     double timeout, bn_result_t **result_p);
+
 //  Result (internal) ----------------------------------------------------
 
 //  Create a result on client with room for capacity items; it takes a

@@ -54,6 +54,11 @@
 #define BN_MSG_RESUBMIT_REPLY "resubmit_reply"
 #define BN_MSG_HUB_ERROR "hub_error"
 
+//  banyan's extension of the hub queries (not in 7.1.0, whose hub answers
+//  it with hub_error KeyError "Bad Message Type"): every actor's counters
+#define BN_MSG_STATS_REQUEST "bn_stats_request"
+#define BN_MSG_STATS_REPLY "bn_stats_reply"
+
 //  Hub notifications
 #define BN_MSG_REGISTRATION_NOTIFICATION "registration_notification"
 #define BN_MSG_UNREGISTRATION_NOTIFICATION "unregistration_notification"

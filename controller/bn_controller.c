@@ -466,6 +466,13 @@ s_stats (s_controller_t *self)
                     : bn_bcast_tree_stats (self->tree));
 }
 
+//  The same counters for a client's bn_stats_request.
+static json_t *
+s_stats_query (void *arg)
+{
+    return s_stats ((s_controller_t *)arg);
+}
+
 static int
 s_on_pipe (zloop_t *loop, zsock_t *pipe, void *arg)
 {
@@ -618,6 +625,7 @@ s_start_components (s_controller_t *self, int period, int misses,
         bn_hub_set_resubmit (self->hub, s_submit_task, self->task);
     }
     bn_hub_set_shutdown_handler (self->hub, s_on_hub_shutdown, self);
+    bn_hub_set_stats (self->hub, s_stats_query, self);
     //  signals are the main thread's business; only $TERM stops the loop
     zloop_set_nonstop (self->loop, true);
     if (zloop_reader (self->loop, self->pipe, s_on_pipe, self) ||

@@ -98,6 +98,8 @@ struct _bn_hub_t {
     bn_records_t *records; //  Task records (borrowed), or NULL
     bn_hub_submit_fn *submit_fn;
     void *submit_arg;
+    bn_hub_stats_fn *stats_fn; //  Counters for bn_stats_request, or NULL
+    void *stats_arg;
     char *state_path;   //  log/engines<cluster_id>.json, or NULL
     zhashx_t *restored; //  uuid -> old id + 1 (as a pointer), or NULL
     bool state_dirty;   //  the state file is behind the engine table
@@ -393,6 +395,14 @@ bn_hub_set_resubmit (bn_hub_t *self, bn_hub_submit_fn *fn, void *arg)
     assert (self);
     self->submit_fn = fn;
     self->submit_arg = arg;
+}
+
+void
+bn_hub_set_stats (bn_hub_t *self, bn_hub_stats_fn *fn, void *arg)
+{
+    assert (self);
+    self->stats_fn = fn;
+    self->stats_arg = arg;
 }
 
 //  Write the engine table to the state file (temporary file, then rename).
@@ -1532,6 +1542,25 @@ s_shutdown_request (bn_hub_t *self, bn_msg_t *request)
         zloop_timer (self->loop, BN_HUB_SHUTDOWN_DELAY, 1, s_on_shutdown, self);
 }
 
+//  bn_stats_request, banyan's extension: {"status": "ok", "actors":
+//  {name: {counter: value, ...}, ...}}.
+static void
+s_stats_request (bn_hub_t *self, bn_msg_t *request)
+{
+    json_t *actors = self->stats_fn (self->stats_arg);
+    if (!json_is_object (actors)) {
+        json_decref (actors);
+        self->stats.errors++;
+        s_reply (self, request, BN_MSG_STATS_REPLY,
+                 bn_wire_error ("MemoryError", "cannot gather the counters",
+                                NULL, NULL));
+        return;
+    }
+    s_reply (
+        self, request, BN_MSG_STATS_REPLY,
+        json_pack ("{s:s, s:o}", "status", BN_STATUS_OK, "actors", actors));
+}
+
 static void
 s_handle_query (bn_hub_t *self, bn_msg_t *msg)
 {
@@ -1576,6 +1605,8 @@ s_handle_query (bn_hub_t *self, bn_msg_t *msg)
         s_queue_request (self, msg);
     else if (streq (type, BN_MSG_SHUTDOWN_REQUEST))
         s_shutdown_request (self, msg);
+    else if (self->stats_fn && streq (type, BN_MSG_STATS_REQUEST))
+        s_stats_request (self, msg);
     else if (self->records && streq (type, BN_MSG_RESULT_REQUEST))
         s_result_request (self, msg);
     else if (self->records && streq (type, BN_MSG_HISTORY_REQUEST))

@@ -73,6 +73,15 @@ typedef int (bn_hub_submit_fn) (void *arg, bn_msg_t **msg_p);
 //  bn_task_submit); without it resubmit_request gets an error reply.
 void bn_hub_set_resubmit (bn_hub_t *self, bn_hub_submit_fn *fn, void *arg);
 
+//  Gathers the counters of the controller's actors for bn_stats_request:
+//  a new JSON object of one object per actor ("hub", "mux", ...), or NULL
+//  if out of memory.
+typedef json_t *(bn_hub_stats_fn)(void *arg);
+
+//  Answer bn_stats_request with the counters fn gathers; without it the
+//  request gets hub_error NotImplementedError, as any unknown query.
+void bn_hub_set_stats (bn_hub_t *self, bn_hub_stats_fn *fn, void *arg);
+
 //  Keep the engine table in path (log/engines<cluster_id>.json, as 7.1.0:
 //  {"engines": {"<id>": uuid}, "next_id": n}), rewritten at every
 //  registration and unregistration. With restore, first read it: its

@@ -8,9 +8,11 @@
 #include "bn_config.h"
 #include "bn_controller.h"
 #include "bn_engine_actor.h"
+#include "bn_stattest.h"
 
 #include <check.h>
 #include <czmq.h>
+#include <jansson.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +92,30 @@ t_cluster_client (t_cluster_t *self, size_t engines)
     ck_assert_msg (client != NULL, "cannot connect: %s", bn_strerror (rc));
     ck_assert_int_eq (bn_client_wait_for_engines (client, engines, 20), 0);
     return client;
+}
+
+//  The controller's counters as client reads them (bn_client_stats): one
+//  object per actor (caller decrefs).
+static inline json_t *
+t_client_stats (bn_client_t *client)
+{
+    char *text = NULL;
+    int rc = bn_client_stats (client, 10, &text);
+    ck_assert_msg (rc == 0, "bn_client_stats: %s", bn_strerror (rc));
+    json_t *stats = json_loads (text, 0, NULL);
+    free (text);
+    ck_assert (json_is_object (stats));
+    return stats;
+}
+
+//  One counter of an actor as client reads it, e.g. ("mux", "received").
+static inline json_int_t
+t_client_stat (bn_client_t *client, const char *actor, const char *counter)
+{
+    json_t *stats = t_client_stats (client);
+    json_int_t result = t_counter (stats, actor, counter);
+    json_decref (stats);
+    return result;
 }
 
 #endif

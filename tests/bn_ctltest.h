@@ -19,6 +19,7 @@
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
 #include "bn_session.h"
+#include "bn_stattest.h"
 #include "bn_wire.h"
 
 #define T_TIMEOUT 3000 //  ms any single receive in a test may wait
@@ -243,9 +244,7 @@ static inline json_int_t
 t_stat (t_controller_t *self, const char *part, const char *name)
 {
     json_t *stats = t_stats (self);
-    json_t *value = json_object_get (json_object_get (stats, part), name);
-    ck_assert_msg (json_is_integer (value), "no counter %s.%s", part, name);
-    json_int_t result = json_integer_value (value);
+    json_int_t result = t_counter (stats, part, name);
     json_decref (stats);
     return result;
 }
@@ -329,6 +328,31 @@ t_query (t_client_t *self, const char *type, json_t *content)
     ck_assert_int_eq (bn_msg_verify (reply, self->session, true), 0);
     ck_assert_str_eq (bn_msg_parent_id (reply), msg_id);
     return reply;
+}
+
+//  The controller's counters as a client reads them, through
+//  bn_stats_request: the reply's "actors" (caller decrefs).
+static inline json_t *
+t_query_stats (t_client_t *self)
+{
+    bn_msg_t *reply = t_query (self, BN_MSG_STATS_REQUEST, NULL);
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_STATS_REPLY);
+    ck_assert_str_eq (t_content_str (reply, "status"), BN_STATUS_OK);
+    json_t *actors = json_object_get (bn_msg_content (reply), "actors");
+    ck_assert (json_is_object (actors));
+    json_incref (actors);
+    bn_msg_destroy (&reply);
+    return actors;
+}
+
+//  One counter as a client reads it, e.g. t_query_stat (c, "hub", "queries").
+static inline json_int_t
+t_query_stat (t_client_t *self, const char *part, const char *name)
+{
+    json_t *actors = t_query_stats (self);
+    json_int_t result = t_counter (actors, part, name);
+    json_decref (actors);
+    return result;
 }
 
 //  Wait up to ms for a notification of type; returns it or NULL.

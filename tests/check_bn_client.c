@@ -2224,6 +2224,86 @@ START_TEST (test_queue_status)
 }
 END_TEST
 
+typedef struct {
+    bn_client_t *client;
+    int rc;
+    char *stats;
+} s_stats_call_t;
+
+static void *
+s_stats_main (void *arg)
+{
+    s_stats_call_t *call = (s_stats_call_t *)arg;
+    call->rc = bn_client_stats (call->client, 5, &call->stats);
+    return NULL;
+}
+
+//  bn_client_stats while the mock answers its bn_stats_request with
+//  reply_type and content (taken).
+static void
+s_stats_answered (s_mock_t *mock, s_stats_call_t *call, const char *reply_type,
+                  json_t *content)
+{
+    pthread_t thread;
+    ck_assert_int_eq (pthread_create (&thread, NULL, s_stats_main, call), 0);
+    bn_msg_t *request = s_mock_expect (mock, mock->query, BN_MSG_STATS_REQUEST);
+    s_mock_reply (mock, mock->query, request, -1, reply_type, content, NULL);
+    bn_msg_destroy (&request);
+    pthread_join (thread, NULL);
+}
+
+START_TEST (test_stats)
+{
+    s_mock_t *mock = s_mock_new (1);
+    bn_client_t *client = s_mock_client (mock);
+    s_stats_call_t call = {client, -100, NULL};
+    //  banyan's hub: the actors' counters, as JSON text
+    s_stats_answered (mock, &call, BN_MSG_STATS_REPLY,
+                      json_pack ("{s:s, s:{s:{s:i}, s:{s:i}}}", "status", "ok",
+                                 "actors", "hub", "queries", 4, "mux",
+                                 "received", 8));
+    ck_assert_int_eq (call.rc, 0);
+    json_t *stats = json_loads (call.stats, 0, NULL);
+    ck_assert_int_eq (json_integer_value (json_object_get (
+                          json_object_get (stats, "mux"), "received")),
+                      8);
+    ck_assert_uint_eq (json_object_size (stats), 2);
+    json_decref (stats);
+    free (call.stats);
+    //  a hub that does not know the request, as 7.1.0's answers it
+    s_stats_answered (mock, &call, BN_MSG_HUB_ERROR,
+                      json_pack ("{s:s, s:s, s:s, s:[], s:{}}", "status",
+                                 "error", "ename", "KeyError", "evalue",
+                                 "'Bad Message Type: bn_stats_request'",
+                                 "traceback", "engine_info"));
+    ck_assert_int_eq (call.rc, BN_ENOTSUP);
+    ck_assert_ptr_null (call.stats);
+    //  banyan's hub failing, and replies without counters
+    s_stats_answered (mock, &call, BN_MSG_STATS_REPLY,
+                      json_pack ("{s:s, s:s, s:s, s:[], s:{}}", "status",
+                                 "error", "ename", "MemoryError", "evalue",
+                                 "cannot gather the counters", "traceback",
+                                 "engine_info"));
+    ck_assert_int_eq (call.rc, BN_EREMOTE);
+    ck_assert_ptr_null (call.stats);
+    s_stats_answered (mock, &call, BN_MSG_STATS_REPLY,
+                      json_pack ("{s:s, s:[]}", "status", "ok", "actors"));
+    ck_assert_int_eq (call.rc, BN_EPROTO);
+    ck_assert_ptr_null (call.stats);
+    s_stats_answered (mock, &call, "queue_reply",
+                      json_pack ("{s:s, s:{}}", "status", "ok", "actors"));
+    ck_assert_int_eq (call.rc, BN_EPROTO);
+    //  no answer, bad arguments
+    char *text = NULL;
+    ck_assert_int_eq (bn_client_stats (client, 0.1, &text), BN_ETIMEDOUT);
+    ck_assert_ptr_null (text);
+    ck_assert_int_eq (bn_client_stats (client, 0.1, NULL), BN_EINVAL);
+    ck_assert_int_eq (bn_client_stats (NULL, 0.1, &text), BN_EINVAL);
+    bn_client_destroy (&client);
+    s_mock_destroy (&mock);
+}
+END_TEST
+
 START_TEST (test_destroy_order)
 {
     s_mock_t *mock = s_mock_new (1);
@@ -2562,6 +2642,10 @@ START_TEST (test_stock_views_and_queries)
     ck_assert_int_eq (unassigned, 0);
     ck_assert_int_ge (status[0].completed + status[1].completed, 1);
     free (status);
+    //  counters are banyan's: the stock hub does not know the query
+    char *stats = NULL;
+    ck_assert_int_eq (bn_client_stats (client, 30, &stats), BN_ENOTSUP);
+    ck_assert_ptr_null (stats);
     ck_assert_uint_eq (bn_client_dropped (client), 0);
     bn_view_destroy (&view);
     bn_view_destroy (&bc);
@@ -2615,6 +2699,7 @@ main (void)
     tcase_add_test (tc, test_abort_clear_shutdown);
     tcase_add_test (tc, test_client_shutdown);
     tcase_add_test (tc, test_queue_status);
+    tcase_add_test (tc, test_stats);
     tcase_add_test (tc, test_destroy_order);
     tcase_add_test (tc, test_null_arguments);
     tcase_add_test (tc, test_threads_and_two_clients);

@@ -151,6 +151,7 @@ START_TEST (test_uuid_in_use)
     t_engine_t *other = t_engine_new (s_ctl);
     ck_assert_int_eq (t_engine_register (other, s_ctl, s_client, -1), 2);
     ck_assert_int_eq (t_stat (s_ctl, "hub", "refused"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "hub", "refused"), 1);
     t_engine_destroy (&engine);
     t_engine_destroy (&other);
 }
@@ -181,6 +182,7 @@ START_TEST (test_registration_errors)
     s_assert_hub_error (reply, "ValueError", "uuid");
     bn_msg_destroy (&reply);
     ck_assert_int_eq (t_stat (s_ctl, "hub", "bad_content"), 5);
+    ck_assert_int_eq (t_query_stat (s_client, "hub", "bad_content"), 5);
     s_assert_engines (0);
 }
 END_TEST
@@ -240,6 +242,7 @@ START_TEST (test_unregistration_request)
     ck_assert_ptr_null (
         t_notification (s_client, BN_MSG_UNREGISTRATION_NOTIFICATION, 200));
     ck_assert_int_eq (t_stat (s_ctl, "hub", "unregistrations"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "hub", "unregistrations"), 1);
     t_engine_destroy (&engine);
 }
 END_TEST
@@ -330,6 +333,7 @@ START_TEST (test_heart_failure)
     ck_assert_str_eq (t_content_str (note, "uuid"), engine->uuid);
     bn_msg_destroy (&note);
     ck_assert_int_eq (t_stat (s_ctl, "hub", "heart_failures"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "hub", "heart_failures"), 1);
     s_assert_engines (0);
     t_engine_destroy (&engine);
 }
@@ -437,6 +441,48 @@ START_TEST (test_unsupported_queries)
         bn_msg_destroy (&reply);
     }
     ck_assert_int_eq (t_stat (s_ctl, "hub", "unsupported"), 3);
+    ck_assert_int_eq (t_query_stat (s_client, "hub", "unsupported"), 3);
+}
+END_TEST
+
+START_TEST (test_stats_request)
+{
+    //  every actor's counters, as the controller's STATS shows them
+    json_t *actors = t_query_stats (s_client);
+    //  the default tree, kary:2 of depth 1: a root and two leaves
+    t_assert_actors (actors, 3);
+    json_decref (actors);
+    //  the same counters, kept from the start; this query is one more
+    json_int_t queries = t_query_stat (s_client, "hub", "queries");
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "queries"), queries);
+    ck_assert_int_eq (t_query_stat (s_client, "hub", "queries"), queries + 1);
+    //  they follow the cluster: an engine registers with the hub, the
+    //  relays and the tree
+    ck_assert_int_eq (t_query_stat (s_client, "hub", "registrations"), 0);
+    t_engine_t *engine = t_engine_new (s_ctl);
+    t_engine_register (engine, s_ctl, s_client, -1);
+    ck_assert_int_eq (t_query_stat (s_client, "hub", "registrations"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "mux", "engines"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "heart", "hearts"), 1);
+    //  a request through the mux: received from the client, then the
+    //  engine's reply; both forwarded
+    bn_msg_t *msg =
+        t_msg (s_client->session, BN_MSG_EXECUTE_REQUEST, NULL, engine->uuid);
+    t_send (&msg, s_client->mux, s_client->session);
+    char msg_id[BN_MSG_ID_SIZE];
+    t_engine_answer (engine, engine->shell, msg_id, sizeof msg_id);
+    bn_msg_t *reply = t_recv (s_client->mux);
+    ck_assert_ptr_nonnull (reply);
+    bn_msg_destroy (&reply);
+    ck_assert_int_eq (t_query_stat (s_client, "mux", "received"), 2);
+    ck_assert_int_eq (t_query_stat (s_client, "mux", "forwarded"), 2);
+    t_engine_destroy (&engine);
+    //  what the request's content holds does not matter
+    reply = t_query (s_client, BN_MSG_STATS_REQUEST,
+                     json_pack ("{s:s}", "actor", "hub"));
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_STATS_REPLY);
+    t_assert_actors (json_object_get (bn_msg_content (reply), "actors"), 3);
+    bn_msg_destroy (&reply);
 }
 END_TEST
 
@@ -589,6 +635,7 @@ START_TEST (test_bad_input)
     t_send_raw (s_client->query, "no", "delimiter", NULL);
     s_assert_still_works ();
     ck_assert_int_eq (t_stat (s_ctl, "hub", "bad_frame"), 2);
+    ck_assert_int_eq (t_query_stat (s_client, "hub", "bad_frame"), 2);
 
     //  bad and missing signatures
     char *header = s_header ("q-1", BN_MSG_CONNECTION_REQUEST);
@@ -596,6 +643,7 @@ START_TEST (test_bad_input)
     s_raw_query (header, "{}", "");
     s_assert_still_works ();
     ck_assert_int_eq (t_stat (s_ctl, "hub", "bad_signature"), 2);
+    ck_assert_int_eq (t_query_stat (s_client, "hub", "bad_signature"), 2);
 
     //  a replayed query is answered once
     s_raw_query (header, "{}", NULL);
@@ -605,6 +653,7 @@ START_TEST (test_bad_input)
     s_raw_query (header, "{}", NULL);
     ck_assert_ptr_null (t_recv_within (s_client->query, 200));
     ck_assert_int_eq (t_stat (s_ctl, "hub", "replayed"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "hub", "replayed"), 1);
     zstr_free (&header);
     s_assert_still_works ();
 
@@ -629,6 +678,7 @@ START_TEST (test_bad_input)
     bn_msg_destroy (&reply);
     zstr_free (&header);
     ck_assert_int_eq (t_stat (s_ctl, "hub", "bad_json"), 3);
+    ck_assert_int_eq (t_query_stat (s_client, "hub", "bad_json"), 3);
     s_assert_still_works ();
 
     //  msg_type of the wrong type
@@ -814,6 +864,7 @@ s_suite (void)
     tcase_add_test (tc, test_queue_request);
     tcase_add_test (tc, test_queue_request_no_engines);
     tcase_add_test (tc, test_unsupported_queries);
+    tcase_add_test (tc, test_stats_request);
     tcase_add_test (tc, test_record_queries);
     tcase_add_test (tc, test_shutdown_request);
     tcase_add_test (tc, test_bad_input);

@@ -117,6 +117,7 @@ START_TEST (test_same_as_direct)
         bn_view_destroy (&view);
     }
     ck_assert_int_eq (s_in_flight (), 0);
+    ck_assert_int_eq (t_client_stat (client, "broadcast", "requests"), 0);
     bn_view_destroy (&direct);
     bn_client_destroy (&client);
     s_stop_cluster ();
@@ -145,6 +146,7 @@ START_TEST (test_many_in_flight)
         bn_result_destroy (&results[i]);
     }
     ck_assert_int_eq (s_in_flight (), 0);
+    ck_assert_int_eq (t_client_stat (client, "broadcast", "requests"), 0);
     bn_view_destroy (&view);
     bn_client_destroy (&client);
     s_stop_cluster ();
@@ -176,6 +178,7 @@ START_TEST (test_memory_flat)
         }
     }
     ck_assert_int_eq (s_in_flight (), 0);
+    ck_assert_int_eq (t_client_stat (client, "broadcast", "requests"), 0);
     bn_value_destroy (&args);
     for (int k = 0; k < 2; k++)
         bn_view_destroy (&views[k]);

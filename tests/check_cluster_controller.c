@@ -221,6 +221,7 @@ START_TEST (test_mux_round_trip)
     bn_msg_destroy (&reply);
     free (msg_id);
     ck_assert_int_eq (t_stat (s_ctl, "mux", "forwarded"), 2);
+    ck_assert_int_eq (t_query_stat (s_client, "mux", "forwarded"), 2);
 }
 END_TEST
 
@@ -323,7 +324,9 @@ START_TEST (test_stranded)
     ck_assert_ptr_nonnull (note);
     bn_msg_destroy (&note);
     ck_assert_int_eq (t_stat (s_ctl, "mux", "stranded"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "mux", "stranded"), 1);
     ck_assert_int_eq (t_stat (s_ctl, "control", "stranded"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "control", "stranded"), 1);
     free (mux_id);
     free (control_id);
 }
@@ -362,6 +365,7 @@ START_TEST (test_engine_shutdown)
     ck_assert_ptr_nonnull (note);
     bn_msg_destroy (&note);
     ck_assert_int_eq (t_stat (s_ctl, "control", "stranded"), 0);
+    ck_assert_int_eq (t_query_stat (s_client, "control", "stranded"), 0);
     free (msg_id);
 }
 END_TEST
@@ -405,6 +409,7 @@ START_TEST (test_task_and_broadcast)
     bn_msg_destroy (&reply);
     free (msg_id);
     ck_assert_int_eq (t_stat (s_ctl, "task", "forwarded"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "task", "forwarded"), 1);
 }
 END_TEST
 
@@ -444,8 +449,11 @@ START_TEST (test_bad_input)
     t_send (&copy, s_client->mux, s_client->session);
     s_assert_mux_works ();
     ck_assert_int_eq (t_stat (s_ctl, "mux", "bad_frame"), 2);
+    ck_assert_int_eq (t_query_stat (s_client, "mux", "bad_frame"), 2);
     ck_assert_int_eq (t_stat (s_ctl, "mux", "bad_signature"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "mux", "bad_signature"), 1);
     ck_assert_int_eq (t_stat (s_ctl, "mux", "replayed"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "mux", "replayed"), 1);
 
     //  on control and iopub
     t_send_raw (s_client->control, s_engine->uuid, "junk", NULL);
@@ -453,7 +461,9 @@ START_TEST (test_bad_input)
                 "{}", "{}", NULL);
     s_assert_mux_works ();
     ck_assert_int_eq (t_stat (s_ctl, "control", "bad_frame"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "control", "bad_frame"), 1);
     ck_assert_int_eq (t_stat (s_ctl, "iopub", "bad_signature"), 1);
+    ck_assert_int_eq (t_query_stat (s_client, "iopub", "bad_signature"), 1);
 
     //  a 100 MB buffer passes through to the engine
     msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, s_engine->uuid);

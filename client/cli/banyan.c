@@ -18,7 +18,7 @@ static const s_command_t s_commands[] = {
     {"push", bn_cmd_push},       {"pull", bn_cmd_pull},
     {"status", bn_cmd_status},   {"config", bn_cmd_config},
     {"history", bn_cmd_history}, {"result", bn_cmd_result},
-    {"purge", bn_cmd_purge},
+    {"purge", bn_cmd_purge},     {"stats", bn_cmd_stats},
 };
 
 int

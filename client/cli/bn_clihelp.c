@@ -53,6 +53,7 @@ static const s_help_t s_helps[] = {
      "  history         msg_ids of the requests the hub has records of\n"
      "  result          the result of a request, whichever client sent it\n"
      "  purge           drop the hub's records of finished requests\n"
+     "  stats           the counters every actor of the controller keeps\n"
      "  config show     effective settings and where each came from\n"
      "\n"
      "Run 'banyan COMMAND --help' for the options of a command.\n",
@@ -338,6 +339,35 @@ static const s_help_t s_helps[] = {
      "  banyan purge\n"
      "  banyan purge -t 0-3\n"
      "  banyan purge 6f2c...-4a1b_1234_7\n",
+     NULL},
+
+    {"stats", "stats [OPTIONS] [ACTOR]",
+     "print the counters every actor of the controller keeps",
+     "Asks the controller for the counters its actors keep and prints one\n"
+     "line per actor, counter and value: the hub (queries, registrations,\n"
+     "errors), the heart, the mux, control and iopub relays (messages\n"
+     "received and forwarded, and each kind dropped), the task scheduler,\n"
+     "the task records, and the broadcast tree, whose nodes appear as\n"
+     "broadcast.0 (the root), broadcast.1 and so on (in processes mode with\n"
+     "each banyan-scheduler's pid, state and restarts). A nested counter is\n"
+     "named with a dot, as records link.delivered. With ACTOR, only that\n"
+     "actor and its parts: 'banyan stats broadcast' prints the tree and\n"
+     "every node. Counters grow from the controller's start.\n"
+     "\n"
+     "Only banyan-controller answers (it is banyan's own hub query,\n"
+     "bn_stats_request); IPython Parallel's ipcontroller does not, and the\n"
+     "command then fails with 'not supported by this controller'.\n",
+     "      --json              print the counters as JSON: an object per\n"
+     "                          actor as the controller sends them (ACTOR's\n"
+     "                          object only, with ACTOR)\n",
+     true, true,
+     "  0   success\n"
+     "  1   failure: the controller does not support it, or no such ACTOR\n"
+     "  2   usage error\n"
+     "  12  no cluster: no connection file or no controller answers\n",
+     "  banyan stats\n"
+     "  banyan stats mux\n"
+     "  banyan stats broadcast.0 --json\n",
      NULL},
 
     {"config", "config show [OPTIONS]",

@@ -41,6 +41,9 @@ int bn_cmd_result (int argc, char **argv);
 //  banyan purge
 int bn_cmd_purge (int argc, char **argv);
 
+//  banyan stats [ACTOR]
+int bn_cmd_stats (int argc, char **argv);
+
 //  banyan config show
 int bn_cmd_config (int argc, char **argv);
 

@@ -209,6 +209,19 @@ int bn_client_resubmit (bn_client_t *self, const char *const *msg_ids,
 //  NULL-safe.
 void bn_client_free_strv (char ***strv_p);
 
+//  The counters every actor of the controller keeps (banyan's
+//  bn_stats_request; what `banyan stats` prints). On success *stats is a
+//  malloc'd JSON text, for the caller to free, of an object with one
+//  object per actor: "records", "hub", "heart", "mux", "control",
+//  "iopub", "task" and "broadcast" (its tree's nodes in the list
+//  "nodes", the root first; in processes mode with each process's pid,
+//  state and restarts). Counters are integers; a few entries are text
+//  (a node's name, state and last loss). Returns 0, BN_ENOTSUP (the
+//  controller does not serve it: IPython Parallel's ipcontroller, or an
+//  older banyan-controller), BN_EREMOTE, BN_EPROTO, BN_ETIMEDOUT,
+//  BN_ENOCONTROLLER, BN_ECLOSED or BN_ENOMEM.
+int bn_client_stats (bn_client_t *self, double timeout, char **stats);
+
 //  Shut down every engine (through their control channel) and, when hub
 //  is true, the controller too; waits for their replies. Returns 0, or
 //  the first error (BN_ETIMEDOUT, BN_ENOCONTROLLER, BN_EREMOTE...).
