@@ -1,5 +1,6 @@
 /*  bn_args: command-line pieces the daemons' mains share.  */
 #include "bn_args.h"
+#include "bn_log.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -47,4 +48,54 @@ bn_args_number (const char *text, int max)
     if (errno || end == text || *end || value < 0 || value > max)
         return -1;
     return (int)value;
+}
+
+int
+bn_args_setting (const char *program, int argc, char **argv, int *index,
+                 const bn_args_setting_t *table, size_t count,
+                 bn_config_t *config)
+{
+    bool missing = false;
+    for (size_t i = 0; i < count; i++) {
+        const char *value =
+            bn_args_flag_value (argc, argv, index, table[i].flag, &missing);
+        if (missing ||
+            (value && !*value && *bn_config_default (table[i].setting)))
+            return bn_args_usage_error (program, "option '%s' needs a value",
+                                        table[i].flag);
+        if (value && bn_config_set (config, table[i].setting, value,
+                                    BN_CONFIG_CMDLINE) != 0)
+            return bn_args_usage_error (program, "%s",
+                                        bn_config_error (config));
+        if (value)
+            return 1;
+    }
+    return 0;
+}
+
+int
+bn_args_load (const char *program, bn_config_t *config, const char *config_file)
+{
+    if ((config_file && bn_config_load_file (config, config_file) != 0) ||
+        bn_config_load_env (config, NULL) != 0)
+        return bn_args_usage_error (program, "%s", bn_config_error (config));
+    return 0;
+}
+
+void
+bn_args_version (const char *program)
+{
+    printf ("%s %s (IPython Parallel 7.1.0 wire protocol)\n", program,
+            BANYAN_VERSION);
+}
+
+int
+bn_args_log (bn_config_t *config, const char *ident)
+{
+    bn_log_set_default_ident (ident);
+    int level = bn_log_level_parse (bn_config_str (config, "log.level"));
+    if (level >= 0)
+        bn_log_set_level ((bn_log_level_t)level);
+    const char *file = bn_config_str (config, "log.file");
+    return *file ? bn_log_set_file (file) : 0;
 }

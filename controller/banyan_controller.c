@@ -14,10 +14,7 @@
 #define S_NAME "banyan-controller"
 
 //  Flags that set a configuration value.
-static const struct {
-    const char *flag;
-    const char *setting;
-} s_flags[] = {
+static const bn_args_setting_t s_flags[] = {
     {"--profile", "profile.name"},
     {"--ip", "controller.ip"},
     {"--cluster-id", "cluster.id"},
@@ -151,9 +148,6 @@ main (int argc, char **argv)
     const char *profile_dir = NULL;
     const char *config_file = NULL;
     bool reuse = false, restore = false, nodb = false;
-    //  flags are applied after the file and environment, in order
-    const char **settings = calloc ((size_t)argc + 1, 2 * sizeof (char *));
-    size_t nsettings = 0;
     int rc = 0;
     for (int i = 1; i < argc && rc == 0; i++) {
         const char *arg = argv[i];
@@ -161,67 +155,38 @@ main (int argc, char **argv)
         const char *value;
         if (streq (arg, "-h") || streq (arg, "--help")) {
             s_usage (stdout);
-            free (settings);
             bn_config_destroy (&config);
             return 0;
         }
         if (streq (arg, "--version")) {
-            printf (S_NAME " " BANYAN_VERSION
-                           " (IPython Parallel 7.1.0 wire protocol)\n");
-            free (settings);
+            bn_args_version (S_NAME);
             bn_config_destroy (&config);
             return 0;
         }
-        if (streq (arg, "--reuse")) {
+        if (streq (arg, "--reuse"))
             reuse = true;
-            continue;
-        }
-        if (streq (arg, "--restore")) {
+        else if (streq (arg, "--restore"))
             restore = reuse = true;
-            continue;
-        }
-        if (streq (arg, "--nodb")) {
+        else if (streq (arg, "--nodb"))
             nodb = true;
-            continue;
-        }
-        if ((value = bn_args_flag_value (argc, argv, &i, "--profile-dir",
-                                         &missing))) {
+        else if ((value = bn_args_flag_value (argc, argv, &i, "--profile-dir",
+                                              &missing)))
             profile_dir = value;
-            continue;
-        }
-        if ((value =
-                 bn_args_flag_value (argc, argv, &i, "--config", &missing))) {
+        else if ((value = bn_args_flag_value (argc, argv, &i, "--config",
+                                              &missing)))
             config_file = value;
-            continue;
-        }
-        size_t f;
-        for (f = 0; f < S_NFLAGS && !missing; f++)
-            if ((value = bn_args_flag_value (argc, argv, &i, s_flags[f].flag,
-                                             &missing)))
-                break;
-        if (missing)
+        else if (missing)
             rc = bn_args_usage_error (S_NAME, "option '%s' needs a value", arg);
-        else if (f == S_NFLAGS)
+        else if ((rc = bn_args_setting (S_NAME, argc, argv, &i, s_flags,
+                                        S_NFLAGS, config)) == 1)
+            rc = 0;
+        else if (rc == 0)
             rc = bn_args_usage_error (S_NAME, "unknown option '%s'", arg);
-        else if (!*value && strcmp (s_flags[f].flag, "--cluster-id") != 0)
-            rc = bn_args_usage_error (S_NAME, "option '%s' needs a value",
-                                      s_flags[f].flag);
-        else {
-            settings[2 * nsettings] = s_flags[f].setting;
-            settings[2 * nsettings + 1] = value;
-            nsettings++;
-        }
     }
     if (rc == 0 && profile_dir && !*profile_dir)
         rc = bn_args_usage_error (S_NAME, "%s", "--profile-dir needs a folder");
-    if (rc == 0 && config_file && bn_config_load_file (config, config_file))
-        rc = bn_args_usage_error (S_NAME, "%s", bn_config_error (config));
-    if (rc == 0 && bn_config_load_env (config, NULL))
-        rc = bn_args_usage_error (S_NAME, "%s", bn_config_error (config));
-    for (size_t s = 0; rc == 0 && s < nsettings; s++)
-        if (bn_config_set (config, settings[2 * s], settings[2 * s + 1],
-                           BN_CONFIG_CMDLINE))
-            rc = bn_args_usage_error (S_NAME, "%s", bn_config_error (config));
+    if (rc == 0)
+        rc = bn_args_load (S_NAME, config, config_file);
     if (rc == 0 && reuse)
         bn_config_set (config, "controller.reuse_files", "true",
                        BN_CONFIG_CMDLINE);
@@ -240,18 +205,14 @@ main (int argc, char **argv)
     else if (rc == 0 && streq (db, "sqlite:"))
         rc = bn_args_usage_error (S_NAME, "%s",
                                   "--db sqlite: needs a file path");
-    free (settings);
     if (rc != 0) {
         bn_config_destroy (&config);
         return rc;
     }
 
-    bn_log_set_default_ident ("controller");
-    bn_log_set_level ((bn_log_level_t)bn_log_level_parse (
-        bn_config_str (config, "log.level")));
-    const char *log_file = bn_config_str (config, "log.file");
-    if (*log_file && bn_log_set_file (log_file) != 0) {
-        fprintf (stderr, S_NAME ": cannot open log file %s\n", log_file);
+    if (bn_args_log (config, "controller") != 0) {
+        fprintf (stderr, S_NAME ": cannot open log file %s\n",
+                 bn_config_str (config, "log.file"));
         bn_config_destroy (&config);
         return 1;
     }

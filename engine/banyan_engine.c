@@ -212,7 +212,7 @@ main (int argc, char *argv[])
             free (plugins);
             return 0;
         case 'V':
-            printf ("banyan-engine %s\n", BANYAN_VERSION);
+            bn_args_version ("banyan-engine");
             bn_config_destroy (&config);
             free (plugins);
             return 0;
@@ -243,23 +243,16 @@ main (int argc, char *argv[])
         status = bn_args_usage_error ("banyan-engine", "%s",
                                       bn_config_error (config));
     free (plugins);
-    if (status == 0 && config_file && bn_config_load_file (config, config_file))
-        status = bn_args_usage_error ("banyan-engine", "%s",
-                                      bn_config_error (config));
-    if (status == 0 && bn_config_load_env (config, NULL))
-        status = bn_args_usage_error ("banyan-engine", "%s",
-                                      bn_config_error (config));
+    if (status == 0)
+        status = bn_args_load ("banyan-engine", config, config_file);
     if (status) {
         bn_config_destroy (&config);
         return status;
     }
 
-    bn_log_set_default_ident ("banyan-engine");
-    bn_log_set_level ((bn_log_level_t)bn_log_level_parse (
-        bn_config_str (config, "log.level")));
-    const char *log_file = bn_config_str (config, "log.file");
-    if (*log_file && bn_log_set_file (log_file))
-        bn_log_warn ("cannot open log file %s; logging to stderr", log_file);
+    if (bn_args_log (config, "banyan-engine") != 0)
+        bn_log_warn ("cannot open log file %s; logging to stderr",
+                     bn_config_str (config, "log.file"));
 
     //  Where the controller is.
     char *path = NULL;

@@ -130,10 +130,7 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
                              .depth = BN_TOPOLOGY_DEPTH_DEFAULT,
                              .connect_grace = 3000,
                              .control_fd = -1};
-    static const struct {
-        const char *flag;
-        const char *setting;
-    } settings[] = {
+    static const bn_args_setting_t settings[] = {
         {"--hwm", "controller.hwm"},
         {"--log-level", "log.level"},
         {"--log-file", "log.file"},
@@ -152,25 +149,16 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
             continue;
         }
         if (streq (arg, "--version")) {
-            printf (S_NAME " " BANYAN_VERSION
-                           " (IPython Parallel 7.1.0 wire protocol)\n");
+            bn_args_version (S_NAME);
             return 1;
         }
-        size_t s;
-        for (s = 0; s < sizeof settings / sizeof settings[0]; s++)
-            if ((value = bn_args_flag_value (argc, argv, &i, settings[s].flag,
-                                             &missing)))
-                break;
-        if (missing)
-            return bn_args_usage_error (S_NAME, "option '%s' needs a value",
-                                        arg);
-        if (s < sizeof settings / sizeof settings[0]) {
-            if (bn_config_set (config, settings[s].setting, value,
-                               BN_CONFIG_CMDLINE))
-                return bn_args_usage_error (S_NAME, "%s",
-                                            bn_config_error (config));
+        int set =
+            bn_args_setting (S_NAME, argc, argv, &i, settings,
+                             sizeof settings / sizeof settings[0], config);
+        if (set == 1)
             continue;
-        }
+        if (set != 0)
+            return set;
         if ((value = bn_args_flag_value (argc, argv, &i, "--node", &missing))) {
             if ((options->node = bn_args_number (value, INT32_MAX)) < 0)
                 return bn_args_usage_error (
@@ -489,21 +477,18 @@ main (int argc, char **argv)
         return 1;
     }
     s_options_t options = {.node = -1};
-    int rc = bn_config_load_env (config, NULL)
-                 ? bn_args_usage_error (S_NAME, "%s", bn_config_error (config))
-                 : s_parse (argc, argv, &options, config);
+    int rc = s_parse (argc, argv, &options, config);
+    if (rc == 0)
+        rc = bn_args_load (S_NAME, config, NULL);
     if (rc != 0) {
         bn_config_destroy (&config);
         return rc == 1 ? 0 : rc;
     }
     char ident[64];
     snprintf (ident, sizeof ident, "bcast.%d", options.node);
-    bn_log_set_default_ident (ident);
-    bn_log_set_level ((bn_log_level_t)bn_log_level_parse (
-        bn_config_str (config, "log.level")));
-    const char *log_file = bn_config_str (config, "log.file");
-    if (*log_file && bn_log_set_file (log_file) != 0) {
-        fprintf (stderr, S_NAME ": cannot open log file %s\n", log_file);
+    if (bn_args_log (config, ident) != 0) {
+        fprintf (stderr, S_NAME ": cannot open log file %s\n",
+                 bn_config_str (config, "log.file"));
         bn_config_destroy (&config);
         return 1;
     }
