@@ -38,7 +38,8 @@
 #define S_TASK_RCVHWM 1000
 
 //  Milliseconds after its registration during which an engine's requests
-//  wait for its shell and control connections instead of failing.
+//  wait for its shell, control, task and broadcast connections instead of
+//  failing.
 #define S_CONNECT_GRACE 3000
 
 //  Milliseconds we keep trying to bind a port reused from old files.
@@ -621,6 +622,7 @@ s_start_components (s_controller_t *self, int period, int misses,
     bn_relay_set_monitor (self->mux, bn_records_monitor (self->records));
     bn_relay_set_monitor (self->iopub, bn_records_monitor (self->records));
     if (self->task) {
+        bn_task_set_connect_grace (self->task, S_CONNECT_GRACE);
         bn_task_set_monitor (self->task, bn_records_monitor (self->records));
         bn_hub_set_resubmit (self->hub, s_submit_task, self->task);
     }

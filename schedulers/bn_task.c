@@ -14,7 +14,17 @@
     O(log engines). Dependencies live in hash tables: the state of every
     submitted msg_id, and for each unfinished msg_id the jobs waiting on
     it. Jobs whose `after` is met but that found no engine wait in
-    submission order and are retried when an engine becomes available.  */
+    submission order and are retried when an engine becomes available.
+
+    An engine registered but not yet connected to the task port (the hub
+    registers it when its heart answers): within the connect grace the
+    task sent to it waits for it in a bn_holdq, and the engine takes no
+    other task until that one went. A task still held when the grace ends
+    (or the engine unregisters) never reached an engine, so it is placed
+    again as 7.1.0 places a task an engine could not run: with that engine
+    on its blacklist, elsewhere, or failed with ImpossibleDependency when
+    its targets leave no other engine. An engine that did not connect
+    within its grace gets no tasks until it registers again.  */
 #include "bn_task.h"
 
 #include <assert.h>
@@ -25,6 +35,7 @@
 #include <string.h>
 
 #include "bn_error.h"
+#include "bn_holdq.h"
 #include "bn_jscan.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
@@ -36,7 +47,6 @@
 #define S_TRIES 32              //  rejection-sampling tries per random pick
 #define S_INTERNAL "banyan-hub" //  client ident of internal submissions
 #define S_NONE SIZE_MAX
-#define S_ROUTE_RETRY 20 //  ms before an unconnected engine is retried
 
 //  What became of a submitted msg_id.
 typedef enum { S_PENDING, S_SUCCEEDED, S_FAILED } s_state_t;
@@ -62,6 +72,7 @@ typedef enum {
     S_JOB_NEW,
     S_JOB_BLOCKED,
     S_JOB_WAITING,
+    S_JOB_HELD, //  sent to an engine not connected yet (in the holdq)
     S_JOB_RUNNING
 } s_where_t;
 
@@ -83,7 +94,7 @@ struct _s_job_t {
     bool in_graph;        //  Registered under its unfinished dependencies
     bool internal;        //  Submitted by the controller: no client reply
     s_job_t *prev, *next; //  Neighbours in the waiting list
-    s_engine_t *engine;   //  Engine running it
+    s_engine_t *engine;   //  Engine running (or holding) it
     void *run_handle;     //  Position in engine->running
     bn_task_t *owner;
 };
@@ -96,7 +107,8 @@ struct _s_engine_t {
     int load;          //  Tasks outstanding
     int64_t seq;       //  LRU position: smaller is less recently used
     bool closed;       //  Unregistered: no new tasks
-    bool unroutable;   //  Not connected to the task port yet
+    bool unroutable;   //  Not connected to the task port (yet): out of
+                       //  the picks until a send or a reply shows it is
     size_t heap_at;    //  Index in heap, S_NONE if unavailable
     size_t avail_at;   //  Index in avail, S_NONE if unavailable
     size_t slot;       //  Fenwick slot (weighted)
@@ -169,9 +181,10 @@ struct _bn_task_t {
     s_job_t **deadlines; //  Queued jobs with a timeout, earliest first
     size_t ndeadlines;
     size_t deadlines_cap;
-    int timer;        //  zloop timer for the earliest, -1 if none
-    int route_timer;  //  zloop timer retrying unroutable engines
-    int64_t timer_at; //  When that timer fires
+    int timer;         //  zloop timer for the earliest, -1 if none
+    bn_holdq_t *holdq; //  Tasks for engines not connected yet
+    size_t held;       //  Jobs in it
+    int64_t timer_at;  //  When that timer fires
     s_stats_t stats;
 };
 
@@ -1204,60 +1217,23 @@ s_on_deadline (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
-static int
-s_on_route_retry (zloop_t *loop, int timer_id, void *arg)
-{
-    bn_task_t *self = (bn_task_t *)arg;
-    self->route_timer = -1;
-    for (s_engine_t *engine = zhashx_first (self->engines); engine;
-         engine = zhashx_next (self->engines))
-        if (engine->unroutable) {
-            double old_weight = s_slot_weight (self, engine);
-            engine->unroutable = false;
-            s_engine_update (self, engine, old_weight);
-        }
-    s_settle (self);
-    return 0;
-}
-
-//  Take engine out of the available ones until the retry timer fires
-//  (without a loop, until it is added again).
+//  Take engine out of the picks, or put it back (routable).
 static void
-s_unroutable (bn_task_t *self, s_engine_t *engine)
+s_set_routable (bn_task_t *self, s_engine_t *engine, bool routable)
 {
+    if (engine->unroutable == !routable)
+        return;
     double old_weight = s_slot_weight (self, engine);
-    engine->unroutable = true;
+    engine->unroutable = !routable;
     s_engine_update (self, engine, old_weight);
-    if (self->route_timer < 0 && self->loop)
-        self->route_timer =
-            zloop_timer (self->loop, S_ROUTE_RETRY, 1, s_on_route_retry, self);
+    if (routable)
+        self->rescan = true;
 }
 
+//  job went to engine: it runs there now.
 static void
-s_run (bn_task_t *self, s_job_t *job, s_engine_t *engine)
+s_started (bn_task_t *self, s_job_t *job, s_engine_t *engine)
 {
-    s_dequeue (self, job);
-    bn_msg_t *copy = bn_msg_dup (job->msg);
-    if (!copy || bn_msg_push_ident (copy, engine->uuid, engine->uuid_len)) {
-        bn_msg_destroy (&copy);
-        self->stats.send_failed++;
-        bn_log_error ("task: out of memory sending %s", job->msg_id);
-        s_save_unmet (self, job);
-        return;
-    }
-    if (bn_msg_send_flags (&copy, self->engine_handle, self->session,
-                           ZMQ_DONTWAIT) != 0) {
-        //  registered but not connected to the task port yet: leave it out
-        //  for a moment, and place the task elsewhere or queue it
-        self->stats.not_connected++;
-        bn_log_info ("task: engine %d is not connected to the task port yet "
-                     "(%s)",
-                     engine->eid, zmq_strerror (errno));
-        s_unroutable (self, engine);
-        if (s_maybe_run (self, job) == S_QUEUE)
-            s_save_unmet (self, job);
-        return;
-    }
     self->stats.submitted++;
     double old_weight = s_slot_weight (self, engine);
     engine->load++;
@@ -1270,6 +1246,139 @@ s_run (bn_task_t *self, s_job_t *job, s_engine_t *engine)
     s_flow (self);
     if (self->has_monitor && self->monitor.assigned)
         self->monitor.assigned (self->monitor.arg, job->msg_id, engine->uuid);
+}
+
+//  Send job's request to engine; 0 if it went, else the errno.
+static int
+s_send_job (bn_task_t *self, s_job_t *job, s_engine_t *engine)
+{
+    bn_msg_t *copy = bn_msg_dup (job->msg);
+    if (!copy || bn_msg_push_ident (copy, engine->uuid, engine->uuid_len)) {
+        bn_msg_destroy (&copy);
+        return ENOMEM;
+    }
+    if (bn_msg_send_flags (&copy, self->engine_handle, self->session,
+                           ZMQ_DONTWAIT) != 0)
+        return errno;
+    return 0;
+}
+
+static void s_unmet (bn_task_t *self, s_job_t *job, s_engine_t *engine);
+
+//  A held job's engine took it (bn_holdq_send_fn).
+static int
+s_send_held (void *arg, const char *uuid, void *item)
+{
+    bn_task_t *self = (bn_task_t *)arg;
+    s_job_t *job = (s_job_t *)item;
+    assert (job->where == S_JOB_HELD);
+    int error = s_send_job (self, job, job->engine);
+    if (error)
+        return error;
+    s_engine_t *engine = job->engine;
+    self->held--;
+    s_set_routable (self, engine, true);
+    s_started (self, job, engine);
+    s_settle (self);
+    return 0;
+}
+
+//  No new tasks for engine: a job held for it goes elsewhere, and queued
+//  jobs that only it could take are impossible now.
+static void
+s_close (bn_task_t *self, s_engine_t *engine)
+{
+    if (engine->closed)
+        return;
+    double old_weight = s_slot_weight (self, engine);
+    engine->closed = true;
+    s_engine_update (self, engine, old_weight);
+    bn_holdq_engine_remove (self->holdq, engine->uuid);
+    s_job_t *job = self->wait_head;
+    while (job) {
+        s_job_t *next = job->next;
+        if ((job->ntargets &&
+             s_strings_have (job->targets, job->ntargets, engine->uuid) &&
+             !s_targets_live (self, job)) ||
+            s_follow_dead (self, job))
+            s_fail_impossible (self, job);
+        job = next;
+    }
+    s_settle (self);
+}
+
+//  engine is not on the task port past its grace: it is closed to tasks,
+//  as one that unregistered, until it registers again.
+static void
+s_never_connected (bn_task_t *self, s_engine_t *engine, int error)
+{
+    bn_log_warn ("task: engine %d is not connected to the task port past its "
+                 "grace (%s); it gets no tasks until it registers again",
+                 engine->eid, zmq_strerror (error));
+    s_close (self, engine);
+}
+
+//  A held job cannot reach its engine (bn_holdq_fail_fn): it never ran, so
+//  it goes elsewhere with that engine on its blacklist.
+static void
+s_fail_held (void *arg, const char *uuid, void *item, bn_holdq_why_t why,
+             int error)
+{
+    bn_task_t *self = (bn_task_t *)arg;
+    s_job_t *job = (s_job_t *)item;
+    assert (job->where == S_JOB_HELD);
+    s_engine_t *engine = job->engine;
+    job->where = S_JOB_NEW;
+    job->engine = NULL;
+    self->held--;
+    s_flow (self);
+    if (why == BN_HOLDQ_EXPIRED || (why == BN_HOLDQ_ERROR && error != ENOMEM))
+        s_never_connected (self, engine, error);
+    s_unmet (self, job, engine);
+    s_settle (self);
+}
+
+static void
+s_run (bn_task_t *self, s_job_t *job, s_engine_t *engine)
+{
+    s_dequeue (self, job);
+    if (bn_holdq_waits (self->holdq, engine->uuid)) {
+        //  a young engine: the job may have to wait for its connection
+        job->where = S_JOB_HELD;
+        job->engine = engine;
+        self->held++;
+        s_flow (self);
+        if (bn_holdq_send (self->holdq, engine->uuid, job) == 1) {
+            self->stats.not_connected++;
+            bn_log_info ("task: engine %d is not connected to the task port "
+                         "yet; %s waits for it",
+                         engine->eid, job->msg_id);
+            s_set_routable (self, engine, false);
+        }
+        return;
+    }
+    int error = s_send_job (self, job, engine);
+    if (error == ENOMEM) {
+        self->stats.send_failed++;
+        bn_log_error ("task: out of memory sending %s", job->msg_id);
+        s_save_unmet (self, job);
+        return;
+    }
+    if (error) {
+        self->stats.not_connected++;
+        if (error == EAGAIN && engine->load > 0) {
+            //  connected, but its queue is full: out of the picks until
+            //  it answers, and the job goes elsewhere
+            s_set_routable (self, engine, false);
+            if (s_maybe_run (self, job) == S_QUEUE)
+                s_save_unmet (self, job);
+        } else {
+            s_never_connected (self, engine, error);
+            s_unmet (self, job, engine);
+        }
+        return;
+    }
+    s_started (self, job, engine);
 }
 
 //  A dependency of the jobs waiting on it finished, or the job got a new
@@ -1517,7 +1626,7 @@ s_flow (bn_task_t *self)
 {
     if (!self->loop)
         return;
-    size_t held = self->queued + self->running;
+    size_t held = self->queued + self->held + self->running;
     if (self->reading && held >= self->queue_max) {
         zloop_reader_end (self->loop, self->client_side);
         self->reading = false;
@@ -1553,7 +1662,8 @@ bn_task_client_ready (bn_task_t *self)
         }
         s_request (self, msg, false);
         s_settle (self);
-        if (!self->loop && self->queued + self->running >= self->queue_max)
+        if (!self->loop &&
+            self->queued + self->held + self->running >= self->queue_max)
             break;
     }
     return 0;
@@ -1633,6 +1743,7 @@ s_result (bn_task_t *self, s_job_t *job, bn_msg_t *msg)
     s_flow (self);
     double old_weight = s_slot_weight (self, engine);
     engine->load--;
+    engine->unroutable = false; //  it answered: it is connected
     s_engine_update (self, engine, old_weight);
 
     char status[S_STATUS_MAX] = "";
@@ -1769,6 +1880,7 @@ bn_task_engine_add (bn_task_t *self, const char *uuid, int eid)
         self->slots[engine->slot] = engine;
     }
     zhashx_insert (self->engines, uuid, engine);
+    bn_holdq_engine_add (self->holdq, uuid);
     s_engine_update (self, engine, 0.0);
     self->rescan = true;
     s_settle (self);
@@ -1785,21 +1897,7 @@ bn_task_engine_close (bn_task_t *self, const char *uuid)
         return;
     //  replies already waiting still count
     bn_task_engine_ready (self);
-    double old_weight = s_slot_weight (self, engine);
-    engine->closed = true;
-    s_engine_update (self, engine, old_weight);
-    //  queued tasks that only this engine could take are impossible now
-    s_job_t *job = self->wait_head;
-    while (job) {
-        s_job_t *next = job->next;
-        if ((job->ntargets &&
-             s_strings_have (job->targets, job->ntargets, uuid) &&
-             !s_targets_live (self, job)) ||
-            s_follow_dead (self, job))
-            s_fail_impossible (self, job);
-        job = next;
-    }
-    s_settle (self);
+    s_close (self, engine);
 }
 
 void
@@ -1877,7 +1975,7 @@ size_t
 bn_task_unassigned (bn_task_t *self)
 {
     assert (self);
-    return self->queued;
+    return self->queued + self->held;
 }
 
 json_t *
@@ -1885,13 +1983,14 @@ bn_task_unassigned_ids (bn_task_t *self)
 {
     assert (self);
     json_t *ids = json_array ();
-    s_job_t **queued =
-        self->queued ? malloc (self->queued * sizeof *queued) : NULL;
+    size_t count = self->queued + self->held;
+    s_job_t **queued = count ? malloc (count * sizeof *queued) : NULL;
     size_t n = 0;
     for (s_job_t *job = zhashx_first (self->jobs); job && queued;
          job = zhashx_next (self->jobs))
-        if ((job->where == S_JOB_BLOCKED || job->where == S_JOB_WAITING) &&
-            n < self->queued)
+        if ((job->where == S_JOB_BLOCKED || job->where == S_JOB_WAITING ||
+             job->where == S_JOB_HELD) &&
+            n < count)
             queued[n++] = job;
     if (n)
         qsort (queued, n, sizeof *queued, s_by_job_seq);
@@ -1942,7 +2041,6 @@ bn_task_new (zsock_t *client_side, zsock_t *engine_side, bn_session_t *session,
     self->session = session;
     self->queue_max = BN_TASK_QUEUE_MAX;
     self->timer = -1;
-    self->route_timer = -1;
     self->rand_state = (uint64_t)zclock_time () * 2654435761u + 1;
     self->engines = zhashx_new ();
     self->names = zhashx_new ();
@@ -1952,8 +2050,9 @@ bn_task_new (zsock_t *client_side, zsock_t *engine_side, bn_session_t *session,
     self->jobs = zhashx_new ();
     self->graph = zhashx_new ();
     self->finished = zlist_new ();
+    self->holdq = bn_holdq_new (0, s_send_held, s_fail_held, self);
     if (!self->engines || !self->names || !self->records || !self->done ||
-        !self->jobs || !self->graph || !self->finished) {
+        !self->jobs || !self->graph || !self->finished || !self->holdq) {
         bn_task_destroy (&self);
         return NULL;
     }
@@ -1980,8 +2079,7 @@ bn_task_destroy (bn_task_t **self_p)
         return;
     if (self->timer >= 0 && self->loop)
         zloop_timer_end (self->loop, self->timer);
-    if (self->route_timer >= 0 && self->loop)
-        zloop_timer_end (self->loop, self->route_timer);
+    bn_holdq_destroy (&self->holdq);
     free (self->deadlines);
     if (self->jobs) {
         s_job_t *job = zhashx_first (self->jobs);
@@ -2024,7 +2122,8 @@ bn_task_attach (bn_task_t *self, zloop_t *loop)
     assert (loop);
     self->loop = loop;
     if (zloop_reader (loop, self->client_side, s_on_client, self) != 0 ||
-        zloop_reader (loop, self->engine_side, s_on_engine, self) != 0)
+        zloop_reader (loop, self->engine_side, s_on_engine, self) != 0 ||
+        bn_holdq_attach (self->holdq, loop) != 0)
         return -1;
     self->reading = true;
     return 0;
@@ -2037,6 +2136,13 @@ bn_task_set_monitor (bn_task_t *self, const bn_monitor_t *monitor)
     self->has_monitor = monitor != NULL;
     if (monitor)
         self->monitor = *monitor;
+}
+
+void
+bn_task_set_connect_grace (bn_task_t *self, int msecs)
+{
+    assert (self);
+    bn_holdq_set_grace (self->holdq, msecs);
 }
 
 void

@@ -58,6 +58,13 @@ int bn_task_attach (bn_task_t *self, zloop_t *loop);
 //  and replies; NULL stops.
 void bn_task_set_monitor (bn_task_t *self, const bn_monitor_t *monitor);
 
+//  Hold the task sent to an engine added less than msecs ago that is not
+//  connected to the engine side yet until it connects; past that the task
+//  is placed elsewhere with the engine blacklisted (ImpossibleDependency if
+//  nothing else may take it). 0 (the default) holds nothing. Needs the
+//  scheduler attached to a loop.
+void bn_task_set_connect_grace (bn_task_t *self, int msecs);
+
 //  Change the queue bound (tests); the default is BN_TASK_QUEUE_MAX.
 void bn_task_set_queue_max (bn_task_t *self, size_t queue_max);
 

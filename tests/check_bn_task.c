@@ -1186,11 +1186,12 @@ START_TEST (test_records_bound)
 }
 END_TEST
 
-//  An engine registered before its task connection is up: the task waits
-//  and reaches it once it connects.
+//  An engine registered before its task connection is up: within the
+//  connect grace the task waits and reaches it once it connects.
 START_TEST (test_not_connected)
 {
     s_start (BN_TASK_LEASTLOAD, 1, 0);
+    bn_task_set_connect_grace (s_task, 60000);
     const char *uuid = "late-engine-0000000000000000000000";
     ck_assert_int_eq (bn_task_engine_add (s_task, uuid, 9), 0);
     char *id = s_submit (NULL);
@@ -1205,6 +1206,62 @@ START_TEST (test_not_connected)
     bn_msg_destroy (&request);
     zsock_destroy (&late);
     free (id);
+}
+END_TEST
+
+//  An engine that does not connect within the grace: the task held for it
+//  never reached an engine, so it runs on one that did; a task only that
+//  engine may run fails with ImpossibleDependency, and it gets no more.
+START_TEST (test_never_connected)
+{
+    s_start (BN_TASK_LEASTLOAD, 1, 0);
+    bn_task_set_connect_grace (s_task, 50);
+    const char *ghost = "ghost-engine-00000000000000000000";
+    ck_assert_int_eq (bn_task_engine_add (s_task, ghost, 9), 0);
+    char *held = s_submit (NULL);
+    s_run_until_stat ("not_connected", 1);
+    char *only = s_submit (json_pack ("{s:[s]}", "targets", ghost));
+    s_run_until_stat ("received", 2);
+    ck_assert_uint_eq (bn_task_unassigned (s_task), 2);
+    json_t *ids = bn_task_unassigned_ids (s_task);
+    ck_assert_str_eq (json_string_value (json_array_get (ids, 0)), held);
+    json_decref (ids);
+    //  the grace ends
+    bn_msg_t *reply = s_reply ();
+    s_assert_scheduler_error (reply, only, "ImpossibleDependency");
+    bn_msg_destroy (&reply);
+    ck_assert_uint_eq (bn_task_unassigned (s_task), 1);
+    //  an engine that is connected takes the held task, and the next one
+    s_add_engine ();
+    bn_msg_t *request = s_take (0);
+    ck_assert_str_eq (bn_msg_id (request), held);
+    s_answer (0, &request, "ok");
+    reply = s_reply ();
+    s_assert_from (reply, held, 0, "ok");
+    bn_msg_destroy (&reply);
+    char *next = s_submit (NULL);
+    request = s_take (0);
+    ck_assert_str_eq (bn_msg_id (request), next);
+    bn_msg_destroy (&request);
+    ck_assert_int_eq (s_stat ("impossible"), 1);
+    ck_assert_int_eq (s_stat ("not_connected"), 1);
+    //  registered again, it has a new grace and takes tasks
+    bn_task_set_connect_grace (s_task, 60000);
+    bn_task_engine_remove (s_task, ghost);
+    ck_assert_int_eq (bn_task_engine_add (s_task, ghost, 9), 0);
+    char *again = s_submit (json_pack ("{s:[s]}", "targets", ghost));
+    s_run_until_stat ("not_connected", 2);
+    zsock_t *late = t_sock (ZMQ_ROUTER, ghost);
+    t_connect (late, s_engine_port);
+    ck_assert (s_run_until (late, T_TIMEOUT));
+    request = t_recv (late);
+    ck_assert_str_eq (bn_msg_id (request), again);
+    bn_msg_destroy (&request);
+    zsock_destroy (&late);
+    free (held);
+    free (only);
+    free (next);
+    free (again);
 }
 END_TEST
 
@@ -1240,6 +1297,7 @@ main (void)
     tcase_add_test (tc, test_chain);
     tcase_add_test (tc, test_records_bound);
     tcase_add_test (tc, test_not_connected);
+    tcase_add_test (tc, test_never_connected);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
