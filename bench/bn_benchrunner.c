@@ -227,13 +227,6 @@ bn_benchrunner_set_osu_full (bn_benchrunner_t *self, bool full)
     self->osu_full = full;
 }
 
-void
-bn_benchrunner_set_output (bn_benchrunner_t *self, FILE *out)
-{
-    self->out = out;
-    self->tty = isatty (fileno (out));
-}
-
 const char *
 bn_benchrunner_result_path (bn_benchrunner_t *self)
 {

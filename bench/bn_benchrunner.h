@@ -44,9 +44,6 @@ void bn_benchrunner_set_commit (bn_benchrunner_t *self, const char *commit,
 void bn_benchrunner_set_env (bn_benchrunner_t *self, const char *env);
 void bn_benchrunner_set_show_stderr (bn_benchrunner_t *self, bool show);
 void bn_benchrunner_set_osu_full (bn_benchrunner_t *self, bool full);
-//  Where results are printed (default stdout); the progress line goes
-//  there only when it is a terminal.
-void bn_benchrunner_set_output (bn_benchrunner_t *self, FILE *out);
 
 //  Whether benchmark def is selected by the regexes (all if none).
 bool bn_benchrunner_selected (bn_benchrunner_t *self, const bn_benchdef_t *def);

@@ -247,13 +247,6 @@ bn_bcast_procs_engine (void *arg, const char *uuid, int eid, bool registered)
     }
 }
 
-int
-bn_bcast_procs_pid (bn_bcast_procs_t *self, size_t node)
-{
-    assert (self);
-    return (int)bn_treeproc_pid (self->procs, node);
-}
-
 //  Node's own counters (its actor's STATS), or NULL if it does not answer.
 static json_t *
 s_node_stats (bn_bcast_procs_t *self, size_t node)

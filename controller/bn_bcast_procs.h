@@ -70,9 +70,6 @@ int bn_bcast_procs_attach (bn_bcast_procs_t *self, zloop_t *loop);
 void bn_bcast_procs_engine (void *self, const char *uuid, int eid,
                             bool registered);
 
-//  Process id of node (0 while it is down).
-int bn_bcast_procs_pid (bn_bcast_procs_t *self, size_t node);
-
 //  A new JSON object: {"mode": "processes", "requests": requests in
 //  flight over all nodes, "nodes": [per node pid, state, restarts,
 //  last_loss and the node's own counters (as bn_bcast_tree_stats gives

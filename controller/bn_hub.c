@@ -274,13 +274,6 @@ bn_hub_set_shutdown_handler (bn_hub_t *self, bn_hub_shutdown_fn *fn, void *arg)
     self->shutdown_arg = arg;
 }
 
-size_t
-bn_hub_size (bn_hub_t *self)
-{
-    assert (self);
-    return bn_engine_table_size (self->engines);
-}
-
 static int
 s_strcmp_p (const char **a, const char **b)
 {

@@ -108,9 +108,6 @@ int bn_hub_query_ready (bn_hub_t *self);
 //  the engine id, or -1 if uuid is unknown.
 int bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason);
 
-//  Number of registered engines.
-size_t bn_hub_size (bn_hub_t *self);
-
 //  A new JSON object of the hub's counters; NULL if out of memory.
 json_t *bn_hub_stats (bn_hub_t *self);
 

@@ -38,7 +38,6 @@ struct _bn_records_sqlite_t {
     sqlite3_stmt *get;
     sqlite3_stmt *each;
     sqlite3_stmt *drop;
-    sqlite3_stmt *count;
     sqlite3_stmt *history;
     sqlite3_stmt *begin;
     sqlite3_stmt *commit;
@@ -61,9 +60,9 @@ bn_records_sqlite_destroy (bn_records_sqlite_t **self_p)
     bn_records_sqlite_t *self = *self_p;
     if (!self)
         return;
-    sqlite3_stmt *all[] = {self->put,   self->get,    self->each,
-                           self->drop,  self->count,  self->history,
-                           self->begin, self->commit, self->rollback};
+    sqlite3_stmt *all[] = {self->put,    self->get,     self->each,
+                           self->drop,   self->history, self->begin,
+                           self->commit, self->rollback};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sqlite3_finalize (all[i]);
     if (sqlite3_close (self->db) != SQLITE_OK)
@@ -143,7 +142,6 @@ bn_records_sqlite_new (const char *path, char *err, size_t err_size)
                    " submitted IS NULL OR submitted = 0, submitted, rowid") ||
         s_prepare (self, &self->drop,
                    "DELETE FROM banyan_records WHERE msg_id = ?") ||
-        s_prepare (self, &self->count, "SELECT count(*) FROM banyan_records") ||
         s_prepare (self, &self->history,
                    "SELECT msg_id FROM banyan_records WHERE header IS NOT NULL"
                    " ORDER BY submitted IS NULL OR submitted = 0, submitted,"
@@ -414,19 +412,6 @@ bn_records_sqlite_history (bn_records_sqlite_t *self)
     }
     sqlite3_reset (self->history);
     return ids;
-}
-
-int64_t
-bn_records_sqlite_count (bn_records_sqlite_t *self)
-{
-    assert (self);
-    int64_t count = -1;
-    if (sqlite3_step (self->count) == SQLITE_ROW)
-        count = sqlite3_column_int64 (self->count, 0);
-    else
-        s_error (self, "count");
-    sqlite3_reset (self->count);
-    return count;
 }
 
 int

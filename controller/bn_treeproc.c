@@ -683,13 +683,6 @@ bn_treeproc_ready (bn_treeproc_t *self, size_t index)
     return self->nodes[index].state == S_READY;
 }
 
-size_t
-bn_treeproc_size (bn_treeproc_t *self)
-{
-    assert (self);
-    return self->nnodes;
-}
-
 int
 bn_treeproc_send (bn_treeproc_t *self, size_t index, zmsg_t **msg_p)
 {

@@ -98,9 +98,6 @@ pid_t bn_treeproc_pid (bn_treeproc_t *self, size_t node);
 //  True when node's process is running and has answered READY.
 bool bn_treeproc_ready (bn_treeproc_t *self, size_t node);
 
-//  Number of nodes.
-size_t bn_treeproc_size (bn_treeproc_t *self);
-
 //  Send a message (taken) to node's process. Returns -1 if node is not
 //  running or its link is broken (the message is dropped).
 int bn_treeproc_send (bn_treeproc_t *self, size_t node, zmsg_t **msg_p);

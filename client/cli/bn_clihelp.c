@@ -444,13 +444,6 @@ bn_clihelp_print (const char *command, FILE *file)
     return 0;
 }
 
-const char *
-bn_clihelp_summary (const char *command)
-{
-    const s_help_t *help = s_find (command);
-    return help ? help->summary : NULL;
-}
-
 void
 bn_clihelp_version (FILE *file)
 {

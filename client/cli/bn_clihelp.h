@@ -11,9 +11,6 @@
 //  command.
 int bn_clihelp_print (const char *command, FILE *file);
 
-//  One-line summary of a command; NULL if there is no such command.
-const char *bn_clihelp_summary (const char *command);
-
 //  Write "banyan <command> --version" output: "banyan <version>".
 void bn_clihelp_version (FILE *file);
 

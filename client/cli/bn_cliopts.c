@@ -406,13 +406,6 @@ bn_cliopts_parse (bn_cliopts_t *self, int argc, char **argv,
     return optind;
 }
 
-const char *
-bn_cliopts_command (bn_cliopts_t *self)
-{
-    assert (self);
-    return self->command;
-}
-
 bn_config_t *
 bn_cliopts_config (bn_cliopts_t *self)
 {

@@ -76,9 +76,6 @@ int bn_cliopts_seconds (bn_cliopts_t *self, const char *name, const char *text,
 int bn_cliopts_set (bn_cliopts_t *self, const char *option, const char *name,
                     const char *value);
 
-//  Command name, as given to bn_cliopts_new.
-const char *bn_cliopts_command (bn_cliopts_t *self);
-
 //  The effective configuration, owned by the parser.
 bn_config_t *bn_cliopts_config (bn_cliopts_t *self);
 

@@ -350,13 +350,6 @@ bn_clusterrec_per_process (bn_clusterrec_t *self)
     return self->per_process;
 }
 
-bool
-bn_clusterrec_daemonized (bn_clusterrec_t *self)
-{
-    assert (self);
-    return self->daemonized;
-}
-
 time_t
 bn_clusterrec_started (bn_clusterrec_t *self)
 {

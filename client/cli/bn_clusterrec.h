@@ -76,7 +76,6 @@ const char *bn_clusterrec_cluster_id (bn_clusterrec_t *self);
 const char *bn_clusterrec_profile (bn_clusterrec_t *self);
 int bn_clusterrec_n (bn_clusterrec_t *self);
 int bn_clusterrec_per_process (bn_clusterrec_t *self);
-bool bn_clusterrec_daemonized (bn_clusterrec_t *self);
 time_t bn_clusterrec_started (bn_clusterrec_t *self);
 pid_t bn_clusterrec_pgid (bn_clusterrec_t *self);
 unsigned long long bn_clusterrec_supervisor_start (bn_clusterrec_t *self);

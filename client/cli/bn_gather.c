@@ -248,16 +248,6 @@ bn_gather_out (bn_gather_t *self, size_t index, size_t *size)
 }
 
 const char *
-bn_gather_err (bn_gather_t *self, size_t index, size_t *size)
-{
-    assert (self);
-    s_group_t *group = s_group (self, index);
-    if (size)
-        *size = group ? group->err_size : 0;
-    return group ? group->err : NULL;
-}
-
-const char *
 bn_gather_status (bn_gather_t *self, size_t index)
 {
     assert (self);

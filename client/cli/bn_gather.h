@@ -30,10 +30,9 @@ size_t bn_gather_size (bn_gather_t *self);
 //  id; borrowed. NULL if index is out of range.
 bn_idset_t *bn_gather_ids (bn_gather_t *self, size_t index);
 
-//  Stdout, stderr and status of the index'th group, borrowed; NULL if
+//  Stdout and status of the index'th group, borrowed; NULL if
 //  index is out of range.
 const char *bn_gather_out (bn_gather_t *self, size_t index, size_t *size);
-const char *bn_gather_err (bn_gather_t *self, size_t index, size_t *size);
 const char *bn_gather_status (bn_gather_t *self, size_t index);
 
 //  Write every group as a block: the header with its folded engine set,
