@@ -7,7 +7,7 @@ from clitest import BUILD, Profile, check, describe, finish, run
 
 COMMANDS = [["cluster", "start"], ["cluster", "stop"], ["cluster", "list"],
             ["cluster", "clean"], ["engines"], ["px"], ["apply"], ["push"],
-            ["pull"], ["status"], ["config"]]
+            ["pull"], ["status"], ["config"], ["stats"]]
 
 top = run(["--help"])
 check(top.returncode == 0 and top.stdout.startswith("Usage: banyan")
@@ -64,7 +64,7 @@ for args, what in [(["cluster", "start"], "cluster start without -n"),
 
 with Profile("usage") as profile:
     for command in [["engines"], ["px", "hostname"], ["apply", "echo", "1"],
-                    ["pull", "x"], ["status"]]:
+                    ["pull", "x"], ["status"], ["stats"]]:
         proc = run(command[:1] + profile.args() + command[1:])
         check(proc.returncode == 12 and "no cluster" in proc.stderr,
               f"banyan {command[0]} without a cluster: status 12", describe(proc))
@@ -98,7 +98,8 @@ man = os.path.join(BUILD, "man", "man1")
 if os.path.isdir(man):
     pages = sorted(os.listdir(man))
     check("banyan.1" in pages and "banyan-px.1" in pages
-          and "banyan-cluster-start.1" in pages, "man pages were generated",
+          and "banyan-cluster-start.1" in pages and "banyan-stats.1" in pages,
+          "man pages were generated",
           pages)
     text = open(os.path.join(man, "banyan-px.1")).read()
     check(".SH NAME\nbanyan-px \\- run a shell command on engines" in text
