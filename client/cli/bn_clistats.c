@@ -293,17 +293,6 @@ bn_clistats_value (bn_clistats_t *self, size_t index)
     return self->rows[index].value;
 }
 
-const char *
-bn_clistats_lookup (bn_clistats_t *self, const char *actor, const char *counter)
-{
-    assert (self);
-    for (size_t i = 0; i < self->nrows; i++)
-        if (strcmp (self->rows[i].actor, actor) == 0 &&
-            strcmp (self->rows[i].counter, counter) == 0)
-            return self->rows[i].value;
-    return NULL;
-}
-
 char *
 bn_clistats_actors (bn_clistats_t *self)
 {

@@ -32,10 +32,6 @@ const char *bn_clistats_actor (bn_clistats_t *self, size_t index);
 const char *bn_clistats_counter (bn_clistats_t *self, size_t index);
 const char *bn_clistats_value (bn_clistats_t *self, size_t index);
 
-//  The value of actor's counter as text, or NULL if there is no such row.
-const char *bn_clistats_lookup (bn_clistats_t *self, const char *actor,
-                                const char *counter);
-
 //  The names of every actor, joined by ", " (for messages); a new string,
 //  NULL if out of memory.
 char *bn_clistats_actors (bn_clistats_t *self);
