@@ -336,44 +336,6 @@ s_on_command (zactor_t *actor, bn_nodelink_t *link, zmsg_t **msg_p)
     zmsg_destroy (msg_p);
 }
 
-//  The node's arguments from the topology; the arrays go to *ids and
-//  *leaf_child for the caller to free. Returns -1 (logged) on failure.
-static int
-s_node_args (bn_topology_t *topology, const s_options_t *options,
-             bn_bcast_node_args_t *args, const char ***ids, int **leaf_child)
-{
-    int node = options->node;
-    size_t nchildren = (size_t)bn_topology_nchildren (topology, node);
-    size_t nleaves = (size_t)bn_topology_leaves (topology);
-    *ids = calloc (nchildren + 1, sizeof (char *));
-    *leaf_child = bn_topology_is_leaf (topology, node)
-                      ? NULL
-                      : calloc (nleaves, sizeof (int));
-    if (!*ids || (!bn_topology_is_leaf (topology, node) && !*leaf_child))
-        return -1;
-    for (size_t c = 0; c < nchildren; c++)
-        (*ids)[c] = bn_topology_routing_id (
-            topology, bn_topology_child (topology, node, (int)c));
-    for (size_t leaf = 0; *leaf_child && leaf < nleaves; leaf++)
-        (*leaf_child)[leaf] =
-            bn_topology_child_toward (topology, node, (int)leaf);
-    args->routing_id = bn_topology_routing_id (topology, node);
-    args->level = bn_topology_level (topology, node);
-    args->depth = bn_topology_depth (topology);
-    args->up_endpoint = node == 0 ? options->bind_up : options->connect_up;
-    args->down_endpoint = options->bind_down;
-    args->nchildren = nchildren;
-    args->child_ids = *ids;
-    args->nleaves = nleaves;
-    args->leaf_child = *leaf_child;
-    args->deadline_ms = options->deadline;
-    args->connect_grace_ms = options->connect_grace;
-    //  the links between nodes, never the client or engine ports
-    args->up_trusted = options->trusted && node != 0;
-    args->down_trusted = options->trusted && nchildren > 0;
-    return 0;
-}
-
 //  Run the node until its controller is gone or a signal; the exit code.
 static int
 s_run (const s_options_t *options, bn_config_t *config)
@@ -394,10 +356,21 @@ s_run (const s_options_t *options, bn_config_t *config)
     bn_nodelink_t *link =
         options->control_fd >= 0 ? bn_nodelink_new (options->control_fd) : NULL;
     char *key = s_key (link);
-    bn_bcast_node_args_t args = {.key = key,
-                                 .hwm =
-                                     bn_config_int (config, "controller.hwm"),
-                                 .status = -1};
+    int node = options->node;
+    bn_bcast_node_args_t args = {
+        .topology = topology,
+        .node = node,
+        .key = key,
+        .up_endpoint = node == 0 ? options->bind_up : options->connect_up,
+        .down_endpoint = options->bind_down,
+        .deadline_ms = options->deadline,
+        .connect_grace_ms = options->connect_grace,
+        //  the links between nodes, never the client or engine ports
+        .up_trusted = options->trusted && node != 0,
+        .down_trusted =
+            options->trusted && !bn_topology_is_leaf (topology, node),
+        .hwm = bn_config_int (config, "controller.hwm"),
+        .status = -1};
     const char *plugins = bn_config_str (config, "controller.reduce_plugins");
     args.reduce_plugins = *plugins ? plugins : NULL;
     //  the root's reports to the hub's records, when the controller asks
@@ -407,17 +380,15 @@ s_run (const s_options_t *options, bn_config_t *config)
             : NULL;
     if (monitor)
         args.monitor = bn_monitor_link_sender (monitor);
-    const char **ids = NULL;
-    int *leaf_child = NULL;
     zactor_t *actor = NULL;
     int rc = 1;
     if (key && (monitor || !options->monitor || options->node != 0) &&
-        s_node_args (topology, options, &args, &ids, &leaf_child) == 0 &&
         (actor = zactor_new (bn_bcast_node_actor, &args)) && args.status == 0 &&
         s_report_ready (actor, link, options) == 0)
         rc = 0;
     if (rc == 0) {
-        bn_log_info ("node %s of %s started", args.routing_id,
+        bn_log_info ("node %s of %s started",
+                     bn_topology_routing_id (topology, node),
                      bn_topology_describe (topology));
         zmq_pollitem_t items[] = {
             {zsock_resolve (actor), 0, ZMQ_POLLIN, 0},
@@ -458,8 +429,6 @@ s_run (const s_options_t *options, bn_config_t *config)
         bn_log_error ("node %d could not start", options->node);
     zactor_destroy (&actor);
     bn_monitor_link_destroy (&monitor);
-    free (ids);
-    free (leaf_child);
     if (key)
         memset (key, 0, strlen (key));
     zstr_free (&key);

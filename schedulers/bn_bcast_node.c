@@ -43,6 +43,7 @@
 #include "bn_reducers.h"
 #include "bn_relay.h"
 #include "bn_session.h"
+#include "bn_topology.h"
 #include "bn_wire.h"
 
 #define S_BATCH 1024       //  messages read per wake-up before polling again
@@ -125,7 +126,6 @@ typedef struct {
     zsock_t *pipe;
     char *id; //  routing id
     int level;
-    int depth;
     bool leaf;
     zsock_t *up;
     zsock_t *down;
@@ -135,11 +135,9 @@ typedef struct {
     bool down_trusted;
     char *up_endpoint;
     char *down_endpoint;
+    bn_topology_t *topology; //  the tree's shape (borrowed)
+    int node;                //  this node's index in it
     size_t nchildren;
-    char **child_ids;
-    zhashx_t *child_index; //  child id -> index + 1
-    size_t nleaves;
-    int *leaf_child;
     bn_session_t *session;
     zhashx_t *requests; //  key -> s_request_t
     zhashx_t *engines;  //  leaf: uuid -> eid + 1
@@ -1025,6 +1023,9 @@ s_dispatch_children (s_node_t *self, s_request_t *req, bn_msg_t *request,
     for (size_t c = 0; c < self->nchildren; c++) {
         if (!lists[c])
             continue;
+        const char *child = bn_topology_routing_id (
+            self->topology,
+            bn_topology_child (self->topology, self->node, (int)c));
         json_t *md = json_copy (metadata);
         bn_msg_t *copy = md ? bn_msg_dup (request) : NULL;
         int rc = copy ? 0 : -1;
@@ -1036,8 +1037,7 @@ s_dispatch_children (s_node_t *self, s_request_t *req, bn_msg_t *request,
                                      json_integer (deadline_at));
             bn_msg_set_metadata (copy, md);
             md = NULL;
-            rc = bn_msg_push_ident (copy, self->child_ids[c],
-                                    strlen (self->child_ids[c]));
+            rc = bn_msg_push_ident (copy, child, strlen (child));
         }
         json_decref (md);
         if (rc == 0)
@@ -1055,6 +1055,90 @@ s_dispatch_children (s_node_t *self, s_request_t *req, bn_msg_t *request,
                 s_fail_slot (self, req, &req->slots[i],
                              "its tree node could not be reached");
     }
+}
+
+//  Add one slot to req for target (child: the child serving it, -1 at a
+//  leaf or for a target no child serves); a target named twice is served
+//  once. An inner node's lists[child] gets the target.
+static void
+s_add_slot (s_node_t *self, s_request_t *req, const bn_target_t *target,
+            int child, json_t **lists)
+{
+    if (zhashx_lookup (req->by_uuid, target->uuid))
+        return;
+    s_slot_t *slot = &req->slots[req->nslots];
+    slot->uuid = strdup (target->uuid);
+    slot->eid = target->eid;
+    slot->child = child;
+    slot->state = S_PENDING;
+    if (!slot->uuid)
+        return;
+    req->nslots++;
+    req->owed++;
+    zhashx_insert (req->by_uuid, slot->uuid, (void *)(uintptr_t)req->nslots);
+    if (req->by_eid) {
+        char eid[16];
+        snprintf (eid, sizeof eid, "%d", slot->eid);
+        zhashx_insert (req->by_eid, eid, (void *)(uintptr_t)req->nslots);
+    }
+    if (child >= 0) {
+        if (!lists[child])
+            lists[child] = json_array ();
+        json_array_append (lists[child], (json_t *)target->ref);
+    }
+}
+
+//  The slots of req, one per target in tree order: child by child as the
+//  topology splits them (the client's order within a child), then the
+//  targets no child serves. Returns -1 if out of memory.
+static int
+s_add_slots (s_node_t *self, s_request_t *req, json_t *targets, json_t **lists)
+{
+    size_t n = json_array_size (targets);
+    size_t nchildren = self->nchildren;
+    //  given, then the split (an inner node), then the children's offsets
+    void *block = malloc ((n ? 2 * n : 1) * sizeof (bn_target_t) +
+                          (nchildren + 1) * sizeof (size_t));
+    if (!block)
+        return -1;
+    bn_target_t *given = (bn_target_t *)block;
+    bn_target_t *split = given + n;
+    size_t *offsets = (size_t *)(split + n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *target = json_array_get (targets, i);
+        given[i] = (bn_target_t){
+            json_string_value (json_array_get (target, 0)),
+            (int)json_integer_value (json_array_get (target, 1)), target};
+    }
+    if (self->leaf) {
+        for (size_t i = 0; i < n; i++)
+            s_add_slot (self, req, &given[i], -1, lists);
+        free (block);
+        return 0;
+    }
+    //  a parent splits by the same topology, so a target from elsewhere is
+    //  rare: those go last, and the others are split
+    size_t served = n;
+    if (bn_topology_split (self->topology, self->node, given, n, split, offsets,
+                           NULL, 0) != 0) {
+        served = 0;
+        for (size_t i = 0; i < n; i++)
+            if (bn_topology_serves (self->topology, self->node, given[i].eid))
+                split[served++] = given[i];
+        for (size_t i = 0, last = served; i < n; i++)
+            if (!bn_topology_serves (self->topology, self->node, given[i].eid))
+                split[last++] = given[i];
+        memcpy (given, split, n * sizeof (bn_target_t));
+        bn_topology_split (self->topology, self->node, given, served, split,
+                           offsets, NULL, 0);
+    }
+    for (size_t c = 0; c < nchildren; c++)
+        for (size_t i = offsets[c]; i < offsets[c + 1]; i++)
+            s_add_slot (self, req, &split[i], (int)c, lists);
+    for (size_t i = served; i < n; i++)
+        s_add_slot (self, req, &given[i], -1, lists);
+    free (block);
+    return 0;
 }
 
 static void
@@ -1154,9 +1238,8 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
     if (reduce || json_is_true (json_object_get (metadata, BN_BCAST_GROUP)))
         req->by_eid = zhashx_new ();
     req->request = bn_msg_dup (msg);
-    json_t **lists = self->leaf ? NULL
-                                : calloc (self->nchildren ? self->nchildren : 1,
-                                          sizeof (json_t *));
+    json_t **lists =
+        self->leaf ? NULL : calloc (self->nchildren, sizeof (json_t *));
     if (!req->key || (n && !req->slots) || !req->by_uuid || !req->request ||
         ((req->group || req->reduce) && !req->by_eid) ||
         (reduce && !req->by_eid) || (!self->leaf && !lists) ||
@@ -1167,57 +1250,17 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
         return;
     }
     bn_msg_clear_buffers (req->request);
-    //  slots in tree order: child by child, the client's order within one
-    size_t rounds = self->leaf ? 1 : self->nchildren;
-    json_t **child_of = NULL;
-    if (!self->leaf) {
-        child_of = calloc (n ? n : 1, sizeof (json_t *));
-        for (size_t i = 0; child_of && i < n; i++) {
-            json_t *target = json_array_get (targets, i);
-            int eid = (int)json_integer_value (json_array_get (target, 1));
-            int child = self->leaf_child[(size_t)eid % self->nleaves];
-            child_of[i] = (json_t *)(intptr_t)child;
-        }
+    if (s_add_slots (self, req, targets, lists) != 0) {
+        zhashx_delete (self->requests, req->key);
+        free (lists);
+        self->stats.send_failed++;
+        return;
     }
-    for (size_t round = 0; round < rounds + (self->leaf ? 0 : 1); round++) {
-        for (size_t i = 0; i < n; i++) {
-            json_t *target = json_array_get (targets, i);
-            int child =
-                self->leaf ? -1 : (child_of ? (int)(intptr_t)child_of[i] : -1);
-            //  an inner node's last round takes targets no child serves
-            if (!self->leaf &&
-                (round < rounds ? child != (int)round : child >= 0))
-                continue;
-            const char *uuid = json_string_value (json_array_get (target, 0));
-            if (zhashx_lookup (req->by_uuid, uuid))
-                continue; //  a target named twice is served once
-            s_slot_t *slot = &req->slots[req->nslots];
-            slot->uuid = strdup (uuid);
-            slot->eid = (int)json_integer_value (json_array_get (target, 1));
-            slot->child = child;
-            slot->state = S_PENDING;
-            if (!slot->uuid)
-                continue;
-            req->nslots++;
-            req->owed++;
-            zhashx_insert (req->by_uuid, uuid, (void *)(uintptr_t)req->nslots);
-            if (req->by_eid) {
-                char eid[16];
-                snprintf (eid, sizeof eid, "%d", slot->eid);
-                zhashx_insert (req->by_eid, eid,
-                               (void *)(uintptr_t)req->nslots);
-            }
-            if (!self->leaf && child >= 0) {
-                if (!lists[child])
-                    lists[child] = json_array ();
-                json_array_append (lists[child], target);
-            }
-        }
-    }
-    free (child_of);
     if (deadline_at) {
-        int64_t wait = deadline_at - s_epoch_ms () +
-                       (int64_t)(self->depth - self->level) * S_DEADLINE_STEP;
+        int64_t wait =
+            deadline_at - s_epoch_ms () +
+            (int64_t)(bn_topology_depth (self->topology) - self->level) *
+                S_DEADLINE_STEP;
         req->deadline = zclock_mono () + (wait > 0 ? wait : 0);
     }
     if (req->merge && req->release == S_RELEASE_WINDOW)
@@ -2038,14 +2081,9 @@ s_node_destroy (s_node_t **self_p)
     zlistx_destroy (&self->losses);
     zhashx_destroy (&self->engines);
     bn_holdq_destroy (&self->holdq);
-    zhashx_destroy (&self->child_index);
     zloop_destroy (&self->loop);
     zsock_destroy (&self->up);
     zsock_destroy (&self->down);
-    for (size_t i = 0; i < self->nchildren; i++)
-        free (self->child_ids[i]);
-    free (self->child_ids);
-    free (self->leaf_child);
     bn_session_destroy (&self->session);
     bn_reducers_destroy (&self->reducers);
     free (self->up_endpoint);
@@ -2096,27 +2134,28 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
     if (!self)
         return NULL;
     self->pipe = pipe;
-    self->id = strdup (args->routing_id);
-    self->level = args->level;
-    self->depth = args->depth;
-    self->leaf = args->nchildren == 0;
+    self->topology = args->topology;
+    self->node = args->node;
+    self->id = strdup (bn_topology_routing_id (self->topology, self->node));
+    self->level = bn_topology_level (self->topology, self->node);
+    self->nchildren =
+        (size_t)bn_topology_nchildren (self->topology, self->node);
+    self->leaf = self->nchildren == 0;
     self->up_trusted = args->up_trusted;
     self->down_trusted = args->down_trusted;
     self->deadline_ms = args->deadline_ms;
     self->max_requests = args->hwm > 0 ? (size_t)args->hwm : 0;
     self->monitor = args->monitor;
     self->timer = -1;
-    self->nleaves = args->nleaves ? args->nleaves : 1;
     self->session = bn_session_new (args->key ? args->key : "", NULL);
     self->requests = zhashx_new ();
     self->timed = zlistx_new ();
     self->losses = zlistx_new ();
-    self->child_index = zhashx_new ();
     self->holdq =
         bn_holdq_new (args->connect_grace_ms, s_send_held, s_fail_held, self);
     self->loop = zloop_new ();
     if (!self->id || !self->session || !self->requests || !self->timed ||
-        !self->losses || !self->child_index || !self->holdq || !self->loop ||
+        !self->losses || !self->holdq || !self->loop ||
         strlen (self->id) > BN_BCAST_NODE_ID_MAX) {
         s_node_destroy (&self);
         return NULL;
@@ -2139,34 +2178,6 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
             s_node_destroy (&self);
             return NULL;
         }
-    } else {
-        if (!args->leaf_child || !args->child_ids ||
-            args->nchildren > BN_BCAST_NODE_CHILDREN_MAX) {
-            bn_log_error ("%s: an inner node needs children", self->id);
-            s_node_destroy (&self);
-            return NULL;
-        }
-        self->child_ids = calloc (args->nchildren, sizeof (char *));
-        self->leaf_child = calloc (self->nleaves, sizeof (int));
-        if (!self->child_ids || !self->leaf_child) {
-            s_node_destroy (&self);
-            return NULL;
-        }
-        memcpy (self->leaf_child, args->leaf_child,
-                self->nleaves * sizeof (int));
-        for (size_t i = 0; i < args->nchildren; i++) {
-            self->child_ids[i] = strdup (args->child_ids[i]);
-            self->nchildren++;
-            if (!self->child_ids[i]) {
-                s_node_destroy (&self);
-                return NULL;
-            }
-            zhashx_insert (self->child_index, self->child_ids[i],
-                           (void *)(uintptr_t)(i + 1));
-        }
-        for (size_t l = 0; l < self->nleaves; l++)
-            if (self->leaf_child[l] >= (int)self->nchildren)
-                self->leaf_child[l] = -1;
     }
     //  the sockets: the ones handed over are taken even if we fail
     self->up = args->up_sock;
@@ -2202,8 +2213,13 @@ bn_bcast_node_actor (zsock_t *pipe, void *args)
 {
     bn_bcast_node_args_t *start = (bn_bcast_node_args_t *)args;
     assert (start);
-    assert (start->routing_id);
-    s_node_t *self = s_node_new (pipe, start);
+    assert (start->topology);
+    s_node_t *self = NULL;
+    if (start->node < 0 || start->node >= bn_topology_size (start->topology))
+        bn_log_error ("node %d is not in %s", start->node,
+                      bn_topology_describe (start->topology));
+    else
+        self = s_node_new (pipe, start);
     start->status = self ? 0 : -1;
     if (!self) {
         zsock_destroy (&start->up_sock);

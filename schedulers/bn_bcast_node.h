@@ -33,19 +33,23 @@
 #include <stddef.h>
 
 #include "bn_monitor.h"
+#include "bn_topology.h"
 
-//  Longest routing id and most children a node accepts.
+//  Longest routing id a node accepts from a peer.
 #define BN_BCAST_NODE_ID_MAX 128
-#define BN_BCAST_NODE_CHILDREN_MAX 4096
 
 //  What a node starts from. Everything is read (and copied) before the
 //  actor signals, i.e. before zactor_new returns, except the sockets
-//  handed over (taken) and the monitor (borrowed for the node's life).
+//  handed over (taken), and the topology and the monitor (borrowed for
+//  the node's life).
 typedef struct {
-    const char *routing_id; //  "sub_scheduler_0", ... (WIRE.md 7.1)
-    int level;              //  0 = root ... depth = leaves
-    int depth;              //  depth of the whole tree
-    const char *key;        //  session key (connection file "key")
+    //  The tree and this node's place in it: its routing id (WIRE.md
+    //  7.1), level, children, and which child serves each engine all come
+    //  from the topology, which the nodes of one process share (it is only
+    //  read).
+    bn_topology_t *topology;
+    int node;        //  index in topology: 0 = root, then breadth-first
+    const char *key; //  session key (connection file "key")
 
     //  Upward link. The root takes up_sock (a bound ROUTER, with its
     //  routing id set) or binds up_endpoint; other nodes connect
@@ -62,16 +66,6 @@ typedef struct {
     zsock_t *down_sock;        //  taken; NULL to create one
     const char *down_endpoint; //  bind
     bool down_trusted;         //  children are nodes in the same process
-
-    //  Children (inner nodes only): their routing ids, in child order. A
-    //  node without children is a leaf.
-    size_t nchildren;
-    const char *const *child_ids;
-    //  Leaves of the whole tree, and for an inner node which child serves
-    //  each leaf index (-1 = not below this node). Engine e is served by
-    //  leaf e % nleaves. A leaf sets leaf_child NULL.
-    size_t nleaves;
-    const int *leaf_child;
 
     const char *reduce_plugins; //  reduction plugins to load, paths
                                 //  separated by ':' (NULL: none)

@@ -54,24 +54,18 @@ bn_bcast_tree_new (bn_topology_t *topology, const char *key,
         self->size = bn_topology_size (self->topology);
         self->nodes = calloc ((size_t)self->size, sizeof (zactor_t *));
     }
-    int *leaf_child = calloc ((size_t)leaves, sizeof (int));
-    const char **child_ids =
-        calloc ((size_t)bn_topology_max_fanout (topology) + 1, sizeof (char *));
-    bool ok = self && self->nodes && leaf_child && child_ids;
+    bool ok = self && self->nodes;
     bn_topology_t *topo = ok ? self->topology : NULL;
-    int depth = ok ? bn_topology_depth (topo) : 0;
     char up[128], down[128];
     for (int n = 0; ok && n < self->size; n++) {
         bn_bcast_node_args_t args = {0};
-        args.routing_id = bn_topology_routing_id (topo, n);
-        args.level = bn_topology_level (topo, n);
-        args.depth = depth;
+        args.topology = topo;
+        args.node = n;
         args.key = key;
         args.hwm = hwm;
         args.deadline_ms = deadline_ms;
         args.connect_grace_ms = connect_grace_ms;
         args.reduce_plugins = reduce_plugins;
-        args.nleaves = (size_t)leaves;
         if (n == 0) {
             args.monitor = monitor;
             args.up_sock = *root_sock;
@@ -91,24 +85,14 @@ bn_bcast_tree_new (bn_topology_t *topology, const char *key,
                       (void *)self, n);
             args.down_endpoint = down;
             args.down_trusted = true;
-            args.nchildren = (size_t)bn_topology_nchildren (topo, n);
-            for (size_t c = 0; c < args.nchildren; c++)
-                child_ids[c] = bn_topology_routing_id (
-                    topo, bn_topology_child (topo, n, (int)c));
-            args.child_ids = child_ids;
-            for (int l = 0; l < leaves; l++)
-                leaf_child[l] = bn_topology_child_toward (topo, n, l);
-            args.leaf_child = leaf_child;
         }
         self->nodes[n] = zactor_new (bn_bcast_node_actor, &args);
         if (!self->nodes[n] || args.status != 0) {
             bn_log_error ("broadcast: tree node %s did not start",
-                          args.routing_id);
+                          bn_topology_routing_id (topo, n));
             ok = false;
         }
     }
-    free (leaf_child);
-    free (child_ids);
     if (!ok) {
         if (self && !self->topology)
             bn_log_error ("broadcast: %s", err);

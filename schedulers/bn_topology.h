@@ -79,6 +79,7 @@ typedef struct _bn_topology_t bn_topology_t;
 typedef struct {
     const char *uuid; //  engine identity (borrowed from the request)
     int eid;          //  engine id
+    const void *ref;  //  the caller's, carried through a split
 } bn_target_t;
 
 //  Build the tree for spec and depth (BN_TOPOLOGY_DEPTH_DEFAULT if not

@@ -849,7 +849,10 @@ START_TEST (test_engine_gone_during_dispatch)
     ck_assert_int_eq (zsock_connect (hook, "%s", hook_endpoint), 0);
     bn_monitor_t monitor = {.request = s_pause_in_dispatch, .arg = hook_node};
     //  depth 0: the root is the leaf
-    bn_bcast_node_args_t args = {.routing_id = "sub_scheduler_0",
+    char err[256] = "";
+    bn_topology_t *topology = bn_topology_new ("kary:2", 0, 0, err, sizeof err);
+    ck_assert_ptr_nonnull (topology);
+    bn_bcast_node_args_t args = {.topology = topology,
                                  .key = "node-key",
                                  .up_endpoint = up,
                                  .down_endpoint = down,
@@ -905,8 +908,89 @@ START_TEST (test_engine_gone_during_dispatch)
     zsock_destroy (&client);
     bn_session_destroy (&session);
     zactor_destroy (&node);
+    bn_topology_destroy (&topology);
     zsock_destroy (&hook);
     zsock_destroy (&hook_node);
+}
+END_TEST
+
+//  An inner node given a target its subtree does not serve (a parent
+//  that split by another tree) sends each child only its own targets and
+//  fails the stranger at once with an EngineError.
+START_TEST (test_target_from_another_subtree)
+{
+    //  kary:2 depth 2: node 1 (sub_scheduler_00) has children 3 and 4,
+    //  leaves 0 and 1; engine 2 is served by leaf 2, under node 2
+    char err[256] = "";
+    bn_topology_t *topology = bn_topology_new ("kary:2", 2, 0, err, sizeof err);
+    ck_assert_ptr_nonnull (topology);
+    char up[64], down[64];
+    snprintf (up, sizeof up, "inproc://inner-up-%d", getpid ());
+    snprintf (down, sizeof down, "inproc://inner-down-%d", getpid ());
+    zsock_t *parent = t_sock (ZMQ_ROUTER, "sub_scheduler_0");
+    ck_assert_int_eq (zsock_bind (parent, "%s", up), 0);
+    bn_bcast_node_args_t args = {.topology = topology,
+                                 .node = 1,
+                                 .key = "node-key",
+                                 .up_endpoint = up,
+                                 .down_endpoint = down};
+    zactor_t *node = zactor_new (bn_bcast_node_actor, &args);
+    ck_assert_ptr_nonnull (node);
+    ck_assert_int_eq (args.status, 0);
+    zsock_t *children[2];
+    for (int c = 0; c < 2; c++) {
+        children[c] = t_sock (
+            ZMQ_DEALER, bn_topology_routing_id (topology, c == 0 ? 3 : 4));
+        ck_assert_int_eq (zsock_connect (children[c], "%s", down), 0);
+    }
+    //  the parent can route to the node once it has connected
+    zsock_set_router_mandatory (parent, 1);
+    int64_t end = zclock_mono () + T_TIMEOUT;
+    while (zmq_send (zsock_resolve (parent), "sub_scheduler_00", 16,
+                     ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+        ck_assert_msg (zclock_mono () < end, "the node did not connect");
+        zclock_sleep (5);
+    }
+    zmq_send (zsock_resolve (parent), "probe", 5, 0);
+
+    bn_session_t *session = bn_session_new ("node-key", NULL);
+    bn_msg_t *msg =
+        t_msg (session, BN_MSG_APPLY_REQUEST, NULL, "sub_scheduler_00");
+    bn_msg_set_metadata (msg,
+                         json_pack ("{s:[[s, i], [s, i], [s, i]], s:b, s:b}",
+                                    "targets", "e0", 0, "e2", 2, "e1", 1,
+                                    "is_broadcast", 1, "is_coalescing", 0));
+    char *original = strdup (bn_msg_id (msg));
+    t_send (&msg, parent, session);
+    const char *expected[2] = {"e0", "e1"};
+    for (int c = 0; c < 2; c++) {
+        bn_msg_t *request = t_recv (children[c]);
+        ck_assert_msg (request != NULL, "child %d got no request", c);
+        json_t *targets =
+            json_object_get (bn_msg_metadata (request), "targets");
+        ck_assert_uint_eq (json_array_size (targets), 1);
+        ck_assert_str_eq (
+            json_string_value (json_array_get (json_array_get (targets, 0), 0)),
+            expected[c]);
+        bn_msg_destroy (&request);
+    }
+    bn_msg_t *reply = t_recv (parent);
+    ck_assert_msg (reply != NULL, "no EngineError for engine 2");
+    ck_assert_str_eq (t_content_str (reply, "ename"), "EngineError");
+    ck_assert_ptr_nonnull (strstr (t_content_str (reply, "evalue"),
+                                   "not served by this broadcast tree"));
+    char parent_id[256];
+    snprintf (parent_id, sizeof parent_id, "%s_e2", original);
+    ck_assert_str_eq (bn_msg_parent_id (reply), parent_id);
+    bn_msg_destroy (&reply);
+
+    free (original);
+    bn_session_destroy (&session);
+    for (int c = 0; c < 2; c++)
+        zsock_destroy (&children[c]);
+    zactor_destroy (&node);
+    zsock_destroy (&parent);
+    bn_topology_destroy (&topology);
 }
 END_TEST
 
@@ -933,6 +1017,7 @@ main (void)
     tcase_add_test (tc, test_release_window);
     tcase_add_test (tc, test_flow_control);
     tcase_add_test (tc, test_engine_gone_during_dispatch);
+    tcase_add_test (tc, test_target_from_another_subtree);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

@@ -162,7 +162,9 @@ START_TEST (test_usage)
     //  The root splits a request for engines 5, 2, 0, 7 between its two
     //  children: leaves 0 and 1 (engines 0, 5) under child 0, leaves 2
     //  and 3 (engines 2, 7) under child 1.
-    bn_target_t targets[] = {{"e5", 5}, {"e2", 2}, {"e0", 0}, {"e7", 7}};
+    //  (ref: the caller's own, carried along)
+    bn_target_t targets[] = {
+        {"e5", 5, "r5"}, {"e2", 2, "r2"}, {"e0", 0, "r0"}, {"e7", 7, "r7"}};
     bn_target_t out[4];
     size_t offsets[3];
     ck_assert_int_eq (bn_topology_split (topology, 0, targets, 4, out, offsets,
@@ -175,6 +177,8 @@ START_TEST (test_usage)
     ck_assert_str_eq (out[1].uuid, "e0");
     ck_assert_str_eq (out[2].uuid, "e2");
     ck_assert_str_eq (out[3].uuid, "e7");
+    ck_assert_str_eq ((const char *)out[0].ref, "r5");
+    ck_assert_str_eq ((const char *)out[3].ref, "r7");
     bn_topology_destroy (&topology);
     ck_assert_ptr_null (topology);
     bn_topology_destroy (&topology);
@@ -307,7 +311,7 @@ START_TEST (test_depth_zero)
 
     //  A leaf has no children to split among.
     char err[256] = "";
-    bn_target_t target = {"e0", 0}, out;
+    bn_target_t target = {"e0", 0, NULL}, out;
     size_t offsets[1];
     ck_assert_int_eq (bn_topology_split (topology, 0, &target, 1, &out, offsets,
                                          err, sizeof err),
@@ -498,7 +502,7 @@ START_TEST (test_split_holes)
     size_t n = 0;
     for (int eid = 0; eid < 200 && n < 64; eid += 1 + (eid * 7) % 5) {
         snprintf (uuids[n], sizeof uuids[n], "engine-%d", eid);
-        targets[n] = (bn_target_t){uuids[n], eid};
+        targets[n] = (bn_target_t){uuids[n], eid, NULL};
         n++;
     }
     //  Reverse the second half so targets are not in id order.
@@ -518,7 +522,7 @@ START_TEST (test_split_holes)
 
     //  kary:8: engines 3 and 11 under child 3 only; the others get none.
     bn_topology_t *topology = s_new ("kary:8", 1, 0);
-    bn_target_t two[] = {{"a", 11}, {"b", 3}};
+    bn_target_t two[] = {{"a", 11, NULL}, {"b", 3, NULL}};
     bn_target_t out[2];
     size_t offsets[9];
     char err[256];
@@ -537,7 +541,7 @@ START_TEST (test_split_one_and_none)
 {
     bn_topology_t *topology = s_new ("kary:4", 3, 0);
     //  One engine: one path of children gets it.
-    bn_target_t one = {"only", 37};
+    bn_target_t one = {"only", 37, NULL};
     s_check_split (topology, 0, &one, 1);
     int node = s_route (topology, 37);
     ck_assert_int_eq (bn_topology_leaf_index (topology, node), 37 % 64);
@@ -562,13 +566,13 @@ START_TEST (test_split_errors)
     bn_target_t out[2];
     size_t offsets[3];
     //  Engine 1 is served by leaf 1, under node 1, not node 2.
-    bn_target_t wrong[] = {{"e2", 2}, {"e1", 1}};
+    bn_target_t wrong[] = {{"e2", 2, NULL}, {"e1", 1, NULL}};
     ck_assert_int_eq (bn_topology_split (topology, 2, wrong, 2, out, offsets,
                                          err, sizeof err),
                       -1);
     ck_assert_str_eq (err, "engine 1 is not served by the subtree of "
                            "sub_scheduler_01");
-    bn_target_t negative[] = {{"bad", -3}};
+    bn_target_t negative[] = {{"bad", -3, NULL}};
     ck_assert_int_eq (bn_topology_split (topology, 0, negative, 1, out, offsets,
                                          err, sizeof err),
                       -1);
