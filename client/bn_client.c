@@ -1373,7 +1373,7 @@ s_default_timeout (double timeout)
     bn_config_t *config = bn_config_new ();
     if (config) {
         bn_config_load_env (config, NULL);
-        timeout = bn_config_double (config, "client.timeout");
+        timeout = bn_config_msecs (config, "client.timeout") / 1000.0;
         bn_config_destroy (&config);
     }
     return timeout > 0 ? timeout : 10;

@@ -27,12 +27,19 @@ typedef struct {
     double max;           //  Highest value allowed (int, double)
     const char *choices;  //  "a|b|c" allowed strings, or NULL for any
     const char *alias;    //  Short environment variable, or NULL
+    double unit;          //  Duration: ms in a bare number (1 or 1000)
     const char *doc;      //  One line for humans
 } s_setting_t;
 
-#define S_NUM(min, max) min, max, NULL, NULL
-#define S_STR(choices, alias) 0, 0, choices, alias
-#define S_BOOL 0, 0, NULL, NULL
+#define S_NUM(min, max) min, max, NULL, NULL, 0
+#define S_STR(choices, alias) 0, 0, choices, alias, 0
+#define S_BOOL 0, 0, NULL, NULL, 0
+//  A duration whose bare numbers are in unit ms, from min to max ms
+#define S_DUR(unit, min, max) min, max, NULL, NULL, unit
+#define S_MS 1
+#define S_SEC 1000
+#define S_HOUR 3600000.0
+#define S_DAY (24 * S_HOUR)
 
 static const s_setting_t s_settings[] = {
     {"controller.ip", BN_CONFIG_STRING, "127.0.0.1", S_STR (NULL, NULL),
@@ -46,9 +53,10 @@ static const s_setting_t s_settings[] = {
     {"controller.engines", BN_CONFIG_INT, "0", S_NUM (0, INT_MAX),
      "number of engines the cluster is expected to have: the auto topology "
      "shapes the tree for it (0 = unknown)"},
-    {"controller.tree_deadline", BN_CONFIG_INT, "0", S_NUM (0, INT_MAX),
-     "default deadline of a broadcast request in milliseconds (0 = none): "
-     "engines that have not answered by then fail with EngineError"},
+    {"controller.tree_deadline", BN_CONFIG_DURATION, "0",
+     S_DUR (S_MS, 0, INT_MAX),
+     "default deadline of a broadcast request (0 = none; a bare number is "
+     "ms): engines that have not answered by then fail with EngineError"},
     {"controller.tree_mode", BN_CONFIG_STRING, "threads",
      S_STR ("threads|processes", NULL),
      "how the broadcast tree's nodes run: threads of the controller or one "
@@ -61,13 +69,31 @@ static const s_setting_t s_settings[] = {
      "task (load-balanced) scheduler scheme"},
     {"controller.task_hwm", BN_CONFIG_INT, "1", S_NUM (0, INT_MAX),
      "tasks the task scheduler gives an engine at once (0 = unlimited)"},
-    {"controller.heartbeat_period", BN_CONFIG_INT, "3000", S_NUM (10, 3600000),
-     "milliseconds between heartbeat pings to engines"},
+    {"controller.heartbeat_period", BN_CONFIG_DURATION, "3s",
+     S_DUR (S_MS, 10, S_HOUR),
+     "time between heartbeat pings to engines (a bare number is ms)"},
     {"controller.heartbeat_misses", BN_CONFIG_INT, "10", S_NUM (1, 1000000),
      "heartbeats an engine may miss in a row before it is declared dead"},
-    {"controller.registration_timeout", BN_CONFIG_DOUBLE, "30",
-     S_NUM (0.001, 86400),
-     "seconds an engine has to complete its registration"},
+    {"controller.registration_timeout", BN_CONFIG_DURATION, "30s",
+     S_DUR (S_SEC, 1, S_DAY),
+     "time an engine has to complete its registration (a bare number is "
+     "seconds)"},
+    {"controller.connect_grace", BN_CONFIG_DURATION, "3s",
+     S_DUR (S_MS, 0, S_HOUR),
+     "how long requests for an engine that registered but is not connected "
+     "yet wait for its connection before they fail (a bare number is ms)"},
+    {"controller.stranded_timeout", BN_CONFIG_DURATION, "500ms",
+     S_DUR (S_MS, 0, S_HOUR),
+     "how long requests pending on an engine that unregistered wait for its "
+     "replies before they fail with EngineError (a bare number is ms)"},
+    {"controller.node_restart_backoff", BN_CONFIG_DURATION, "5s",
+     S_DUR (S_MS, 100, S_HOUR),
+     "longest wait before a tree node process that keeps dying is started "
+     "again (tree_mode processes; a bare number is ms)"},
+    {"controller.db_flush", BN_CONFIG_DURATION, "200ms",
+     S_DUR (S_MS, 1, S_HOUR),
+     "time between writes of task records to an sqlite db (a bare number "
+     "is ms)"},
     {"controller.hwm", BN_CONFIG_INT, "0", S_NUM (0, INT_MAX),
      "high-water mark of every controller socket (0 = unlimited)"},
     {"controller.reuse_files", BN_CONFIG_BOOL, "false", S_BOOL,
@@ -96,19 +122,25 @@ static const s_setting_t s_settings[] = {
      "file to append log lines to (empty = stderr)"},
     {"engine.count", BN_CONFIG_INT, "1", S_NUM (0, 1000000),
      "engines to start"},
-    {"engine.timeout", BN_CONFIG_DOUBLE, "30", S_NUM (0, 86400 * 365),
-     "seconds an engine waits for a gone controller before it exits"},
-    {"engine.registration_timeout", BN_CONFIG_DOUBLE, "5", S_NUM (0.001, 86400),
-     "seconds an engine waits for its registration reply"},
-    {"engine.request_time_limit", BN_CONFIG_DOUBLE, "0", S_NUM (0, 86400 * 365),
-     "seconds one execute or apply request may run (0 = no limit)"},
+    {"engine.timeout", BN_CONFIG_DURATION, "30s", S_DUR (S_SEC, 0, 365 * S_DAY),
+     "time an engine waits for a gone controller before it exits (a bare "
+     "number is seconds)"},
+    {"engine.registration_timeout", BN_CONFIG_DURATION, "5s",
+     S_DUR (S_SEC, 1, S_DAY),
+     "time an engine waits for its registration reply (a bare number is "
+     "seconds)"},
+    {"engine.request_time_limit", BN_CONFIG_DURATION, "0",
+     S_DUR (S_SEC, 0, 365 * S_DAY),
+     "time one execute or apply request may run (0 = no limit; a bare "
+     "number is seconds)"},
     {"engine.plugins", BN_CONFIG_STRING, "", S_STR (NULL, NULL),
      "colon-separated paths of .so function plugins each engine loads"},
     {"engine.heartbeat_misses", BN_CONFIG_INT, "50", S_NUM (1, 1000000),
      "controller pings an engine may miss before it counts the controller "
      "as gone"},
-    {"client.timeout", BN_CONFIG_DOUBLE, "10", S_NUM (0, 86400),
-     "seconds a client waits for the connection file and the controller"},
+    {"client.timeout", BN_CONFIG_DURATION, "10s", S_DUR (S_SEC, 0, S_DAY),
+     "time a client waits for the connection file and the controller (a "
+     "bare number is seconds)"},
 };
 
 #define S_COUNT ((int)(sizeof s_settings / sizeof s_settings[0]))
@@ -119,6 +151,7 @@ typedef struct {
         int i;
         double d;
         bool b;
+        int64_t ms;
     } as;
     bn_config_source_t source;
     char *origin; //  "file <path>", "env BANYAN_X"; NULL = from source
@@ -155,6 +188,84 @@ s_index (const char *name)
         if (strcmp (s_settings[i].name, name) == 0)
             return i;
     return -1;
+}
+
+int
+bn_config_parse_duration (const char *text, int64_t bare_unit_ms,
+                          int64_t *msecs)
+{
+    assert (text);
+    assert (msecs);
+    //  digits [. digits] [e [sign] digits], as a plain decimal number
+    const char *p = text;
+    if (!isdigit ((unsigned char)*p) && !(*p == '.' && isdigit (p[1])))
+        return -1;
+    while (isdigit ((unsigned char)*p))
+        p++;
+    if (*p == '.') {
+        p++;
+        while (isdigit ((unsigned char)*p))
+            p++;
+    }
+    if ((*p == 'e' || *p == 'E') &&
+        (isdigit ((unsigned char)p[1]) ||
+         ((p[1] == '+' || p[1] == '-') && isdigit ((unsigned char)p[2])))) {
+        p += 2;
+        while (isdigit ((unsigned char)*p))
+            p++;
+    }
+    double number = strtod (text, NULL);
+    static const struct {
+        const char *name;
+        double ms;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    double unit = (double)bare_unit_ms;
+    size_t length = 0;
+    while (isalpha ((unsigned char)p[length]))
+        length++;
+    if (length) {
+        size_t u;
+        for (u = 0; u < sizeof units / sizeof units[0]; u++)
+            if (strlen (units[u].name) == length &&
+                strncmp (p, units[u].name, length) == 0)
+                break;
+        if (u == sizeof units / sizeof units[0])
+            return -1;
+        unit = units[u].ms;
+        p += length;
+    }
+    while (isspace ((unsigned char)*p))
+        p++;
+    double ms = number * unit;
+    if (*p || !isfinite (ms) || ms > 9e18 || fabs (ms - round (ms)) > 1e-6)
+        return -1;
+    *msecs = (int64_t)llround (ms);
+    return 0;
+}
+
+char *
+bn_config_format_duration (int64_t msecs, char *buffer, size_t size)
+{
+    assert (buffer);
+    long long ms = (long long)msecs;
+    if (ms == 0)
+        snprintf (buffer, size, "0");
+    else if (ms % 3600000 == 0)
+        snprintf (buffer, size, "%lldh", ms / 3600000);
+    else if (ms % 60000 == 0)
+        snprintf (buffer, size, "%lldm", ms / 60000);
+    else if (ms % 1000 == 0)
+        snprintf (buffer, size, "%llds", ms / 1000);
+    else if (ms > 1000) {
+        //  seconds with the fraction's trailing zeros dropped: 1.5s
+        snprintf (buffer, size, "%lld.%03llds", ms / 1000, ms % 1000);
+        char *end = buffer + strlen (buffer) - 1; //  at the 's'
+        while (end[-1] == '0')
+            end--;
+        memcpy (end, "s", 2);
+    } else
+        snprintf (buffer, size, "%lldms", ms);
+    return buffer;
 }
 
 //  Check text against a setting and put its canonical form and parsed
@@ -204,6 +315,30 @@ s_convert (bn_config_t *self, const s_setting_t *setting, const char *text,
         snprintf (canonical, sizeof canonical, "%.15g", number);
         if (strtod (canonical, NULL) != number)
             snprintf (canonical, sizeof canonical, "%.17g", number);
+        break;
+    }
+    case BN_CONFIG_DURATION: {
+        int64_t ms;
+        if (bn_config_parse_duration (text, (int64_t)setting->unit, &ms)) {
+            s_error (self,
+                     "%s: '%s' is not a duration in whole milliseconds "
+                     "(say 3s, 200ms, 1.5s or 2m; a bare number is %s)",
+                     setting->name, text,
+                     setting->unit == S_SEC ? "seconds" : "milliseconds");
+            return -1;
+        }
+        if (ms < setting->min || ms > setting->max) {
+            char low[32], high[32];
+            s_error (self, "%s: '%s' is out of range %s..%s", setting->name,
+                     text,
+                     bn_config_format_duration ((int64_t)setting->min, low,
+                                                sizeof low),
+                     bn_config_format_duration ((int64_t)setting->max, high,
+                                                sizeof high));
+            return -1;
+        }
+        value->as.ms = ms;
+        bn_config_format_duration (ms, canonical, sizeof canonical);
         break;
     }
     case BN_CONFIG_BOOL:
@@ -717,6 +852,12 @@ bool
 bn_config_bool (bn_config_t *self, const char *name)
 {
     return s_value (self, name, BN_CONFIG_BOOL)->as.b;
+}
+
+int64_t
+bn_config_msecs (bn_config_t *self, const char *name)
+{
+    return s_value (self, name, BN_CONFIG_DURATION)->as.ms;
 }
 
 //  Text naming where the value at index came from.

@@ -4,6 +4,7 @@
 #define BN_CONFIG_H_INCLUDED
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 typedef struct _bn_config_t bn_config_t;
@@ -22,7 +23,9 @@ typedef enum {
     BN_CONFIG_INT,
     BN_CONFIG_DOUBLE,
     BN_CONFIG_STRING,
-    BN_CONFIG_BOOL
+    BN_CONFIG_BOOL,
+    BN_CONFIG_DURATION //  "3s", "200ms", "1.5s", "2m", "1h"; a bare number
+                       //  is in the setting's own unit (ms or s)
 } bn_config_type_t;
 
 //  Create a configuration holding the built-in defaults; NULL if out of
@@ -69,6 +72,22 @@ const char *bn_config_str (bn_config_t *self, const char *name);
 
 //  Value of a bool setting; the name must be a known bool setting.
 bool bn_config_bool (bn_config_t *self, const char *name);
+
+//  Value of a duration setting in milliseconds; the name must be a known
+//  duration setting.
+int64_t bn_config_msecs (bn_config_t *self, const char *name);
+
+//  Read a duration: a non-negative number with a unit, ms, s, m or h
+//  ("3s", "200ms", "1.5s", "2m"), or without one in bare_unit_ms
+//  milliseconds (1 or 1000 for the settings that took plain numbers).
+//  Returns 0 with the whole number of milliseconds in *msecs, or -1 if
+//  text is not a duration or not a whole number of milliseconds.
+int bn_config_parse_duration (const char *text, int64_t bare_unit_ms,
+                              int64_t *msecs);
+
+//  Write msecs as the shortest duration text that reads back the same
+//  ("3s", "1.5s", "250ms", "2m", "0"); returns buffer.
+char *bn_config_format_duration (int64_t msecs, char *buffer, size_t size);
 
 //  Where the current value came from: "default", "file <path>",
 //  "env BANYAN_X" or "command line"; NULL if the name is unknown.

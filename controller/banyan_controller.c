@@ -26,6 +26,7 @@ static const bn_args_setting_t s_flags[] = {
     {"--ping", "controller.heartbeat_period"},
     {"--heartbeat-misses", "controller.heartbeat_misses"},
     {"--registration-timeout", "controller.registration_timeout"},
+    {"--connect-grace", "controller.connect_grace"},
     {"--scheme", "controller.scheme"},
     {"--hwm", "controller.task_hwm"},
     {"--socket-hwm", "controller.hwm"},
@@ -71,7 +72,7 @@ s_usage (FILE *file)
         "the auto\n"
         "                        topology shapes the tree for them "
         "(default: 0)\n"
-        "  --tree-deadline MS    default broadcast deadline, 0 = none "
+        "  --tree-deadline T     default broadcast deadline, 0 = none "
         "(default: 0)\n"
         "  --tree-mode MODE      run the broadcast tree's nodes as "
         "threads of the\n"
@@ -79,15 +80,18 @@ s_usage (FILE *file)
         "processes it\n"
         "                        supervises (threads|processes; default: "
         "threads)\n"
-        "  --ping MS             milliseconds between heartbeats "
-        "(default: 3000)\n"
+        "  --ping T              time between heartbeats (default: 3s)\n"
         "  --heartbeat-misses N  beats an engine may miss in a row before it "
         "is\n"
         "                        unregistered (default: 10)\n"
-        "  --registration-timeout S\n"
-        "                        seconds a registering engine has to answer "
-        "a ping\n"
-        "                        (default: 30)\n"
+        "  --registration-timeout T\n"
+        "                        time a registering engine has to answer a "
+        "ping\n"
+        "                        (default: 30s)\n"
+        "  --connect-grace T     how long requests for an engine that "
+        "registered\n"
+        "                        but is not connected yet wait for it "
+        "(default: 3s)\n"
         "  --scheme NAME         task scheduler scheme: leastload, lru, "
         "plainrandom,\n"
         "                        twobin, weighted, pure or none (default: "
@@ -121,6 +125,11 @@ s_usage (FILE *file)
         "environment variables (BANYAN_CONTROLLER_IP, BANYAN_DIR, "
         "BANYAN_PROFILE...),\n"
         "then these options. --opt=VALUE works as well as --opt VALUE.\n"
+        "A time T is a duration such as 3s, 200ms, 1.5s or 2m; a bare number "
+        "keeps\n"
+        "the old unit: milliseconds for --ping and --tree-deadline, seconds "
+        "for\n"
+        "--registration-timeout, milliseconds for --connect-grace.\n"
         "\n"
         "Examples:\n"
         "  " S_NAME "\n"
@@ -129,7 +138,7 @@ s_usage (FILE *file)
         "  " S_NAME " --profile-dir /tmp/prof --cluster-id demo --depth 2\n"
         "      files /tmp/prof/security/ipcontroller-demo-*.json, 4 broadcast "
         "leaves\n"
-        "  " S_NAME " --ip '*' --ping 1000 --log-level info\n"
+        "  " S_NAME " --ip '*' --ping 1s --log-level info\n"
         "      reachable from other hosts, 1 s heartbeats, more logging\n"
         "  ipengine --file ~/.banyan/profile_default/security/"
         "ipcontroller-engine.json\n"

@@ -154,6 +154,9 @@ bn_bcast_procs_new (bn_topology_t *topology, const char *key,
         rc = s_set_node (self, (int)node, options);
     if (rc == 0) {
         bn_treeproc_set_handler (self->procs, s_on_event, self);
+        if (options->restart_backoff_ms > 0)
+            bn_treeproc_set_restart_backoff (self->procs,
+                                             options->restart_backoff_ms);
         rc = bn_treeproc_start (self->procs);
     }
     if (rc == 0)

@@ -35,6 +35,8 @@ typedef struct {
     int hwm;                    //  High-water mark of the nodes' sockets
     int deadline_ms;            //  Default request deadline (0 = none)
     int connect_grace_ms;       //  Leaves hold a new engine's requests
+    int restart_backoff_ms;     //  Longest wait to restart a node (0: the
+                                //  default)
     const char *reduce_plugins; //  Reduction plugins, ':'-separated paths
     const char *log_file;       //  Nodes' log file; NULL or "" = our stderr
     const char *run_dir;        //  Where the ipc links' folder goes (NULL:

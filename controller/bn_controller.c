@@ -37,16 +37,8 @@
          //  net.core.somaxconn)
 #define S_TASK_RCVHWM 1000
 
-//  Milliseconds after its registration during which an engine's requests
-//  wait for its shell, control, task and broadcast connections instead of
-//  failing.
-#define S_CONNECT_GRACE 3000
-
 //  Milliseconds we keep trying to bind a port reused from old files.
 #define S_REBIND_WAIT 2000
-
-//  Milliseconds between writes of task records to SQLite.
-#define S_FLUSH_PERIOD 200
 
 //  One bound socket and the port it got.
 typedef struct {
@@ -62,6 +54,12 @@ typedef struct {
     int depth;               //  Broadcast tree depth
     bn_topology_t *topology; //  Broadcast tree shape
     int tree_deadline;       //  Default broadcast deadline, ms (0: none)
+    int connect_grace;       //  ms a registered engine's requests wait for
+                             //  its shell, control, task and broadcast
+                             //  connections instead of failing
+    int stranded_timeout;    //  ms a leaving engine's replies may take
+    int restart_backoff;     //  ms, longest wait to restart a tree node
+    int db_flush;            //  ms between writes of records to SQLite
     char *reduce_plugins;    //  Reduction plugins the tree's nodes load
     int hwm;                 //  SNDHWM/RCVHWM of every socket
     bool reuse;              //  Keep (and reuse) connection files
@@ -179,17 +177,18 @@ s_start_procs (s_controller_t *self, int root_port, bn_connfile_t *old_engine)
         int port = bn_connfile_broadcast (old_engine, leaf);
         leaf_ports[leaf] = port > 0 ? port : 0;
     }
-    bn_bcast_procs_options_t options = {.program = self->scheduler_path,
-                                        .ip = self->ip,
-                                        .root_port =
-                                            root_port > 0 ? root_port : 0,
-                                        .leaf_ports = leaf_ports,
-                                        .hwm = self->hwm,
-                                        .deadline_ms = self->tree_deadline,
-                                        .connect_grace_ms = S_CONNECT_GRACE,
-                                        .reduce_plugins = self->reduce_plugins,
-                                        .log_file = self->log_file,
-                                        .run_dir = self->run_dir};
+    bn_bcast_procs_options_t options = {
+        .program = self->scheduler_path,
+        .ip = self->ip,
+        .root_port = root_port > 0 ? root_port : 0,
+        .leaf_ports = leaf_ports,
+        .hwm = self->hwm,
+        .deadline_ms = self->tree_deadline,
+        .connect_grace_ms = self->connect_grace,
+        .restart_backoff_ms = self->restart_backoff,
+        .reduce_plugins = self->reduce_plugins,
+        .log_file = self->log_file,
+        .run_dir = self->run_dir};
     self->procs = bn_bcast_procs_new (self->topology, self->key, &options);
     free (leaf_ports);
     if (!self->procs)
@@ -589,7 +588,7 @@ s_start_components (s_controller_t *self, int period, int misses,
     if (self->record_link && leaves)
         self->tree = bn_bcast_tree_new (
             self->topology, self->key, &self->bcast_in.sock, leaves, self->hwm,
-            self->tree_deadline, S_CONNECT_GRACE, self->reduce_plugins,
+            self->tree_deadline, self->connect_grace, self->reduce_plugins,
             bn_monitor_link_sender (self->record_link));
     for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
         self->bcast_leaves[leaf].sock = leaves[leaf];
@@ -617,12 +616,13 @@ s_start_components (s_controller_t *self, int period, int misses,
         return -1;
     bn_hub_watch_iopub (self->hub, self->iopub);
     bn_hub_set_records (self->hub, self->records);
-    bn_relay_set_connect_grace (self->mux, S_CONNECT_GRACE);
-    bn_relay_set_connect_grace (self->control, S_CONNECT_GRACE);
+    bn_hub_set_stranded_timeout (self->hub, self->stranded_timeout);
+    bn_relay_set_connect_grace (self->mux, self->connect_grace);
+    bn_relay_set_connect_grace (self->control, self->connect_grace);
     bn_relay_set_monitor (self->mux, bn_records_monitor (self->records));
     bn_relay_set_monitor (self->iopub, bn_records_monitor (self->records));
     if (self->task) {
-        bn_task_set_connect_grace (self->task, S_CONNECT_GRACE);
+        bn_task_set_connect_grace (self->task, self->connect_grace);
         bn_task_set_monitor (self->task, bn_records_monitor (self->records));
         bn_hub_set_resubmit (self->hub, s_submit_task, self->task);
     }
@@ -644,7 +644,7 @@ s_start_components (s_controller_t *self, int period, int misses,
          bn_refuser_attach (self->task_refuser, self->loop)))
         return -1;
     if (bn_records_sqlite_ok (self->records) &&
-        zloop_timer (self->loop, S_FLUSH_PERIOD, 0, s_on_flush, self->records) <
+        zloop_timer (self->loop, self->db_flush, 0, s_on_flush, self->records) <
             0)
         return -1;
     //  after attach: restored engines wait for their hearts on the loop
@@ -693,7 +693,15 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
     self->interface = zsys_sprintf ("tcp://%s", self->ip);
     self->cluster_id = strdup (bn_config_str (config, "cluster.id"));
     self->depth = bn_config_int (config, "controller.depth");
-    self->tree_deadline = bn_config_int (config, "controller.tree_deadline");
+    self->tree_deadline =
+        (int)bn_config_msecs (config, "controller.tree_deadline");
+    self->connect_grace =
+        (int)bn_config_msecs (config, "controller.connect_grace");
+    self->stranded_timeout =
+        (int)bn_config_msecs (config, "controller.stranded_timeout");
+    self->restart_backoff =
+        (int)bn_config_msecs (config, "controller.node_restart_backoff");
+    self->db_flush = (int)bn_config_msecs (config, "controller.db_flush");
     self->reduce_plugins =
         strdup (bn_config_str (config, "controller.reduce_plugins"));
     char err[256] = "";
@@ -768,9 +776,10 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
     bn_connfile_destroy (&old_engine);
     if (rc == 0)
         rc = s_start_components (
-            self, bn_config_int (config, "controller.heartbeat_period"),
+            self, (int)bn_config_msecs (config, "controller.heartbeat_period"),
             bn_config_int (config, "controller.heartbeat_misses"),
-            bn_config_double (config, "controller.registration_timeout"),
+            bn_config_msecs (config, "controller.registration_timeout") /
+                1000.0,
             bn_config_str (config, "controller.scheme"),
             bn_config_int (config, "controller.task_hwm"));
     if (rc == 0)

@@ -4,7 +4,8 @@
     engine's heart first answers a ping; only then is the engine added to
     the relays and announced. An unregistered engine takes no new requests
     at once, but replies already on their way (a control shutdown_reply
-    relayed by the engine's nanny, say) get BN_HUB_UNREGISTER_GRACE ms to
+    relayed by the engine's nanny, say) get the stranded timeout
+    (controller.stranded_timeout, BN_HUB_STRANDED_TIMEOUT ms by default) to
     arrive; then whatever is still pending gets EngineError replies and the
     unregistration_notification goes out, in that order, so that a client
     sees the errors before it synthesizes its own.
@@ -37,10 +38,6 @@
 #define S_BATCH 1024        //  queries read per wake-up before polling again
 #define S_UUID_MAX 255      //  longest engine uuid accepted
 #define S_STATE_DELAY_MS 20 //  longest wait to write the state file
-
-//  Milliseconds an unregistered engine's pending requests wait for their
-//  replies before they fail with EngineError.
-#define BN_HUB_UNREGISTER_GRACE 500
 
 typedef struct {
     uint64_t queries;         //  Messages read on the query socket
@@ -84,6 +81,7 @@ struct _bn_hub_t {
     json_t *connection_info; //  Engine connection dict
     int hb_period_ms;
     double registration_timeout;
+    int stranded_timeout; //  ms a leaving engine's replies may take
     bn_engine_table_t *engines;
     zlistx_t *relays;    //  bn_relay_t * (borrowed)
     bn_relay_t *counts;  //  Relay giving queue/completed counts
@@ -162,6 +160,7 @@ bn_hub_new (zsock_t *query, zsock_t *notifier, bn_session_t *session,
     self->heart = heart;
     self->connection_info = connection_info;
     self->hb_period_ms = hb_period_ms;
+    self->stranded_timeout = BN_HUB_STRANDED_TIMEOUT;
     self->registration_timeout = registration_timeout;
     self->engines = bn_engine_table_new ();
     self->relays = zlistx_new ();
@@ -257,6 +256,13 @@ s_tell_listeners (bn_hub_t *self, const char *uuid, int id, bool registered)
         listener->fn (listener->arg, uuid, id, registered);
         listener = zlistx_next (self->listeners);
     }
+}
+
+void
+bn_hub_set_stranded_timeout (bn_hub_t *self, int msecs)
+{
+    assert (self);
+    self->stranded_timeout = msecs > 0 ? msecs : 0;
 }
 
 void
@@ -758,7 +764,7 @@ bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
         leaving->hub = self;
         leaving->uuid = copy;
         leaving->id = id;
-        leaving->timer = zloop_timer (self->loop, BN_HUB_UNREGISTER_GRACE, 1,
+        leaving->timer = zloop_timer (self->loop, self->stranded_timeout, 1,
                                       s_on_leave, leaving);
         if (leaving->timer >= 0)
             leaving->handle = zlistx_add_end (self->leaving, leaving);

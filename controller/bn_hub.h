@@ -42,6 +42,12 @@ void bn_hub_destroy (bn_hub_t **self_p);
 //  counts set (the mux). Returns -1 if out of memory.
 int bn_hub_add_relay (bn_hub_t *self, bn_relay_t *relay, bool counts);
 
+//  Milliseconds the requests pending on an engine that unregistered wait
+//  for its replies before they fail with EngineError (the default,
+//  BN_HUB_STRANDED_TIMEOUT, is controller.stranded_timeout's).
+#define BN_HUB_STRANDED_TIMEOUT 500
+void bn_hub_set_stranded_timeout (bn_hub_t *self, int msecs);
+
 //  Tell the task scheduler (borrowed) about engines as they come and go,
 //  as the relays are told; queue_request counts its tasks.
 void bn_hub_set_task (bn_hub_t *self, bn_task_t *task);

@@ -31,7 +31,6 @@
 #define S_STOP_WAIT 1000      //  ms processes get to exit on destroy
 #define S_REAP_WAIT 1000      //  ms a process whose link ended gets to exit
 #define S_STABLE 10000        //  ms up after which a loss restarts at once
-#define S_MAX_DELAY 5000      //  ms, the longest restart delay
 #define S_START_TIMEOUT 10000 //  ms to answer READY, by default
 #define S_PARENT_MAX 80       //  Longest folder to make the private one in
 #define S_EXEC_FAILED 127     //  Exit status of a child that could not exec
@@ -63,6 +62,7 @@ struct _bn_treeproc_t {
     bn_treeproc_fn *handler;
     void *handler_arg;
     int start_timeout;
+    int max_delay; //  ms, the longest restart delay
     zloop_t *loop; //  Set by attach
     int tick;      //  Timer id in loop
     bool stopping; //  Destroy in progress: no restarts
@@ -84,6 +84,7 @@ bn_treeproc_new (const char *program, const char *key, size_t nnodes,
     self->nnodes = nnodes;
     self->nodes = calloc (nnodes ? nnodes : 1, sizeof (s_node_t));
     self->start_timeout = S_START_TIMEOUT;
+    self->max_delay = BN_TREEPROC_RESTART_BACKOFF;
     self->tick = -1;
     bool ok = self->program && self->key && self->nodes;
     for (size_t i = 0; ok && i < nnodes; i++) {
@@ -260,6 +261,13 @@ bn_treeproc_set_start_timeout (bn_treeproc_t *self, int timeout)
 {
     assert (self);
     self->start_timeout = timeout;
+}
+
+void
+bn_treeproc_set_restart_backoff (bn_treeproc_t *self, int msecs)
+{
+    assert (self);
+    self->max_delay = msecs > 0 ? msecs : 0;
 }
 
 static void
@@ -447,8 +455,8 @@ s_lost (bn_treeproc_t *self, s_node_t *node, bool restart)
     }
     node->restart_at = now + node->delay;
     node->delay = node->delay ? node->delay * 2 : 100;
-    if (node->delay > S_MAX_DELAY)
-        node->delay = S_MAX_DELAY;
+    if (node->delay > self->max_delay)
+        node->delay = self->max_delay;
     if (node->restart_at <= now) {
         node->restarts++;
         s_spawn (self, node);

@@ -79,6 +79,12 @@ void bn_treeproc_set_handler (bn_treeproc_t *self, bn_treeproc_fn *handler,
 //  Milliseconds a process has to answer READY (default 10000).
 void bn_treeproc_set_start_timeout (bn_treeproc_t *self, int timeout);
 
+//  The longest wait before a node that keeps dying is restarted: a node
+//  lost within 10 s of its start waits 100 ms, then twice as long each
+//  time, up to msecs (controller.node_restart_backoff).
+#define BN_TREEPROC_RESTART_BACKOFF 5000
+void bn_treeproc_set_restart_backoff (bn_treeproc_t *self, int msecs);
+
 //  Start every process and wait until each has answered READY. Returns 0,
 //  or -1 if one could not be started, ended or did not answer in time (the
 //  others keep running until destroy).

@@ -369,13 +369,13 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     //  The controller answers a burst of registrations one by one, and
     //  this thread sets each engine up in turn: allow 2 ms per engine.
     self->env.registration_timeout =
-        bn_config_double (config, "engine.registration_timeout") +
+        bn_config_msecs (config, "engine.registration_timeout") / 1000.0 +
         0.002 * self->count;
-    self->env.timeout = bn_config_double (config, "engine.timeout");
+    self->env.timeout = bn_config_msecs (config, "engine.timeout") / 1000.0;
     self->env.heartbeat_misses =
         bn_config_int (config, "engine.heartbeat_misses");
     self->env.time_limit =
-        bn_config_double (config, "engine.request_time_limit");
+        bn_config_msecs (config, "engine.request_time_limit") / 1000.0;
     self->functions = bn_functions_new ();
     int rc = self->functions ? 0 : -1;
     if (!rc && bn_functions_load_list (

@@ -62,13 +62,14 @@ s_usage (FILE *file)
            "  --hwm N               high-water mark of the node's sockets, 0 = "
            "none\n"
            "                        (controller.hwm)\n"
-           "  --deadline MS         default request deadline at the root, 0 = "
+           "  --deadline T          default request deadline at the root, 0 = "
            "none\n"
-           "  --connect-grace MS    leaf: how long requests wait for an engine "
+           "                        (3s, 250ms...; a bare number is ms)\n"
+           "  --connect-grace T     leaf: how long requests wait for an engine "
            "that\n"
            "                        registered but is not connected yet "
            "(default:\n"
-           "                        3000)\n"
+           "                        3s; controller.connect_grace)\n"
            "  --monitor ENDPOINT    root: report requests and replies to the "
            "hub's\n"
            "                        records through the controller's link "
@@ -119,6 +120,17 @@ typedef struct {
     bool trusted;
     const char *monitor;
 } s_options_t;
+
+//  Milliseconds in a duration flag ("3s", "250ms"; a bare number is ms),
+//  or -1 if it is not one or too long.
+static int
+s_msecs (const char *text)
+{
+    int64_t msecs;
+    return bn_config_parse_duration (text, 1, &msecs) == 0 && msecs <= INT32_MAX
+               ? (int)msecs
+               : -1;
+}
 
 //  Parse argv into options and config; returns 0, 1 (help/version shown)
 //  or the usage error's exit code.
@@ -176,18 +188,14 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
                     S_NAME, "--depth needs a number, not '%s'", value);
         } else if ((value = bn_args_flag_value (argc, argv, &i, "--deadline",
                                                 &missing))) {
-            if ((options->deadline = bn_args_number (value, INT32_MAX)) < 0)
+            if ((options->deadline = s_msecs (value)) < 0)
                 return bn_args_usage_error (
-                    S_NAME,
-                    "--deadline needs milliseconds, not "
-                    "'%s'",
-                    value);
+                    S_NAME, "--deadline needs a duration, not '%s'", value);
         } else if ((value = bn_args_flag_value (argc, argv, &i,
                                                 "--connect-grace", &missing))) {
-            if ((options->connect_grace = bn_args_number (value, INT32_MAX)) <
-                0)
+            if ((options->connect_grace = s_msecs (value)) < 0)
                 return bn_args_usage_error (
-                    S_NAME, "--connect-grace needs milliseconds, not '%s'",
+                    S_NAME, "--connect-grace needs a duration, not '%s'",
                     value);
         } else if ((value = bn_args_flag_value (argc, argv, &i, "--control-fd",
                                                 &missing))) {

@@ -79,7 +79,7 @@ START_TEST (test_usage)
     ck_assert_str_eq (bn_config_str (config, "controller.ip"), "10.0.0.1");
     ck_assert_str_eq (bn_config_str (config, "log.level"), "debug");
     ck_assert_int_eq (bn_config_int (config, "engine.count"), 8);
-    ck_assert_double_eq (bn_config_double (config, "client.timeout"), 10);
+    ck_assert_int_eq (bn_config_msecs (config, "client.timeout"), 10000);
 
     char expected[300];
     snprintf (expected, sizeof expected, "file %s", path);
@@ -101,12 +101,20 @@ START_TEST (test_defaults)
     ck_assert_str_eq (bn_config_str (config, "controller.ip"), "127.0.0.1");
     ck_assert_int_eq (bn_config_int (config, "controller.depth"), 1);
     ck_assert_str_eq (bn_config_str (config, "controller.scheme"), "leastload");
-    ck_assert_int_eq (bn_config_int (config, "controller.heartbeat_period"),
+    ck_assert_int_eq (bn_config_msecs (config, "controller.heartbeat_period"),
                       3000);
     ck_assert_int_eq (bn_config_int (config, "controller.heartbeat_misses"),
                       10);
-    ck_assert_double_eq (
-        bn_config_double (config, "controller.registration_timeout"), 30);
+    ck_assert_int_eq (
+        bn_config_msecs (config, "controller.registration_timeout"), 30000);
+    ck_assert_int_eq (bn_config_msecs (config, "controller.connect_grace"),
+                      3000);
+    ck_assert_int_eq (bn_config_msecs (config, "controller.stranded_timeout"),
+                      500);
+    ck_assert_int_eq (
+        bn_config_msecs (config, "controller.node_restart_backoff"), 5000);
+    ck_assert_int_eq (bn_config_msecs (config, "controller.db_flush"), 200);
+    ck_assert_int_eq (bn_config_msecs (config, "controller.tree_deadline"), 0);
     ck_assert_int_eq (bn_config_int (config, "controller.hwm"), 0);
     ck_assert (!bn_config_bool (config, "controller.reuse_files"));
     ck_assert_str_eq (bn_config_str (config, "cluster.id"), "");
@@ -115,14 +123,13 @@ START_TEST (test_defaults)
     ck_assert_str_eq (bn_config_str (config, "log.level"), "warn");
     ck_assert_str_eq (bn_config_str (config, "log.file"), "");
     ck_assert_int_eq (bn_config_int (config, "engine.count"), 1);
-    ck_assert_double_eq (bn_config_double (config, "engine.timeout"), 30);
-    ck_assert_double_eq (
-        bn_config_double (config, "engine.registration_timeout"), 5);
-    ck_assert_double_eq (bn_config_double (config, "engine.request_time_limit"),
-                         0);
+    ck_assert_int_eq (bn_config_msecs (config, "engine.timeout"), 30000);
+    ck_assert_int_eq (bn_config_msecs (config, "engine.registration_timeout"),
+                      5000);
+    ck_assert_int_eq (bn_config_msecs (config, "engine.request_time_limit"), 0);
     ck_assert_str_eq (bn_config_str (config, "engine.plugins"), "");
     ck_assert_int_eq (bn_config_int (config, "engine.heartbeat_misses"), 50);
-    ck_assert_double_eq (bn_config_double (config, "client.timeout"), 10);
+    ck_assert_int_eq (bn_config_msecs (config, "client.timeout"), 10000);
     ck_assert_str_eq (bn_config_error (config), "");
 
     //  The table is complete and self-consistent
@@ -141,7 +148,7 @@ START_TEST (test_defaults)
     ck_assert_ptr_null (bn_config_source (config, "controller.nope"));
     ck_assert_ptr_null (bn_config_default ("nope"));
     ck_assert_int_eq (bn_config_type ("engine.count"), BN_CONFIG_INT);
-    ck_assert_int_eq (bn_config_type ("client.timeout"), BN_CONFIG_DOUBLE);
+    ck_assert_int_eq (bn_config_type ("client.timeout"), BN_CONFIG_DURATION);
     ck_assert_int_eq (bn_config_type ("controller.reuse_files"),
                       BN_CONFIG_BOOL);
     ck_assert_int_eq (bn_config_type ("log.level"), BN_CONFIG_STRING);
@@ -162,6 +169,8 @@ s_same_value (bn_config_t *a, bn_config_t *b, const char *name)
         return bn_config_bool (a, name) == bn_config_bool (b, name);
     case BN_CONFIG_STRING:
         return strcmp (bn_config_str (a, name), bn_config_str (b, name)) == 0;
+    case BN_CONFIG_DURATION:
+        return bn_config_msecs (a, name) == bn_config_msecs (b, name);
     }
     return false;
 }
@@ -234,7 +243,7 @@ START_TEST (test_file_format)
     ck_assert_str_eq (bn_config_str (config, "cluster.id"), "my cluster");
     ck_assert_str_eq (bn_config_str (config, "engine.plugins"),
                       "/a/b.so:/c/d.so");
-    ck_assert_double_eq (bn_config_double (config, "engine.timeout"), 2.5);
+    ck_assert_int_eq (bn_config_msecs (config, "engine.timeout"), 2500);
     ck_assert_str_eq (bn_config_str (config, "log.file"), "/tmp/x#y.log");
     ck_assert_str_eq (bn_config_str (config, "log.level"), "error");
     ck_assert_str_eq (bn_config_source (config, "engine.count"), "default");
@@ -273,9 +282,13 @@ START_TEST (test_file_errors)
     s_expect_file_error ("controller\n    depth =\n",
                          "line 2: controller.depth: '' is not an integer");
     s_expect_file_error ("client\n    timeout = soon\n",
-                         "line 2: client.timeout: 'soon' is not a number");
+                         "line 2: client.timeout: 'soon' is not a duration");
     s_expect_file_error ("client\n    timeout = -1\n",
-                         "client.timeout: -1 is out of range");
+                         "client.timeout: '-1' is not a duration");
+    s_expect_file_error ("client\n    timeout = 2d\n",
+                         "client.timeout: '2d' is not a duration");
+    s_expect_file_error ("client\n    timeout = 25h\n",
+                         "client.timeout: '25h' is out of range 0..24h");
     s_expect_file_error ("controller\n    reuse_files = maybe\n",
                          "'maybe' is not true or false");
     s_expect_file_error ("log\n    level = loud\n",
@@ -323,7 +336,7 @@ START_TEST (test_env)
                    NULL};
     ck_assert_int_eq (bn_config_load_env (config, env), 0);
     ck_assert_str_eq (bn_config_str (config, "controller.ip"), "0.0.0.0");
-    ck_assert_int_eq (bn_config_int (config, "controller.heartbeat_period"),
+    ck_assert_int_eq (bn_config_msecs (config, "controller.heartbeat_period"),
                       500);
     ck_assert_str_eq (bn_config_str (config, "profile.dir_root"),
                       "/srv/banyan");
@@ -331,8 +344,8 @@ START_TEST (test_env)
                       "env BANYAN_DIR");
     ck_assert_str_eq (bn_config_str (config, "profile.name"), "bench");
     ck_assert (bn_config_bool (config, "controller.reuse_files"));
-    ck_assert_double_eq (bn_config_double (config, "engine.request_time_limit"),
-                         0.25);
+    ck_assert_int_eq (bn_config_msecs (config, "engine.request_time_limit"),
+                      250);
     ck_assert_str_eq (bn_config_source (config, "controller.ip"),
                       "env BANYAN_CONTROLLER_IP");
     char *dir = bn_config_profile_dir (config, NULL);
@@ -358,7 +371,7 @@ START_TEST (test_env)
     setenv ("BANYAN_CLIENT_TIMEOUT", "3.5", 1);
     setenv ("BANYAN_CLUSTER_ID", "abc", 1);
     ck_assert_int_eq (bn_config_load_env (config, NULL), 0);
-    ck_assert_double_eq (bn_config_double (config, "client.timeout"), 3.5);
+    ck_assert_int_eq (bn_config_msecs (config, "client.timeout"), 3500);
     ck_assert_str_eq (bn_config_str (config, "cluster.id"), "abc");
     unsetenv ("BANYAN_CLIENT_TIMEOUT");
     unsetenv ("BANYAN_CLUSTER_ID");
@@ -386,7 +399,7 @@ START_TEST (test_precedence)
     ck_assert_int_eq (bn_config_int (config, "engine.count"), 6);
     ck_assert_str_eq (bn_config_source (config, "engine.count"),
                       "env BANYAN_ENGINE_COUNT");
-    ck_assert_double_eq (bn_config_double (config, "engine.timeout"), 7);
+    ck_assert_int_eq (bn_config_msecs (config, "engine.timeout"), 7000);
 
     //  A lower source is still checked
     ck_assert_int_eq (
@@ -437,17 +450,19 @@ START_TEST (test_set)
     ck_assert_int_eq (bn_config_int (config, "engine.count"), 1);
     ck_assert_str_eq (bn_config_source (config, "engine.count"), "default");
 
-    const char *bad_doubles[] = {"", "x", "1.5s", "nan", "inf", "1e999"};
-    for (size_t i = 0; i < sizeof bad_doubles / sizeof bad_doubles[0]; i++)
-        ck_assert_msg (bn_config_set (config, "client.timeout", bad_doubles[i],
+    const char *bad_durations[] = {"", "x", "1.5x", "nan", "inf", "1e999"};
+    for (size_t i = 0; i < sizeof bad_durations / sizeof bad_durations[0]; i++)
+        ck_assert_msg (bn_config_set (config, "client.timeout",
+                                      bad_durations[i],
                                       BN_CONFIG_CMDLINE) == -1,
-                       "'%s' accepted", bad_doubles[i]);
+                       "'%s' accepted", bad_durations[i]);
+    //  bare numbers keep the setting's unit, seconds here
     ck_assert_int_eq (
         bn_config_set (config, "client.timeout", "1e1", BN_CONFIG_CMDLINE), 0);
-    ck_assert_double_eq (bn_config_double (config, "client.timeout"), 10);
+    ck_assert_int_eq (bn_config_msecs (config, "client.timeout"), 10000);
     ck_assert_int_eq (
         bn_config_set (config, "client.timeout", "0.1", BN_CONFIG_CMDLINE), 0);
-    ck_assert_double_eq (bn_config_double (config, "client.timeout"), 0.1);
+    ck_assert_int_eq (bn_config_msecs (config, "client.timeout"), 100);
 
     const char *truths[] = {"true", "TRUE", "yes", "on", "1"};
     for (size_t i = 0; i < 5; i++) {
@@ -488,6 +503,117 @@ START_TEST (test_set)
     ck_assert_int_eq (
         bn_config_set (config, "cluster.id", "a", BN_CONFIG_DEFAULT), 0);
     ck_assert_str_eq (bn_config_source (config, "cluster.id"), "default");
+    bn_config_destroy (&config);
+}
+END_TEST
+
+//  Durations: the parser, the shortest text, and settings that take them.
+START_TEST (test_durations)
+{
+    struct {
+        const char *text;
+        int64_t bare_unit;
+        int64_t msecs;
+    } good[] = {
+        {"3s", 1, 3000},       {"200ms", 1, 200},  {"1.5s", 1, 1500},
+        {"2m", 1, 120000},     {"1h", 1, 3600000}, {"250", 1, 250},
+        {"250", 1000, 250000}, {"0.5", 1000, 500}, {"0", 1, 0},
+        {"0s", 1000, 0},       {"1e3", 1, 1000},   {".5s", 1, 500},
+        {"7s  ", 1, 7000},     {"10ms", 1000, 10}, {"0.25m", 1, 15000},
+        {"1.001s", 1, 1001},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        int64_t msecs = -1;
+        ck_assert_msg (bn_config_parse_duration (
+                           good[i].text, good[i].bare_unit, &msecs) == 0,
+                       "'%s' refused", good[i].text);
+        ck_assert_msg (msecs == good[i].msecs, "'%s' read as %lld ms",
+                       good[i].text, (long long)msecs);
+    }
+    const char *bad[] = {"",     "s",     "3x",   "3 s",    "-1s", "+1s",
+                         " 3s",  "1.5ms", "3sec", "inf",    "nan", "3s3",
+                         "0x10", "1e",    "ms3",  "1.2.3s", "3S",  "1d"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int64_t msecs = 42;
+        ck_assert_msg (bn_config_parse_duration (bad[i], 1, &msecs) == -1,
+                       "'%s' accepted", bad[i]);
+        ck_assert_int_eq (msecs, 42);
+    }
+    //  a bare number of seconds finer than a millisecond
+    int64_t msecs;
+    ck_assert_int_eq (bn_config_parse_duration ("0.0001", 1000, &msecs), -1);
+
+    struct {
+        int64_t msecs;
+        const char *text;
+    } shown[] = {{0, "0"},         {3000, "3s"},   {1500, "1.5s"},
+                 {250, "250ms"},   {120000, "2m"}, {7200000, "2h"},
+                 {1001, "1.001s"}, {90000, "90s"}, {1250, "1.25s"},
+                 {1, "1ms"}};
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+        char text[32];
+        ck_assert_str_eq (
+            bn_config_format_duration (shown[i].msecs, text, sizeof text),
+            shown[i].text);
+        int64_t back;
+        ck_assert_int_eq (bn_config_parse_duration (text, 1, &back), 0);
+        ck_assert_int_eq (back, shown[i].msecs);
+    }
+
+    //  as settings: canonical text, clear errors naming key and value
+    bn_config_t *config = bn_config_new ();
+    ck_assert_int_eq (bn_config_type ("controller.connect_grace"),
+                      BN_CONFIG_DURATION);
+    ck_assert_int_eq (bn_config_set (config, "controller.connect_grace",
+                                     "1500ms", BN_CONFIG_CMDLINE),
+                      0);
+    ck_assert_int_eq (bn_config_msecs (config, "controller.connect_grace"),
+                      1500);
+    ck_assert_int_eq (bn_config_set (config, "controller.connect_grace", "3x",
+                                     BN_CONFIG_CMDLINE),
+                      -1);
+    ck_assert_str_eq (bn_config_error (config),
+                      "controller.connect_grace: '3x' is not a duration in "
+                      "whole milliseconds (say 3s, 200ms, 1.5s or 2m; a bare "
+                      "number is milliseconds)");
+    ck_assert_int_eq (bn_config_set (config, "controller.connect_grace", "2h",
+                                     BN_CONFIG_CMDLINE),
+                      -1);
+    ck_assert_str_eq (bn_config_error (config),
+                      "controller.connect_grace: '2h' is out of range 0..1h");
+    ck_assert_int_eq (bn_config_set (config, "controller.heartbeat_period",
+                                     "5ms", BN_CONFIG_CMDLINE),
+                      -1);
+    ck_assert_str_eq (
+        bn_config_error (config),
+        "controller.heartbeat_period: '5ms' is out of range 10ms..1h");
+    ck_assert_int_eq (
+        bn_config_set (config, "engine.timeout", "0.0001", BN_CONFIG_CMDLINE),
+        -1);
+    ck_assert_ptr_nonnull (
+        strstr (bn_config_error (config), "a bare number is seconds"));
+    ck_assert_int_eq (bn_config_msecs (config, "controller.connect_grace"),
+                      1500);
+    char *env[] = {"BANYAN_CONTROLLER_CONNECT_GRACE=250ms",
+                   "BANYAN_CONTROLLER_TREE_DEADLINE=2m", NULL};
+    ck_assert_int_eq (bn_config_load_env (config, env), 0);
+    ck_assert_int_eq (bn_config_msecs (config, "controller.tree_deadline"),
+                      120000);
+    ck_assert_str_eq (bn_config_source (config, "controller.tree_deadline"),
+                      "env BANYAN_CONTROLLER_TREE_DEADLINE");
+    //  the command line's value stays
+    ck_assert_int_eq (bn_config_msecs (config, "controller.connect_grace"),
+                      1500);
+
+    char *text = NULL;
+    size_t size = 0;
+    FILE *stream = open_memstream (&text, &size);
+    bn_config_print (config, stream);
+    fclose (stream);
+    ck_assert_ptr_nonnull (strstr (text, "controller.connect_grace = 1.5s "));
+    ck_assert_ptr_nonnull (strstr (text, "controller.tree_deadline = 2m "));
+    ck_assert_ptr_nonnull (strstr (text, "controller.heartbeat_period = 3s "));
+    free (text);
     bn_config_destroy (&config);
 }
 END_TEST
@@ -582,6 +708,7 @@ main (void)
     tcase_add_test (tc, test_env);
     tcase_add_test (tc, test_precedence);
     tcase_add_test (tc, test_set);
+    tcase_add_test (tc, test_durations);
     tcase_add_test (tc, test_profile_dir);
     tcase_add_test (tc, test_print);
     suite_add_tcase (suite, tc);

@@ -273,8 +273,14 @@ START_TEST (test_registered_again_in_grace)
         zsock_destroy (socks[i]);
     zclock_sleep (100);
     t_engine_register (engine, s_ctl, s_client, -1);
-    //  once the grace is over, requests still reach it
-    zclock_sleep (700);
+    //  once the grace is over (the old registration's unregistration goes
+    //  out), requests still reach it
+    bn_msg_t *gone = t_notification (
+        s_client, BN_MSG_UNREGISTRATION_NOTIFICATION, T_TIMEOUT);
+    ck_assert_msg (gone != NULL, "the grace did not end");
+    ck_assert_int_eq (
+        json_integer_value (json_object_get (bn_msg_content (gone), "id")), id);
+    bn_msg_destroy (&gone);
     msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, engine->uuid);
     t_send (&msg, s_client->mux, s_client->session);
     got = t_recv (engine->shell);

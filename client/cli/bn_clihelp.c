@@ -244,8 +244,8 @@ static const s_help_t s_helps[] = {
      "  banyan px --timeout 60 -b 'make -C ~/src test'\n"
      "  banyan px --direct hostname\n"
      "  banyan px --balanced 'make -C ~/src test'\n",
-     "seconds to wait for the controller (default:\n"
-     "                          client.timeout, 10) and for the results\n"
+     "time to wait for the controller (default:\n"
+     "                          client.timeout, 10s) and for the results\n"
      "                          (default: no limit); engines that have not\n"
      "                          answered by then are reported as timed out\n"},
 
@@ -267,8 +267,8 @@ static const s_help_t s_helps[] = {
      "  banyan apply --balanced sleep 5\n"
      "  banyan apply -b sum 1 2 3.5\n"
      "  banyan apply -t 0 echo hello\n",
-     "seconds to wait for the controller (default:\n"
-     "                          client.timeout, 10) and for the results\n"
+     "time to wait for the controller (default:\n"
+     "                          client.timeout, 10s) and for the results\n"
      "                          (default: no limit)\n"},
 
     {"push", "push [OPTIONS] NAME FILE",
@@ -281,8 +281,8 @@ static const s_help_t s_helps[] = {
      true, true, S_COMMON_EXIT,
      "  banyan push data input.bin\n"
      "  banyan push -t 0-3 config ./settings.json\n",
-     "seconds to wait for the controller (default:\n"
-     "                          client.timeout, 10) and for the results\n"
+     "time to wait for the controller (default:\n"
+     "                          client.timeout, 10s) and for the results\n"
      "                          (default: no limit)\n"},
 
     {"pull", "pull [OPTIONS] NAME", "print a named value from engines",
@@ -295,8 +295,8 @@ static const s_help_t s_helps[] = {
      true, true, S_COMMON_EXIT,
      "  banyan pull data\n"
      "  banyan pull -b -t 0-7 config\n",
-     "seconds to wait for the controller (default:\n"
-     "                          client.timeout, 10) and for the results\n"
+     "time to wait for the controller (default:\n"
+     "                          client.timeout, 10s) and for the results\n"
      "                          (default: no limit)\n"},
 
     {"status", "status [OPTIONS]", "summary of a cluster",
@@ -396,8 +396,8 @@ static const char *s_cluster_options =
     "      --timeout S         ";
 
 static const char *s_timeout_connect =
-    "seconds to wait for the controller (default:\n"
-    "                          client.timeout, 10)\n";
+    "time to wait for the controller (default:\n"
+    "                          client.timeout, 10s)\n";
 
 static const char *s_last_options =
     "      --log-level LEVEL   error, warn, info or debug (default: warn)\n"

@@ -154,15 +154,15 @@ bn_cliopts_seconds (bn_cliopts_t *self, const char *name, const char *text,
 {
     assert (self);
     assert (text);
-    char *end;
-    errno = 0;
-    double number = strtod (text, &end);
-    if (errno || end == text || *end || !isfinite (number) || number < 0) {
-        bn_cliopts_usage_error (self, "%s: '%s' is not a number of seconds",
+    int64_t msecs;
+    if (bn_config_parse_duration (text, 1000, &msecs) != 0) {
+        bn_cliopts_usage_error (self,
+                                "%s: '%s' is not a duration (say 10s or "
+                                "500ms; a bare number is seconds)",
                                 name, text);
         return -1;
     }
-    *value = number;
+    *value = msecs / 1000.0;
     return 0;
 }
 
@@ -301,7 +301,8 @@ s_finish (bn_cliopts_t *self)
                             : bn_connfile_path (self->profile_dir, cluster_id,
                                                 BN_CONNFILE_CLIENT);
     if (!self->timeout_given)
-        self->timeout = bn_config_double (self->config, "client.timeout");
+        self->timeout =
+            bn_config_msecs (self->config, "client.timeout") / 1000.0;
 
     const char *profile = bn_config_str (self->config, "profile.name");
     char *selection;

@@ -66,7 +66,8 @@ void bn_cliopts_error (bn_cliopts_t *self, const char *format, ...)
 int bn_cliopts_int (bn_cliopts_t *self, const char *name, const char *text,
                     long min, long max, long *value);
 
-//  Parse text as a number of seconds >= 0 for option name; returns 0, or
+//  Parse text as a duration ("10s", "500ms", "1.5s"; a bare number is
+//  seconds) into seconds for option name; returns 0, or
 //  -1 after a usage error.
 int bn_cliopts_seconds (bn_cliopts_t *self, const char *name, const char *text,
                         double *value);
