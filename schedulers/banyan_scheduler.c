@@ -64,7 +64,8 @@ s_usage (FILE *file)
            "                        (controller.hwm)\n"
            "  --deadline T          default request deadline at the root, 0 = "
            "none\n"
-           "                        (3s, 250ms...; a bare number is ms)\n"
+           "                        (3s, 250ms...; a bare number is ms;\n"
+           "                        controller.tree_deadline)\n"
            "  --connect-grace T     leaf: how long requests wait for an engine "
            "that\n"
            "                        registered but is not connected yet "
@@ -114,23 +115,10 @@ typedef struct {
     const char *bind_up;
     const char *connect_up;
     const char *bind_down;
-    int deadline;
-    int connect_grace;
     int control_fd;
     bool trusted;
     const char *monitor;
 } s_options_t;
-
-//  Milliseconds in a duration flag ("3s", "250ms"; a bare number is ms),
-//  or -1 if it is not one or too long.
-static int
-s_msecs (const char *text)
-{
-    int64_t msecs;
-    return bn_config_parse_duration (text, 1, &msecs) == 0 && msecs <= INT32_MAX
-               ? (int)msecs
-               : -1;
-}
 
 //  Parse argv into options and config; returns 0, 1 (help/version shown)
 //  or the usage error's exit code.
@@ -140,13 +128,14 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
     *options = (s_options_t){.node = -1,
                              .topology = "kary:2",
                              .depth = BN_TOPOLOGY_DEPTH_DEFAULT,
-                             .connect_grace = 3000,
                              .control_fd = -1};
     static const bn_args_setting_t settings[] = {
         {"--hwm", "controller.hwm"},
         {"--log-level", "log.level"},
         {"--log-file", "log.file"},
         {"--reduce-plugins", "controller.reduce_plugins"},
+        {"--deadline", "controller.tree_deadline"},
+        {"--connect-grace", "controller.connect_grace"},
     };
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -186,17 +175,6 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
             if ((options->depth = bn_args_number (value, INT32_MAX)) < 0)
                 return bn_args_usage_error (
                     S_NAME, "--depth needs a number, not '%s'", value);
-        } else if ((value = bn_args_flag_value (argc, argv, &i, "--deadline",
-                                                &missing))) {
-            if ((options->deadline = s_msecs (value)) < 0)
-                return bn_args_usage_error (
-                    S_NAME, "--deadline needs a duration, not '%s'", value);
-        } else if ((value = bn_args_flag_value (argc, argv, &i,
-                                                "--connect-grace", &missing))) {
-            if ((options->connect_grace = s_msecs (value)) < 0)
-                return bn_args_usage_error (
-                    S_NAME, "--connect-grace needs a duration, not '%s'",
-                    value);
         } else if ((value = bn_args_flag_value (argc, argv, &i, "--control-fd",
                                                 &missing))) {
             if ((options->control_fd = bn_args_number (value, INT32_MAX)) < 0)
@@ -371,8 +349,10 @@ s_run (const s_options_t *options, bn_config_t *config)
         .key = key,
         .up_endpoint = node == 0 ? options->bind_up : options->connect_up,
         .down_endpoint = options->bind_down,
-        .deadline_ms = options->deadline,
-        .connect_grace_ms = options->connect_grace,
+        .deadline_ms =
+            (int)bn_config_msecs (config, "controller.tree_deadline"),
+        .connect_grace_ms =
+            (int)bn_config_msecs (config, "controller.connect_grace"),
         //  the links between nodes, never the client or engine ports
         .up_trusted = options->trusted && node != 0,
         .down_trusted =
