@@ -1186,6 +1186,21 @@ START_TEST (test_records_bound)
 }
 END_TEST
 
+//  Engine uuid, registered before, connects to the task port now: the
+//  task msg_id, held for it, reaches it.
+static void
+s_connect_late (const char *uuid, const char *msg_id)
+{
+    zsock_t *late = t_sock (ZMQ_ROUTER, uuid);
+    t_connect (late, s_engine_port);
+    ck_assert (s_run_until (late, T_TIMEOUT));
+    bn_msg_t *request = t_recv (late);
+    ck_assert_ptr_nonnull (request);
+    ck_assert_str_eq (bn_msg_id (request), msg_id);
+    bn_msg_destroy (&request);
+    zsock_destroy (&late);
+}
+
 //  An engine registered before its task connection is up: within the
 //  connect grace the task waits and reaches it once it connects.
 START_TEST (test_not_connected)
@@ -1197,14 +1212,7 @@ START_TEST (test_not_connected)
     char *id = s_submit (NULL);
     s_run_until_stat ("not_connected", 1);
     ck_assert_uint_eq (bn_task_unassigned (s_task), 1);
-    zsock_t *late = t_sock (ZMQ_ROUTER, uuid);
-    t_connect (late, s_engine_port);
-    ck_assert (s_run_until (late, T_TIMEOUT));
-    bn_msg_t *request = t_recv (late);
-    ck_assert_ptr_nonnull (request);
-    ck_assert_str_eq (bn_msg_id (request), id);
-    bn_msg_destroy (&request);
-    zsock_destroy (&late);
+    s_connect_late (uuid, id);
     free (id);
 }
 END_TEST
@@ -1251,13 +1259,7 @@ START_TEST (test_never_connected)
     ck_assert_int_eq (bn_task_engine_add (s_task, ghost, 9), 0);
     char *again = s_submit (json_pack ("{s:[s]}", "targets", ghost));
     s_run_until_stat ("not_connected", 2);
-    zsock_t *late = t_sock (ZMQ_ROUTER, ghost);
-    t_connect (late, s_engine_port);
-    ck_assert (s_run_until (late, T_TIMEOUT));
-    request = t_recv (late);
-    ck_assert_str_eq (bn_msg_id (request), again);
-    bn_msg_destroy (&request);
-    zsock_destroy (&late);
+    s_connect_late (ghost, again);
     free (held);
     free (only);
     free (next);
