@@ -40,6 +40,7 @@ s_usage (FILE *out)
         "                        [--results DIR] [--machine NAME] [run's "
         "options]\n"
         "       banyan-bench publish [--results DIR] [--html DIR]\n"
+        "                        [--markdown FILE]\n"
         "Benchmark banyan the way asv does: suites with parameter grids, one\n"
         "process per parameter set, results as asv's files.\n\n"
         "  run         run the benchmarks (all, or those whose name matches a\n"
@@ -47,14 +48,16 @@ s_usage (FILE *out)
         "results/<machine>/<commit>-<env>.json\n"
         "  list        print the benchmarks and their parameters\n"
         "  compare     before, after and ratio of two commits' results;\n"
-        "              + worse, - better, ! newly failing\n"
+        "              + worse, - better, ! newly failing, x the\n"
+        "              benchmark changed in between (not comparable)\n"
         "  continuous  compare BASE with HEAD, showing changes only; exit 1\n"
         "              on a significant regression (Mann-Whitney U on the\n"
         "              samples, or 99%% intervals that do not overlap);\n"
         "              HEAD's results are run first when they are missing\n"
         "              and this build is HEAD (with run's options)\n"
         "  publish     write a static site (index, a page per benchmark,\n"
-        "              plots drawn with gnuplot) and table.md\n\n"
+        "              plots drawn with gnuplot) and table.md, and with\n"
+        "              --markdown the same table as a page of its own\n\n"
         "  -q, --quick         one sample of one call per case, small grids\n"
         "  -b, --bench REGEX   benchmarks whose name matches (repeatable)\n"
         "      --machine NAME  machine name in the results (host name)\n"
@@ -73,6 +76,8 @@ s_usage (FILE *out)
         "      --factor F      ratio a change must pass to be marked (1.1)\n"
         "      --only-changed  compare: leave out unmarked rows\n"
         "      --html DIR      site folder (html)\n"
+        "      --markdown FILE publish: write the table as a markdown\n"
+        "                      page, such as doc/performance.md\n"
         "  -h, --help          show this help and exit\n"
         "      --version       show the version and exit\n\n"
         "Exit status: 0 ok; 1 a case failed (run) or a regression\n"
@@ -85,7 +90,7 @@ s_usage (FILE *out)
         "  banyan-bench run -b '^osu\\.Latency' -f\n"
         "  banyan-bench compare 1a2b3c4d 5e6f7a8b --only-changed\n"
         "  banyan-bench continuous main HEAD\n"
-        "  banyan-bench publish --html site\n");
+        "  banyan-bench publish --html site --markdown doc/performance.md\n");
 }
 
 typedef struct {
@@ -105,6 +110,7 @@ typedef struct {
     double factor;
     bool only_changed;
     const char *html;
+    const char *markdown;
 } s_options_t;
 
 enum {
@@ -116,6 +122,7 @@ enum {
     S_OPT_FACTOR,
     S_OPT_ONLY_CHANGED,
     S_OPT_HTML,
+    S_OPT_MARKDOWN,
     S_OPT_VERSION
 };
 
@@ -139,6 +146,7 @@ s_parse (int argc, char **argv, s_options_t *options)
         {"factor", required_argument, NULL, S_OPT_FACTOR},
         {"only-changed", no_argument, NULL, S_OPT_ONLY_CHANGED},
         {"html", required_argument, NULL, S_OPT_HTML},
+        {"markdown", required_argument, NULL, S_OPT_MARKDOWN},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, S_OPT_VERSION},
         {NULL, 0, NULL, 0}};
@@ -204,6 +212,9 @@ s_parse (int argc, char **argv, s_options_t *options)
             break;
         case S_OPT_HTML:
             options->html = optarg;
+            break;
+        case S_OPT_MARKDOWN:
+            options->markdown = optarg;
             break;
         case 'h':
             s_usage (stdout);
@@ -444,13 +455,15 @@ main (int argc, char **argv)
             return S_EXIT_USAGE;
         }
         char err[512] = "";
-        if (bn_benchpublish_run (options.results, options.html, err,
-                                 sizeof err) != 0) {
+        if (bn_benchpublish_run (options.results, options.html,
+                                 options.markdown, err, sizeof err) != 0) {
             fprintf (stderr, "banyan-bench: %s\n", err);
             return S_EXIT_ERROR;
         }
         printf ("site: %s/index.html\ntable: %s/table.md\n", options.html,
                 options.html);
+        if (options.markdown)
+            printf ("page: %s\n", options.markdown);
         return S_EXIT_OK;
     }
     fprintf (stderr,

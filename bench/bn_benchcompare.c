@@ -156,9 +156,21 @@ bn_benchcompare_print (bn_benchresults_t *before, bn_benchresults_t *after,
         }
     for (size_t k = 0; k < n; k++) {
         name = sorted[k];
-        json_t *params = bn_benchresults_params (after, name);
-        if (!params)
-            params = bn_benchresults_params (before, name);
+        //  the cases of either file, as asv compares them
+        json_t *params =
+            json_deep_copy (bn_benchresults_params (after, name)
+                                ?: bn_benchresults_params (before, name));
+        json_t *older = bn_benchresults_params (before, name);
+        if (json_array_size (older) == json_array_size (params))
+            for (size_t p = 0; p < json_array_size (params); p++) {
+                size_t i;
+                json_t *value;
+                json_array_foreach (json_array_get (older, p), i, value)
+                {
+                    bn_benchdef_grid_add (json_array_get (params, p),
+                                          json_string_value (value));
+                }
+            }
         const char *unit = json_string_value (
             json_object_get (json_object_get (units, name), "unit"));
         if (!unit)
@@ -179,6 +191,8 @@ bn_benchcompare_print (bn_benchresults_t *before, bn_benchresults_t *after,
             }
             long ia = bn_benchresults_find (before, name, values, count);
             long ib = bn_benchresults_find (after, name, values, count);
+            if (ia < 0 && ib < 0)
+                continue; //  a mix of the two grids neither ran
             double va = NAN, vb = NAN;
             bn_benchstats_t sa, sb;
             double *xa = NULL, *xb = NULL;
@@ -196,8 +210,12 @@ bn_benchcompare_print (bn_benchresults_t *before, bn_benchresults_t *after,
             bool a_ok = ra == BN_BENCHRESULT_OK, b_ok = rb == BN_BENCHRESULT_OK;
             if (a_ok && b_ok && va > 0)
                 snprintf (ratio, sizeof ratio, "%6.2f", vb / va);
+            const char *version_a = bn_benchresults_row_version (before, name);
+            const char *version_b = bn_benchresults_row_version (after, name);
             if (ra == BN_BENCHRESULT_MISSING || rb == BN_BENCHRESULT_MISSING)
                 mark = ' ';
+            else if (version_a && version_b && strcmp (version_a, version_b))
+                mark = 'x'; //  the benchmark changed in between
             else if (a_ok && rb == BN_BENCHRESULT_FAILED) {
                 mark = '!';
                 counts->failing++;
@@ -221,7 +239,7 @@ bn_benchcompare_print (bn_benchresults_t *before, bn_benchresults_t *after,
             counts->compared++;
             free (xa);
             free (xb);
-            if (only_changed && (mark == ' ' || mark == '*'))
+            if (only_changed && (mark == ' ' || mark == '*' || mark == 'x'))
                 continue;
             char before_text[64] = "failed", after_text[64] = "failed";
             if (a_ok)
@@ -244,6 +262,7 @@ bn_benchcompare_print (bn_benchresults_t *before, bn_benchresults_t *after,
             s_right (out, after_text, 16);
             fprintf (out, " %8s  %s%s\n", ratio, name, text);
         }
+        json_decref (params);
     }
     free (sorted);
     json_decref (names);

@@ -1,6 +1,7 @@
 /*  bn_benchcompare: asv's `compare` and `continuous` over two result
     files: a table of before, after and ratio per benchmark and parameter
-    set, marked + (worse), - (better), ! (newly failing); a change counts
+    set, marked + (worse), - (better), ! (newly failing), x (not
+    comparable: the benchmark's version differs); a change counts
     only when it passes the factor and is significant (Mann-Whitney U on
     the samples, or 99 % intervals that do not overlap).  */
 #ifndef BN_BENCHCOMPARE_H_INCLUDED

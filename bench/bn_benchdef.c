@@ -30,6 +30,57 @@ bn_benchdef_unit (const bn_benchdef_t *def)
     return bn_benchdef_kind (def) == BN_BENCH_PEAKMEM ? "bytes" : "seconds";
 }
 
+json_t *
+bn_benchdef_grid (const bn_benchdef_t *def, bool quick)
+{
+    char names[256], values[1024];
+    snprintf (names, sizeof names, "%s",
+              def->param_names ? def->param_names : "");
+    const char *text =
+        quick && def->quick_params ? def->quick_params : def->params;
+    snprintf (values, sizeof values, "%s", text ? text : "");
+    json_t *grid = json_array ();
+    char *save_name, *save_group;
+    char *group = strtok_r (values, "|", &save_group);
+    for (char *name = strtok_r (names, " ", &save_name); name;
+         name = strtok_r (NULL, " ", &save_name)) {
+        json_t *list = json_array ();
+        char *save;
+        for (char *word = group ? strtok_r (group, " ", &save) : NULL; word;
+             word = strtok_r (NULL, " ", &save))
+            json_array_append_new (list, json_string (word));
+        json_array_append_new (grid, list);
+        group = strtok_r (NULL, "|", &save_group);
+    }
+    return grid;
+}
+
+void
+bn_benchdef_grid_add (json_t *values, const char *value)
+{
+    size_t i;
+    json_t *item;
+    json_array_foreach (values, i, item)
+    {
+        if (strcmp (json_string_value (item), value) == 0)
+            return;
+    }
+    char *end;
+    double number = strtod (value, &end);
+    size_t at = json_array_size (values);
+    if (*value && !*end)
+        json_array_foreach (values, i, item)
+        {
+            const char *other = json_string_value (item);
+            double than = strtod (other, &end);
+            if (*other && !*end && than > number) {
+                at = i;
+                break;
+            }
+        }
+    json_array_insert_new (values, at, json_string (value));
+}
+
 const char *
 bn_benchcase_str (bn_benchcase_t *self, const char *name, char *buf,
                   size_t size)

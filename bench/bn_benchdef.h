@@ -5,6 +5,7 @@
 #ifndef BN_BENCHDEF_H_INCLUDED
 #define BN_BENCHDEF_H_INCLUDED
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -49,6 +50,9 @@ struct _bn_benchdef_t {
     const char *description;        //  one line for list and the site
     const char *osu;                //  OSU test title ("Latency", "Bandwidth",
                                     //  "Bcast Latency"...), or NULL
+    const char *version;            //  asv's version: set, or changed, when
+                                    //  what the benchmark measures changes;
+                                    //  NULL: a hash of the definition
 };
 
 //  Parameter values are kept as asv keeps them, Python repr() text:
@@ -72,6 +76,14 @@ bn_benchkind_t bn_benchdef_kind (const bn_benchdef_t *def);
 
 //  The unit of its figures ("seconds", "bytes", or its own).
 const char *bn_benchdef_unit (const bn_benchdef_t *def);
+
+//  The benchmark's grid as its table gives it (quick: under --quick), as
+//  asv's list of lists of repr texts.
+json_t *bn_benchdef_grid (const bn_benchdef_t *def, bool quick);
+
+//  Add value (a repr text) to a grid's list of values unless it holds it:
+//  numbers in ascending order, other values at the end.
+void bn_benchdef_grid_add (json_t *values, const char *value);
 
 //  Value of parameter name as text with any quotes removed, or NULL if
 //  the benchmark has no such parameter.

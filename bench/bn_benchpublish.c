@@ -479,7 +479,7 @@ s_machine_line (FILE *out, s_machine_t *machine, bool markdown)
              markdown ? "Machine `" : "", machine->name, markdown ? "`" : "",
              json_string_value (json_object_get (info, "cpu")) ?: "?",
              json_string_value (json_object_get (info, "num_cpu")) ?: "?",
-             ram / 1024 / 1024,
+             ram / 1024 / 1024 / 1024,
              json_string_value (json_object_get (info, "os")) ?: "?",
              markdown ? "\n" : "");
 }
@@ -626,9 +626,44 @@ s_run_gnuplot (const char *script, const char *log, char *err, size_t errsize)
     return 0;
 }
 
+//  The markdown page at path: a heading and what the table is, then
+//  table.md as written at table_path. Returns 0 or -1.
+static int
+s_write_page (const char *path, const char *table_path, const char *results_dir,
+              char *err, size_t errsize)
+{
+    char *table = bn_benchresults_slurp (table_path);
+    FILE *out = table ? fopen (path, "w") : NULL;
+    if (!out) {
+        snprintf (err, errsize, "cannot write %s: %s", path, strerror (errno));
+        free (table);
+        return -1;
+    }
+    fprintf (out,
+             "# Performance\n\n"
+             "Written by `banyan-bench publish --markdown` from the results "
+             "in `%s`:\nthe latest figure of every benchmark and parameter "
+             "set on each machine\n(the median, ± half the interquartile "
+             "range), the commit it was measured\nat, and, for the "
+             "benchmarks stated against it, its ratio to the bare\nZeroMQ "
+             "floor last measured at that size (`floor.ZmqFloor`, a libzmq "
+             "ROUTER\nsending the same payload to as many DEALER echo "
+             "sockets in helper\nprocesses). Floors measured in other runs "
+             "make those ratios rough: compare\nfigures of one run, or use "
+             "`banyan-bench compare`.\n\n",
+             results_dir);
+    int rc = fputs (table, out) < 0 ? -1 : 0;
+    if (fclose (out) != 0 || rc != 0) {
+        snprintf (err, errsize, "cannot write %s: %s", path, strerror (errno));
+        rc = -1;
+    }
+    free (table);
+    return rc;
+}
+
 int
-bn_benchpublish_run (const char *results_dir, const char *html_dir, char *err,
-                     size_t errsize)
+bn_benchpublish_run (const char *results_dir, const char *html_dir,
+                     const char *markdown, char *err, size_t errsize)
 {
     s_site_t site = {.html_dir = html_dir};
     char path[4096];
@@ -743,6 +778,9 @@ bn_benchpublish_run (const char *results_dir, const char *html_dir, char *err,
     site.script = NULL;
     fclose (site.table);
     site.table = NULL;
+    if (markdown &&
+        s_write_page (markdown, table_path, results_dir, err, errsize) != 0)
+        goto done;
     snprintf (path, sizeof path, "%s/data/gnuplot.log", html_dir);
     rc = site.plots ? s_run_gnuplot (script_path, path, err, errsize) : 0;
 done:

@@ -175,7 +175,7 @@ bn_benchresults_machine_info (const char *machine)
         fclose (file);
     long pages = sysconf (_SC_PHYS_PAGES), page = sysconf (_SC_PAGE_SIZE);
     char ram[32], os[512], cpus[16];
-    snprintf (ram, sizeof ram, "%lld", (long long)pages * page / 1024);
+    snprintf (ram, sizeof ram, "%lld", (long long)pages * page);
     snprintf (os, sizeof os, "%s %s", names.sysname, names.release);
     snprintf (cpus, sizeof cpus, "%ld", sysconf (_SC_NPROCESSORS_ONLN));
     return json_pack ("{s:s, s:s, s:s, s:s, s:s, s:s}", "arch", names.machine,
@@ -510,6 +510,13 @@ bn_benchresults_params (bn_benchresults_t *self, const char *name)
     return json_array_get (json_object_get (self->columns, name), S_PARAMS);
 }
 
+const char *
+bn_benchresults_row_version (bn_benchresults_t *self, const char *name)
+{
+    return json_string_value (
+        json_array_get (json_object_get (self->columns, name), S_VERSION));
+}
+
 json_t *
 bn_benchresults_rows (bn_benchresults_t *self)
 {
@@ -542,18 +549,44 @@ bn_benchresults_date (bn_benchresults_t *self)
 
 //  A short stable version: FNV-1a of the benchmark's definition, in hex.
 void
-bn_benchresults_version (const bn_benchdef_t *def, json_t *grid, char *buf,
-                         size_t size)
+bn_benchresults_version (const bn_benchdef_t *def, char *buf, size_t size)
 {
-    char *text = json_dumps (grid, JSON_COMPACT);
+    if (def->version) {
+        snprintf (buf, size, "%s", def->version);
+        return;
+    }
     uint64_t hash = 14695981039346656037ULL;
-    const char *parts[] = {def->name, def->param_names, text ? text : "",
+    const char *parts[] = {def->name, def->param_names ? def->param_names : "",
+                           bn_benchdef_unit (def),
                            def->description ? def->description : ""};
-    for (size_t p = 0; p < 4; p++)
+    for (size_t p = 0; p < 4; p++) {
         for (const char *c = parts[p]; *c; c++)
             hash = (hash ^ (unsigned char)*c) * 1099511628211ULL;
-    free (text);
+        hash = (hash ^ 0xff) * 1099511628211ULL; //  parts apart
+    }
     snprintf (buf, size, "%016llx", (unsigned long long)hash);
+}
+
+//  Add every value of grid to the lists of whole (same parameters).
+static void
+s_grid_union (json_t *whole, json_t *grid)
+{
+    if (!json_is_array (grid) ||
+        json_array_size (grid) != json_array_size (whole))
+        return;
+    size_t p;
+    json_t *values;
+    json_array_foreach (grid, p, values)
+    {
+        size_t i;
+        json_t *value;
+        json_array_foreach (values, i, value)
+        {
+            if (json_is_string (value))
+                bn_benchdef_grid_add (json_array_get (whole, p),
+                                      json_string_value (value));
+        }
+    }
 }
 
 int
@@ -577,20 +610,28 @@ bn_benchresults_save_benchmarks (const char *dir,
     }
     for (size_t i = 0; i < count; i++) {
         const bn_benchdef_t *def = defs[i];
-        json_t *grid = grids[i];
         json_t *names = json_array ();
         char buf[256];
         snprintf (buf, sizeof buf, "%s", def->param_names);
         for (char *word = strtok (buf, " "); word; word = strtok (NULL, " "))
             json_array_append_new (names, json_string (word));
-        char version[32];
-        bn_benchresults_version (def, grid, version, sizeof version);
+        char version[64];
+        bn_benchresults_version (def, version, sizeof version);
+        json_t *grid = bn_benchdef_grid (def, false);
+        json_t *quick = bn_benchdef_grid (def, true);
+        s_grid_union (grid, quick);
+        json_decref (quick);
+        s_grid_union (grid, grids ? grids[i] : NULL);
+        json_t *old = json_object_get (root, def->name);
+        if (strcmp (json_string_value (json_object_get (old, "version")) ?: "",
+                    version) == 0)
+            s_grid_union (grid, json_object_get (old, "params"));
         bn_benchkind_t kind = bn_benchdef_kind (def);
         const char *type = kind == BN_BENCH_TIME    ? "time"
                            : kind == BN_BENCH_TRACK ? "track"
                                                     : "peakmemory";
         json_t *entry = json_pack (
-            "{s:s, s:s, s:o, s:O, s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s, "
+            "{s:s, s:s, s:o, s:o, s:i, s:i, s:i, s:i, s:f, s:f, s:s, s:s, "
             "s:s, s:f}",
             "code", def->description ? def->description : def->name, "name",
             def->name, "param_names", names, "params", grid, "number",

@@ -22,7 +22,8 @@ typedef enum {
 } bn_benchresult_t;
 
 //  What this machine is: asv's machine fields (arch, cpu, machine,
-//  num_cpu, os, ram) under the given machine name (NULL: the host name).
+//  num_cpu, os, ram in bytes), as text as asv writes them, under the given
+//  machine name (NULL: the host name).
 json_t *bn_benchresults_machine_info (const char *machine);
 
 //  Empty results for commit (full hash) in environment env on machine
@@ -78,6 +79,10 @@ long bn_benchresults_find (bn_benchresults_t *self, const char *name,
 //  The benchmark's params list of lists, or NULL (borrowed).
 json_t *bn_benchresults_params (bn_benchresults_t *self, const char *name);
 
+//  The version the benchmark had when these results were made, or NULL.
+const char *bn_benchresults_row_version (bn_benchresults_t *self,
+                                         const char *name);
+
 //  The results object (name to row), borrowed.
 json_t *bn_benchresults_rows (bn_benchresults_t *self);
 
@@ -87,17 +92,20 @@ const char *bn_benchresults_machine (bn_benchresults_t *self);
 double bn_benchresults_date (bn_benchresults_t *self);
 
 //  Write <dir>/benchmarks.json describing the benchmarks in defs (count
-//  of them) with the grids they ran with (grids[i], borrowed; NULL: the
-//  table's), merged into what the file holds. Returns 0 or -1.
+//  of them), merged into what the file holds. Each declares its whole
+//  grid: the table's, the values it ran with (grids[i], borrowed; may be
+//  NULL) and those the file held for the same version, so that asv reads
+//  the results of every run whatever grid it had. Returns 0 or -1.
 int bn_benchresults_save_benchmarks (const char *dir,
                                      const bn_benchdef_t *const *defs,
                                      json_t *const *grids, size_t count,
                                      char *err, size_t errsize);
 
-//  The version asv keeps for a benchmark: a hash of its definition and
-//  grid, as hex text in buf.
-void bn_benchresults_version (const bn_benchdef_t *def, json_t *grid, char *buf,
-                              size_t size);
+//  The version asv keeps for a benchmark, as text in buf: its definition's
+//  version, else a hash of its name, parameter names, unit and description
+//  (not of the grid a run used: asv drops the results whose version is not
+//  benchmarks.json's).
+void bn_benchresults_version (const bn_benchdef_t *def, char *buf, size_t size);
 
 //  JSON text with NaN written as asv (Python) writes it; malloc'd.
 char *bn_benchresults_dumps (json_t *root, size_t flags);

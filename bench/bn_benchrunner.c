@@ -265,26 +265,11 @@ bn_benchrunner_grid (bn_benchrunner_t *self, const bn_benchdef_t *def)
     char namebuf[256];
     const char *names[BN_BENCH_MAX_PARAMS];
     size_t count = s_param_names (def, namebuf, sizeof namebuf, names);
-    const char *text =
-        self->quick && def->quick_params ? def->quick_params : def->params;
-    char buf[1024];
-    snprintf (buf, sizeof buf, "%s", text ? text : "");
-    json_t *grid = json_array ();
-    char *save_group;
-    char *group = strtok_r (buf, "|", &save_group);
-    for (size_t p = 0; p < count; p++) {
-        json_t *values = json_array ();
-        char *save;
-        for (char *word = group ? strtok_r (group, " ", &save) : NULL; word;
-             word = strtok_r (NULL, " ", &save))
-            json_array_append_new (values, json_string (word));
+    json_t *grid = bn_benchdef_grid (def, self->quick);
+    for (size_t p = 0; p < count && p < json_array_size (grid); p++) {
         json_t *override = json_object_get (self->overrides, names[p]);
-        if (override) {
-            json_decref (values);
-            values = json_deep_copy (override);
-        }
-        json_array_append_new (grid, values);
-        group = strtok_r (NULL, "|", &save_group);
+        if (override)
+            json_array_set_new (grid, p, json_deep_copy (override));
     }
     return grid;
 }
@@ -772,24 +757,6 @@ s_find (bn_benchrunner_t *self, const char *name)
 }
 
 //  Add value to list if it is not there; numbers kept in ascending order.
-static void
-s_add_sorted (json_t *list, const char *value)
-{
-    size_t i;
-    json_t *item;
-    json_array_foreach (list, i, item) if (strcmp (json_string_value (item),
-                                                   value) == 0) return;
-    double number = atof (value);
-    size_t at = json_array_size (list);
-    json_array_foreach (list, i,
-                        item) if (atof (json_string_value (item)) > number)
-    {
-        at = i;
-        break;
-    }
-    json_array_insert_new (list, at, json_string (value));
-}
-
 //  Case index of name in this run as previous had it (same parameter
 //  values), or skipped.
 static void
@@ -856,8 +823,9 @@ bn_benchrunner_run (bn_benchrunner_t *self)
                 json_object_set_new (self->floor_needed, key, json_true ());
                 char *space = strchr (key, ' ');
                 *space = 0;
-                s_add_sorted (json_array_get (floor_grid, 0), key);
-                s_add_sorted (json_array_get (floor_grid, 1), space + 1);
+                bn_benchdef_grid_add (json_array_get (floor_grid, 0), key);
+                bn_benchdef_grid_add (json_array_get (floor_grid, 1),
+                                      space + 1);
             }
         }
         defs[1 + selected] = def;
@@ -904,8 +872,8 @@ bn_benchrunner_run (bn_benchrunner_t *self)
             size_t v;
             json_t *value;
             json_array_foreach (json_array_get (earlier, p), v, value)
-                s_add_sorted (json_array_get (floor_grid, p),
-                              json_string_value (value));
+                bn_benchdef_grid_add (json_array_get (floor_grid, p),
+                                      json_string_value (value));
         }
     self->cases_total = 0;
     self->cases_done = 0;
@@ -921,8 +889,8 @@ bn_benchrunner_run (bn_benchrunner_t *self)
     for (size_t i = first; i <= selected && !s_interrupted; i++) {
         const bn_benchdef_t *def = defs[i];
         json_t *grid = grids[i];
-        char version[32];
-        bn_benchresults_version (def, grid, version, sizeof version);
+        char version[64];
+        bn_benchresults_version (def, version, sizeof version);
         struct timeval now;
         gettimeofday (&now, NULL);
         bn_benchresults_begin (self->results, def->name, grid, version,

@@ -1,11 +1,10 @@
 /*  check_bn_benchcompare: banyan-bench compare and continuous on fixed
     result files: the marks, and the exit status a CI job sees.  */
-#define _GNU_SOURCE //  nftw
 #include "bn_benchcompare.h"
+#include "bn_testdir.h"
 
 #include <check.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,14 +15,9 @@
 #define S_BASE "1111111111111111111111111111111111111111"
 #define S_HEAD "2222222222222222222222222222222222222222"
 #define S_SAME "3333333333333333333333333333333333333333"
+#define S_CHANGED "4444444444444444444444444444444444444444"
 
 static char s_dir[64];
-
-static int
-s_remove (const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove (path);
-}
 
 //  Ten samples around center.
 static void
@@ -33,9 +27,11 @@ s_samples (double center, double *samples)
         samples[i] = center * (1 + (i - 5) * 0.002);
 }
 
-//  One result file: four benchmarks with the given medians (0: failed).
+//  One result file: four benchmarks with the given medians (0: failed),
+//  A of version version_a, the others of v1.
 static void
-s_write (const char *commit, double a, double b, double c, double d)
+s_write (const char *commit, const char *version_a, double a, double b,
+         double c, double d)
 {
     json_t *machine = bn_benchresults_machine_info ("testbox");
     bn_benchresults_t *results =
@@ -46,7 +42,8 @@ s_write (const char *commit, double a, double b, double c, double d)
     double centers[] = {a, b, c, d};
     json_t *grid = json_pack ("[[s]]", "1");
     for (size_t i = 0; i < 4; i++) {
-        bn_benchresults_begin (results, names[i], grid, "v1", 1.8e12);
+        bn_benchresults_begin (results, names[i], grid, i ? "v1" : version_a,
+                               1.8e12);
         double samples[10];
         s_samples (centers[i], samples);
         bn_benchresults_set_case (results, names[i], 0,
@@ -67,15 +64,17 @@ s_setup (void)
     strcpy (s_dir, "/tmp/check_bn_benchcompare-XXXXXX");
     ck_assert_ptr_nonnull (mkdtemp (s_dir));
     //  base: all 1 s; head: A worse, B better, C failing, D the same
-    s_write (S_BASE, 1.0, 1.0, 1.0, 1.0);
-    s_write (S_HEAD, 1.5, 0.5, 0, 1.001);
-    s_write (S_SAME, 1.0, 1.0, 1.0, 1.0);
+    s_write (S_BASE, "v1", 1.0, 1.0, 1.0, 1.0);
+    s_write (S_HEAD, "v1", 1.5, 0.5, 0, 1.001);
+    s_write (S_SAME, "v1", 1.0, 1.0, 1.0, 1.0);
+    //  A's code changed: its figures do not compare with base's
+    s_write (S_CHANGED, "v2", 1.5, 1.0, 1.0, 1.0);
 }
 
 static void
 s_teardown (void)
 {
-    nftw (s_dir, s_remove, 16, FTW_DEPTH | FTW_PHYS);
+    t_rmtree (s_dir);
 }
 
 //  Run banyan-bench with args; its stdout goes to out (size bytes).
@@ -182,6 +181,23 @@ START_TEST (test_continuous_exit)
 }
 END_TEST
 
+START_TEST (test_changed_version)
+{
+    //  As asv: a benchmark whose version differs is marked x, and is
+    //  neither worse nor better
+    char out[8192];
+    const char *compare[] = {"compare",   S_BASE, S_CHANGED,
+                             "--results", s_dir,  NULL};
+    ck_assert_int_eq (s_bench (out, sizeof out, compare), 0);
+    ck_assert_int_eq (s_line (out, "suite.A.time_a")[0], 'x');
+    ck_assert_int_eq (s_line (out, "suite.B.time_b")[0], ' ');
+    const char *continuous[] = {"continuous", S_BASE, S_CHANGED,
+                                "--results",  s_dir,  NULL};
+    ck_assert_int_eq (s_bench (out, sizeof out, continuous), 0);
+    ck_assert_ptr_null (s_line (out, "suite.A.time_a"));
+}
+END_TEST
+
 START_TEST (test_errors)
 {
     char out[8192];
@@ -233,6 +249,7 @@ main (void)
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_only_changed);
     tcase_add_test (tc, test_continuous_exit);
+    tcase_add_test (tc, test_changed_version);
     tcase_add_test (tc, test_errors);
     tcase_add_test (tc, test_counts);
     suite_add_tcase (suite, tc);

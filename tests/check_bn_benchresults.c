@@ -1,10 +1,9 @@
 /*  check_bn_benchresults: banyan-bench's result files, written and read
     back, with every field asv's reader needs.  */
-#define _GNU_SOURCE //  nftw
 #include "bn_benchresults.h"
+#include "bn_testdir.h"
 
 #include <check.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +13,6 @@
 #define S_COMMIT "0123456789abcdef0123456789abcdef01234567"
 
 static char s_dir[] = "/tmp/check_bn_benchresults-XXXXXX";
-
-static int
-s_remove (const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove (path);
-}
 
 static void
 s_setup (void)
@@ -31,7 +24,7 @@ s_setup (void)
 static void
 s_teardown (void)
 {
-    nftw (s_dir, s_remove, 16, FTW_DEPTH | FTW_PHYS);
+    t_rmtree (s_dir);
 }
 
 static json_t *
@@ -268,6 +261,139 @@ START_TEST (test_benchmarks_json)
 }
 END_TEST
 
+//  benchmarks.json's entry for name, read back; NULL if it has none.
+static json_t *
+s_entry (const char *name)
+{
+    char path[512];
+    snprintf (path, sizeof path, "%s/benchmarks.json", s_dir);
+    json_t *root = json_load_file (path, 0, NULL);
+    json_t *entry = json_incref (json_object_get (root, name));
+    json_decref (root);
+    return entry;
+}
+
+//  Save def's entry after a run with grid (JSON text).
+static void
+s_ran (const bn_benchdef_t *def, const char *grid_text)
+{
+    json_t *grid = json_loads (grid_text, 0, NULL);
+    ck_assert_ptr_nonnull (grid);
+    char err[256];
+    ck_assert_int_eq (bn_benchresults_save_benchmarks (s_dir, &def, &grid, 1,
+                                                       err, sizeof err),
+                      0);
+    json_decref (grid);
+}
+
+static void
+s_assert_params (json_t *entry, const char *expected_text)
+{
+    json_t *expected = json_loads (expected_text, 0, NULL);
+    char *got = json_dumps (json_object_get (entry, "params"), JSON_COMPACT);
+    ck_assert_msg (json_equal (json_object_get (entry, "params"), expected),
+                   "params %s, expected %s", got, expected_text);
+    free (got);
+    json_decref (expected);
+}
+
+START_TEST (test_version_across_grids)
+{
+    //  asv drops every result whose version is not benchmarks.json's, and
+    //  reads a result's cases through the grid benchmarks.json declares:
+    //  runs with other grids (--quick, --engines, -p) must keep the version
+    //  and leave the whole grid declared
+    bn_benchdef_t def = {.name = "echo.CoalescingBroadcast.time_echo",
+                         .param_names = "engines bytes",
+                         .params = "1 16 64 | 1000 10000",
+                         .quick_params = "1 2 | 1000",
+                         .description = "coalescing echo"};
+    char version[64];
+    bn_benchresults_version (&def, version, sizeof version);
+
+    s_ran (&def, "[[\"1\", \"2\"], [\"1000\"]]"); //  --quick
+    json_t *entry = s_entry (def.name);
+    ck_assert_str_eq (json_string_value (json_object_get (entry, "version")),
+                      version);
+    s_assert_params (entry, "[[\"1\", \"2\", \"16\", \"64\"], "
+                            "[\"1000\", \"10000\"]]");
+    json_decref (entry);
+
+    s_ran (&def, "[[\"1024\"], [\"1000\"]]"); //  --engines 1024
+    s_ran (&def, "[[\"4\"], [\"100\"]]");     //  --engines 4 -p bytes=100
+    entry = s_entry (def.name);
+    ck_assert_str_eq (json_string_value (json_object_get (entry, "version")),
+                      version);
+    //  every value any run used, numbers in order
+    s_assert_params (entry, "[[\"1\", \"2\", \"4\", \"16\", \"64\", "
+                            "\"1024\"], [\"100\", \"1000\", \"10000\"]]");
+    json_decref (entry);
+
+    //  a result row carries the same version
+    json_t *machine = bn_benchresults_machine_info ("testbox");
+    bn_benchresults_t *results =
+        bn_benchresults_new (machine, S_COMMIT, "banyan-release", 1.7e12);
+    json_decref (machine);
+    json_t *grid = json_pack ("[[s], [s]]", "1024", "1000");
+    bn_benchresults_begin (results, def.name, grid, version, 1.8e12);
+    json_decref (grid);
+    ck_assert_str_eq (bn_benchresults_row_version (results, def.name), version);
+    bn_benchresults_destroy (&results);
+
+    //  the version changes with the definition; values that no run of the
+    //  new version used are then dropped
+    def.description = "coalescing echo, through the tree";
+    char changed[64];
+    bn_benchresults_version (&def, changed, sizeof changed);
+    ck_assert_str_ne (changed, version);
+    s_ran (&def, "[[\"1\"], [\"1000\"]]");
+    entry = s_entry (def.name);
+    ck_assert_str_eq (json_string_value (json_object_get (entry, "version")),
+                      changed);
+    s_assert_params (entry, "[[\"1\", \"2\", \"16\", \"64\"], "
+                            "[\"1000\", \"10000\"]]");
+    json_decref (entry);
+
+    //  a version the definition gives is taken as it is
+    def.version = "2";
+    bn_benchresults_version (&def, changed, sizeof changed);
+    ck_assert_str_eq (changed, "2");
+
+    //  text parameters keep the table's order, new ones after it
+    bn_benchdef_t modes = {.name = "tree.TreeShapes.time_echo",
+                           .param_names = "tree_mode",
+                           .params = "'threads' 'processes'"};
+    s_ran (&modes, "[[\"'hosts'\", \"'threads'\"]]");
+    entry = s_entry (modes.name);
+    s_assert_params (entry, "[[\"'threads'\", \"'processes'\", "
+                            "\"'hosts'\"]]");
+    json_decref (entry);
+}
+END_TEST
+
+START_TEST (test_machine_ram)
+{
+    //  asv writes ram as the bytes of MemTotal, as text
+    json_t *machine = bn_benchresults_machine_info (NULL);
+    const char *ram = json_string_value (json_object_get (machine, "ram"));
+    ck_assert_ptr_nonnull (ram);
+    FILE *meminfo = fopen ("/proc/meminfo", "r");
+    ck_assert_ptr_nonnull (meminfo);
+    long long kb = 0;
+    char line[256];
+    while (fgets (line, sizeof line, meminfo))
+        if (sscanf (line, "MemTotal: %lld kB", &kb) == 1)
+            break;
+    fclose (meminfo);
+    ck_assert_int_gt (kb, 0);
+    char expected[32];
+    snprintf (expected, sizeof expected, "%lld", kb * 1024);
+    ck_assert_str_eq (ram, expected);
+    ck_assert (json_is_string (json_object_get (machine, "num_cpu")));
+    json_decref (machine);
+}
+END_TEST
+
 START_TEST (test_bad_files)
 {
     char err[256] = "";
@@ -314,6 +440,8 @@ main (void)
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_asv_fields);
     tcase_add_test (tc, test_benchmarks_json);
+    tcase_add_test (tc, test_version_across_grids);
+    tcase_add_test (tc, test_machine_ram);
     tcase_add_test (tc, test_bad_files);
     tcase_add_test (tc, test_format);
     suite_add_tcase (suite, tc);

@@ -9,6 +9,7 @@
 #include "bn_pickle.h"
 #include "bn_reduction_cases.h"
 #include "bn_session.h"
+#include "bn_testdir.h"
 
 #include <check.h>
 #include <czmq.h>
@@ -62,9 +63,8 @@ s_mkdtemp (char *dir, size_t size)
 static void
 s_rmtree (const char *dir)
 {
-    char command[600];
-    snprintf (command, sizeof command, "rm -rf '%s'", dir);
-    ck_assert_int_eq (system (command), 0);
+    t_rmtree (dir);
+    ck_assert_int_ne (access (dir, F_OK), 0);
 }
 
 //  Write a client connection file for the mock at path, with key.

@@ -1,6 +1,7 @@
 /*  check_bn_config: settings, their sources and precedence, the config file
     format and the shipped conf/banyan.conf.  */
 #include "bn_config.h"
+#include "bn_testdir.h"
 
 #include <check.h>
 #include <czmq.h>
@@ -33,10 +34,7 @@ s_setup (void)
 static void
 s_teardown (void)
 {
-    char command[300];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    if (system (command) != 0)
-        fprintf (stderr, "cannot remove %s\n", s_dir);
+    t_rmtree (s_dir);
     strcpy (s_dir, "/tmp/check_bn_config.XXXXXX");
 }
 

@@ -1,6 +1,7 @@
 /*  check_bn_connfile: reading stock ipcontroller 7.1.0 connection files,
     writing identical ones, and refusing bad ones without crashing.  */
 #include "bn_connfile.h"
+#include "bn_testdir.h"
 
 #include <check.h>
 #include <dirent.h>
@@ -24,10 +25,7 @@ s_setup (void)
 static void
 s_teardown (void)
 {
-    char command[300];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    if (system (command) != 0)
-        fprintf (stderr, "cannot remove %s\n", s_dir);
+    t_rmtree (s_dir);
     strcpy (s_dir, "/tmp/check_bn_connfile.XXXXXX");
 }
 

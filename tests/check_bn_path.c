@@ -3,6 +3,7 @@
     defaults. The build tree has the installed layout: this test sits in
     <build>/tests as the programs sit in <build>/bin.  */
 #include "bn_path.h"
+#include "bn_testdir.h"
 
 #include <check.h>
 #include <errno.h>
@@ -24,10 +25,7 @@ s_setup (void)
 static void
 s_teardown (void)
 {
-    char command[300];
-    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
-    if (system (command) != 0)
-        fprintf (stderr, "cannot remove %s\n", s_dir);
+    t_rmtree (s_dir);
     strcpy (s_dir, "/tmp/check_bn_path.XXXXXX");
 }
 

@@ -10,6 +10,7 @@
 
 #include "bn_msgtypes.h"
 #include "bn_records.h"
+#include "bn_testdir.h"
 
 #define S_ENGINE "e0e0e0e0-00000000000000000000000a"
 
@@ -414,10 +415,7 @@ static void
 s_tmp_teardown (void)
 {
     s_teardown ();
-    char *cmd = zsys_sprintf ("rm -rf '%s'", s_dir);
-    if (system (cmd) != 0)
-        fprintf (stderr, "cannot remove %s\n", s_dir);
-    zstr_free (&cmd);
+    t_rmtree (s_dir);
 }
 
 START_TEST (test_sqlite_restart)

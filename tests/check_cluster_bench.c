@@ -1,12 +1,12 @@
 /*  check_cluster_bench: banyan-bench end to end: a --quick run of the
     direct-view echo at one engine (and its floor) writes a valid asv
     result file, and publish turns it into a site with plots.  */
-#define _GNU_SOURCE //  nftw
+#define _GNU_SOURCE //  posix_openpt, ptsname
 #include "bn_benchcompare.h"
+#include "bn_testdir.h"
 
 #include <check.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +21,6 @@
 
 static char s_dir[64];
 
-static int
-s_remove (const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    return remove (path);
-}
-
 static void
 s_setup (void)
 {
@@ -37,7 +31,7 @@ s_setup (void)
 static void
 s_teardown (void)
 {
-    nftw (s_dir, s_remove, 16, FTW_DEPTH | FTW_PHYS);
+    t_rmtree (s_dir);
 }
 
 //  Run banyan-bench with args, stdout and stderr into out; returns its
@@ -123,8 +117,10 @@ START_TEST (test_usage)
     ck_assert (s_file_has (path, "\"machine\": \"testbox\""));
 
     //  The site: an index and a page per benchmark, with SVG plots
-    const char *publish[] = {"publish", "--results", results,
-                             "--html",  html,        NULL};
+    char page[160];
+    snprintf (page, sizeof page, "%s/performance.md", s_dir);
+    const char *publish[] = {"publish", "--results",  results, "--html",
+                             html,      "--markdown", page,    NULL};
     rc = s_bench (out, sizeof out, publish);
     ck_assert_msg (rc == 0, "publish exited %d:\n%s", rc, out);
     snprintf (path, sizeof path, "%s/index.html", html);
@@ -142,6 +138,10 @@ START_TEST (test_usage)
     snprintf (path, sizeof path, "%s/table.md", html);
     ck_assert (s_file_has (path, "| " S_ECHO " | engines=1, bytes=1000 | "));
     ck_assert (s_file_has (path, "Machine `testbox`"));
+    //  and the same table as a page of its own
+    ck_assert (s_file_has (page, "# Performance\n"));
+    ck_assert (s_file_has (page, "Machine `testbox`"));
+    ck_assert (s_file_has (page, "| " S_ECHO " | engines=1, bytes=1000 | "));
 }
 END_TEST
 
@@ -163,6 +163,67 @@ START_TEST (test_skipped_case)
     ck_assert_msg (rc == 0, "run exited %d:\n%s", rc, out);
     ck_assert_ptr_nonnull (strstr (out, "('ipp', 17, 1000)  n/a"));
     ck_assert_ptr_nonnull (strstr (out, "at most 16"));
+}
+END_TEST
+
+START_TEST (test_runs_with_other_grids)
+{
+    //  A --quick run at one commit and a run with other engines at the
+    //  next: asv keeps both (the same version as benchmarks.json's, whose
+    //  grid holds both runs' values), and compare finds them comparable
+    char out[16384], results[128];
+    snprintf (results, sizeof results, "%s/results", s_dir);
+    const char *commits[] = {S_COMMIT,
+                             "89abcdef0123456789abcdef0123456789abcdef"};
+    const char *engines[] = {"1", "2"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *run[] = {"run",       "--quick",  "-b",        "^floor\\.",
+                             "--engines", engines[i], "--results", results,
+                             "--machine", "testbox",  "--commit",  commits[i],
+                             NULL};
+        int rc = s_bench (out, sizeof out, run);
+        ck_assert_msg (rc == 0, "run exited %d:\n%s", rc, out);
+    }
+    char path[256];
+    snprintf (path, sizeof path, "%s/benchmarks.json", results);
+    json_t *benchmarks = json_load_file (path, 0, NULL);
+    json_t *entry = json_object_get (benchmarks, S_FLOOR);
+    const char *version =
+        json_string_value (json_object_get (entry, "version"));
+    ck_assert_ptr_nonnull (version);
+    json_t *declared = json_array_get (json_object_get (entry, "params"), 0);
+    for (size_t i = 0; i < 2; i++) {
+        char err[256] = "";
+        bn_benchresults_t *saved = bn_benchcompare_find (
+            results, "testbox", commits[i], err, sizeof err);
+        ck_assert_msg (saved != NULL, "%s", err);
+        ck_assert_str_eq (bn_benchresults_row_version (saved, S_FLOOR),
+                          version);
+        //  every engine count a run used is declared
+        json_t *ran =
+            json_array_get (bn_benchresults_params (saved, S_FLOOR), 0);
+        size_t k, d;
+        json_t *value, *other;
+        json_array_foreach (ran, k, value)
+        {
+            bool found = false;
+            json_array_foreach (declared, d, other)
+            {
+                found = found || json_equal (value, other);
+            }
+            ck_assert_msg (found, "%s not declared", json_string_value (value));
+        }
+        bn_benchresults_destroy (&saved);
+    }
+    json_decref (benchmarks);
+    const char *compare[] = {"compare",   commits[0], commits[1],
+                             "--results", results,    NULL};
+    int rc = s_bench (out, sizeof out, compare);
+    ck_assert_msg (rc == 0, "compare exited %d:\n%s", rc, out);
+    ck_assert_msg (!strstr (out, "\nx "), "not comparable:\n%s", out);
+    //  each commit's case, from either file
+    ck_assert_ptr_nonnull (strstr (out, S_FLOOR "(1, 1000)"));
+    ck_assert_ptr_nonnull (strstr (out, S_FLOOR "(2, 1000)"));
 }
 END_TEST
 
@@ -219,6 +280,7 @@ main (void)
     tcase_set_timeout (tc, 110);
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_skipped_case);
+    tcase_add_test (tc, test_runs_with_other_grids);
     tcase_add_test (tc, test_progress_on_a_terminal);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
