@@ -1,7 +1,8 @@
-/*  bn_jscan: read one top-level string field of a JSON object without
-    building a tree.  */
+/*  bn_jscan: read fields of a JSON object, and the elements of an array,
+    without building a tree.  */
 #include "bn_jscan.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -207,77 +208,138 @@ s_skip_value (s_scan_t *s)
     return 0;
 }
 
-int
-bn_jscan_value (const void *text, size_t size, const char *key,
-                const char **value, size_t *value_len)
+//  Walk the object at s->p (after blanks) up to and past its closing
+//  brace, keeping the raw values of the n keys. Returns 0, or -2 if it is
+//  not a well-formed object.
+static int
+s_object (s_scan_t *s, const char *const *keys, size_t n,
+          bn_jscan_slice_t *values)
 {
-    s_scan_t scan = {text, (const unsigned char *)text + size};
-    s_scan_t *s = &scan;
-    size_t keylen = strlen (key);
-    int found = -1;
+    assert (n <= BN_JSCAN_KEYS_MAX);
+    size_t lens[BN_JSCAN_KEYS_MAX];
+    for (size_t k = 0; k < n; k++) {
+        values[k] = (bn_jscan_slice_t){NULL, 0};
+        lens[k] = strlen (keys[k]);
+    }
     s_skip_ws (s);
     if (s->p >= s->end || *s->p != '{')
         return -2;
     s->p++;
     s_skip_ws (s);
-    if (s->p < s->end && *s->p == '}')
+    if (s->p < s->end && *s->p == '}') {
         s->p++;
-    else
-        while (true) {
-            s_skip_ws (s);
-            if (s->p >= s->end || *s->p != '"')
-                return -2;
-            char name[64];
-            size_t len;
-            bool full;
-            if (s_string (s, name, sizeof name, &len, &full) != 0)
-                return -2;
-            bool match = !full && len == keylen && memcmp (name, key, len) == 0;
-            s_skip_ws (s);
-            if (s->p >= s->end || *s->p != ':')
-                return -2;
-            s->p++;
-            s_skip_ws (s);
-            const unsigned char *start = s->p;
-            if (s_skip_value (s) != 0)
-                return -2;
-            if (match) {
-                found = 0;
-                *value = (const char *)start;
-                *value_len = (size_t)(s->p - start);
-            }
-            s_skip_ws (s);
-            if (s->p < s->end && *s->p == ',') {
-                s->p++;
-                continue;
-            }
-            if (s->p < s->end && *s->p == '}') {
-                s->p++;
-                break;
-            }
+        return 0;
+    }
+    while (true) {
+        s_skip_ws (s);
+        if (s->p >= s->end || *s->p != '"')
             return -2;
+        char name[64];
+        size_t len;
+        bool full;
+        if (s_string (s, name, sizeof name, &len, &full) != 0)
+            return -2;
+        s_skip_ws (s);
+        if (s->p >= s->end || *s->p != ':')
+            return -2;
+        s->p++;
+        s_skip_ws (s);
+        const unsigned char *start = s->p;
+        if (s_skip_value (s) != 0)
+            return -2;
+        for (size_t k = 0; k < n && !full; k++)
+            if (lens[k] == len && memcmp (name, keys[k], len) == 0)
+                values[k] = (bn_jscan_slice_t){(const char *)start,
+                                               (size_t)(s->p - start)};
+        s_skip_ws (s);
+        if (s->p < s->end && *s->p == ',') {
+            s->p++;
+            continue;
         }
+        if (s->p < s->end && *s->p == '}') {
+            s->p++;
+            return 0;
+        }
+        return -2;
+    }
+}
+
+int
+bn_jscan_object (const void *text, size_t size, const char *const *keys,
+                 size_t n, bn_jscan_slice_t *values, size_t *used)
+{
+    s_scan_t scan = {text, (const unsigned char *)text + size};
+    int rc = s_object (&scan, keys, n, values);
+    if (used)
+        *used = (size_t)(scan.p - (const unsigned char *)text);
+    return rc;
+}
+
+int
+bn_jscan_value (const void *text, size_t size, const char *key,
+                const char **value, size_t *value_len)
+{
+    s_scan_t scan = {text, (const unsigned char *)text + size};
+    bn_jscan_slice_t found;
+    if (s_object (&scan, &key, 1, &found) != 0)
+        return -2;
+    s_skip_ws (&scan);
+    if (scan.p != scan.end)
+        return -2;
+    if (!found.data)
+        return -1;
+    *value = found.data;
+    *value_len = found.size;
+    return 0;
+}
+
+int
+bn_jscan_next (const char **at, const char *end, bn_jscan_slice_t *element)
+{
+    s_scan_t scan = {(const unsigned char *)*at, (const unsigned char *)end};
+    s_scan_t *s = &scan;
     s_skip_ws (s);
-    return s->p == s->end ? found : -2;
+    if (s->p < s->end && *s->p == ']') {
+        *at = (const char *)s->p + 1;
+        return 0;
+    }
+    const unsigned char *start = s->p;
+    if (s_skip_value (s) != 0)
+        return -1;
+    element->data = (const char *)start;
+    element->size = (size_t)(s->p - start);
+    s_skip_ws (s);
+    if (s->p < s->end && *s->p == ',')
+        s->p++;
+    else if (s->p >= s->end || *s->p != ']')
+        return -1;
+    *at = (const char *)s->p;
+    return 1;
+}
+
+int
+bn_jscan_unescape (bn_jscan_slice_t value, char *out, size_t outsize)
+{
+    if (!value.data || value.size < 2 || *value.data != '"')
+        return -1;
+    s_scan_t s = {(const unsigned char *)value.data,
+                  (const unsigned char *)value.data + value.size};
+    size_t len;
+    bool full;
+    if (s_string (&s, out, outsize, &len, &full) != 0 || s.p != s.end)
+        return -1;
+    return full ? -2 : (int)len;
 }
 
 int
 bn_jscan_string (const void *text, size_t size, const char *key, char *out,
                  size_t outsize)
 {
-    const char *value;
-    size_t value_len;
-    if (bn_jscan_value (text, size, key, &value, &value_len) != 0 ||
-        *value != '"')
+    bn_jscan_slice_t value;
+    if (bn_jscan_value (text, size, key, &value.data, &value.size) != 0)
         return -1;
-    //  the value was checked whole by the walk; this unescapes it
-    s_scan_t s = {(const unsigned char *)value,
-                  (const unsigned char *)value + value_len};
-    size_t len;
-    bool full;
-    if (s_string (&s, out, outsize, &len, &full) != 0)
-        return -1;
-    return full ? -2 : (int)len;
+    int len = bn_jscan_unescape (value, out, outsize);
+    return len == -2 ? -2 : len < 0 ? -1 : len;
 }
 
 int
@@ -288,20 +350,10 @@ bn_jscan_array_size (const void *text, size_t size, const char *key)
     if (bn_jscan_value (text, size, key, &value, &value_len) != 0 ||
         *value != '[')
         return -1;
-    s_scan_t scan = {(const unsigned char *)value + 1,
-                     (const unsigned char *)value + value_len};
-    s_scan_t *s = &scan;
-    int count = 0;
-    s_skip_ws (s);
-    if (*s->p == ']')
-        return 0;
-    while (true) {
-        if (s_skip_value (s) != 0)
-            return -1;
+    const char *at = value + 1;
+    bn_jscan_slice_t element;
+    int count = 0, rc;
+    while ((rc = bn_jscan_next (&at, value + value_len, &element)) == 1)
         count++;
-        s_skip_ws (s);
-        if (*s->p == ']')
-            return count;
-        s->p++; //  the comma (the walk checked the array's structure)
-    }
+    return rc == 0 ? count : -1;
 }

@@ -1,6 +1,7 @@
-/*  bn_jscan: read one top-level string field of a JSON object without
-    building a tree, for relays that need a header's msg_id and nothing
-    else.  */
+/*  bn_jscan: read fields of a JSON object, and the elements of an array,
+    without building a tree: for relays that need a header's msg_id and
+    nothing else, and for readers of long lists (merged broadcast
+    replies) that need a few fields of each entry.  */
 #ifndef BN_JSCAN_H_INCLUDED
 #define BN_JSCAN_H_INCLUDED
 
@@ -30,5 +31,35 @@ int bn_jscan_array_size (const void *text, size_t size, const char *key);
 //  an object.
 int bn_jscan_value (const void *text, size_t size, const char *key,
                     const char **value, size_t *value_len);
+
+//  A value's raw JSON text inside a larger text.
+typedef struct {
+    const char *data; //  its first byte; NULL when there is no value
+    size_t size;      //  its bytes
+} bn_jscan_slice_t;
+
+//  Most keys bn_jscan_object looks for in one walk.
+#define BN_JSCAN_KEYS_MAX 16
+
+//  Walk one JSON object at the start of text (size bytes; blanks before
+//  it are skipped, text may go on after it) and stop past its closing
+//  brace: values[k] is the raw value of the top-level key keys[k] (the
+//  last one wins when a key repeats; data NULL when absent), *used (when
+//  not NULL) the bytes walked. n is at most BN_JSCAN_KEYS_MAX. Returns 0,
+//  or -2 if the object is not well-formed (checked as above).
+int bn_jscan_object (const void *text, size_t size, const char *const *keys,
+                     size_t n, bn_jscan_slice_t *values, size_t *used);
+
+//  The next element of a JSON array, walking its text up to end: *at is
+//  just past the opening '[' or where the previous call left it. Returns
+//  1 with the element's raw text in *element and *at past it and its
+//  comma; 0 at the closing ']' (*at then past it); -1 if the array is not
+//  well-formed there. A comma before the ']' is not refused.
+int bn_jscan_next (const char **at, const char *end, bn_jscan_slice_t *element);
+
+//  Unescape the raw text of a JSON string value (quotes included) into
+//  out (outsize bytes, NUL-terminated). Returns its length; -1 if value is
+//  not a well-formed string (or holds a NUL); -2 if it does not fit.
+int bn_jscan_unescape (bn_jscan_slice_t value, char *out, size_t outsize);
 
 #endif

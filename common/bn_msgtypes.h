@@ -73,6 +73,26 @@
 #define BN_ROUTING_TASK_IN "task_in"
 #define BN_ROUTING_SCHEDULER_PREFIX "sub_scheduler_"
 
+//  Broadcast requests: metadata keys of banyan's extensions
+//  (doc/broadcast.md)
+#define BN_BCAST_LEVELS "bn_levels"
+#define BN_BCAST_RELEASE "bn_release"
+#define BN_BCAST_WINDOW "bn_window_ms"
+#define BN_BCAST_GROUP "bn_group"
+#define BN_BCAST_REDUCE "bn_reduce"
+#define BN_BCAST_DEADLINE "bn_deadline_ms"
+#define BN_BCAST_TIMESTAMPS "bn_timestamps"
+#define BN_BCAST_OUTPUT "bn_output"
+
+//  Merged broadcast replies: metadata keys of their entries, one of the
+//  three shapes (bn_merged_writer.h), and of what every merged reply says
+#define BN_BCAST_TARGETS "broadcast_targets"
+#define BN_BCAST_REPLIES "bn_replies"
+#define BN_BCAST_GROUPS "bn_groups"
+#define BN_BCAST_REDUCED "bn_reduced"
+#define BN_BCAST_PARTIAL "bn_partial"
+#define BN_BCAST_HOPS "bn_hops"
+
 //  Status strings
 #define BN_STATUS_OK "ok"
 #define BN_STATUS_ERROR "error"

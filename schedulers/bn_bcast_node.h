@@ -33,6 +33,7 @@
 #include <stddef.h>
 
 #include "bn_monitor.h"
+#include "bn_msgtypes.h"
 #include "bn_topology.h"
 
 //  Longest routing id a node accepts from a peer.
@@ -91,20 +92,5 @@ typedef struct {
 //    $TERM                   stop
 //  The pipe carries no reply to ENGINE_ADD, ENGINE_REMOVE or CHILD_LOST.
 void bn_bcast_node_actor (zsock_t *pipe, void *args);
-
-//  Request metadata keys of banyan's extensions (doc/broadcast.md).
-#define BN_BCAST_LEVELS "bn_levels"
-#define BN_BCAST_RELEASE "bn_release"
-#define BN_BCAST_WINDOW "bn_window_ms"
-#define BN_BCAST_GROUP "bn_group"
-#define BN_BCAST_REDUCE "bn_reduce"
-#define BN_BCAST_DEADLINE "bn_deadline_ms"
-#define BN_BCAST_TIMESTAMPS "bn_timestamps"
-//  Reply metadata keys.
-#define BN_BCAST_REPLIES "bn_replies"
-#define BN_BCAST_GROUPS "bn_groups"
-#define BN_BCAST_REDUCED "bn_reduced"
-#define BN_BCAST_PARTIAL "bn_partial"
-#define BN_BCAST_HOPS "bn_hops"
 
 #endif

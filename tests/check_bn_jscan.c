@@ -1,5 +1,5 @@
-/*  check_bn_jscan: top-level string fields read without a JSON tree agree
-    with jansson.  */
+/*  check_bn_jscan: top-level fields and array elements read without a
+    JSON tree agree with jansson.  */
 #include "bn_jscan.h"
 
 #include <check.h>
@@ -211,6 +211,85 @@ START_TEST (test_value)
 }
 END_TEST
 
+//  Several keys in one walk of an object that text goes on after.
+START_TEST (test_object)
+{
+    const char *text = "{\"status\":\"ok\",\"nbuffers\":2,\"c\":{\"nbuffers\""
+                       ":9},\"status\":\"error\"} ,{\"next\":1}";
+    const char *keys[] = {"status", "nbuffers", "missing"};
+    bn_jscan_slice_t values[3];
+    size_t used = 0;
+    ck_assert_int_eq (
+        bn_jscan_object (text, strlen (text), keys, 3, values, &used), 0);
+    ck_assert_uint_eq (used, strlen (text) - strlen (" ,{\"next\":1}"));
+    //  the last status wins; the nested nbuffers is not a top-level one
+    ck_assert_uint_eq (values[0].size, 7);
+    ck_assert_mem_eq (values[0].data, "\"error\"", 7);
+    ck_assert_uint_eq (values[1].size, 1);
+    ck_assert_mem_eq (values[1].data, "2", 1);
+    ck_assert_ptr_null (values[2].data);
+    //  blanks before, an empty object
+    ck_assert_int_eq (bn_jscan_object (" {}", 3, keys, 3, values, &used), 0);
+    ck_assert_uint_eq (used, 3);
+    ck_assert_ptr_null (values[0].data);
+    const char *bad[] = {"",         "[]",        "{\"a\":}",
+                         "{\"a\":1", "{\"a\" 1}", "{1:2}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_int_eq (
+            bn_jscan_object (bad[i], strlen (bad[i]), keys, 3, values, NULL),
+            -2);
+}
+END_TEST
+
+//  The elements of an array one by one, as their raw text.
+START_TEST (test_next)
+{
+    const char *array = "[ [\"a]\", 0], \"b,\\\"\" ,{\"k\":[1]},-2.5e3 ] tail";
+    const char *at = array + 1, *end = array + strlen (array);
+    const char *expected[] = {"[\"a]\", 0]", "\"b,\\\"\"", "{\"k\":[1]}",
+                              "-2.5e3"};
+    bn_jscan_slice_t element;
+    for (size_t i = 0; i < 4; i++) {
+        ck_assert_int_eq (bn_jscan_next (&at, end, &element), 1);
+        ck_assert_uint_eq (element.size, strlen (expected[i]));
+        ck_assert_mem_eq (element.data, expected[i], element.size);
+    }
+    ck_assert_int_eq (bn_jscan_next (&at, end, &element), 0);
+    ck_assert_str_eq (at, " tail");
+    //  an empty array; elements not separated, not closed, missing
+    const char *empty = "[]";
+    at = empty + 1;
+    ck_assert_int_eq (bn_jscan_next (&at, empty + 2, &element), 0);
+    const char *bad[] = {"[1 2]", "[1", "[,1]", "[1,", "[}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        at = bad[i] + 1;
+        end = bad[i] + strlen (bad[i]);
+        int rc;
+        while ((rc = bn_jscan_next (&at, end, &element)) == 1)
+            ;
+        ck_assert_msg (rc == -1, "%s gave %d", bad[i], rc);
+    }
+}
+END_TEST
+
+START_TEST (test_unescape)
+{
+    char out[16];
+    const char *text = "\"a\\u00e9\\n\\\"\"";
+    bn_jscan_slice_t value = {text, strlen (text)};
+    ck_assert_int_eq (bn_jscan_unescape (value, out, sizeof out), 5);
+    ck_assert_str_eq (out, "a\xc3\xa9\n\"");
+    ck_assert_int_eq (bn_jscan_unescape (value, out, 4), -2);
+    const char *bad[] = {"12", "\"open", "\"a\" ", "\"\\u0000\"", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        value = (bn_jscan_slice_t){bad[i], strlen (bad[i])};
+        ck_assert_int_eq (bn_jscan_unescape (value, out, sizeof out), -1);
+    }
+    value = (bn_jscan_slice_t){NULL, 0};
+    ck_assert_int_eq (bn_jscan_unescape (value, out, sizeof out), -1);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -222,6 +301,9 @@ main (void)
     tcase_add_test (tc, test_agrees_with_jansson);
     tcase_add_test (tc, test_array_size);
     tcase_add_test (tc, test_value);
+    tcase_add_test (tc, test_object);
+    tcase_add_test (tc, test_next);
+    tcase_add_test (tc, test_unescape);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

@@ -1,0 +1,557 @@
+/*  bn_merged_reader: the entries of a merged broadcast reply read from its
+    metadata text, checked one by one.  */
+#define _GNU_SOURCE //  memmem
+#include "bn_merged_reader.h"
+
+#include "bn_msgtypes.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+//  Where a merging node's spliced lists start (bn_merged_writer_finish):
+//  no JSON string holds an unescaped quote, so these are never inside one.
+#define S_TARGETS_MARK ",\"" BN_BCAST_TARGETS "\":["
+#define S_REPLIES_MARK "],\"" BN_BCAST_REPLIES "\":["
+
+//  Keys of an entry object, in the order of s_field_t.
+static const char *s_entry_keys[] = {"status",    "nbuffers", "engines",
+                                     "content",   "started",  "completed",
+                                     "bn_stdout", "bn_stderr"};
+typedef enum {
+    S_STATUS,
+    S_NBUFFERS,
+    S_ENGINES,
+    S_CONTENT,
+    S_STARTED,
+    S_COMPLETED,
+    S_OUT,
+    S_ERR,
+    S_FIELDS
+} s_field_t;
+
+struct _bn_merged_reader_t {
+    bn_msg_t *msg;                    //  the message read
+    bn_merged_shape_t shape;          //  its shape
+    const char *md;                   //  its metadata text
+    size_t md_len;                    //  its bytes
+    size_t nbuffers;                  //  the message's buffers
+    size_t buffer;                    //  buffers named by the entries so far
+    bool sized;                       //  every entry so far said its buffers
+    bool spliced;                     //  lists read through the spliced text
+    int state;                        //  1 reading, 0 done, -1 malformed
+    char error[192];                  //  why malformed
+    const char *at;                   //  next element of the main list
+    const char *end;                  //  end of the main list's text
+    const char *replies;              //  next bn_replies element, or NULL
+    const char *replies_end;          //  end of bn_replies' text
+    bool contributors;                //  reduced: the contributors are next
+    char *op;                         //  reduced: op
+    bn_jscan_slice_t reduced_engines; //  reduced: the contributors' set
+    bn_jscan_slice_t reduce_error;    //  reduced: error, or none
+    char merged_status[32];           //  content status of the message
+    char uuid[BN_MERGED_UUID_MAX + 1];
+    char status[32];
+    bn_idset_t *engines;
+};
+
+//  Stop reading with a reason; returns -1.
+static int s_fail (bn_merged_reader_t *self, const char *format, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
+static int
+s_fail (bn_merged_reader_t *self, const char *format, ...)
+{
+    if (self->state >= 0) {
+        va_list args;
+        va_start (args, format);
+        vsnprintf (self->error, sizeof self->error, format, args);
+        va_end (args);
+    }
+    self->state = -1;
+    return -1;
+}
+
+//  A quoted key in the metadata text, a look without parsing.
+static bool
+s_has_key (const char *md, size_t len, const char *quoted)
+{
+    return md && memmem (md, len, quoted, strlen (quoted)) != NULL;
+}
+
+bn_merged_shape_t
+bn_merged_shape (bn_msg_t *msg)
+{
+    assert (msg);
+    size_t len;
+    const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
+    if (s_has_key (md, len, "\"" BN_BCAST_TARGETS "\""))
+        return BN_MERGED_TARGETS;
+    if (s_has_key (md, len, "\"" BN_BCAST_GROUPS "\""))
+        return BN_MERGED_GROUPS;
+    if (s_has_key (md, len, "\"" BN_BCAST_REDUCED "\""))
+        return BN_MERGED_REDUCED;
+    return BN_MERGED_NONE;
+}
+
+//  A slice that must be a JSON array: its elements' bounds. -1 if not one.
+static int
+s_array (bn_jscan_slice_t value, const char **at, const char **end)
+{
+    if (!value.data || *value.data != '[')
+        return -1;
+    *at = value.data + 1;
+    *end = value.data + value.size;
+    return 0;
+}
+
+//  Open the targets shape: the spliced lists when a node wrote them, else
+//  the lists wherever they are in the metadata.
+static void
+s_open_targets (bn_merged_reader_t *self)
+{
+    const char *md = self->md, *md_end = self->md + self->md_len;
+    const char *mark =
+        memmem (md, self->md_len, S_TARGETS_MARK, strlen (S_TARGETS_MARK));
+    const char *replies = mark
+                              ? memmem (mark, (size_t)(md_end - mark),
+                                        S_REPLIES_MARK, strlen (S_REPLIES_MARK))
+                              : NULL;
+    if (replies && md_end - md >= 2 && md_end[-1] == '}' && md_end[-2] == ']') {
+        self->spliced = true;
+        self->at = mark + strlen (S_TARGETS_MARK);
+        self->end = replies + 1;
+        self->replies = replies + strlen (S_REPLIES_MARK);
+        self->replies_end = md_end - 1;
+        return;
+    }
+    const char *keys[] = {BN_BCAST_TARGETS, BN_BCAST_REPLIES};
+    bn_jscan_slice_t lists[2];
+    size_t used;
+    if (bn_jscan_object (md, self->md_len, keys, 2, lists, &used) != 0 ||
+        s_array (lists[0], &self->at, &self->end) != 0)
+        s_fail (self, "merged reply's %s is not an array", BN_BCAST_TARGETS);
+    else if (lists[1].data &&
+             s_array (lists[1], &self->replies, &self->replies_end) != 0)
+        s_fail (self, "merged reply's %s is not an array", BN_BCAST_REPLIES);
+}
+
+//  Open bn_reduced: op, the contributors, failed and error.
+static void
+s_open_reduced (bn_merged_reader_t *self)
+{
+    const char *key = BN_BCAST_REDUCED;
+    bn_jscan_slice_t reduced;
+    if (bn_jscan_object (self->md, self->md_len, &key, 1, &reduced, NULL) !=
+            0 ||
+        !reduced.data || *reduced.data != '{') {
+        s_fail (self, "merged reply's %s is not an object", BN_BCAST_REDUCED);
+        return;
+    }
+    const char *keys[] = {"op", "engines", "failed", "error"};
+    bn_jscan_slice_t fields[4];
+    bn_jscan_object (reduced.data, reduced.size, keys, 4, fields, NULL);
+    self->op = bn_merged_string (fields[0]);
+    self->reduced_engines = fields[1];
+    self->reduce_error = fields[3];
+    self->contributors = true;
+    if (!self->op || !fields[1].data || *fields[1].data != '"')
+        s_fail (self, "%s has no op or engines", BN_BCAST_REDUCED);
+    else if (fields[2].data && s_array (fields[2], &self->at, &self->end) != 0)
+        s_fail (self, "%s.failed is not an array", BN_BCAST_REDUCED);
+    else if (fields[3].data && *fields[3].data != '{')
+        s_fail (self, "%s.error is not an object", BN_BCAST_REDUCED);
+}
+
+bn_merged_reader_t *
+bn_merged_reader_new (bn_msg_t *msg)
+{
+    assert (msg);
+    bn_merged_reader_t *self = calloc (1, sizeof (bn_merged_reader_t));
+    if (!self)
+        return NULL;
+    self->msg = msg;
+    self->state = 1;
+    self->sized = true;
+    self->nbuffers = bn_msg_nbuffers (msg);
+    self->md = bn_msg_part_data (msg, BN_PART_METADATA, &self->md_len);
+    self->shape = bn_merged_shape (msg);
+    if (self->shape == BN_MERGED_TARGETS)
+        s_open_targets (self);
+    else if (self->shape == BN_MERGED_GROUPS) {
+        const char *key = BN_BCAST_GROUPS;
+        bn_jscan_slice_t groups;
+        if (bn_jscan_object (self->md, self->md_len, &key, 1, &groups, NULL) !=
+                0 ||
+            s_array (groups, &self->at, &self->end) != 0)
+            s_fail (self, "merged reply's %s is not an array", BN_BCAST_GROUPS);
+    } else if (self->shape == BN_MERGED_REDUCED)
+        s_open_reduced (self);
+    else
+        s_fail (self, "not a merged reply: no %s, %s or %s", BN_BCAST_TARGETS,
+                BN_BCAST_GROUPS, BN_BCAST_REDUCED);
+    if (self->shape == BN_MERGED_TARGETS && !self->replies) {
+        //  7.1.0's entries: the merged status applies to every engine
+        size_t len;
+        const char *content = bn_msg_part_data (msg, BN_PART_CONTENT, &len);
+        if (!content ||
+            bn_jscan_string (content, len, "status", self->merged_status,
+                             sizeof self->merged_status) < 0)
+            snprintf (self->merged_status, sizeof self->merged_status, "%s",
+                      BN_STATUS_ERROR);
+    }
+    return self;
+}
+
+void
+bn_merged_reader_destroy (bn_merged_reader_t **self_p)
+{
+    assert (self_p);
+    bn_merged_reader_t *self = *self_p;
+    if (!self)
+        return;
+    free (self->op);
+    bn_idset_destroy (&self->engines);
+    free (self);
+    *self_p = NULL;
+}
+
+bn_merged_shape_t
+bn_merged_reader_shape (bn_merged_reader_t *self)
+{
+    assert (self);
+    return self->shape;
+}
+
+const char *
+bn_merged_reader_error (bn_merged_reader_t *self)
+{
+    assert (self);
+    return self->state < 0 ? self->error : "";
+}
+
+bool
+bn_merged_reader_spliced (bn_merged_reader_t *self)
+{
+    assert (self);
+    return self->spliced;
+}
+
+const char *
+bn_merged_reader_op (bn_merged_reader_t *self)
+{
+    assert (self);
+    return self->op;
+}
+
+json_t *
+bn_merged_reader_reduce_error (bn_merged_reader_t *self)
+{
+    assert (self);
+    return bn_merged_json (self->reduce_error);
+}
+
+//  A non-negative JSON integer that fits in size_t; -1 if value is not one.
+static int
+s_count (bn_jscan_slice_t value, size_t *count)
+{
+    if (!value.data || value.size == 0 || value.size > 19 ||
+        *value.data < '0' || *value.data > '9')
+        return -1;
+    size_t n = 0;
+    for (size_t i = 0; i < value.size; i++) {
+        if (value.data[i] < '0' || value.data[i] > '9')
+            return -1;
+        n = n * 10 + (size_t)(value.data[i] - '0');
+    }
+    *count = n;
+    return 0;
+}
+
+//  An engine set's text value into self->engines; -1 if not one.
+static int
+s_engines (bn_merged_reader_t *self, bn_jscan_slice_t value)
+{
+    bn_idset_destroy (&self->engines);
+    char *text = bn_merged_string (value);
+    self->engines = text ? bn_idset_parse (text) : NULL;
+    free (text);
+    return self->engines ? 0 : -1;
+}
+
+//  Fill entry from an entry object's text: its fields, status and buffer
+//  count (required: with_count). Returns 0, or -1 after s_fail.
+static int
+s_entry_object (bn_merged_reader_t *self, bn_jscan_slice_t text,
+                bn_merged_entry_t *entry, const char *what, bool with_count)
+{
+    bn_jscan_slice_t fields[S_FIELDS];
+    if (*text.data != '{' ||
+        bn_jscan_object (text.data, text.size, s_entry_keys, S_FIELDS, fields,
+                         NULL) != 0)
+        return s_fail (self, "%s is not an object", what);
+    entry->text = text;
+    entry->started = fields[S_STARTED];
+    entry->completed = fields[S_COMPLETED];
+    entry->content = fields[S_CONTENT];
+    entry->out = fields[S_OUT];
+    entry->err = fields[S_ERR];
+    if (fields[S_CONTENT].data && *fields[S_CONTENT].data != '{')
+        return s_fail (self, "%s's content is not an object", what);
+    if (fields[S_STATUS].data &&
+        bn_jscan_unescape (fields[S_STATUS], self->status,
+                           sizeof self->status) < 0)
+        return s_fail (self, "%s's status is not a short string", what);
+    if (!fields[S_STATUS].data)
+        return s_fail (self, "%s has no status", what);
+    if (fields[S_NBUFFERS].data) {
+        if (s_count (fields[S_NBUFFERS], &entry->nbuffers) != 0)
+            return s_fail (self, "%s's nbuffers is not a count", what);
+        entry->sized = true;
+    } else if (with_count)
+        return s_fail (self, "%s has no nbuffers", what);
+    if (fields[S_ENGINES].data && s_engines (self, fields[S_ENGINES]) != 0)
+        return s_fail (self, "%s's engines are not an engine set", what);
+    return 0;
+}
+
+//  A target, ["uuid", id] or a bare "uuid", into entry. -1 after s_fail.
+static int
+s_target (bn_merged_reader_t *self, bn_jscan_slice_t target,
+          bn_merged_entry_t *entry)
+{
+    bn_jscan_slice_t uuid = target, id = {NULL, 0};
+    if (*target.data == '[') {
+        const char *at = target.data + 1, *end = target.data + target.size;
+        if (bn_jscan_next (&at, end, &uuid) != 1 ||
+            bn_jscan_next (&at, end, &id) != 1 ||
+            bn_jscan_next (&at, end, &(bn_jscan_slice_t){0}) != 0)
+            return s_fail (self, "a target is not a [uuid, id] pair");
+    }
+    if (bn_jscan_unescape (uuid, self->uuid, sizeof self->uuid) <= 0)
+        return s_fail (self,
+                       "a target's uuid is not a string of at most %d "
+                       "bytes",
+                       BN_MERGED_UUID_MAX);
+    entry->uuid = self->uuid;
+    entry->eid = -1;
+    if (id.data) {
+        size_t eid;
+        if (s_count (id, &eid) != 0 || eid > INT_MAX)
+            return s_fail (self, "target %s has no engine id", self->uuid);
+        entry->eid = (int)eid;
+    }
+    return 0;
+}
+
+//  End of the entries: they must have named every buffer.
+static int
+s_end (bn_merged_reader_t *self)
+{
+    if (self->sized && self->buffer != self->nbuffers)
+        return s_fail (self,
+                       "merged reply has %zu buffers, its entries name "
+                       "%zu",
+                       self->nbuffers, self->buffer);
+    self->state = 0;
+    return 0;
+}
+
+static int
+s_next_target (bn_merged_reader_t *self, bn_merged_entry_t *entry)
+{
+    bn_jscan_slice_t target, reply;
+    int rc = bn_jscan_next (&self->at, self->end, &target);
+    int more = self->replies
+                   ? bn_jscan_next (&self->replies, self->replies_end, &reply)
+                   : rc;
+    if (rc < 0)
+        return s_fail (self, "%s is malformed", BN_BCAST_TARGETS);
+    if (more < 0)
+        return s_fail (self, "%s is malformed", BN_BCAST_REPLIES);
+    if (rc != more)
+        return s_fail (self, "%s and %s differ in length", BN_BCAST_TARGETS,
+                       BN_BCAST_REPLIES);
+    if (rc == 0) {
+        if (self->spliced && self->replies != self->replies_end)
+            return s_fail (self, "text follows the spliced %s",
+                           BN_BCAST_REPLIES);
+        return s_end (self);
+    }
+    if (s_target (self, target, entry) != 0)
+        return -1;
+    if (!self->replies) {
+        entry->status = self->merged_status;
+        return 1;
+    }
+    char what[64 + BN_MERGED_UUID_MAX];
+    snprintf (what, sizeof what, "the %s entry of %s", BN_BCAST_REPLIES,
+              self->uuid);
+    return s_entry_object (self, reply, entry, what, false) ? -1 : 1;
+}
+
+static int
+s_next_group (bn_merged_reader_t *self, bn_merged_entry_t *entry)
+{
+    bn_jscan_slice_t group;
+    int rc = bn_jscan_next (&self->at, self->end, &group);
+    if (rc < 0)
+        return s_fail (self, "%s is malformed", BN_BCAST_GROUPS);
+    if (rc == 0)
+        return s_end (self);
+    if (s_entry_object (self, group, entry, "a group", true) != 0)
+        return -1;
+    if (!self->engines || bn_idset_count (self->engines) == 0)
+        return s_fail (self, "a group has no engines");
+    return 1;
+}
+
+static int
+s_next_reduced (bn_merged_reader_t *self, bn_merged_entry_t *entry)
+{
+    if (self->contributors) {
+        //  the contributors: the value is all the buffers
+        self->contributors = false;
+        if (s_engines (self, self->reduced_engines) != 0)
+            return s_fail (self, "%s.engines is not an engine set",
+                           BN_BCAST_REDUCED);
+        snprintf (self->status, sizeof self->status, "%s", BN_STATUS_OK);
+        entry->sized = true;
+        entry->nbuffers = self->nbuffers;
+        return 1;
+    }
+    bn_jscan_slice_t failure;
+    int rc = self->at ? bn_jscan_next (&self->at, self->end, &failure) : 0;
+    if (rc < 0)
+        return s_fail (self, "%s.failed is malformed", BN_BCAST_REDUCED);
+    if (rc == 0)
+        return s_end (self);
+    const char *keys[] = {"engines", "content"};
+    bn_jscan_slice_t fields[2];
+    if (*failure.data != '{' ||
+        bn_jscan_object (failure.data, failure.size, keys, 2, fields, NULL) !=
+            0 ||
+        s_engines (self, fields[0]) != 0 ||
+        bn_idset_count (self->engines) == 0 || !fields[1].data ||
+        *fields[1].data != '{')
+        return s_fail (self, "a failure of %s has no engines or content",
+                       BN_BCAST_REDUCED);
+    entry->failure = true;
+    entry->text = failure;
+    entry->content = fields[1];
+    if (bn_jscan_string (fields[1].data, fields[1].size, "status", self->status,
+                         sizeof self->status) < 0)
+        snprintf (self->status, sizeof self->status, "%s", BN_STATUS_ERROR);
+    entry->sized = true;
+    entry->nbuffers = 0;
+    return 1;
+}
+
+int
+bn_merged_reader_next (bn_merged_reader_t *self, bn_merged_entry_t *entry)
+{
+    assert (self);
+    assert (entry);
+    if (self->state <= 0)
+        return self->state;
+    memset (entry, 0, sizeof *entry);
+    entry->eid = -1;
+    self->status[0] = 0;
+    int rc = self->shape == BN_MERGED_TARGETS   ? s_next_target (self, entry)
+             : self->shape == BN_MERGED_GROUPS  ? s_next_group (self, entry)
+             : self->shape == BN_MERGED_REDUCED ? s_next_reduced (self, entry)
+                                                : -1;
+    if (rc != 1)
+        return rc;
+    if (!entry->status)
+        entry->status = self->status;
+    entry->ok = strcmp (entry->status, BN_STATUS_OK) == 0;
+    entry->engines = entry->uuid ? NULL : self->engines;
+    entry->first = self->buffer;
+    if (entry->sized) {
+        if (entry->nbuffers > self->nbuffers - self->buffer)
+            return s_fail (self,
+                           "merged reply's entries name more than its %zu "
+                           "buffers",
+                           self->nbuffers);
+        self->buffer += entry->nbuffers;
+    } else
+        self->sized = false;
+    return 1;
+}
+
+json_t *
+bn_merged_base (bn_msg_t *msg)
+{
+    assert (msg);
+    size_t len;
+    const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
+    const char *mark =
+        md ? memmem (md, len, S_TARGETS_MARK, strlen (S_TARGETS_MARK)) : NULL;
+    if (mark) {
+        //  the part before the spliced lists, closed
+        size_t head = (size_t)(mark - md);
+        char *text = malloc (head + 1);
+        json_t *base = NULL;
+        if (text) {
+            memcpy (text, md, head);
+            text[head] = '}';
+            base = json_loadb (text, head + 1, 0, NULL);
+            free (text);
+        }
+        if (json_is_object (base))
+            return base;
+        json_decref (base);
+    }
+    json_t *metadata = bn_msg_metadata (msg);
+    json_t *base = json_is_object (metadata) ? json_copy (metadata) : NULL;
+    if (base) {
+        json_object_del (base, BN_BCAST_TARGETS);
+        json_object_del (base, BN_BCAST_REPLIES);
+        json_object_del (base, BN_BCAST_GROUPS);
+        json_object_del (base, BN_BCAST_REDUCED);
+    }
+    return base;
+}
+
+int
+bn_merged_engines (bn_msg_t *msg)
+{
+    assert (msg);
+    if (bn_merged_shape (msg) == BN_MERGED_NONE)
+        return -1;
+    bn_merged_reader_t *reader = bn_merged_reader_new (msg);
+    size_t count = 0;
+    bn_merged_entry_t entry;
+    int rc = reader ? 1 : -1;
+    while (rc == 1 && (rc = bn_merged_reader_next (reader, &entry)) == 1)
+        count += entry.uuid ? 1 : bn_idset_count (entry.engines);
+    bn_merged_reader_destroy (&reader);
+    if (rc < 0)
+        return 0;
+    return count < INT_MAX ? (int)count : INT_MAX;
+}
+
+char *
+bn_merged_string (bn_jscan_slice_t value)
+{
+    if (!value.data || *value.data != '"')
+        return NULL;
+    //  unescaped, a string is never longer than its JSON text
+    char *text = malloc (value.size);
+    if (text && bn_jscan_unescape (value, text, value.size) < 0) {
+        free (text);
+        text = NULL;
+    }
+    return text;
+}
+
+json_t *
+bn_merged_json (bn_jscan_slice_t value)
+{
+    return value.data ? json_loadb (value.data, value.size, 0, NULL) : NULL;
+}
