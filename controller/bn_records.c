@@ -1,5 +1,5 @@
-/*  bn_records: task records sharing the relays' frames, the pending and
-    completed state per engine, DictDB-style limits, SQLite write-through.
+/*  bn_records: the task records (bn_record) kept in arrival order, the pending
+   and completed state per engine, DictDB-style limits, SQLite write-through.
 
     On the message path a request costs one bn_msg_dup (frames shared by
     reference count), one record and one tracking entry; a reply or an
@@ -12,13 +12,11 @@
 #include <assert.h>
 #include <limits.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include "bn_idset.h"
 #include "bn_jscan.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
-#include "bn_query.h"
 #include "bn_records_sqlite.h"
 
 #define S_DONE_KEEP 1024 //  completed msg_ids kept per engine
@@ -47,24 +45,6 @@ typedef struct {
     char msg_id[];
 } s_track_t;
 
-struct _bn_record_t {
-    char *msg_id;
-    const char *queue; //  BN_MONITOR_QUEUE_* or NULL
-    char *engine_uuid;
-    char *resubmitted;
-    bn_msg_t *request; //  No idents; buffers shared
-    bn_msg_t *reply;   //  No idents; buffers shared
-    int64_t received;  //  Microseconds since the epoch, 0 if no reply
-    zlistx_t *iopub;   //  bn_msg_t *, in arrival order, or NULL
-    json_t *io;        //  Folded iopub of a record read from SQLite
-    json_t *json;      //  Cached TaskRecord, NULL when stale
-    uint64_t bytes;    //  Buffer bytes of request and reply
-    bool dirty;        //  Changed since written to SQLite
-    bool temporary;    //  Read from SQLite: freed on release
-    bn_records_t *owner;
-    void *handle; //  Position in the order list
-};
-
 typedef struct {
     uint64_t requests;    //  Requests recorded
     uint64_t replies;     //  Replies recorded
@@ -82,7 +62,7 @@ struct _bn_records_t {
     bn_records_kind_t kind;
     size_t record_limit;
     uint64_t size_limit;
-    zhashx_t *records; //  msg_id -> bn_record_t (key owned by the record)
+    zhashx_t *records; //  msg_id -> handle in order (key owned by the record)
     zlistx_t *order;   //  bn_record_t *, arrival order (owner)
     uint64_t bytes;
     zhashx_t *pending;       //  msg_id -> s_track_t (key owned by it)
@@ -96,76 +76,19 @@ struct _bn_records_t {
     s_stats_t stats;
 };
 
-static int64_t
-s_now (void)
-{
-    struct timeval tv;
-    gettimeofday (&tv, NULL);
-    return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
-}
-
-//  --------------------------------------------------------------------------
-//  Records
-
-static void
-s_record_free (bn_record_t **self_p)
-{
-    bn_record_t *self = *self_p;
-    if (!self)
-        return;
-    bn_msg_destroy (&self->request);
-    bn_msg_destroy (&self->reply);
-    if (self->iopub) {
-        bn_msg_t *msg = zlistx_first (self->iopub);
-        while (msg) {
-            bn_msg_destroy (&msg);
-            msg = zlistx_next (self->iopub);
-        }
-        zlistx_destroy (&self->iopub);
-    }
-    json_decref (self->io);
-    json_decref (self->json);
-    free (self->msg_id);
-    free (self->engine_uuid);
-    free (self->resubmitted);
-    free (self);
-    *self_p = NULL;
-}
-
+//  Destructor of the order list, which owns the records.
 static void
 s_record_destructor (void **item)
 {
-    s_record_free ((bn_record_t **)item);
+    bn_record_destroy ((bn_record_t **)item);
 }
 
-static uint64_t
-s_msg_bytes (bn_msg_t *msg)
+//  The record of msg_id in memory, or NULL.
+static bn_record_t *
+s_lookup (bn_records_t *self, const char *msg_id)
 {
-    uint64_t bytes = 0;
-    for (size_t i = 0; msg && i < bn_msg_nbuffers (msg); i++)
-        bytes += zmq_msg_size (bn_msg_buffer (msg, i));
-    return bytes;
-}
-
-//  Mark a record changed.
-static void
-s_changed (bn_record_t *record)
-{
-    json_decref (record->json);
-    record->json = NULL;
-    record->dirty = true;
-}
-
-static void
-s_set_string (char **field, const char *value)
-{
-    if (!value || (*field && strcmp (*field, value) == 0))
-        return;
-    char *copy = strdup (value);
-    if (!copy)
-        return;
-    free (*field);
-    *field = copy;
+    void *handle = zhashx_lookup (self->records, msg_id);
+    return handle ? (bn_record_t *)zlistx_handle_item (handle) : NULL;
 }
 
 //  --------------------------------------------------------------------------
@@ -359,9 +282,11 @@ bn_records_sqlite_ok (bn_records_t *self)
 static void
 s_forget (bn_records_t *self, bn_record_t *record)
 {
-    self->bytes -= record->bytes;
-    zhashx_delete (self->records, record->msg_id);
-    zlistx_delete (self->order, record->handle);
+    const char *msg_id = bn_record_msg_id (record);
+    void *handle = zhashx_lookup (self->records, msg_id);
+    self->bytes -= bn_record_bytes (record);
+    zhashx_delete (self->records, msg_id);
+    zlistx_delete (self->order, handle);
 }
 
 //  Drop the oldest records that are not pending until count are gone or
@@ -376,8 +301,8 @@ s_cull (bn_records_t *self, size_t count, uint64_t under)
     size_t culled = 0;
     while (record && (count ? culled < count : self->bytes > under)) {
         bn_record_t *next = zlistx_next (self->order);
-        if (!zhashx_lookup (self->pending, record->msg_id) &&
-            !(self->db && record->dirty)) {
+        if (!zhashx_lookup (self->pending, bn_record_msg_id (record)) &&
+            !(self->db && bn_record_dirty (record))) {
             s_forget (self, record);
             culled++;
         }
@@ -408,25 +333,41 @@ s_maybe_cull (bn_records_t *self)
         self->bytes_stuck = true;
 }
 
+//  Keep record in memory. Returns 0, or -1 if out of memory.
+static int
+s_record_insert (bn_records_t *self, bn_record_t *record)
+{
+    void *handle = zlistx_add_end (self->order, record);
+    if (!handle) {
+        self->stats.no_memory++;
+        return -1;
+    }
+    zhashx_insert (self->records, bn_record_msg_id (record), handle);
+    self->bytes += bn_record_bytes (record);
+    return 0;
+}
+
 //  A new record for msg_id in memory, or NULL.
 static bn_record_t *
 s_record_add (bn_records_t *self, const char *msg_id)
 {
-    bn_record_t *record = calloc (1, sizeof *record);
-    if (!record)
-        return NULL;
-    record->msg_id = strdup (msg_id);
-    record->owner = self;
-    record->dirty = true;
-    record->handle =
-        record->msg_id ? zlistx_add_end (self->order, record) : NULL;
-    if (!record->handle) {
-        s_record_free (&record);
-        self->stats.no_memory++;
-        return NULL;
+    bn_record_t *record = bn_record_new (msg_id);
+    if (!record || s_record_insert (self, record) != 0) {
+        if (!record)
+            self->stats.no_memory++;
+        bn_record_destroy (&record);
     }
-    zhashx_insert (self->records, record->msg_id, record);
     return record;
+}
+
+//  Store request in record (taking a shared copy).
+static void
+s_record_request (bn_records_t *self, bn_record_t *record, const char *queue,
+                  bn_msg_t *request, const char *engine_uuid)
+{
+    uint64_t bytes = bn_record_bytes (record);
+    bn_record_set_request (record, queue, request, engine_uuid);
+    self->bytes += bn_record_bytes (record) - bytes;
 }
 
 //  --------------------------------------------------------------------------
@@ -482,21 +423,12 @@ bn_records_request (bn_records_t *self, const char *queue, bn_msg_t *request,
 
     if (self->kind == BN_RECORDS_NONE)
         return;
-    bn_record_t *record = zhashx_lookup (self->records, msg_id);
+    bn_record_t *record = s_lookup (self, msg_id);
     if (!record)
         record = s_record_add (self, msg_id);
     if (!record)
         return;
-    bn_msg_destroy (&record->request);
-    self->bytes -= record->bytes;
-    record->request = bn_msg_dup (request);
-    if (record->request)
-        bn_msg_clear_idents (record->request);
-    record->queue = queue;
-    s_set_string (&record->engine_uuid, engine_uuid);
-    record->bytes = s_msg_bytes (record->request) + s_msg_bytes (record->reply);
-    self->bytes += record->bytes;
-    s_changed (record);
+    s_record_request (self, record, queue, request, engine_uuid);
     s_maybe_cull (self);
 }
 
@@ -516,11 +448,9 @@ bn_records_assigned (bn_records_t *self, const char *msg_id,
                 self->unassigned--;
         }
     }
-    bn_record_t *record = zhashx_lookup (self->records, msg_id);
-    if (record) {
-        s_set_string (&record->engine_uuid, engine_uuid);
-        s_changed (record);
-    }
+    bn_record_t *record = s_lookup (self, msg_id);
+    if (record)
+        bn_record_set_engine (record, engine_uuid);
 }
 
 //  Read a string key of a reply's metadata without a JSON tree.
@@ -591,17 +521,10 @@ static void
 s_record_reply (bn_records_t *self, bn_record_t *record, bn_msg_t *reply,
                 const char *engine_uuid)
 {
-    bn_msg_destroy (&record->reply);
-    self->bytes -= record->bytes;
-    record->reply = bn_msg_dup (reply);
-    if (record->reply)
-        bn_msg_clear_idents (record->reply);
-    record->received = s_now ();
+    uint64_t bytes = bn_record_bytes (record);
+    bn_record_set_reply (record, reply, engine_uuid);
+    self->bytes += bn_record_bytes (record) - bytes;
     self->bytes_stuck = false;
-    s_set_string (&record->engine_uuid, engine_uuid);
-    record->bytes = s_msg_bytes (record->request) + s_msg_bytes (record->reply);
-    self->bytes += record->bytes;
-    s_changed (record);
 }
 
 //  A broadcast's per-engine reply ("<orig>_<uuid>"): a record of its own
@@ -614,23 +537,21 @@ s_broadcast_reply (bn_records_t *self, const char *parent_id, bn_msg_t *reply,
     if (!s_metadata_string (reply, "original_msg_id", orig, sizeof orig))
         return;
     s_track_t *track = zhashx_lookup (self->pending, orig);
-    bn_record_t *original = zhashx_lookup (self->records, orig);
+    bn_record_t *original = s_lookup (self, orig);
     //  a merged reply carries broadcast_targets, bn_groups or bn_reduced
     int engines = s_merged_engines (reply);
     bool merged = engines >= 0;
     if (!merged && self->kind != BN_RECORDS_NONE && parent_id &&
         !streq (parent_id, orig)) {
         //  (its output may have made the record already)
-        bn_record_t *record = zhashx_lookup (self->records, parent_id);
+        bn_record_t *record = s_lookup (self, parent_id);
         if (!record)
             record = s_record_add (self, parent_id);
-        if (record && !record->request) {
-            record->queue = s_broadcast;
-            if (original && original->request) {
-                record->request = bn_msg_dup (original->request);
-                if (record->request)
-                    bn_msg_set_msg_id (record->request, parent_id);
-            }
+        if (record && !bn_record_request (record)) {
+            bn_msg_t *request = original ? bn_record_request (original) : NULL;
+            s_record_request (self, record, s_broadcast, request, NULL);
+            if (bn_record_request (record))
+                bn_msg_set_msg_id (bn_record_request (record), parent_id);
         }
         if (record)
             s_record_reply (self, record, reply, engine_uuid);
@@ -639,9 +560,8 @@ s_broadcast_reply (bn_records_t *self, const char *parent_id, bn_msg_t *reply,
         return;
     if (track->remaining < 0) {
         track->remaining = 1;
-        int targets = original && original->request
-                          ? s_metadata_array_size (original->request, "targets")
-                          : -1;
+        bn_msg_t *request = original ? bn_record_request (original) : NULL;
+        int targets = request ? s_metadata_array_size (request, "targets") : -1;
         if (targets > 0)
             track->remaining = targets;
     }
@@ -658,11 +578,8 @@ s_broadcast_reply (bn_records_t *self, const char *parent_id, bn_msg_t *reply,
     if (track->remaining > 0)
         return;
     s_untrack (self, track);
-    if (original) {
+    if (original)
         s_record_reply (self, original, reply, NULL);
-        if (!merged)
-            s_set_string (&original->engine_uuid, NULL);
-    }
 }
 
 void
@@ -684,8 +601,7 @@ bn_records_reply (bn_records_t *self, const char *queue, bn_msg_t *reply,
         s_broadcast_reply (self, parent_id, reply, engine_uuid);
         return;
     }
-    bn_record_t *record =
-        parent_id ? zhashx_lookup (self->records, parent_id) : NULL;
+    bn_record_t *record = parent_id ? s_lookup (self, parent_id) : NULL;
     if (!track && !record) {
         self->stats.unknown++;
         return;
@@ -732,7 +648,7 @@ bn_records_iopub (bn_records_t *self, bn_msg_t *msg)
     const char *parent_id = bn_msg_parent_id (msg);
     if (!parent_id)
         return;
-    bn_record_t *record = zhashx_lookup (self->records, parent_id);
+    bn_record_t *record = s_lookup (self, parent_id);
     if (!record) {
         //  as 7.1.0 does for output that comes before its request; ours
         //  comes after, so this is output for a record already culled or
@@ -742,19 +658,11 @@ bn_records_iopub (bn_records_t *self, bn_msg_t *msg)
         if (!record)
             return;
     }
-    if (!record->iopub && !(record->iopub = zlistx_new ())) {
+    if (bn_record_add_iopub (record, msg) != 0) {
         self->stats.no_memory++;
         return;
     }
-    bn_msg_t *copy = bn_msg_dup (msg);
-    if (!copy || !zlistx_add_end (record->iopub, copy)) {
-        bn_msg_destroy (&copy);
-        self->stats.no_memory++;
-        return;
-    }
-    bn_msg_clear_idents (copy);
     self->stats.iopub++;
-    s_changed (record);
 }
 
 //  --------------------------------------------------------------------------
@@ -853,242 +761,7 @@ bn_records_completed_ids (bn_records_t *self, const char *uuid)
 }
 
 //  --------------------------------------------------------------------------
-//  Record views
-
-//  A banyan engine asked for output in its reply (bn_output) publishes
-//  none: its reply's bn_stdout and bn_stderr are the record's output.
-static void
-s_fold_reply_output (bn_record_t *record, json_t *io)
-{
-    json_t *content = record->reply ? bn_msg_content (record->reply) : NULL;
-    static const char *keys[2][2] = {{"bn_stdout", "stdout"},
-                                     {"bn_stderr", "stderr"}};
-    for (int i = 0; content && i < 2; i++) {
-        json_t *text = json_object_get (content, keys[i][0]);
-        if (json_is_string (text) &&
-            json_string_length (json_object_get (io, keys[i][1])) == 0)
-            json_object_set (io, keys[i][1], text);
-    }
-}
-
-//  The folded iopub output: execute_input, execute_result, error, stdout,
-//  stderr (and display_data when some was published).
-static json_t *
-s_fold_io (bn_record_t *record)
-{
-    if (record->io)
-        return json_deep_copy (record->io);
-    json_t *io =
-        json_pack ("{s:n, s:n, s:n, s:s, s:s}", "execute_input",
-                   "execute_result", "error", "stdout", "", "stderr", "");
-    if (!io || !record->iopub) {
-        if (io)
-            s_fold_reply_output (record, io);
-        return io;
-    }
-    json_t *streams[2] = {json_string (""), json_string ("")};
-    bn_msg_t *msg = zlistx_first (record->iopub);
-    while (msg) {
-        const char *type = bn_msg_type (msg);
-        json_t *content = bn_msg_content (msg);
-        if (!type || !content) {
-            msg = zlistx_next (record->iopub);
-            continue;
-        }
-        if (streq (type, "stream")) {
-            const char *name =
-                json_string_value (json_object_get (content, "name"));
-            const char *text =
-                json_string_value (json_object_get (content, "text"));
-            int which = name && streq (name, "stderr")   ? 1
-                        : name && streq (name, "stdout") ? 0
-                                                         : -1;
-            if (which >= 0 && text && streams[which]) {
-                size_t old = json_string_length (streams[which]);
-                size_t add = strlen (text);
-                char *joined = malloc (old + add + 1);
-                if (joined) {
-                    memcpy (joined, json_string_value (streams[which]), old);
-                    memcpy (joined + old, text, add + 1);
-                    json_decref (streams[which]);
-                    streams[which] = json_stringn_nocheck (joined, old + add);
-                    free (joined);
-                }
-            }
-        } else if (streq (type, "execute_input"))
-            json_object_set (io, "execute_input",
-                             json_object_get (content, "code")
-                                 ? json_object_get (content, "code")
-                                 : json_null ());
-        else
-            json_object_set (io, type, content);
-        msg = zlistx_next (record->iopub);
-    }
-    if (streams[0])
-        json_object_set_new (io, "stdout", streams[0]);
-    if (streams[1])
-        json_object_set_new (io, "stderr", streams[1]);
-    s_fold_reply_output (record, io);
-    return io;
-}
-
-static json_t *
-s_date_value (int64_t usec)
-{
-    if (!usec)
-        return json_null ();
-    char buf[32];
-    bn_query_format_date (usec, buf);
-    return json_string (buf);
-}
-
-static json_t *
-s_part_or_null (bn_msg_t *msg, bn_part_t part)
-{
-    json_t *value = msg ? bn_msg_part (msg, part) : NULL;
-    return value ? json_incref (value) : json_null ();
-}
-
-static json_t *
-s_string_or_null (const char *text)
-{
-    return text ? json_string (text) : json_null ();
-}
-
-json_t *
-bn_record_json (bn_record_t *record)
-{
-    assert (record);
-    if (record->json)
-        return record->json;
-    json_t *header = record->request ? bn_msg_header (record->request) : NULL;
-    json_t *result_header =
-        record->reply ? bn_msg_header (record->reply) : NULL;
-    json_t *result_md = record->reply ? bn_msg_metadata (record->reply) : NULL;
-    json_t *date = json_object_get (header, "date");
-    json_t *session = json_object_get (header, "session");
-    json_t *completed = json_object_get (result_header, "date");
-    json_t *started = json_object_get (result_md, "started");
-    json_t *json = json_object ();
-    json_t *io = s_fold_io (record);
-    if (!json || !io) {
-        json_decref (json);
-        json_decref (io);
-        return NULL;
-    }
-    json_object_set_new (json, "msg_id", json_string (record->msg_id));
-    json_object_set_new (json, "header",
-                         s_part_or_null (record->request, BN_PART_HEADER));
-    json_object_set_new (json, "metadata",
-                         s_part_or_null (record->request, BN_PART_METADATA));
-    json_object_set_new (json, "content",
-                         s_part_or_null (record->request, BN_PART_CONTENT));
-    json_object_set_new (json, "submitted",
-                         json_is_string (date) ? json_incref (date)
-                                               : json_null ());
-    json_object_set_new (json, "client_uuid",
-                         json_is_string (session) ? json_incref (session)
-                                                  : json_null ());
-    json_object_set_new (json, "engine_uuid",
-                         s_string_or_null (record->engine_uuid));
-    json_object_set_new (json, "started",
-                         json_is_string (started) ? json_incref (started)
-                                                  : json_null ());
-    json_object_set_new (json, "completed",
-                         json_is_string (completed) ? json_incref (completed)
-                         : record->reply ? s_date_value (record->received)
-                                         : json_null ());
-    json_object_set_new (json, "resubmitted",
-                         s_string_or_null (record->resubmitted));
-    json_object_set_new (json, "received", s_date_value (record->received));
-    json_object_set_new (json, "result_header",
-                         s_part_or_null (record->reply, BN_PART_HEADER));
-    json_object_set_new (json, "result_metadata",
-                         s_part_or_null (record->reply, BN_PART_METADATA));
-    json_object_set_new (json, "result_content",
-                         s_part_or_null (record->reply, BN_PART_CONTENT));
-    json_object_set_new (json, "queue", s_string_or_null (record->queue));
-    json_object_update (json, io);
-    json_decref (io);
-    record->json = json;
-    return json;
-}
-
-size_t
-bn_record_nbuffers (bn_record_t *record, bool result)
-{
-    assert (record);
-    bn_msg_t *msg = result ? record->reply : record->request;
-    return msg ? bn_msg_nbuffers (msg) : 0;
-}
-
-zmq_msg_t *
-bn_record_buffer (bn_record_t *record, bool result, size_t index)
-{
-    assert (record);
-    bn_msg_t *msg = result ? record->reply : record->request;
-    return msg ? bn_msg_buffer (msg, index) : NULL;
-}
-
-bn_msg_t *
-bn_record_request (bn_record_t *record)
-{
-    assert (record);
-    return record->request;
-}
-
-bool
-bn_record_completed (bn_record_t *record)
-{
-    assert (record);
-    return record->reply != NULL;
-}
-
-//  --------------------------------------------------------------------------
 //  SQLite
-
-//  Date of a message's header as microseconds, or 0.
-static int64_t
-s_header_date (bn_msg_t *msg)
-{
-    if (!msg)
-        return 0;
-    size_t len;
-    const void *data = bn_msg_part_data (msg, BN_PART_HEADER, &len);
-    char date[64];
-    int64_t usec;
-    if (bn_jscan_string (data, len, "date", date, sizeof date) < 0 ||
-        bn_query_parse_date (date, &usec) != 0)
-        return 0;
-    return usec;
-}
-
-//  A temporary record from a row read back (fn for bn_records_sqlite_*).
-static bn_record_t *
-s_record_from_row (const bn_records_row_t *row)
-{
-    bn_record_t *record = calloc (1, sizeof *record);
-    if (!record)
-        return NULL;
-    record->temporary = true;
-    record->msg_id = strdup (row->msg_id);
-    if (row->queue)
-        record->queue = streq (row->queue, s_mux)    ? s_mux
-                        : streq (row->queue, s_task) ? s_task
-                                                     : s_broadcast;
-    s_set_string (&record->engine_uuid, row->engine_uuid);
-    s_set_string (&record->resubmitted, row->resubmitted);
-    record->request = row->request ? bn_msg_dup (row->request) : NULL;
-    record->reply = row->reply ? bn_msg_dup (row->reply) : NULL;
-    record->received = row->received;
-    if (row->io)
-        record->io = json_loads (row->io, 0, NULL);
-    if (!record->msg_id) {
-        s_record_free (&record);
-        return NULL;
-    }
-    return record;
-}
 
 int
 bn_records_open_sqlite (bn_records_t *self, const char *path, char *err,
@@ -1133,7 +806,7 @@ bn_records_flush (bn_records_t *self)
     if (!self->db)
         return 0;
     bn_record_t *record = zlistx_first (self->order);
-    while (record && !record->dirty)
+    while (record && !bn_record_dirty (record))
         record = zlistx_next (self->order);
     if (!record)
         return 0;
@@ -1143,25 +816,9 @@ bn_records_flush (bn_records_t *self)
     }
     size_t written = 0;
     for (; record; record = zlistx_next (self->order)) {
-        if (!record->dirty)
+        if (!bn_record_dirty (record))
             continue;
-        json_t *io = s_fold_io (record);
-        char *io_text = io ? json_dumps (io, JSON_COMPACT) : NULL;
-        json_decref (io);
-        bn_records_row_t row = {
-            .msg_id = record->msg_id,
-            .queue = record->queue,
-            .engine_uuid = record->engine_uuid,
-            .resubmitted = record->resubmitted,
-            .submitted = s_header_date (record->request),
-            .received = record->received,
-            .request = record->request,
-            .reply = record->reply,
-            .io = io_text,
-        };
-        int rc = bn_records_sqlite_put (self->db, &row);
-        free (io_text);
-        if (rc != 0) {
+        if (bn_record_write (record, self->db) != 0) {
             s_db_failed (self, "write");
             return -1;
         }
@@ -1174,7 +831,7 @@ bn_records_flush (bn_records_t *self)
     //  only now is every row safe
     for (record = zlistx_first (self->order); record;
          record = zlistx_next (self->order))
-        record->dirty = false;
+        bn_record_set_written (record);
     self->stats.db_writes += written;
     return 0;
 }
@@ -1185,7 +842,7 @@ bn_records_flush (bn_records_t *self)
 static int
 s_get_row (void *arg, const bn_records_row_t *row)
 {
-    *(bn_record_t **)arg = s_record_from_row (row);
+    *(bn_record_t **)arg = bn_record_new_row (row);
     return 1;
 }
 
@@ -1195,23 +852,13 @@ bn_records_get (bn_records_t *self, const char *msg_id)
     assert (self);
     if (!msg_id)
         return NULL;
-    bn_record_t *record = zhashx_lookup (self->records, msg_id);
+    bn_record_t *record = s_lookup (self, msg_id);
     if (record || !self->db)
         return record;
     bn_record_t *loaded = NULL;
     if (bn_records_sqlite_get (self->db, msg_id, s_get_row, &loaded) < 0)
         s_db_failed (self, "read");
     return loaded;
-}
-
-void
-bn_record_release (bn_record_t **record_p)
-{
-    assert (record_p);
-    bn_record_t *record = *record_p;
-    if (record && record->temporary)
-        s_record_free (&record);
-    *record_p = NULL;
 }
 
 typedef struct {
@@ -1223,11 +870,11 @@ static int
 s_each_row (void *arg, const bn_records_row_t *row)
 {
     s_each_t *each = (s_each_t *)arg;
-    bn_record_t *record = s_record_from_row (row);
+    bn_record_t *record = bn_record_new_row (row);
     if (!record)
         return 0;
     int rc = each->fn (each->arg, record);
-    s_record_free (&record);
+    bn_record_destroy (&record);
     return rc;
 }
 
@@ -1261,7 +908,7 @@ s_sorted (bn_records_t *self, size_t *count)
     bn_record_t *record = zlistx_first (self->order);
     while (record && i < n) {
         sorted[i].record = record;
-        sorted[i].date = s_header_date (record->request);
+        sorted[i].date = bn_record_submitted (record);
         sorted[i].seq = i;
         i++;
         record = zlistx_next (self->order);
@@ -1297,8 +944,9 @@ bn_records_each (bn_records_t *self, bn_records_each_fn *fn, void *arg)
 static int
 s_history_add (void *arg, bn_record_t *record)
 {
-    if (record->request)
-        json_array_append_new ((json_t *)arg, json_string (record->msg_id));
+    if (bn_record_request (record))
+        json_array_append_new ((json_t *)arg,
+                               json_string (bn_record_msg_id (record)));
     return 0;
 }
 
@@ -1327,7 +975,7 @@ bn_records_drop (bn_records_t *self, const char *msg_id)
     if (!msg_id || zhashx_lookup (self->pending, msg_id))
         return -1;
     int rc = -1;
-    bn_record_t *record = zhashx_lookup (self->records, msg_id);
+    bn_record_t *record = s_lookup (self, msg_id);
     if (record) {
         s_forget (self, record);
         rc = 0;
@@ -1351,26 +999,19 @@ bn_records_set_resubmitted (bn_records_t *self, const char *msg_id,
                             const char *new_id)
 {
     assert (self);
-    bn_record_t *record = zhashx_lookup (self->records, msg_id);
+    bn_record_t *record = s_lookup (self, msg_id);
     if (!record && self->db) {
         //  bring the record back into memory so that it is written again
         bn_record_t *loaded = bn_records_get (self, msg_id);
-        if (loaded && (record = s_record_add (self, msg_id))) {
-            record->queue = loaded->queue;
-            record->request = loaded->request;
-            record->reply = loaded->reply;
-            record->io = loaded->io;
-            record->received = loaded->received;
-            loaded->request = loaded->reply = NULL;
-            loaded->io = NULL;
-            s_set_string (&record->engine_uuid, loaded->engine_uuid);
-        }
-        bn_record_release (&loaded);
+        if (loaded && s_record_insert (self, loaded) == 0) {
+            bn_record_keep (loaded);
+            record = loaded;
+        } else
+            bn_record_release (&loaded);
     }
     if (!record)
         return;
-    s_set_string (&record->resubmitted, new_id);
-    s_changed (record);
+    bn_record_set_resubmitted (record, new_id);
 }
 
 size_t

@@ -5,9 +5,9 @@
     mux, task and broadcast queues, its assignment to an engine, its reply,
     and the iopub output published for it. A record keeps the request and
     reply as bn_msg_t copies that share the relays' frames (no payload
-    copy) and the iopub messages likewise; JSON is parsed only when a query
-    reads the record. Storage is in memory with 7.1.0's DictDB limits
-    (record_limit, size_limit, culling the oldest tenth of the completed
+    copy) and the iopub messages likewise (bn_record); JSON is parsed only
+    when a query reads the record. Storage is in memory with 7.1.0's DictDB
+   limits (record_limit, size_limit, culling the oldest tenth of the completed
     records), optionally written through to SQLite (bn_records_sqlite), or
     none (--nodb: requests are still tracked as pending or completed, but
     no record is kept).  */
@@ -21,9 +21,9 @@
 
 #include "bn_monitor.h"
 #include "bn_msg.h"
+#include "bn_record.h"
 
 typedef struct _bn_records_t bn_records_t;
-typedef struct _bn_record_t bn_record_t;
 
 //  7.1.0's DictDB defaults.
 #define BN_RECORDS_RECORD_LIMIT 1024
@@ -104,23 +104,6 @@ json_t *bn_records_unassigned_ids (bn_records_t *self);
 //  The record of msg_id, or NULL. Release it with bn_record_release (a
 //  record read from SQLite is a temporary copy).
 bn_record_t *bn_records_get (bn_records_t *self, const char *msg_id);
-void bn_record_release (bn_record_t **record_p);
-
-//  The record as a 7.1.0 TaskRecord dict without its buffers (dates as ISO
-//  strings); borrowed, valid until the record changes or is released.
-//  NULL if out of memory.
-json_t *bn_record_json (bn_record_t *record);
-
-//  The request's buffers (result false) or the reply's (result true).
-size_t bn_record_nbuffers (bn_record_t *record, bool result);
-zmq_msg_t *bn_record_buffer (bn_record_t *record, bool result, size_t index);
-
-//  The request as stored (buffers included, no idents); NULL if the record
-//  was made by its iopub output alone.
-bn_msg_t *bn_record_request (bn_record_t *record);
-
-//  True once the record has its reply.
-bool bn_record_completed (bn_record_t *record);
 
 //  Call fn for every record in submission order (records without a
 //  request last) until fn returns non-zero; returns that value or 0.

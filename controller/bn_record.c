@@ -1,0 +1,477 @@
+/*  bn_record: one task record; its TaskRecord dict is built on demand.  */
+#include "bn_record.h"
+
+#include <assert.h>
+#include <czmq.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "bn_jscan.h"
+#include "bn_monitor.h"
+#include "bn_query.h"
+
+struct _bn_record_t {
+    char *msg_id;
+    const char *queue; //  BN_MONITOR_QUEUE_* or NULL
+    char *engine_uuid;
+    char *resubmitted;
+    bn_msg_t *request; //  No idents; buffers shared
+    bn_msg_t *reply;   //  No idents; buffers shared
+    int64_t received;  //  Microseconds since the epoch, 0 if no reply
+    zlistx_t *iopub;   //  bn_msg_t *, in arrival order, or NULL
+    json_t *io;        //  Folded iopub of a record read from SQLite
+    json_t *json;      //  Cached TaskRecord, NULL when stale
+    uint64_t bytes;    //  Buffer bytes of request and reply
+    bool dirty;        //  Changed since written to SQLite
+    bool temporary;    //  Read from SQLite: freed on release
+};
+
+static int64_t
+s_now (void)
+{
+    struct timeval tv;
+    gettimeofday (&tv, NULL);
+    return (int64_t)tv.tv_sec * 1000000 + tv.tv_usec;
+}
+
+static uint64_t
+s_msg_bytes (bn_msg_t *msg)
+{
+    uint64_t bytes = 0;
+    for (size_t i = 0; msg && i < bn_msg_nbuffers (msg); i++)
+        bytes += zmq_msg_size (bn_msg_buffer (msg, i));
+    return bytes;
+}
+
+//  Mark a record changed.
+static void
+s_changed (bn_record_t *self)
+{
+    json_decref (self->json);
+    self->json = NULL;
+    self->dirty = true;
+}
+
+static void
+s_set_string (char **field, const char *value)
+{
+    if (!value || (*field && strcmp (*field, value) == 0))
+        return;
+    char *copy = strdup (value);
+    if (!copy)
+        return;
+    free (*field);
+    *field = copy;
+}
+
+bn_record_t *
+bn_record_new (const char *msg_id)
+{
+    assert (msg_id);
+    bn_record_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->msg_id = strdup (msg_id);
+    self->dirty = true;
+    if (!self->msg_id)
+        bn_record_destroy (&self);
+    return self;
+}
+
+bn_record_t *
+bn_record_new_row (const bn_records_row_t *row)
+{
+    assert (row);
+    bn_record_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->temporary = true;
+    self->msg_id = strdup (row->msg_id);
+    if (row->queue)
+        self->queue = streq (row->queue, BN_MONITOR_QUEUE_MUX)
+                          ? BN_MONITOR_QUEUE_MUX
+                      : streq (row->queue, BN_MONITOR_QUEUE_TASK)
+                          ? BN_MONITOR_QUEUE_TASK
+                          : BN_MONITOR_QUEUE_BROADCAST;
+    s_set_string (&self->engine_uuid, row->engine_uuid);
+    s_set_string (&self->resubmitted, row->resubmitted);
+    self->request = row->request ? bn_msg_dup (row->request) : NULL;
+    self->reply = row->reply ? bn_msg_dup (row->reply) : NULL;
+    self->received = row->received;
+    self->bytes = s_msg_bytes (self->request) + s_msg_bytes (self->reply);
+    if (row->io)
+        self->io = json_loads (row->io, 0, NULL);
+    if (!self->msg_id)
+        bn_record_destroy (&self);
+    return self;
+}
+
+void
+bn_record_destroy (bn_record_t **self_p)
+{
+    assert (self_p);
+    bn_record_t *self = *self_p;
+    if (!self)
+        return;
+    bn_msg_destroy (&self->request);
+    bn_msg_destroy (&self->reply);
+    if (self->iopub) {
+        bn_msg_t *msg = zlistx_first (self->iopub);
+        while (msg) {
+            bn_msg_destroy (&msg);
+            msg = zlistx_next (self->iopub);
+        }
+        zlistx_destroy (&self->iopub);
+    }
+    json_decref (self->io);
+    json_decref (self->json);
+    free (self->msg_id);
+    free (self->engine_uuid);
+    free (self->resubmitted);
+    free (self);
+    *self_p = NULL;
+}
+
+void
+bn_record_release (bn_record_t **self_p)
+{
+    assert (self_p);
+    bn_record_t *self = *self_p;
+    if (self && self->temporary)
+        bn_record_destroy (&self);
+    *self_p = NULL;
+}
+
+void
+bn_record_keep (bn_record_t *self)
+{
+    assert (self);
+    self->temporary = false;
+}
+
+const char *
+bn_record_msg_id (bn_record_t *self)
+{
+    assert (self);
+    return self->msg_id;
+}
+
+//  A copy of msg sharing its frames, without idents, in *field.
+static void
+s_store (bn_record_t *self, bn_msg_t **field, bn_msg_t *msg)
+{
+    bn_msg_destroy (field);
+    *field = msg ? bn_msg_dup (msg) : NULL;
+    if (*field)
+        bn_msg_clear_idents (*field);
+    self->bytes = s_msg_bytes (self->request) + s_msg_bytes (self->reply);
+    s_changed (self);
+}
+
+void
+bn_record_set_request (bn_record_t *self, const char *queue, bn_msg_t *request,
+                       const char *engine_uuid)
+{
+    assert (self);
+    s_store (self, &self->request, request);
+    self->queue = queue;
+    s_set_string (&self->engine_uuid, engine_uuid);
+}
+
+void
+bn_record_set_reply (bn_record_t *self, bn_msg_t *reply,
+                     const char *engine_uuid)
+{
+    assert (self);
+    s_store (self, &self->reply, reply);
+    self->received = s_now ();
+    s_set_string (&self->engine_uuid, engine_uuid);
+}
+
+void
+bn_record_set_engine (bn_record_t *self, const char *engine_uuid)
+{
+    assert (self);
+    s_set_string (&self->engine_uuid, engine_uuid);
+    s_changed (self);
+}
+
+void
+bn_record_set_resubmitted (bn_record_t *self, const char *new_id)
+{
+    assert (self);
+    s_set_string (&self->resubmitted, new_id);
+    s_changed (self);
+}
+
+int
+bn_record_add_iopub (bn_record_t *self, bn_msg_t *msg)
+{
+    assert (self);
+    if (!self->iopub && !(self->iopub = zlistx_new ()))
+        return -1;
+    bn_msg_t *copy = bn_msg_dup (msg);
+    if (!copy || !zlistx_add_end (self->iopub, copy)) {
+        bn_msg_destroy (&copy);
+        return -1;
+    }
+    bn_msg_clear_idents (copy);
+    s_changed (self);
+    return 0;
+}
+
+uint64_t
+bn_record_bytes (bn_record_t *self)
+{
+    assert (self);
+    return self->bytes;
+}
+
+//  Date of a message's header as microseconds, or 0.
+static int64_t
+s_header_date (bn_msg_t *msg)
+{
+    if (!msg)
+        return 0;
+    size_t len;
+    const void *data = bn_msg_part_data (msg, BN_PART_HEADER, &len);
+    char date[64];
+    int64_t usec;
+    if (bn_jscan_string (data, len, "date", date, sizeof date) < 0 ||
+        bn_query_parse_date (date, &usec) != 0)
+        return 0;
+    return usec;
+}
+
+int64_t
+bn_record_submitted (bn_record_t *self)
+{
+    assert (self);
+    return s_header_date (self->request);
+}
+
+bool
+bn_record_dirty (bn_record_t *self)
+{
+    assert (self);
+    return self->dirty;
+}
+
+void
+bn_record_set_written (bn_record_t *self)
+{
+    assert (self);
+    self->dirty = false;
+}
+
+//  A banyan engine asked for output in its reply (bn_output) publishes
+//  none: its reply's bn_stdout and bn_stderr are the record's output.
+static void
+s_fold_reply_output (bn_record_t *self, json_t *io)
+{
+    json_t *content = self->reply ? bn_msg_content (self->reply) : NULL;
+    static const char *keys[2][2] = {{"bn_stdout", "stdout"},
+                                     {"bn_stderr", "stderr"}};
+    for (int i = 0; content && i < 2; i++) {
+        json_t *text = json_object_get (content, keys[i][0]);
+        if (json_is_string (text) &&
+            json_string_length (json_object_get (io, keys[i][1])) == 0)
+            json_object_set (io, keys[i][1], text);
+    }
+}
+
+//  The folded iopub output: execute_input, execute_result, error, stdout,
+//  stderr (and display_data when some was published).
+static json_t *
+s_fold_io (bn_record_t *self)
+{
+    if (self->io)
+        return json_deep_copy (self->io);
+    json_t *io =
+        json_pack ("{s:n, s:n, s:n, s:s, s:s}", "execute_input",
+                   "execute_result", "error", "stdout", "", "stderr", "");
+    if (!io || !self->iopub) {
+        if (io)
+            s_fold_reply_output (self, io);
+        return io;
+    }
+    json_t *streams[2] = {json_string (""), json_string ("")};
+    bn_msg_t *msg = zlistx_first (self->iopub);
+    while (msg) {
+        const char *type = bn_msg_type (msg);
+        json_t *content = bn_msg_content (msg);
+        if (!type || !content) {
+            msg = zlistx_next (self->iopub);
+            continue;
+        }
+        if (streq (type, "stream")) {
+            const char *name =
+                json_string_value (json_object_get (content, "name"));
+            const char *text =
+                json_string_value (json_object_get (content, "text"));
+            int which = name && streq (name, "stderr")   ? 1
+                        : name && streq (name, "stdout") ? 0
+                                                         : -1;
+            if (which >= 0 && text && streams[which]) {
+                size_t old = json_string_length (streams[which]);
+                size_t add = strlen (text);
+                char *joined = malloc (old + add + 1);
+                if (joined) {
+                    memcpy (joined, json_string_value (streams[which]), old);
+                    memcpy (joined + old, text, add + 1);
+                    json_decref (streams[which]);
+                    streams[which] = json_stringn_nocheck (joined, old + add);
+                    free (joined);
+                }
+            }
+        } else if (streq (type, "execute_input"))
+            json_object_set (io, "execute_input",
+                             json_object_get (content, "code")
+                                 ? json_object_get (content, "code")
+                                 : json_null ());
+        else
+            json_object_set (io, type, content);
+        msg = zlistx_next (self->iopub);
+    }
+    if (streams[0])
+        json_object_set_new (io, "stdout", streams[0]);
+    if (streams[1])
+        json_object_set_new (io, "stderr", streams[1]);
+    s_fold_reply_output (self, io);
+    return io;
+}
+
+static json_t *
+s_date_value (int64_t usec)
+{
+    if (!usec)
+        return json_null ();
+    char buf[32];
+    bn_query_format_date (usec, buf);
+    return json_string (buf);
+}
+
+static json_t *
+s_part_or_null (bn_msg_t *msg, bn_part_t part)
+{
+    json_t *value = msg ? bn_msg_part (msg, part) : NULL;
+    return value ? json_incref (value) : json_null ();
+}
+
+static json_t *
+s_string_or_null (const char *text)
+{
+    return text ? json_string (text) : json_null ();
+}
+
+json_t *
+bn_record_json (bn_record_t *self)
+{
+    assert (self);
+    if (self->json)
+        return self->json;
+    json_t *header = self->request ? bn_msg_header (self->request) : NULL;
+    json_t *result_header = self->reply ? bn_msg_header (self->reply) : NULL;
+    json_t *result_md = self->reply ? bn_msg_metadata (self->reply) : NULL;
+    json_t *date = json_object_get (header, "date");
+    json_t *session = json_object_get (header, "session");
+    json_t *completed = json_object_get (result_header, "date");
+    json_t *started = json_object_get (result_md, "started");
+    json_t *json = json_object ();
+    json_t *io = s_fold_io (self);
+    if (!json || !io) {
+        json_decref (json);
+        json_decref (io);
+        return NULL;
+    }
+    json_object_set_new (json, "msg_id", json_string (self->msg_id));
+    json_object_set_new (json, "header",
+                         s_part_or_null (self->request, BN_PART_HEADER));
+    json_object_set_new (json, "metadata",
+                         s_part_or_null (self->request, BN_PART_METADATA));
+    json_object_set_new (json, "content",
+                         s_part_or_null (self->request, BN_PART_CONTENT));
+    json_object_set_new (json, "submitted",
+                         json_is_string (date) ? json_incref (date)
+                                               : json_null ());
+    json_object_set_new (json, "client_uuid",
+                         json_is_string (session) ? json_incref (session)
+                                                  : json_null ());
+    json_object_set_new (json, "engine_uuid",
+                         s_string_or_null (self->engine_uuid));
+    json_object_set_new (json, "started",
+                         json_is_string (started) ? json_incref (started)
+                                                  : json_null ());
+    json_object_set_new (json, "completed",
+                         json_is_string (completed) ? json_incref (completed)
+                         : self->reply ? s_date_value (self->received)
+                                       : json_null ());
+    json_object_set_new (json, "resubmitted",
+                         s_string_or_null (self->resubmitted));
+    json_object_set_new (json, "received", s_date_value (self->received));
+    json_object_set_new (json, "result_header",
+                         s_part_or_null (self->reply, BN_PART_HEADER));
+    json_object_set_new (json, "result_metadata",
+                         s_part_or_null (self->reply, BN_PART_METADATA));
+    json_object_set_new (json, "result_content",
+                         s_part_or_null (self->reply, BN_PART_CONTENT));
+    json_object_set_new (json, "queue", s_string_or_null (self->queue));
+    json_object_update (json, io);
+    json_decref (io);
+    self->json = json;
+    return json;
+}
+
+size_t
+bn_record_nbuffers (bn_record_t *self, bool result)
+{
+    assert (self);
+    bn_msg_t *msg = result ? self->reply : self->request;
+    return msg ? bn_msg_nbuffers (msg) : 0;
+}
+
+zmq_msg_t *
+bn_record_buffer (bn_record_t *self, bool result, size_t index)
+{
+    assert (self);
+    bn_msg_t *msg = result ? self->reply : self->request;
+    return msg ? bn_msg_buffer (msg, index) : NULL;
+}
+
+bn_msg_t *
+bn_record_request (bn_record_t *self)
+{
+    assert (self);
+    return self->request;
+}
+
+bool
+bn_record_completed (bn_record_t *self)
+{
+    assert (self);
+    return self->reply != NULL;
+}
+
+int
+bn_record_write (bn_record_t *self, bn_records_sqlite_t *db)
+{
+    assert (self);
+    assert (db);
+    json_t *io = s_fold_io (self);
+    char *io_text = io ? json_dumps (io, JSON_COMPACT) : NULL;
+    json_decref (io);
+    bn_records_row_t row = {
+        .msg_id = self->msg_id,
+        .queue = self->queue,
+        .engine_uuid = self->engine_uuid,
+        .resubmitted = self->resubmitted,
+        .submitted = s_header_date (self->request),
+        .received = self->received,
+        .request = self->request,
+        .reply = self->reply,
+        .io = io_text,
+    };
+    int rc = bn_records_sqlite_put (db, &row);
+    free (io_text);
+    return rc;
+}

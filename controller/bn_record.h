@@ -1,0 +1,93 @@
+/*  bn_record: one task record of the hub (WIRE.md 5.1, 5.2): the request
+    and reply as bn_msg_t copies sharing the relays' frames, the iopub
+    output published for it, and the 7.1.0 TaskRecord dict built from them
+    only when a query asks. bn_records keeps them; a record read back from
+    SQLite is a temporary one.  */
+#ifndef BN_RECORD_H_INCLUDED
+#define BN_RECORD_H_INCLUDED
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <zmq.h>
+
+#include "bn_msg.h"
+#include "bn_records_sqlite.h"
+
+typedef struct _bn_record_t bn_record_t;
+
+//  Create an empty record of msg_id. Returns NULL if out of memory.
+bn_record_t *bn_record_new (const char *msg_id);
+
+//  Create a temporary record from a row read back from SQLite (sharing the
+//  row's messages). Returns NULL if out of memory.
+bn_record_t *bn_record_new_row (const bn_records_row_t *row);
+
+//  Destroy a record; NULL-safe.
+void bn_record_destroy (bn_record_t **self_p);
+
+//  Let go of a record bn_records_get gave: a temporary record is
+//  destroyed, one its records keep is not. NULLs the reference.
+void bn_record_release (bn_record_t **self_p);
+
+//  Make a temporary record one that its records keep (bn_record_release
+//  no longer destroys it).
+void bn_record_keep (bn_record_t *self);
+
+//  The record's msg_id, owned by the record.
+const char *bn_record_msg_id (bn_record_t *self);
+
+//  Store a copy of request (sharing its frames, without idents) sent on
+//  queue (a static BN_MONITOR_QUEUE_* string) and, unless NULL, the engine
+//  it went to. request may be NULL (the queue is still set).
+void bn_record_set_request (bn_record_t *self, const char *queue,
+                            bn_msg_t *request, const char *engine_uuid);
+
+//  Store a copy of reply (as the request), received now, from engine_uuid
+//  unless NULL.
+void bn_record_set_reply (bn_record_t *self, bn_msg_t *reply,
+                          const char *engine_uuid);
+
+//  Note the engine a task was assigned to.
+void bn_record_set_engine (bn_record_t *self, const char *engine_uuid);
+
+//  Note that the request was resubmitted as new_id.
+void bn_record_set_resubmitted (bn_record_t *self, const char *new_id);
+
+//  Add a copy of an iopub output published for the request. Returns 0,
+//  or -1 if out of memory.
+int bn_record_add_iopub (bn_record_t *self, bn_msg_t *msg);
+
+//  Buffer bytes of the request and the reply.
+uint64_t bn_record_bytes (bn_record_t *self);
+
+//  The request header's date in microseconds since the epoch, or 0.
+int64_t bn_record_submitted (bn_record_t *self);
+
+//  True if the record changed since it was last written to SQLite.
+bool bn_record_dirty (bn_record_t *self);
+
+//  Write the record as a row to db (within the caller's transaction).
+//  Returns 0, or -1 if the database failed.
+int bn_record_write (bn_record_t *self, bn_records_sqlite_t *db);
+
+//  Note that the record's last write was committed.
+void bn_record_set_written (bn_record_t *self);
+
+//  The record as a 7.1.0 TaskRecord dict without its buffers (dates as ISO
+//  strings); borrowed, valid until the record changes or is released.
+//  NULL if out of memory.
+json_t *bn_record_json (bn_record_t *self);
+
+//  The request's buffers (result false) or the reply's (result true).
+size_t bn_record_nbuffers (bn_record_t *self, bool result);
+zmq_msg_t *bn_record_buffer (bn_record_t *self, bool result, size_t index);
+
+//  The request as stored (buffers included, no idents); NULL if the record
+//  was made by its iopub output alone.
+bn_msg_t *bn_record_request (bn_record_t *self);
+
+//  True once the record has its reply.
+bool bn_record_completed (bn_record_t *self);
+
+#endif
