@@ -66,6 +66,15 @@ def stat(pid):
     return fields[0], int(fields[1]), int(fields[2]), int(fields[3]), comm
 
 
+def cmdline(pid):
+    """The arguments of a process, or [] if it is gone."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
 def live(pid):
     """True if pid runs and is not a zombie."""
     info = stat(pid)

@@ -8,8 +8,8 @@ import os
 import signal
 import time
 
-from clitest import (Profile, check, describe, finish, live, processes, run,
-                     tree, wait_until)
+from clitest import (Profile, check, cmdline, describe, finish, live,
+                     processes, run, tree, wait_until)
 
 with Profile("cluster") as profile:
     start = run(["cluster", "start", "-n", "4"] + profile.args(), timeout=90)
@@ -149,8 +149,10 @@ with Profile("cluster") as profile:
     check(bad.returncode == 1 and "the cluster was stopped" in bad.stderr
           and "logs:" in bad.stderr, "a controller that cannot bind: status 1",
           describe(bad))
+    # this profile's: other tests may start clusters of their own meanwhile
     stray = [pid for pid in set(processes()) - before
-             if processes().get(pid, ("", 0, 0, 0, ""))[4].startswith("banyan")]
+             if processes().get(pid, ("", 0, 0, 0, ""))[4].startswith("banyan")
+             and any(profile.dir in arg for arg in cmdline(pid))]
     check(not stray, "a failed start leaves no process", stray)
     check(not os.path.exists(os.path.join(profile.dir, "pid", "banyan-cluster.json")),
           "a failed start leaves no record")
