@@ -1,6 +1,7 @@
 /*  bn_wire: small shared pieces of the IPython Parallel protocol.  */
 #include "bn_wire.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,4 +67,16 @@ bn_wire_endpoint_port (const char *endpoint)
     if (*end || port <= 0 || port > 65535)
         return -1;
     return (int)port;
+}
+
+int
+bn_wire_bind (zsock_t *sock, const char *endpoint, int wait_ms)
+{
+    int64_t give_up = zclock_mono () + wait_ms;
+    while (zsock_bind (sock, "%s", endpoint) < 0) {
+        if (errno != EADDRINUSE || zclock_mono () >= give_up)
+            return -1;
+        zclock_sleep (20);
+    }
+    return 0;
 }

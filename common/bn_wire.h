@@ -4,8 +4,13 @@
 #ifndef BN_WIRE_H_INCLUDED
 #define BN_WIRE_H_INCLUDED
 
+#include <czmq.h>
 #include <jansson.h>
 #include <stddef.h>
+
+//  Milliseconds a bind keeps trying a port held by a process still
+//  closing (a port reused from the last run's connection files).
+#define BN_WIRE_REBIND_WAIT 2000
 
 //  Reply content as IPython Parallel's wrap_exception makes it:
 //  {"status": "error", "ename", "evalue", "traceback": [...],
@@ -32,5 +37,9 @@ int bn_wire_url (const char *interface, int port, char *buf, size_t size);
 //  The port a bound endpoint ends with ("tcp://127.0.0.1:41235" gives
 //  41235), or -1.
 int bn_wire_endpoint_port (const char *endpoint);
+
+//  Bind sock to endpoint, trying again for up to wait_ms while the
+//  address is in use. Returns 0, or -1 with errno set.
+int bn_wire_bind (zsock_t *sock, const char *endpoint, int wait_ms);
 
 #endif

@@ -17,16 +17,16 @@
 //  ms a node process has to answer STATS
 #define S_STATS_WAIT 1000
 
-struct _bn_bcast_procs_t {
+typedef struct {
     bn_topology_t *topology; //  Rebuilt from the given one's spec, owned
     bn_treeproc_t *procs;
     zhashx_t *engines; //  Registered engines: uuid -> eid + 1 (as a pointer)
     size_t nleaves;
-};
+} s_procs_t;
 
 //  The down endpoint of inner node.
 static char *
-s_ipc (bn_bcast_procs_t *self, int node)
+s_ipc (s_procs_t *self, int node)
 {
     return zsys_sprintf ("ipc://%s/%d.ipc", bn_treeproc_dir (self->procs),
                          node);
@@ -34,7 +34,7 @@ s_ipc (bn_bcast_procs_t *self, int node)
 
 //  Tell the leaf that serves it about every registered engine.
 static void
-s_replay (bn_bcast_procs_t *self, size_t node)
+s_replay (s_procs_t *self, size_t node)
 {
     for (void *item = zhashx_first (self->engines); item;
          item = zhashx_next (self->engines)) {
@@ -52,16 +52,22 @@ s_replay (bn_bcast_procs_t *self, size_t node)
 static void
 s_on_event (void *arg, size_t node, const char *event, zmsg_t *msg)
 {
-    bn_bcast_procs_t *self = (bn_bcast_procs_t *)arg;
+    s_procs_t *self = (s_procs_t *)arg;
     if (streq (event, "READY") &&
         bn_topology_is_leaf (self->topology, (int)node))
         s_replay (self, node);
 }
 
+//  Where the root reports to the records (ipc, in the links' folder).
+static char *
+s_monitor_endpoint (s_procs_t *self)
+{
+    return zsys_sprintf ("ipc://%s/monitor.ipc", bn_treeproc_dir (self->procs));
+}
+
 //  Set up node's command line and binds. Returns -1 if out of memory.
 static int
-s_set_node (bn_bcast_procs_t *self, int node,
-            const bn_bcast_procs_options_t *options)
+s_set_node (s_procs_t *self, int node, const bn_bcast_options_t *options)
 {
     bn_topology_t *topology = self->topology;
     char depth[16], hwm[16], deadline[16], grace[16];
@@ -93,7 +99,8 @@ s_set_node (bn_bcast_procs_t *self, int node,
         args[count++] = "--log-file";
         args[count++] = log_file;
     }
-    char *monitor = node == 0 ? bn_bcast_procs_monitor_endpoint (self) : NULL;
+    char *monitor =
+        node == 0 && options->records ? s_monitor_endpoint (self) : NULL;
     if (monitor) {
         args[count++] = "--monitor";
         args[count++] = monitor;
@@ -128,14 +135,17 @@ s_set_node (bn_bcast_procs_t *self, int node,
     return rc;
 }
 
-bn_bcast_procs_t *
-bn_bcast_procs_new (bn_topology_t *topology, const char *key,
-                    const bn_bcast_procs_options_t *options)
+static void s_stop (void **self_p);
+static int s_port (void *self, int leaf);
+
+static void *
+s_start (bn_topology_t *topology, const char *key,
+         const bn_bcast_options_t *options)
 {
     assert (topology);
     assert (key);
     assert (options && options->program && options->ip);
-    bn_bcast_procs_t *self = calloc (1, sizeof *self);
+    s_procs_t *self = calloc (1, sizeof *self);
     if (!self)
         return NULL;
     char err[256] = "";
@@ -159,23 +169,30 @@ bn_bcast_procs_new (bn_topology_t *topology, const char *key,
                                              options->restart_backoff_ms);
         rc = bn_treeproc_start (self->procs);
     }
+    //  reports wait in the root until the records' end is bound
+    char *monitor =
+        rc == 0 && options->records ? s_monitor_endpoint (self) : NULL;
+    if (monitor && bn_monitor_link_bind (options->records, monitor)) {
+        bn_log_error ("broadcast tree: cannot bind %s", monitor);
+        rc = -1;
+    }
+    zstr_free (&monitor);
     if (rc == 0)
         bn_log_info ("broadcast tree: %s as processes, root port %d",
-                     bn_topology_describe (self->topology),
-                     bn_bcast_procs_root_port (self));
+                     bn_topology_describe (self->topology), s_port (self, -1));
     else {
         bn_log_error ("broadcast tree: cannot start %s as processes of %s",
                       bn_topology_describe (topology), options->program);
-        bn_bcast_procs_destroy (&self);
+        s_stop ((void **)&self);
     }
     return self;
 }
 
-void
-bn_bcast_procs_destroy (bn_bcast_procs_t **self_p)
+static void
+s_stop (void **self_p)
 {
     assert (self_p);
-    bn_bcast_procs_t *self = *self_p;
+    s_procs_t *self = (s_procs_t *)*self_p;
     if (!self)
         return;
     bn_treeproc_destroy (&self->procs);
@@ -185,48 +202,30 @@ bn_bcast_procs_destroy (bn_bcast_procs_t **self_p)
     *self_p = NULL;
 }
 
-//  The port of the tcp endpoint node bound under name, or -1.
 static int
-s_port (bn_bcast_procs_t *self, size_t node, const char *name)
+s_port (void *arg, int leaf)
 {
-    const char *endpoint = bn_treeproc_endpoint (self->procs, node, name);
+    s_procs_t *self = (s_procs_t *)arg;
+    assert (self);
+    assert (leaf < (int)self->nleaves);
+    int node = leaf < 0 ? 0 : bn_topology_leaf_node (self->topology, leaf);
+    const char *endpoint = bn_treeproc_endpoint (self->procs, (size_t)node,
+                                                 leaf < 0 ? "up" : "down");
     return endpoint ? bn_wire_endpoint_port (endpoint) : -1;
 }
 
-char *
-bn_bcast_procs_monitor_endpoint (bn_bcast_procs_t *self)
+static int
+s_attach (void *arg, zloop_t *loop)
 {
-    assert (self);
-    return zsys_sprintf ("ipc://%s/monitor.ipc", bn_treeproc_dir (self->procs));
-}
-
-int
-bn_bcast_procs_root_port (bn_bcast_procs_t *self)
-{
-    assert (self);
-    return s_port (self, 0, "up");
-}
-
-int
-bn_bcast_procs_leaf_port (bn_bcast_procs_t *self, size_t leaf)
-{
-    assert (self);
-    assert (leaf < self->nleaves);
-    int node = bn_topology_leaf_node (self->topology, (int)leaf);
-    return s_port (self, (size_t)node, "down");
-}
-
-int
-bn_bcast_procs_attach (bn_bcast_procs_t *self, zloop_t *loop)
-{
+    s_procs_t *self = (s_procs_t *)arg;
     assert (self);
     return bn_treeproc_attach (self->procs, loop);
 }
 
-void
-bn_bcast_procs_engine (void *arg, const char *uuid, int eid, bool registered)
+static void
+s_engine (void *arg, const char *uuid, int eid, bool registered)
 {
-    bn_bcast_procs_t *self = (bn_bcast_procs_t *)arg;
+    s_procs_t *self = (s_procs_t *)arg;
     assert (self);
     int node = bn_topology_engine_node (self->topology, eid);
     if (node < 0 || !uuid)
@@ -252,7 +251,7 @@ bn_bcast_procs_engine (void *arg, const char *uuid, int eid, bool registered)
 
 //  Node's own counters (its actor's STATS), or NULL if it does not answer.
 static json_t *
-s_node_stats (bn_bcast_procs_t *self, size_t node)
+s_node_stats (s_procs_t *self, size_t node)
 {
     if (!bn_treeproc_ready (self->procs, node))
         return NULL;
@@ -274,9 +273,10 @@ s_node_stats (bn_bcast_procs_t *self, size_t node)
     return stats;
 }
 
-json_t *
-bn_bcast_procs_stats (bn_bcast_procs_t *self)
+static json_t *
+s_stats (void *arg)
 {
+    s_procs_t *self = (s_procs_t *)arg;
     assert (self);
     json_t *stats = bn_treeproc_stats (self->procs);
     json_t *nodes = json_object_get (stats, "nodes");
@@ -293,3 +293,11 @@ bn_bcast_procs_stats (bn_bcast_procs_t *self)
         json_object_set_new (stats, "requests", json_integer (requests));
     return stats;
 }
+
+const bn_bcast_mode_t bn_bcast_processes = {.name = "processes",
+                                            .start = s_start,
+                                            .stop = s_stop,
+                                            .port = s_port,
+                                            .attach = s_attach,
+                                            .engine = s_engine,
+                                            .stats = s_stats};

@@ -37,9 +37,6 @@
          //  net.core.somaxconn)
 #define S_TASK_RCVHWM 1000
 
-//  Milliseconds we keep trying to bind a port reused from old files.
-#define S_REBIND_WAIT 2000
-
 //  One bound socket and the port it got.
 typedef struct {
     zsock_t *sock;
@@ -78,8 +75,8 @@ typedef struct {
     s_bound_t control_in, control_out;
     s_bound_t iopub_in, iopub_out;
     s_bound_t task_in, task_out;
-    s_bound_t bcast_in;      //  Root scheduler (client side)
-    s_bound_t *bcast_leaves; //  2^depth leaf ROUTERs (engine side)
+    int bcast_port;        //  Root node's port (client side)
+    int *bcast_leaf_ports; //  Each leaf's port (engine side)
     size_t nleaves;
 
     zloop_t *loop;
@@ -88,16 +85,15 @@ typedef struct {
     bn_relay_t *mux;
     bn_relay_t *control;
     bn_relay_t *iopub;
-    bn_task_t *task;            //  Task scheduler, or NULL (scheme none)
-    bn_refuser_t *task_refuser; //  Task port with scheme none
-    bn_bcast_tree_t *tree;      //  Broadcast tree nodes (threads)
-    bn_bcast_procs_t *procs;    //  Broadcast tree nodes (processes)
-    bool tree_processes;        //  controller.tree_mode is processes
-    char *scheduler_path;       //  banyan-scheduler, for processes
-    char *log_file;             //  Passed on to the node processes
-    char *run_dir;              //  <profile>/pid: the node processes' links
-    bn_records_t *records;      //  Task records the hub answers queries from
-    char *db;                   //  controller.db: memory, none, sqlite:PATH
+    bn_task_t *task;                  //  Task scheduler, or NULL (scheme none)
+    bn_refuser_t *task_refuser;       //  Task port with scheme none
+    const bn_bcast_mode_t *tree_mode; //  controller.tree_mode
+    void *tree;                       //  Broadcast tree nodes
+    char *scheduler_path;             //  banyan-scheduler, for processes
+    char *log_file;                   //  Passed on to the node processes
+    char *run_dir;         //  <profile>/pid: the node processes' links
+    bn_records_t *records; //  Task records the hub answers queries from
+    char *db;              //  controller.db: memory, none, sqlite:PATH
     int record_limit;
     bn_monitor_link_t *record_link; //  The tree root's reports to records
     bool restore;                   //  Restore the engine table from state_path
@@ -135,13 +131,10 @@ s_bind (s_controller_t *self, s_bound_t *bound, int type, const char *id,
               port > 0 ? port : 0);
     //  a port reused from the last run may be held a moment longer by a
     //  controller that is still closing
-    int64_t give_up = zclock_mono () + (port > 0 ? S_REBIND_WAIT : 0);
-    while (zsock_bind (bound->sock, "%s", endpoint) < 0) {
-        if (errno != EADDRINUSE || zclock_mono () >= give_up) {
-            bn_log_error ("cannot bind %s: %s", endpoint, zmq_strerror (errno));
-            return -1;
-        }
-        zclock_sleep (20);
+    if (bn_wire_bind (bound->sock, endpoint,
+                      port > 0 ? BN_WIRE_REBIND_WAIT : 0) < 0) {
+        bn_log_error ("cannot bind %s: %s", endpoint, zmq_strerror (errno));
+        return -1;
     }
     char *last = zsock_last_endpoint (bound->sock);
     bound->port = bn_wire_endpoint_port (last);
@@ -161,42 +154,34 @@ s_old_port (bn_connfile_t *file, const char *name)
     return port > 0 ? port : 0;
 }
 
-//  Start the tree's node processes on the ports of the old connection
-//  files (0 = any) and take the ports they bound. Returns -1 on failure.
+//  Start the broadcast tree's nodes on the ports wanted (those of the old
+//  connection files, 0 = any), reporting to the records, and take the
+//  ports they bound. Returns -1 on failure.
 static int
-s_start_procs (s_controller_t *self, int root_port, bn_connfile_t *old_engine)
+s_start_tree (s_controller_t *self)
 {
-    int *leaf_ports = calloc (self->nleaves, sizeof (int));
-    if (!leaf_ports)
-        return -1;
-    //  the links' folder goes with the profile (else into $TMPDIR)
+    //  processes mode: the links' folder goes with the profile (else into
+    //  $TMPDIR)
     bn_path_mkdir (self->run_dir);
-    for (size_t leaf = 0; old_engine && leaf < self->nleaves &&
-                          leaf < bn_connfile_broadcast_count (old_engine);
-         leaf++) {
-        int port = bn_connfile_broadcast (old_engine, leaf);
-        leaf_ports[leaf] = port > 0 ? port : 0;
-    }
-    bn_bcast_procs_options_t options = {
-        .program = self->scheduler_path,
-        .ip = self->ip,
-        .root_port = root_port > 0 ? root_port : 0,
-        .leaf_ports = leaf_ports,
-        .hwm = self->hwm,
-        .deadline_ms = self->tree_deadline,
-        .connect_grace_ms = self->connect_grace,
-        .restart_backoff_ms = self->restart_backoff,
-        .reduce_plugins = self->reduce_plugins,
-        .log_file = self->log_file,
-        .run_dir = self->run_dir};
-    self->procs = bn_bcast_procs_new (self->topology, self->key, &options);
-    free (leaf_ports);
-    if (!self->procs)
+    bn_bcast_options_t options = {.ip = self->ip,
+                                  .root_port = self->bcast_port,
+                                  .leaf_ports = self->bcast_leaf_ports,
+                                  .hwm = self->hwm,
+                                  .deadline_ms = self->tree_deadline,
+                                  .connect_grace_ms = self->connect_grace,
+                                  .restart_backoff_ms = self->restart_backoff,
+                                  .reduce_plugins = self->reduce_plugins,
+                                  .records = self->record_link,
+                                  .program = self->scheduler_path,
+                                  .log_file = self->log_file,
+                                  .run_dir = self->run_dir};
+    self->tree = self->tree_mode->start (self->topology, self->key, &options);
+    if (!self->tree)
         return -1;
-    self->bcast_in.port = bn_bcast_procs_root_port (self->procs);
+    self->bcast_port = self->tree_mode->port (self->tree, -1);
     for (size_t leaf = 0; leaf < self->nleaves; leaf++)
-        self->bcast_leaves[leaf].port =
-            bn_bcast_procs_leaf_port (self->procs, leaf);
+        self->bcast_leaf_ports[leaf] =
+            self->tree_mode->port (self->tree, (int)leaf);
     return 0;
 }
 
@@ -217,7 +202,6 @@ s_bind_all (s_controller_t *self, bn_connfile_t *old_client,
             bn_connfile_t *old_engine)
 {
     bn_connfile_t *c = old_client, *e = old_engine;
-    const char *root_id = bn_topology_routing_id (self->topology, 0);
     if (s_bind (self, &self->query, ZMQ_ROUTER, NULL, false,
                 s_old_port (c, "registration")) ||
         s_bind (self, &self->control_out, ZMQ_ROUTER, BN_ROUTING_CONTROL_OUT,
@@ -234,22 +218,18 @@ s_bind_all (s_controller_t *self, bn_connfile_t *old_client,
                 s_old_port (e, "hb_pong")))
         return -1;
     self->nleaves = (size_t)bn_topology_leaves (self->topology);
-    self->bcast_leaves = calloc (self->nleaves, sizeof (s_bound_t));
-    if (!self->bcast_leaves)
+    self->bcast_leaf_ports = calloc (self->nleaves, sizeof (int));
+    if (!self->bcast_leaf_ports)
         return -1;
-    //  in processes mode the node processes bind the tree's ports
-    for (size_t leaf = 0; !self->tree_processes && leaf < self->nleaves;
+    //  the tree's nodes bind its ports when they start (s_start_tree)
+    for (size_t leaf = 0;
+         e && leaf < self->nleaves && leaf < bn_connfile_broadcast_count (e);
          leaf++) {
-        const char *id = bn_topology_routing_id (
-            self->topology, bn_topology_leaf_node (self->topology, (int)leaf));
-        int port = e && leaf < bn_connfile_broadcast_count (e)
-                       ? bn_connfile_broadcast (e, leaf)
-                       : 0;
-        if (s_bind (self, &self->bcast_leaves[leaf], ZMQ_ROUTER, id, true,
-                    port > 0 ? port : 0))
-            return -1;
+        int port = bn_connfile_broadcast (e, leaf);
+        self->bcast_leaf_ports[leaf] = port > 0 ? port : 0;
     }
     int bcast_port = c ? bn_connfile_broadcast (c, 0) : 0;
+    self->bcast_port = bcast_port > 0 ? bcast_port : 0;
     if (s_bind (self, &self->control_in, ZMQ_ROUTER, BN_ROUTING_CONTROL_IN,
                 true, s_old_port (c, "control")) ||
         s_bind (self, &self->mux_in, ZMQ_ROUTER, BN_ROUTING_MUX_IN, true,
@@ -260,11 +240,6 @@ s_bind_all (s_controller_t *self, bn_connfile_t *old_client,
                 s_old_port (c, "iopub")) ||
         s_bind (self, &self->notifier, ZMQ_PUB, NULL, false,
                 s_old_port (c, "notification")))
-        return -1;
-    if (self->tree_processes)
-        return s_start_procs (self, bcast_port, e);
-    if (s_bind (self, &self->bcast_in, ZMQ_ROUTER, root_id, true,
-                bcast_port > 0 ? bcast_port : 0))
         return -1;
     if (self->hwm == 0)
         zsock_set_rcvhwm (self->task_in.sock, S_TASK_RCVHWM);
@@ -305,22 +280,18 @@ s_write_files (s_controller_t *self, const char *scheme)
 {
     bn_connfile_t *client = bn_connfile_new (BN_CONNFILE_CLIENT);
     bn_connfile_t *engine = bn_connfile_new (BN_CONNFILE_ENGINE);
-    int *leaf_ports = calloc (self->nleaves, sizeof (int));
     int rc = -1;
-    if (client && engine && leaf_ports && !s_fill_common (self, client) &&
+    if (client && engine && !s_fill_common (self, client) &&
         !s_fill_common (self, engine)) {
-        for (size_t leaf = 0; leaf < self->nleaves; leaf++)
-            leaf_ports[leaf] = self->bcast_leaves[leaf].port;
         rc = bn_connfile_set_port (client, "notification",
                                    self->notifier.port) ||
-                     bn_connfile_set_broadcast (client, &self->bcast_in.port,
-                                                1) ||
+                     bn_connfile_set_broadcast (client, &self->bcast_port, 1) ||
                      bn_connfile_set_task_scheme (client, scheme) ||
                      bn_connfile_set_port (engine, "hb_ping",
                                            self->hb_ping.port) ||
                      bn_connfile_set_port (engine, "hb_pong",
                                            self->hb_pong.port) ||
-                     bn_connfile_set_broadcast (engine, leaf_ports,
+                     bn_connfile_set_broadcast (engine, self->bcast_leaf_ports,
                                                 self->nleaves)
                  ? -1
                  : 0;
@@ -334,7 +305,6 @@ s_write_files (s_controller_t *self, const char *scheme)
     else
         bn_log_error ("cannot write the connection files %s, %s",
                       self->client_path, self->engine_path);
-    free (leaf_ports);
     bn_connfile_destroy (&client);
     bn_connfile_destroy (&engine);
     return rc;
@@ -366,7 +336,7 @@ s_connection_info (s_controller_t *self)
     json_t *leaves = json_array ();
     for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
         json_array_append_new (leaves,
-                               json_integer (self->bcast_leaves[leaf].port));
+                               json_integer (self->bcast_leaf_ports[leaf]));
     return json_pack (
         "{s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:o}", "interface",
         self->interface, "registration", self->query.port, "control",
@@ -409,8 +379,8 @@ s_controller_destroy (s_controller_t **self_p)
     bn_relay_destroy (&self->iopub);
     bn_task_destroy (&self->task);
     bn_refuser_destroy (&self->task_refuser);
-    bn_bcast_tree_destroy (&self->tree);
-    bn_bcast_procs_destroy (&self->procs);
+    if (self->tree_mode)
+        self->tree_mode->stop (&self->tree);
     bn_monitor_link_destroy (&self->record_link);
     bn_records_destroy (&self->records);
     zloop_destroy (&self->loop);
@@ -419,13 +389,10 @@ s_controller_destroy (s_controller_t **self_p)
         &self->hb_pong,    &self->mux_in,      &self->mux_out,
         &self->control_in, &self->control_out, &self->iopub_in,
         &self->iopub_out,  &self->task_in,     &self->task_out,
-        &self->bcast_in,
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         zsock_destroy (&all[i]->sock);
-    for (size_t leaf = 0; self->bcast_leaves && leaf < self->nleaves; leaf++)
-        zsock_destroy (&self->bcast_leaves[leaf].sock);
-    free (self->bcast_leaves);
+    free (self->bcast_leaf_ports);
     free (self->scheduler_path);
     free (self->log_file);
     free (self->run_dir);
@@ -461,9 +428,7 @@ s_stats (s_controller_t *self)
         "iopub", bn_relay_stats (self->iopub), "task",
         self->task ? bn_task_stats (self->task)
                    : bn_refuser_stats (self->task_refuser),
-        "broadcast",
-        self->procs ? bn_bcast_procs_stats (self->procs)
-                    : bn_bcast_tree_stats (self->tree));
+        "broadcast", self->tree_mode->stats (self->tree));
 }
 
 //  The same counters for a client's bn_stats_request.
@@ -563,39 +528,15 @@ s_start_components (s_controller_t *self, int period, int misses,
         if (!self->task_refuser)
             return -1;
     }
-    //  the tree's nodes take the root and leaf ports (threads mode; in
-    //  processes mode they were started with the binds)
-    zsock_t **leaves =
-        self->procs ? NULL : calloc (self->nleaves, sizeof (zsock_t *));
-    if (!self->procs && !leaves)
-        return -1;
-    for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
-        leaves[leaf] = self->bcast_leaves[leaf].sock;
     //  the tree's root runs in its own thread (or process): it reports to
     //  the records through a link read on this loop
     self->records = s_new_records (self);
     self->record_link =
         self->records ? bn_monitor_link_new (bn_records_monitor (self->records))
                       : NULL;
-    char *remote = self->procs && self->record_link
-                       ? bn_bcast_procs_monitor_endpoint (self->procs)
-                       : NULL;
-    if (remote && bn_monitor_link_bind (self->record_link, remote)) {
-        bn_log_error ("controller: cannot bind %s", remote);
-        bn_monitor_link_destroy (&self->record_link);
-    }
-    zstr_free (&remote);
-    if (self->record_link && leaves)
-        self->tree = bn_bcast_tree_new (
-            self->topology, self->key, &self->bcast_in.sock, leaves, self->hwm,
-            self->tree_deadline, self->connect_grace, self->reduce_plugins,
-            bn_monitor_link_sender (self->record_link));
-    for (size_t leaf = 0; leaves && leaf < self->nleaves; leaf++)
-        self->bcast_leaves[leaf].sock = leaves[leaf];
-    free (leaves);
     if (!self->loop || !self->heart || !self->mux || !self->control ||
-        !self->iopub || (!self->tree && !self->procs) || !self->records ||
-        !self->record_link)
+        !self->iopub || !self->records || !self->record_link ||
+        s_start_tree (self))
         return -1;
     self->hub = bn_hub_new (
         self->query.sock, self->notifier.sock, self->session, self->heart,
@@ -607,10 +548,8 @@ s_start_components (s_controller_t *self, int period, int misses,
         return -1;
     if (self->task)
         bn_hub_set_task (self->hub, self->task);
-    if ((self->tree ? bn_hub_add_engine_listener (
-                          self->hub, bn_bcast_tree_engine, self->tree)
-                    : bn_hub_add_engine_listener (
-                          self->hub, bn_bcast_procs_engine, self->procs)) ||
+    if (bn_hub_add_engine_listener (self->hub, self->tree_mode->engine,
+                                    self->tree) ||
         bn_hub_add_relay (self->hub, self->mux, true) ||
         bn_hub_add_relay (self->hub, self->control, false))
         return -1;
@@ -638,7 +577,7 @@ s_start_components (s_controller_t *self, int period, int misses,
         bn_relay_attach (self->iopub, self->loop) ||
         (self->record_link &&
          bn_monitor_link_attach (self->record_link, self->loop)) ||
-        (self->procs && bn_bcast_procs_attach (self->procs, self->loop)) ||
+        self->tree_mode->attach (self->tree, self->loop) ||
         (self->task && bn_task_attach (self->task, self->loop)) ||
         (self->task_refuser &&
          bn_refuser_attach (self->task_refuser, self->loop)))
@@ -714,8 +653,12 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
         return NULL;
     }
     self->hwm = bn_config_int (config, "controller.hwm");
-    self->tree_processes =
-        streq (bn_config_str (config, "controller.tree_mode"), "processes");
+    //  the config allows only the modes' names
+    const bn_bcast_mode_t *modes[] = {&bn_bcast_threads, &bn_bcast_processes};
+    const char *mode = bn_config_str (config, "controller.tree_mode");
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (streq (mode, modes[i]->name))
+            self->tree_mode = modes[i];
     self->scheduler_path = s_scheduler_path (config);
     self->run_dir = zsys_sprintf ("%s/pid", args->profile_dir);
     self->log_file = strdup (bn_config_str (config, "log.file"));
@@ -737,8 +680,8 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
         self->reuse = true;
     if (!self->ip || !self->interface || !self->cluster_id ||
         !self->client_path || !self->engine_path || !self->pid_path ||
-        !self->scheduler_path || !self->log_file || !self->run_dir ||
-        !self->state_path || !self->db) {
+        !self->tree_mode || !self->scheduler_path || !self->log_file ||
+        !self->run_dir || !self->state_path || !self->db) {
         s_controller_destroy (&self);
         return NULL;
     }

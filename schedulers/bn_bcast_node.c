@@ -2114,7 +2114,7 @@ s_socket (s_node_t *self, const char *endpoint, bool bind, int hwm, char **last)
     //  S_RECONNECT_IVL instead of ZeroMQ's 100 ms (inproc never waits)
     if (!bind)
         zsock_set_reconnect_ivl (sock, S_RECONNECT_IVL);
-    int rc = bind ? zsock_bind (sock, "%s", endpoint)
+    int rc = bind ? bn_wire_bind (sock, endpoint, BN_WIRE_REBIND_WAIT)
                   : zsock_connect (sock, "%s", endpoint);
     if (rc < 0) {
         bn_log_error ("%s: cannot %s %s: %s", self->id,
@@ -2179,15 +2179,10 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
             return NULL;
         }
     }
-    //  the sockets: the ones handed over are taken even if we fail
-    self->up = args->up_sock;
-    args->up_sock = NULL;
-    self->down = args->down_sock;
-    args->down_sock = NULL;
-    if (!self->up && args->up_endpoint)
+    if (args->up_endpoint)
         self->up = s_socket (self, args->up_endpoint, self->level == 0,
                              args->hwm, &self->up_endpoint);
-    if (!self->down && args->down_endpoint)
+    if (args->down_endpoint)
         self->down = s_socket (self, args->down_endpoint, true, args->hwm,
                                &self->down_endpoint);
     if (!self->up || !self->down) {
@@ -2221,10 +2216,6 @@ bn_bcast_node_actor (zsock_t *pipe, void *args)
     else
         self = s_node_new (pipe, start);
     start->status = self ? 0 : -1;
-    if (!self) {
-        zsock_destroy (&start->up_sock);
-        zsock_destroy (&start->down_sock);
-    }
     zsock_signal (pipe, 0);
     if (!self)
         return;

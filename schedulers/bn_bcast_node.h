@@ -40,9 +40,8 @@
 #define BN_BCAST_NODE_ID_MAX 128
 
 //  What a node starts from. Everything is read (and copied) before the
-//  actor signals, i.e. before zactor_new returns, except the sockets
-//  handed over (taken), and the topology and the monitor (borrowed for
-//  the node's life).
+//  actor signals, i.e. before zactor_new returns, except the topology and
+//  the monitor (borrowed for the node's life).
 typedef struct {
     //  The tree and this node's place in it: its routing id (WIRE.md
     //  7.1), level, children, and which child serves each engine all come
@@ -52,19 +51,16 @@ typedef struct {
     int node;        //  index in topology: 0 = root, then breadth-first
     const char *key; //  session key (connection file "key")
 
-    //  Upward link. The root takes up_sock (a bound ROUTER, with its
-    //  routing id set) or binds up_endpoint; other nodes connect
-    //  up_endpoint (the parent's down endpoint).
-    zsock_t *up_sock;        //  taken; NULL to create one
+    //  Upward link. The root binds up_endpoint; other nodes connect it
+    //  (the parent's down endpoint).
     const char *up_endpoint; //  bind (root) or connect (others)
     bool up_trusted;         //  the peer above is a node of this tree
                              //  in the same process: no signing, no
                              //  verification on this link
 
     //  Downward link: an inner node binds down_endpoint for its
-    //  children; a leaf takes down_sock (the bound engine-facing ROUTER)
-    //  or binds down_endpoint.
-    zsock_t *down_sock;        //  taken; NULL to create one
+    //  children, a leaf for its engines. A tcp:// port still held by a
+    //  process that is closing is tried again for BN_WIRE_REBIND_WAIT.
     const char *down_endpoint; //  bind
     bool down_trusted;         //  children are nodes in the same process
 
@@ -85,8 +81,7 @@ typedef struct {
 //    ENGINE_REMOVE uuid      the hub unregistered it: its slots fail now
 //    CHILD_LOST index        child index is gone: its slots fail now
 //    ENDPOINTS               reply [up endpoint, down endpoint] as bound
-//                            or connected ("" when a socket was handed
-//                            over)
+//                            or connected
 //    STATS                   reply [JSON object of counters; "requests"
 //                            is the number of requests in flight]
 //    $TERM                   stop

@@ -2,7 +2,8 @@
 
     Nodes start parents first, so that a child connects to an inproc
     endpoint that is already bound. Links between nodes are trusted (one
-    process, one key): a node does not verify what another node sends it.  */
+    process, one key): a node does not verify what another node sends it.
+    The nodes share one topology, which they only read.  */
 #include "bn_bcast_tree.h"
 
 #include <assert.h>
@@ -11,103 +12,139 @@
 
 #include "bn_bcast_node.h"
 #include "bn_log.h"
+#include "bn_wire.h"
 
-struct _bn_bcast_tree_t {
+typedef struct {
     bn_topology_t *topology; //  a copy, rebuilt from spec and depth
     zactor_t **nodes;        //  one per topology node
     int size;
-};
+    int root_port;   //  the client port the root bound
+    int *leaf_ports; //  the engine port each leaf bound
+} s_tree_t;
 
-void
-bn_bcast_tree_destroy (bn_bcast_tree_t **self_p)
+static void
+s_stop (void **self_p)
 {
     assert (self_p);
-    bn_bcast_tree_t *self = *self_p;
+    s_tree_t *self = (s_tree_t *)*self_p;
     if (!self)
         return;
     //  leaves first: a parent outlives its children's last sends
     for (int i = self->size - 1; i >= 0; i--)
         zactor_destroy (&self->nodes[i]);
     free (self->nodes);
+    free (self->leaf_ports);
     bn_topology_destroy (&self->topology);
     free (self);
     *self_p = NULL;
 }
 
-bn_bcast_tree_t *
-bn_bcast_tree_new (bn_topology_t *topology, const char *key,
-                   zsock_t **root_sock, zsock_t **leaf_socks, int hwm,
-                   int deadline_ms, int connect_grace_ms,
-                   const char *reduce_plugins, const bn_monitor_t *monitor)
+//  The port node bound for its up (root) or down (leaf) socket; -1 if it
+//  does not say.
+static int
+s_bound_port (zactor_t *node, bool up)
+{
+    zstr_send (node, "ENDPOINTS");
+    char *up_endpoint = NULL, *down_endpoint = NULL;
+    zstr_recvx (node, &up_endpoint, &down_endpoint, NULL);
+    int port = bn_wire_endpoint_port (up ? up_endpoint : down_endpoint);
+    zstr_free (&up_endpoint);
+    zstr_free (&down_endpoint);
+    return port;
+}
+
+static void *
+s_start (bn_topology_t *topology, const char *key,
+         const bn_bcast_options_t *options)
 {
     assert (topology);
-    assert (root_sock);
-    assert (leaf_socks);
-    int leaves = bn_topology_leaves (topology);
-    bn_bcast_tree_t *self = calloc (1, sizeof *self);
+    assert (options && options->ip);
+    s_tree_t *self = calloc (1, sizeof *self);
     char err[256] = "";
     if (self)
         self->topology =
             bn_topology_new (bn_topology_spec (topology),
                              bn_topology_depth (topology), 0, err, sizeof err);
+    int leaves = bn_topology_leaves (topology);
     if (self && self->topology) {
         self->size = bn_topology_size (self->topology);
         self->nodes = calloc ((size_t)self->size, sizeof (zactor_t *));
+        self->leaf_ports = calloc ((size_t)leaves, sizeof (int));
     }
-    bool ok = self && self->nodes;
+    bool ok = self && self->nodes && self->leaf_ports;
     bn_topology_t *topo = ok ? self->topology : NULL;
     char up[128], down[128];
     for (int n = 0; ok && n < self->size; n++) {
-        bn_bcast_node_args_t args = {0};
-        args.topology = topo;
-        args.node = n;
-        args.key = key;
-        args.hwm = hwm;
-        args.deadline_ms = deadline_ms;
-        args.connect_grace_ms = connect_grace_ms;
-        args.reduce_plugins = reduce_plugins;
-        if (n == 0) {
-            args.monitor = monitor;
-            args.up_sock = *root_sock;
-            *root_sock = NULL;
-        } else {
+        int leaf = bn_topology_leaf_index (topo, n);
+        bn_bcast_node_args_t args = {
+            .topology = topo,
+            .node = n,
+            .key = key,
+            .hwm = options->hwm,
+            .deadline_ms = options->deadline_ms,
+            .connect_grace_ms = options->connect_grace_ms,
+            .reduce_plugins = options->reduce_plugins,
+            .up_endpoint = up,
+            .down_endpoint = down,
+            .up_trusted = n != 0,
+            .down_trusted = leaf < 0,
+            .monitor = n == 0 && options->records
+                           ? bn_monitor_link_sender (options->records)
+                           : NULL};
+        if (n == 0)
+            snprintf (up, sizeof up, "tcp://%s:%d", options->ip,
+                      options->root_port);
+        else
             snprintf (up, sizeof up, "inproc://bn-bcast-%p-%d", (void *)self,
                       bn_topology_parent (topo, n));
-            args.up_endpoint = up;
-            args.up_trusted = true;
-        }
-        if (bn_topology_is_leaf (topo, n)) {
-            int leaf = bn_topology_leaf_index (topo, n);
-            args.down_sock = leaf_socks[leaf];
-            leaf_socks[leaf] = NULL;
-        } else {
+        if (leaf >= 0)
+            snprintf (down, sizeof down, "tcp://%s:%d", options->ip,
+                      options->leaf_ports ? options->leaf_ports[leaf] : 0);
+        else
             snprintf (down, sizeof down, "inproc://bn-bcast-%p-%d",
                       (void *)self, n);
-            args.down_endpoint = down;
-            args.down_trusted = true;
-        }
         self->nodes[n] = zactor_new (bn_bcast_node_actor, &args);
         if (!self->nodes[n] || args.status != 0) {
             bn_log_error ("broadcast: tree node %s did not start",
                           bn_topology_routing_id (topo, n));
             ok = false;
+            break;
         }
+        if (n == 0)
+            ok = (self->root_port = s_bound_port (self->nodes[n], true)) > 0;
+        if (ok && leaf >= 0)
+            ok = (self->leaf_ports[leaf] =
+                      s_bound_port (self->nodes[n], false)) > 0;
     }
     if (!ok) {
         if (self && !self->topology)
             bn_log_error ("broadcast: %s", err);
-        zsock_destroy (root_sock);
-        for (int l = 0; l < leaves; l++)
-            zsock_destroy (&leaf_socks[l]);
-        bn_bcast_tree_destroy (&self);
-    }
+        s_stop ((void **)&self);
+    } else
+        bn_log_info ("broadcast tree: %s as threads, root port %d",
+                     bn_topology_describe (self->topology), self->root_port);
     return self;
 }
 
-void
-bn_bcast_tree_engine (void *arg, const char *uuid, int eid, bool registered)
+static int
+s_port (void *arg, int leaf)
 {
-    bn_bcast_tree_t *self = (bn_bcast_tree_t *)arg;
+    s_tree_t *self = (s_tree_t *)arg;
+    assert (self);
+    assert (leaf < bn_topology_leaves (self->topology));
+    return leaf < 0 ? self->root_port : self->leaf_ports[leaf];
+}
+
+static int
+s_attach (void *self, zloop_t *loop)
+{
+    return 0; //  the threads run their own loops
+}
+
+static void
+s_engine (void *arg, const char *uuid, int eid, bool registered)
+{
+    s_tree_t *self = (s_tree_t *)arg;
     assert (self);
     int node = bn_topology_engine_node (self->topology, eid);
     if (node < 0 || !self->nodes[node])
@@ -120,9 +157,10 @@ bn_bcast_tree_engine (void *arg, const char *uuid, int eid, bool registered)
         zstr_sendx (self->nodes[node], "ENGINE_REMOVE", uuid, NULL);
 }
 
-json_t *
-bn_bcast_tree_stats (bn_bcast_tree_t *self)
+static json_t *
+s_stats (void *arg)
 {
+    s_tree_t *self = (s_tree_t *)arg;
     assert (self);
     json_t *nodes = json_array ();
     json_int_t requests = 0;
@@ -140,3 +178,11 @@ bn_bcast_tree_stats (bn_bcast_tree_t *self)
                ? json_pack ("{s:I, s:o}", "requests", requests, "nodes", nodes)
                : NULL;
 }
+
+const bn_bcast_mode_t bn_bcast_threads = {.name = "threads",
+                                          .start = s_start,
+                                          .stop = s_stop,
+                                          .port = s_port,
+                                          .attach = s_attach,
+                                          .engine = s_engine,
+                                          .stats = s_stats};

@@ -1,0 +1,61 @@
+/*  bn_bcast_mode: the broadcast tree as its controller sees it, whatever
+    runs the nodes: threads of the controller (bn_bcast_threads, in
+    bn_bcast_tree) or banyan-scheduler processes (bn_bcast_processes, in
+    the controller's bn_bcast_procs). Both start from the same options,
+    bind the root's client-facing port and each leaf's engine-facing port
+    themselves, report to the same records link, and are told of engines,
+    asked for counters and stopped through one table of operations.  */
+#ifndef BN_BCAST_MODE_H_INCLUDED
+#define BN_BCAST_MODE_H_INCLUDED
+
+#include <czmq.h>
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "bn_monitor_link.h"
+#include "bn_topology.h"
+
+//  What a tree starts from (read during start only, except records).
+typedef struct {
+    const char *ip;             //  address of the root and leaf ports
+    int root_port;              //  client-facing port, 0 = any
+    const int *leaf_ports;      //  NULL, or one per leaf (0 = any)
+    int hwm;                    //  high-water mark of the nodes' sockets
+    int deadline_ms;            //  default request deadline (0 = none)
+    int connect_grace_ms;       //  leaves hold a new engine's requests
+    const char *reduce_plugins; //  reduction plugins, ':'-separated paths
+    bn_monitor_link_t *records; //  where the root reports the requests and
+                                //  replies it passes (borrowed for the
+                                //  tree's life), or NULL
+    //  processes only
+    const char *program;    //  banyan-scheduler to run (path or PATH name)
+    const char *log_file;   //  the nodes' log file; NULL or "" = our stderr
+    const char *run_dir;    //  where the links' folder goes (NULL: $TMPDIR)
+    int restart_backoff_ms; //  longest wait to restart a node (0: the
+                            //  default)
+} bn_bcast_options_t;
+
+typedef struct {
+    const char *name; //  controller.tree_mode: "threads", "processes"
+    //  Start the nodes of topology (borrowed, read during the call) and
+    //  wait until each has bound its ports. key signs messages. Returns
+    //  NULL (logged) if a node cannot start; none is left running then.
+    void *(*start) (bn_topology_t *topology, const char *key,
+                    const bn_bcast_options_t *options);
+    //  Stop every node and destroy the tree; NULL-safe.
+    void (*stop) (void **self_p);
+    //  The port the root (leaf -1) or leaf bound.
+    int (*port) (void *self, int leaf);
+    //  Watch the nodes from loop, if the mode needs to. Returns -1 on
+    //  failure.
+    int (*attach) (void *self, zloop_t *loop);
+    //  Tell the leaf serving engine eid that engine uuid was registered or
+    //  unregistered (a bn_hub_engine_fn).
+    void (*engine) (void *self, const char *uuid, int eid, bool registered);
+    //  A new JSON object: {"requests": requests in flight over all nodes,
+    //  "nodes": [each node's counters, in node order], ...}; NULL if out
+    //  of memory.
+    json_t *(*stats) (void *self);
+} bn_bcast_mode_t;
+
+#endif
