@@ -457,8 +457,8 @@ s_decode (bn_msg_t *msg, size_t start, size_t end, size_t *used, int *error,
     return value;
 }
 
-//  Merged broadcast replies (TREE.md): one message carries the replies of
-//  many engines, as
+//  Merged broadcast replies (doc/broadcast.md): one message carries the replies
+//  of many engines, as
 //  - the stock format: metadata.broadcast_targets ([uuid, id] pairs, or
 //    bare uuids from a 7.1.0 leaf at depth 0) and every engine's result
 //    objects concatenated in the buffers, decoded one after the other as

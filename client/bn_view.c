@@ -29,7 +29,7 @@ struct _bn_view_t {
     size_t ntargets;     //  entries in targets
     bool coalescing;     //  broadcast: merge replies in the tree
     bool silent;         //  execute_request silent flag
-    //  Broadcast tree options (TREE.md's bn_* request metadata)
+    //  Broadcast tree options (doc/broadcast.md's bn_* request metadata)
     bn_level_t levels[S_MAX_LEVELS]; //  per-level mode
     size_t nlevels;                  //  0: the tree's default
     bn_release_t release;            //  when merging levels release
@@ -39,7 +39,7 @@ struct _bn_view_t {
     int deadline_ms;                 //  0: the controller's default
     bool timestamps;                 //  per-hop timestamps
     bool output_in_reply;            //  bn_output: "reply"
-    //  Load-balanced task flags (WIRE.md 8.2)
+    //  Load-balanced task flags (doc/wire.md 8.2)
     s_dep_t after;  //  time dependency
     s_dep_t follow; //  location dependency
     double timeout; //  seconds, 0: none
@@ -583,7 +583,7 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
             json_string_value (json_object_get (bn_msg_header (msg), "date"));
         char sub_id[512];
         if (self->kind == BN_VIEW_BROADCAST) {
-            //  The tree gives each engine's copy this msg_id (WIRE.md 7.3)
+            //  The tree gives each engine's copy this msg_id (doc/wire.md 7.3)
             snprintf (sub_id, sizeof sub_id, "%s_%s", msg_id, targets[i].uuid);
             msg_id = sub_id;
         }

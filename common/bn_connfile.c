@@ -228,7 +228,7 @@ s_read (bn_connfile_t *self, json_t *root, char *err, size_t errsize)
         }
     }
 
-    //  Which keys each peer insists on (WIRE.md section 2)
+    //  Which keys each peer insists on (doc/wire.md 2)
     if (s_read_string (root, "interface", true, false, NULL, &self->interface,
                        err, errsize) ||
         s_read_string (root, "signature_scheme", true, false, NULL,

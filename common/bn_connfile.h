@@ -1,4 +1,4 @@
-/*  bn_connfile: IPython Parallel 7.1.0 connection files (WIRE.md section 2),
+/*  bn_connfile: IPython Parallel 7.1.0 connection files (doc/wire.md 2),
     read by engines and clients and written by the controller.  */
 #ifndef BN_CONNFILE_H_INCLUDED
 #define BN_CONNFILE_H_INCLUDED

@@ -1,5 +1,5 @@
 /*  bn_group: engine replies grouped by identical outcome, for coalescing
-    broadcast nodes (TREE.md, bn_group).
+    broadcast nodes (doc/broadcast.md, bn_group).
 
     Two replies fall in the same group when they have the same status, the
     same number of buffers with the same bytes, the same bn_stdout and

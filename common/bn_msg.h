@@ -1,4 +1,4 @@
-/*  bn_msg: one Jupyter wire message (WIRE.md 1) as libzmq frames: routing
+/*  bn_msg: one Jupyter wire message (doc/wire.md 1) as libzmq frames: routing
     idents, signature, four JSON parts parsed only on demand, and buffers
     that are moved between sockets without copying.  */
 #ifndef BN_MSG_H_INCLUDED

@@ -1,5 +1,5 @@
 /*  bn_msgtypes: every message type and fixed wire string banyan speaks
-    (WIRE.md); the only place these strings are spelled.  */
+    (doc/wire.md); the only place these strings are spelled.  */
 #ifndef BN_MSGTYPES_H_INCLUDED
 #define BN_MSGTYPES_H_INCLUDED
 
@@ -64,7 +64,7 @@
 #define BN_MSG_UNREGISTRATION_NOTIFICATION "unregistration_notification"
 #define BN_MSG_SHUTDOWN_NOTIFICATION "shutdown_notification"
 
-//  Fixed routing ids of the controller's engine-facing ROUTERs (WIRE.md 3)
+//  Fixed routing ids of the controller's engine-facing ROUTERs (doc/wire.md 3)
 #define BN_ROUTING_MUX_OUT "mux_out"
 #define BN_ROUTING_CONTROL_OUT "control_out"
 #define BN_ROUTING_TASK_OUT "task_out"

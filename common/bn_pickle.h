@@ -1,5 +1,6 @@
 /*  bn_pickle: the pickle subset C peers read and write, and IPython
-    Parallel's serialize_object / apply buffers on top of it (WIRE.md 10).  */
+    Parallel's serialize_object / apply buffers on top of it
+    (doc/wire.md 10).  */
 #ifndef BN_PICKLE_H_INCLUDED
 #define BN_PICKLE_H_INCLUDED
 

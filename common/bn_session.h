@@ -1,5 +1,5 @@
 /*  bn_session: a Jupyter session: identity, message ids, HMAC-SHA256
-    signing and verification with replay rejection (WIRE.md 1.2, 1.5).  */
+    signing and verification with replay rejection (doc/wire.md 1.2, 1.5).  */
 #ifndef BN_SESSION_H_INCLUDED
 #define BN_SESSION_H_INCLUDED
 

@@ -1,5 +1,5 @@
 /*  bn_controller: the controller actor; one thread, one zloop, every
-    socket of WIRE.md 3 bound on tcp://<ip>:* (or the ports of the old
+    socket of doc/wire.md 3 bound on tcp://<ip>:* (or the ports of the old
     connection files when controller.reuse_files is set).  */
 #include "bn_controller.h"
 

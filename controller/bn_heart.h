@@ -1,4 +1,4 @@
-/*  bn_heart: the heart monitor (WIRE.md 4.2): pings engines on a PUB every
+/*  bn_heart: the heart monitor (doc/wire.md 4.2): pings engines on a PUB every
     period, collects their pongs on a ROUTER, and reports hearts that are
     new or have stopped.  */
 #ifndef BN_HEART_H_INCLUDED

@@ -598,7 +598,7 @@ s_on_new_heart (void *arg, const char *uuid)
     s_notify (self, BN_MSG_REGISTRATION_NOTIFICATION, content, NULL);
 }
 
-//  True if uuid is usable as an engine identity (WIRE.md 1.5).
+//  True if uuid is usable as an engine identity (doc/wire.md 1.5).
 static bool
 s_uuid_ok (const char *uuid)
 {
@@ -975,7 +975,7 @@ s_queue_request (bn_hub_t *self, bn_msg_t *request)
 }
 
 //  --------------------------------------------------------------------------
-//  Task record queries (WIRE.md 5)
+//  Task record queries (doc/wire.md 5)
 
 #define S_NODB_TEXT                                                            \
     "NoDB backend doesn't store any data. Start the Controller with a DB "     \

@@ -1,4 +1,4 @@
-/*  bn_hub: the hub (WIRE.md 4, 5): engine registration and unregistration,
+/*  bn_hub: the hub (doc/wire.md 4, 5): engine registration and unregistration,
     client queries on the registration ROUTER, and notifications on the
     notifier PUB.  */
 #ifndef BN_HUB_H_INCLUDED

@@ -1,4 +1,4 @@
-/*  bn_query: the Mongo-style queries of the hub's db_request (WIRE.md 5),
+/*  bn_query: the Mongo-style queries of the hub's db_request (doc/wire.md 5),
     compiled once and matched against TaskRecords (JSON objects).
 
     A query maps top-level record keys to a plain value (equality) or to an

@@ -1,4 +1,4 @@
-/*  bn_record: one task record of the hub (WIRE.md 5.1, 5.2): the request
+/*  bn_record: one task record of the hub (doc/wire.md 5.1, 5.2): the request
     and reply as bn_msg_t copies sharing the relays' frames, the iopub
     output published for it, and the 7.1.0 TaskRecord dict built from them
     only when a query asks. bn_records keeps them; a record read back from

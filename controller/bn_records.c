@@ -626,7 +626,7 @@ bn_records_reply (bn_records_t *self, const char *queue, bn_msg_t *reply,
     }
 }
 
-//  True for the iopub types a record keeps (WIRE.md 5.2).
+//  True for the iopub types a record keeps (doc/wire.md 5.2).
 static bool
 s_iopub_kept (const char *type)
 {

@@ -1,4 +1,4 @@
-/*  bn_records: the hub's task records (WIRE.md 5.1, 5.2) and the state of
+/*  bn_records: the hub's task records (doc/wire.md 5.1, 5.2) and the state of
     every request in flight.
 
     The schedulers report through bn_records_monitor: each request of the

@@ -1,6 +1,6 @@
 /*  bn_engine: one logical engine.
 
-    Sockets (WIRE.md 3.1): a registration DEALER (closed once registered;
+    Sockets (doc/wire.md 3.1): a registration DEALER (closed once registered;
     unregistration_request goes out on a DEALER all engines share), a
     shell ROUTER connected to mux, task and broadcast[id % n], a control
     ROUTER, and a pong DEALER; all with routing id = uuid. The iopub PUB
@@ -22,7 +22,7 @@
     group.
 
     A shell request whose metadata has `bn_output: "reply"` (banyan's
-    broadcast tree, TREE.md) publishes nothing on iopub (no status, no
+    broadcast tree, doc/broadcast.md) publishes nothing on iopub (no status, no
     stream, no error): what the command wrote comes back in the reply
     content as `bn_stdout` and `bn_stderr` (both always present, at most
     S_REPLY_OUTPUT_MAX bytes each), so that it can be merged and grouped
@@ -198,7 +198,7 @@ s_output_in_reply (bn_msg_t *request)
 }
 
 //  Publish on iopub with topic engine.<id>.<kind>; parent is a request or
-//  NULL; with_engine adds metadata.engine (WIRE.md 9.2). Nothing is
+//  NULL; with_engine adds metadata.engine (doc/wire.md 9.2). Nothing is
 //  published for a request that wants its output in the reply.
 static void
 s_publish (bn_engine_t *self, bn_msg_t *parent, const char *msg_type,
@@ -246,7 +246,7 @@ s_engine_info (bn_engine_t *self, const char *method)
                       self->id);
 }
 
-//  Reply metadata (WIRE.md 9.2), copying the request's broadcast keys.
+//  Reply metadata (doc/wire.md 9.2), copying the request's broadcast keys.
 static json_t *
 s_reply_metadata (bn_engine_t *self, bn_msg_t *request, const char *status,
                   const char *started)
@@ -401,7 +401,7 @@ s_reply_error (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
         s_publish (self, request, BN_MSG_ERROR, "error",
                    json_deep_copy (content), true);
     //  a function that raises UnmetDependency asks the task scheduler to
-    //  try another engine (WIRE.md 9.2)
+    //  try another engine (doc/wire.md 9.2)
     json_t *metadata =
         s_reply_metadata (self, request, BN_STATUS_ERROR, started);
     if (metadata && streq (ename, "UnmetDependency"))
@@ -776,7 +776,7 @@ s_kernel_info (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
              s_reply_metadata (self, request, BN_STATUS_OK, started), NULL);
 }
 
-//  Start handling one shell request (busy status first, WIRE.md 9.1).
+//  Start handling one shell request (busy status first, doc/wire.md 9.1).
 static void
 s_start (bn_engine_t *self, bn_msg_t *request)
 {
@@ -984,7 +984,7 @@ s_control_request (bn_engine_t *self, bn_msg_t *request)
             self, self->control, request, BN_MSG_SHUTDOWN_REPLY,
             json_pack ("{s:s, s:b}", "status", BN_STATUS_OK, "restart", again),
             s_reply_metadata (self, request, BN_STATUS_OK, started), NULL);
-        //  The copy on iopub is how the hub learns of it (WIRE.md 9.4).
+        //  The copy on iopub is how the hub learns of it (doc/wire.md 9.4).
         s_publish (
             self, request, BN_MSG_SHUTDOWN_REPLY, "shutdown",
             json_pack ("{s:s, s:b}", "status", BN_STATUS_OK, "restart", again),

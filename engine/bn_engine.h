@@ -1,5 +1,5 @@
 /*  bn_engine: one logical engine: its identity, sockets and the engine side
-    of the IPython Parallel protocol (WIRE.md 3.1, 4, 9), driven by a zloop
+    of the IPython Parallel protocol (doc/wire.md 3.1, 4, 9), driven by a zloop
     that it shares with the other engines of its process.  */
 #ifndef BN_ENGINE_H_INCLUDED
 #define BN_ENGINE_H_INCLUDED

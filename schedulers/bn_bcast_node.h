@@ -1,4 +1,4 @@
-/*  bn_bcast_node: one node of the broadcast spanning tree (WIRE.md 7,
+/*  bn_bcast_node: one node of the broadcast spanning tree (doc/wire.md 7,
     doc/broadcast.md). Root, inner node and leaf are roles of the same
     actor; each node runs its own zloop in its own thread (threads mode,
     links over inproc://) or process (banyan-scheduler, links over ipc://
@@ -43,7 +43,7 @@
 //  actor signals, i.e. before zactor_new returns, except the topology and
 //  the monitor (borrowed for the node's life).
 typedef struct {
-    //  The tree and this node's place in it: its routing id (WIRE.md
+    //  The tree and this node's place in it: its routing id (doc/wire.md
     //  7.1), level, children, and which child serves each engine all come
     //  from the topology, which the nodes of one process share (it is only
     //  read).

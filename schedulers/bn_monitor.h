@@ -1,5 +1,5 @@
 /*  bn_monitor: what the schedulers tell the hub about the requests they
-    pass (WIRE.md 5.2), as direct calls inside the controller instead of
+    pass (doc/wire.md 5.2), as direct calls inside the controller instead of
     7.1.0's monitor PUB/SUB bus. A scheduler holds one bn_monitor_t
     (borrowed); every callback may be NULL, and none may keep the message
     beyond the call except by bn_msg_dup (which shares the frames).

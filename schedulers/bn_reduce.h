@@ -1,6 +1,6 @@
 /*  bn_reduce: the partial reduction of one broadcast request at one node
     (request metadata bn_reduce = "sum" | "min" | "max" | "<plugin>:<name>",
-    TREE.md).
+    doc/broadcast.md).
 
     State: the value reduced so far (NULL before the first contribution),
     the set of engines that contributed to it, the engines that failed

@@ -1,7 +1,7 @@
 /*  bn_refuser: NotImplementedError answers on the task and broadcast ports.
 
     The replies are shaped so that the stock client resolves the right
-    futures: a task failure is always an apply_reply (WIRE.md 8.3 point 7);
+    futures: a task failure is always an apply_reply (doc/wire.md 8.3, point 6);
     a broadcast failure is one reply per target whose parent msg_id is
     "<orig>_<uuid>", or, when coalescing, one reply found through
     metadata.original_msg_id with the broadcast_targets pairs.  */

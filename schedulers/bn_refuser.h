@@ -1,6 +1,6 @@
 /*  bn_refuser: holds the task and broadcast ports while the controller has
     no scheduler behind them, answering every request with an error reply
-    the stock client matches (WIRE.md 7.4, 8.3).  */
+    the stock client matches (doc/wire.md 7.4, 8.3).  */
 #ifndef BN_REFUSER_H_INCLUDED
 #define BN_REFUSER_H_INCLUDED
 

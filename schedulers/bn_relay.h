@@ -1,4 +1,4 @@
-/*  bn_relay: the controller's relays (WIRE.md 6): mux and control swap the
+/*  bn_relay: the controller's relays (doc/wire.md 6): mux and control swap the
     first two idents between a client-facing and an engine-facing ROUTER and
     forward the frames unchanged; iopub forwards a SUB to a PUB.  */
 #ifndef BN_RELAY_H_INCLUDED

@@ -1,4 +1,4 @@
-/*  bn_task: the task scheduler (WIRE.md 8), following 7.1.0's
+/*  bn_task: the task scheduler (doc/wire.md 8), following 7.1.0's
     TaskScheduler (ipyparallel/controller/task_scheduler.py).
 
     A request is forwarded as the frames it arrived in: the job keeps the

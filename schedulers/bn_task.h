@@ -1,4 +1,4 @@
-/*  bn_task: the task (load-balanced) scheduler (WIRE.md 8): schemes,
+/*  bn_task: the task (load-balanced) scheduler (doc/wire.md 8): schemes,
     high-water mark, msg_id dependencies (after, follow), targets,
     timeouts, retries and blacklists, between a client-facing ROUTER and an
     engine-facing ROUTER, behaving as IPython Parallel 7.1.0's
@@ -16,7 +16,7 @@
 
 typedef struct _bn_task_t bn_task_t;
 
-//  How an engine is chosen among the candidates (WIRE.md 8.1).
+//  How an engine is chosen among the candidates (doc/wire.md 8.1).
 typedef enum {
     BN_TASK_LEASTLOAD,   //  least outstanding tasks, LRU among equals
     BN_TASK_LRU,         //  least recently used

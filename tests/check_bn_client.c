@@ -1338,7 +1338,7 @@ START_TEST (test_broadcast)
 END_TEST
 
 //  -------------------------------------------------------------------
-//  Broadcast replies of every shape the tree sends (TREE.md), built by
+//  Broadcast replies of every shape the tree sends (doc/broadcast.md), built by
 //  hand: the tree itself is not needed to check how they are decoded.
 
 //  An EngineError as a tree node makes it for an engine that did not

@@ -27,7 +27,7 @@
 #define S_TIMEOUT 5000
 #define S_PLUGIN BN_PLUGIN_DIR "/bn_plugin_example.so"
 
-//  The controller side: every engine-facing socket of WIRE.md 3.
+//  The controller side: every engine-facing socket of doc/wire.md 3.
 typedef struct {
     char dir[64];          //  temporary profile folder
     char *path;            //  engine connection file

@@ -274,7 +274,7 @@ START_TEST (test_decode_details)
     ck_assert_int_eq (bn_value_type (bn_value_item (p4, 13)), BN_VALUE_SET);
     bn_value_destroy (&p4);
 
-    //  Python's captured examples from WIRE.md 10.1.
+    //  Python 3.11's pickles of 2 and None (doc/wire.md 10.1).
     const unsigned char two[] = {0x80, 0x04, 0x4b, 0x02, 0x2e};
     value = bn_pickle_decode (two, sizeof (two), err, sizeof (err));
     ck_assert_int_eq (bn_value_int (value), 2);

@@ -702,7 +702,7 @@ START_TEST (test_invalid)
     bn_msg_set_metadata (msg, json_pack ("{s:[s]}", "after", c));
     t_send (&msg, s_client, s_client_session);
     reply = s_reply ();
-    //  an apply_reply even for execute_request (WIRE.md 8.3)
+    //  an apply_reply even for execute_request (doc/wire.md 8.3)
     s_assert_scheduler_error (reply, c, "InvalidDependency");
     bn_msg_destroy (&reply);
     ck_assert_int_eq (s_stat ("invalid"), 3);

@@ -74,7 +74,7 @@ START_TEST (test_usage)
     ck_assert_int_eq (stat (ctl->engine_path, &st), 0);
     ck_assert_int_eq (st.st_mode & 0777, 0600);
 
-    //  every key of WIRE.md 2, nothing else
+    //  every key of doc/wire.md 2, nothing else
     char *keys = s_keys (ctl->client_path);
     ck_assert_str_eq (keys, "broadcast,control,curve_serverkey,interface,iopub,"
                             "key,location,mux,notification,pack,registration,"

@@ -153,7 +153,7 @@ int bn_client_queue_status (bn_client_t *self, bn_idset_t *targets,
                             double timeout, bn_queue_status_t **status,
                             size_t *count, int *unassigned);
 
-//  The hub's task records (WIRE.md 5) ----------------------------------
+//  The hub's task records (doc/wire.md 5) ----------------------------------
 
 //  The result of msg_id as the hub recorded it, whichever client sent the
 //  request (a direct, load-balanced or broadcast request; output included).
@@ -335,7 +335,7 @@ int bn_view_set_output_in_reply (bn_view_t *self, bool in_reply);
 int bn_view_set_silent (bn_view_t *self, bool silent);
 
 //  Load-balanced views: IPython Parallel's task flags (the request
-//  metadata of WIRE.md 8.2). Each setter returns 0, BN_EINVAL on other
+//  metadata of doc/wire.md 8.2). Each setter returns 0, BN_EINVAL on other
 //  views or for a bad argument, or BN_ENOMEM.
 
 //  Run each task only once the given requests have finished: every one
