@@ -80,3 +80,27 @@ bn_wire_bind (zsock_t *sock, const char *endpoint, int wait_ms)
     }
     return 0;
 }
+
+void
+bn_wire_repr (json_t *value, char *buf, size_t size)
+{
+    size_t len = strlen (buf);
+    if (len >= size)
+        return;
+    if (json_is_string (value))
+        snprintf (buf + len, size - len, "'%s'", json_string_value (value));
+    else if (json_is_integer (value))
+        snprintf (buf + len, size - len, "%" JSON_INTEGER_FORMAT,
+                  json_integer_value (value));
+    else if (json_is_true (value))
+        snprintf (buf + len, size - len, "True");
+    else if (json_is_false (value))
+        snprintf (buf + len, size - len, "False");
+    else if (json_is_null (value))
+        snprintf (buf + len, size - len, "None");
+    else {
+        char *text = json_dumps (value, JSON_COMPACT | JSON_ENCODE_ANY);
+        snprintf (buf + len, size - len, "%s", text ? text : "?");
+        free (text);
+    }
+}

@@ -34,6 +34,11 @@ int bn_wire_reply_type (const char *request_type, char *buf, size_t size);
 //  does not fit.
 int bn_wire_url (const char *interface, int port, char *buf, size_t size);
 
+//  Append Python's repr of a JSON value to the string in buf (size bytes,
+//  truncated to fit): 'text', 42, True, False, None; other values as
+//  compact JSON. For error texts worded as 7.1.0 words them.
+void bn_wire_repr (json_t *value, char *buf, size_t size);
+
 //  The port a bound endpoint ends with ("tcp://127.0.0.1:41235" gives
 //  41235), or -1.
 int bn_wire_endpoint_port (const char *endpoint);

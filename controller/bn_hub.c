@@ -32,7 +32,6 @@
 #include "bn_log.h"
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
-#include "bn_query.h"
 #include "bn_wire.h"
 
 #define S_BATCH 1024        //  queries read per wake-up before polling again
@@ -93,7 +92,8 @@ struct _bn_hub_t {
     bool shutting_down; //  shutdown_request answered
     bn_hub_shutdown_fn *shutdown_fn;
     void *shutdown_arg;
-    bn_records_t *records; //  Task records (borrowed), or NULL
+    bn_records_t *records;        //  Task records (borrowed), or NULL
+    bn_record_queries_t *queries; //  Their queries, with records
     bn_hub_submit_fn *submit_fn;
     void *submit_arg;
     bn_hub_stats_fn *stats_fn; //  Counters for bn_stats_request, or NULL
@@ -212,6 +212,7 @@ bn_hub_destroy (bn_hub_t **self_p)
     zlistx_destroy (&self->listeners);
     zhashx_destroy (&self->restored);
     free (self->state_path);
+    bn_record_queries_destroy (&self->queries);
     bn_engine_table_destroy (&self->engines);
     json_decref (self->connection_info);
     free (self);
@@ -278,37 +279,6 @@ bn_hub_set_shutdown_handler (bn_hub_t *self, bn_hub_shutdown_fn *fn, void *arg)
     assert (self);
     self->shutdown_fn = fn;
     self->shutdown_arg = arg;
-}
-
-static int
-s_strcmp_p (const char **a, const char **b)
-{
-    return strcmp (*a, *b);
-}
-
-//  Append Python's repr of a JSON scalar (str or int) to buf.
-static void
-s_repr (json_t *value, char *buf, size_t size)
-{
-    size_t len = strlen (buf);
-    if (len >= size)
-        return;
-    if (json_is_string (value))
-        snprintf (buf + len, size - len, "'%s'", json_string_value (value));
-    else if (json_is_integer (value))
-        snprintf (buf + len, size - len, "%" JSON_INTEGER_FORMAT,
-                  json_integer_value (value));
-    else if (json_is_true (value))
-        snprintf (buf + len, size - len, "True");
-    else if (json_is_false (value))
-        snprintf (buf + len, size - len, "False");
-    else if (json_is_null (value))
-        snprintf (buf + len, size - len, "None");
-    else {
-        char *text = json_dumps (value, JSON_COMPACT | JSON_ENCODE_ANY);
-        snprintf (buf + len, size - len, "%s", text ? text : "?");
-        free (text);
-    }
 }
 
 //  Send msg on the query socket.
@@ -386,6 +356,13 @@ bn_hub_set_records (bn_hub_t *self, bn_records_t *records)
 {
     assert (self);
     self->records = records;
+    bn_record_queries_destroy (&self->queries);
+    if (records)
+        self->queries =
+            bn_record_queries_new (self->session, records, self->engines);
+    if (self->queries)
+        bn_record_queries_set_resubmit (self->queries, self->submit_fn,
+                                        self->submit_arg);
 }
 
 void
@@ -394,6 +371,8 @@ bn_hub_set_resubmit (bn_hub_t *self, bn_hub_submit_fn *fn, void *arg)
     assert (self);
     self->submit_fn = fn;
     self->submit_arg = arg;
+    if (self->queries)
+        bn_record_queries_set_resubmit (self->queries, fn, arg);
 }
 
 void
@@ -900,7 +879,7 @@ s_queue_request (bn_hub_t *self, bn_msg_t *request)
     {
         if (s_target_id (self, target) < 0) {
             strncat (bad, nbad++ ? ", " : "[", sizeof bad - strlen (bad) - 1);
-            s_repr (target, bad, sizeof bad);
+            bn_wire_repr (target, bad, sizeof bad);
         }
     }
     if (nbad) {
@@ -972,549 +951,6 @@ s_queue_request (bn_hub_t *self, bn_msg_t *request)
         unassigned = verbose ? json_array () : json_integer (0);
     json_object_set_new (reply, "unassigned", unassigned);
     s_reply (self, request, BN_MSG_QUEUE_REPLY, reply);
-}
-
-//  --------------------------------------------------------------------------
-//  Task record queries (doc/wire.md 5)
-
-#define S_NODB_TEXT                                                            \
-    "NoDB backend doesn't store any data. Start the Controller with a DB "     \
-    "backend to enable resubmission / result persistence."
-
-//  Reply msg_type with error content: ename and a printf-style evalue
-//  (7.1.0 answers failed record queries with their own reply type).
-static void s_reply_error (bn_hub_t *self, bn_msg_t *request,
-                           const char *msg_type, const char *ename,
-                           const char *format, ...)
-    __attribute__ ((format (printf, 5, 6)));
-
-static void
-s_reply_error (bn_hub_t *self, bn_msg_t *request, const char *msg_type,
-               const char *ename, const char *format, ...)
-{
-    char evalue[1024];
-    va_list args;
-    va_start (args, format);
-    vsnprintf (evalue, sizeof evalue, format, args);
-    va_end (args);
-    bn_log_info ("hub: %s to %s: %s: %s", msg_type, bn_msg_type (request),
-                 ename, evalue);
-    self->stats.errors++;
-    s_reply (self, request, msg_type,
-             bn_wire_error (ename, evalue, NULL, NULL));
-}
-
-//  Send msg_type with content (taken) and the buffers of buffers (a
-//  message whose frames are shared, taken; may be NULL).
-static void
-s_reply_buffers (bn_hub_t *self, bn_msg_t *request, const char *msg_type,
-                 json_t *content, bn_msg_t *buffers)
-{
-    bn_msg_t *reply = bn_msg_new_reply (self->session, request, msg_type);
-    bool ok = reply && content;
-    for (size_t i = 0; ok && buffers && i < bn_msg_nbuffers (buffers); i++)
-        ok = bn_msg_add_buffer_msg (reply, bn_msg_buffer (buffers, i)) == 0;
-    bn_msg_destroy (&buffers);
-    if (!ok) {
-        json_decref (content);
-        bn_msg_destroy (&reply);
-        self->stats.send_failed++;
-        return;
-    }
-    bn_msg_set_content (reply, content);
-    s_send_query (self, &reply);
-}
-
-//  A holder for reply buffers: an empty message whose buffer frames share
-//  the records' frames.
-static bn_msg_t *
-s_buffer_holder (void)
-{
-    const void *parts[4] = {NULL, NULL, NULL, NULL};
-    size_t sizes[4] = {0, 0, 0, 0};
-    return bn_msg_new_parts (parts, sizes);
-}
-
-//  Append record's request (result false) or reply buffers to holder.
-static size_t
-s_add_record_buffers (bn_msg_t *holder, bn_record_t *record, bool result)
-{
-    size_t n = bn_record_nbuffers (record, result);
-    for (size_t i = 0; i < n; i++)
-        bn_msg_add_buffer_msg (holder, bn_record_buffer (record, result, i));
-    return n;
-}
-
-//  A JSON array of unique strings, sorted; NULL if list is not a list of
-//  strings.
-static json_t *
-s_sorted_ids (json_t *list)
-{
-    if (json_is_string (list))
-        return json_pack ("[O]", list);
-    if (!json_is_array (list))
-        return NULL;
-    size_t n = json_array_size (list);
-    const char **ids = calloc (n ? n : 1, sizeof (char *));
-    if (!ids)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        ids[i] = json_string_value (json_array_get (list, i));
-        if (!ids[i]) {
-            free (ids);
-            return NULL;
-        }
-    }
-    qsort (ids, n, sizeof (char *),
-           (int (*) (const void *, const void *))s_strcmp_p);
-    json_t *sorted = json_array ();
-    for (size_t i = 0; sorted && i < n; i++)
-        if (i == 0 || strcmp (ids[i], ids[i - 1]) != 0)
-            json_array_append_new (sorted, json_string (ids[i]));
-    free (ids);
-    return sorted;
-}
-
-static void
-s_result_request (bn_hub_t *self, bn_msg_t *request)
-{
-    json_t *content = bn_msg_content (request);
-    json_t *ids = s_sorted_ids (json_object_get (content, "msg_ids"));
-    if (!ids) {
-        self->stats.bad_content++;
-        s_reply_error (self, request, BN_MSG_RESULT_REPLY, "TypeError",
-                       "result_request needs 'msg_ids': a list of msg_id "
-                       "strings");
-        return;
-    }
-    bool status_only = json_is_true (json_object_get (content, "status_only"));
-    if (!status_only && !bn_records_storing (self->records)) {
-        json_decref (ids);
-        s_reply_error (self, request, BN_MSG_RESULT_REPLY, "NoData", "%s",
-                       S_NODB_TEXT);
-        return;
-    }
-    json_t *pending = json_array (), *completed = json_array ();
-    json_t *reply = json_pack ("{s:s, s:O, s:O}", "status", BN_STATUS_OK,
-                               "pending", pending, "completed", completed);
-    bn_msg_t *holder = s_buffer_holder ();
-    size_t index;
-    json_t *id_value;
-    json_array_foreach (ids, index, id_value)
-    {
-        const char *msg_id = json_string_value (id_value);
-        if (bn_records_pending (self->records, msg_id)) {
-            json_array_append (pending, id_value);
-            continue;
-        }
-        bn_record_t *record = bn_records_get (self->records, msg_id);
-        if (!record) {
-            s_reply_error (self, request, BN_MSG_RESULT_REPLY, "KeyError",
-                           "'No such message: %.200s'", msg_id);
-            json_decref (reply);
-            json_decref (pending);
-            json_decref (completed);
-            json_decref (ids);
-            bn_msg_destroy (&holder);
-            return;
-        }
-        if (!bn_record_completed (record)) {
-            json_array_append (pending, id_value);
-            bn_record_release (&record);
-            continue;
-        }
-        json_array_append (completed, id_value);
-        if (!status_only) {
-            json_t *rec = bn_record_json (record);
-            json_t *entry = json_pack (
-                "{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?, s:{s:O?, s:O?, s:O?, "
-                "s:O?, s:O?}}",
-                "header", json_object_get (rec, "header"), "metadata",
-                json_object_get (rec, "metadata"), "result_header",
-                json_object_get (rec, "result_header"), "result_metadata",
-                json_object_get (rec, "result_metadata"), "result_content",
-                json_object_get (rec, "result_content"), "received",
-                json_object_get (rec, "received"), "io", "execute_input",
-                json_object_get (rec, "execute_input"), "execute_result",
-                json_object_get (rec, "execute_result"), "error",
-                json_object_get (rec, "error"), "stdout",
-                json_object_get (rec, "stdout"), "stderr",
-                json_object_get (rec, "stderr"));
-            if (entry)
-                json_object_set_new (reply, msg_id, entry);
-            if (holder)
-                s_add_record_buffers (holder, record, true);
-        }
-        bn_record_release (&record);
-    }
-    json_decref (pending);
-    json_decref (completed);
-    json_decref (ids);
-    s_reply_buffers (self, request, BN_MSG_RESULT_REPLY, reply, holder);
-}
-
-static void
-s_history_request (bn_hub_t *self, bn_msg_t *request)
-{
-    if (!bn_records_storing (self->records)) {
-        s_reply_error (self, request, BN_MSG_HISTORY_REPLY, "NoData", "%s",
-                       S_NODB_TEXT);
-        return;
-    }
-    json_t *history = bn_records_history (self->records);
-    if (!history) {
-        s_reply_error (self, request, BN_MSG_HISTORY_REPLY, "MemoryError",
-                       "cannot list the history");
-        return;
-    }
-    s_reply (
-        self, request, BN_MSG_HISTORY_REPLY,
-        json_pack ("{s:s, s:o}", "status", BN_STATUS_OK, "history", history));
-}
-
-//  Keys of a TaskRecord, for checking db_request 'keys'.
-static const char *s_record_keys[] = {
-    "msg_id",        "header",          "metadata",       "content",
-    "buffers",       "submitted",       "client_uuid",    "engine_uuid",
-    "started",       "completed",       "resubmitted",    "received",
-    "result_header", "result_metadata", "result_content", "result_buffers",
-    "queue",         "execute_input",   "execute_result", "error",
-    "stdout",        "stderr",          "display_data",   NULL};
-
-typedef struct {
-    bn_query_t *query;
-    json_t *keys;               //  NULL: whole records
-    json_t *records;            //  Reply list
-    json_t *buffer_lens;        //  or NULL
-    json_t *result_buffer_lens; //  or NULL
-    bn_msg_t *holder;
-    size_t matched;
-} s_db_search_t;
-
-static int
-s_db_match (void *arg, bn_record_t *record)
-{
-    s_db_search_t *search = (s_db_search_t *)arg;
-    json_t *rec = bn_record_json (record);
-    if (!rec)
-        return -1;
-    if (!bn_query_match (search->query, rec))
-        return 0;
-    search->matched++;
-    json_t *out;
-    if (!search->keys)
-        out = json_copy (rec);
-    else {
-        out = json_pack ("{s:O}", "msg_id", json_object_get (rec, "msg_id"));
-        size_t index;
-        json_t *key;
-        json_array_foreach (search->keys, index, key)
-        {
-            const char *name = json_string_value (key);
-            if (streq (name, "buffers") || streq (name, "result_buffers"))
-                continue;
-            json_t *value = json_object_get (rec, name);
-            json_object_set (out, name, value ? value : json_null ());
-        }
-    }
-    if (!out)
-        return -1;
-    json_array_append_new (search->records, out);
-    if (search->buffer_lens)
-        json_array_append_new (search->buffer_lens,
-                               json_integer ((json_int_t)s_add_record_buffers (
-                                   search->holder, record, false)));
-    if (search->result_buffer_lens)
-        json_array_append_new (search->result_buffer_lens,
-                               json_integer ((json_int_t)s_add_record_buffers (
-                                   search->holder, record, true)));
-    return 0;
-}
-
-static void
-s_db_request (bn_hub_t *self, bn_msg_t *request)
-{
-    if (!bn_records_storing (self->records)) {
-        s_reply_error (self, request, BN_MSG_DB_REPLY, "NoData", "%s",
-                       S_NODB_TEXT);
-        return;
-    }
-    json_t *content = bn_msg_content (request);
-    json_t *keys = json_object_get (content, "keys");
-    if (json_is_null (keys))
-        keys = NULL;
-    //  (a TaskRecord has 23 keys: a longer list only costs time)
-    if (keys && (!json_is_array (keys) || json_array_size (keys) > 64)) {
-        self->stats.bad_content++;
-        s_reply_error (self, request, BN_MSG_DB_REPLY, "TypeError",
-                       "db_request 'keys' must be null or a list of at most "
-                       "64 TaskRecord keys");
-        return;
-    }
-    size_t index;
-    json_t *key;
-    json_array_foreach (keys, index, key)
-    {
-        const char *name = json_string_value (key);
-        bool known = false;
-        for (int i = 0; name && s_record_keys[i]; i++)
-            known |= streq (name, s_record_keys[i]);
-        if (!known) {
-            self->stats.bad_content++;
-            char text[80] = "";
-            s_repr (key, text, sizeof text);
-            s_reply_error (self, request, BN_MSG_DB_REPLY, "KeyError",
-                           "%s is not a TaskRecord key", text);
-            return;
-        }
-    }
-    char ename[64], evalue[256];
-    s_db_search_t search = {0};
-    search.query = bn_query_new (json_object_get (content, "query"), ename,
-                                 sizeof ename, evalue, sizeof evalue);
-    if (!search.query) {
-        self->stats.bad_content++;
-        s_reply_error (self, request, BN_MSG_DB_REPLY, ename, "%s", evalue);
-        return;
-    }
-    bool with_buffers = false, with_results = false;
-    json_array_foreach (keys, index, key)
-    {
-        with_buffers |= streq (json_string_value (key), "buffers");
-        with_results |= streq (json_string_value (key), "result_buffers");
-    }
-    search.keys = keys;
-    search.records = json_array ();
-    search.buffer_lens = with_buffers ? json_array () : NULL;
-    search.result_buffer_lens = with_results ? json_array () : NULL;
-    search.holder = s_buffer_holder ();
-    int rc = search.records && search.holder
-                 ? bn_records_each (self->records, s_db_match, &search)
-                 : -1;
-    bn_query_destroy (&search.query);
-    if (rc != 0) {
-        json_decref (search.records);
-        json_decref (search.buffer_lens);
-        json_decref (search.result_buffer_lens);
-        bn_msg_destroy (&search.holder);
-        s_reply_error (self, request, BN_MSG_DB_REPLY, "MemoryError",
-                       "the query could not be answered");
-        return;
-    }
-    json_t *reply = json_pack (
-        "{s:s, s:o, s:o, s:o}", "status", BN_STATUS_OK, "records",
-        search.records, "buffer_lens",
-        search.buffer_lens ? search.buffer_lens : json_null (),
-        "result_buffer_lens",
-        search.result_buffer_lens ? search.result_buffer_lens : json_null ());
-    s_reply_buffers (self, request, BN_MSG_DB_REPLY, reply, search.holder);
-}
-
-typedef struct {
-    const char *engine_uuid; //  Only records of this engine, or NULL
-    json_t *ids;             //  Collected msg_ids
-} s_purge_t;
-
-static int
-s_purge_collect (void *arg, bn_record_t *record)
-{
-    s_purge_t *purge = (s_purge_t *)arg;
-    if (!bn_record_completed (record))
-        return 0;
-    json_t *rec = bn_record_json (record);
-    if (!rec)
-        return -1;
-    if (purge->engine_uuid) {
-        const char *engine =
-            json_string_value (json_object_get (rec, "engine_uuid"));
-        if (!engine || !streq (engine, purge->engine_uuid))
-            return 0;
-    }
-    json_array_append (purge->ids, json_object_get (rec, "msg_id"));
-    return 0;
-}
-
-//  Drop the completed records (of engine_uuid if given); 0 or -1.
-static int
-s_purge_completed (bn_hub_t *self, const char *engine_uuid)
-{
-    s_purge_t purge = {engine_uuid, json_array ()};
-    int rc = purge.ids
-                 ? bn_records_each (self->records, s_purge_collect, &purge)
-                 : -1;
-    size_t index;
-    json_t *id;
-    json_array_foreach (purge.ids, index, id)
-    {
-        bn_records_drop (self->records, json_string_value (id));
-    }
-    json_decref (purge.ids);
-    return rc;
-}
-
-static void
-s_purge_request (bn_hub_t *self, bn_msg_t *request)
-{
-    json_t *content = bn_msg_content (request);
-    json_t *ids = json_object_get (content, "msg_ids");
-    json_t *engine_ids = json_object_get (content, "engine_ids");
-    if (json_is_string (ids) && streq (json_string_value (ids), "all")) {
-        if (s_purge_completed (self, NULL) != 0)
-            s_reply_error (self, request, BN_MSG_PURGE_REPLY, "MemoryError",
-                           "cannot purge the records");
-        else
-            s_reply (self, request, BN_MSG_PURGE_REPLY,
-                     json_pack ("{s:s}", "status", BN_STATUS_OK));
-        return;
-    }
-    if ((ids && !json_is_null (ids) && !json_is_array (ids)) ||
-        (engine_ids && !json_is_null (engine_ids) &&
-         !json_is_array (engine_ids))) {
-        self->stats.bad_content++;
-        s_reply_error (self, request, BN_MSG_PURGE_REPLY, "TypeError",
-                       "purge_request needs 'msg_ids': \"all\" or a list, "
-                       "and 'engine_ids': a list of engine ids");
-        return;
-    }
-    size_t index;
-    json_t *value;
-    json_array_foreach (ids, index, value)
-    {
-        if (!json_is_string (value)) {
-            self->stats.bad_content++;
-            s_reply_error (self, request, BN_MSG_PURGE_REPLY, "TypeError",
-                           "purge_request 'msg_ids' must hold msg_id strings");
-            return;
-        }
-        if (bn_records_pending (self->records, json_string_value (value))) {
-            s_reply_error (self, request, BN_MSG_PURGE_REPLY, "IndexError",
-                           "msg pending: '%.200s'", json_string_value (value));
-            return;
-        }
-    }
-    json_array_foreach (engine_ids, index, value)
-    {
-        json_int_t id =
-            json_is_integer (value) ? json_integer_value (value) : -1;
-        if (id < 0 || id >= INT32_MAX ||
-            !bn_engine_table_uuid (self->engines, (int)id, false)) {
-            char text[80] = "";
-            s_repr (value, text, sizeof text);
-            s_reply_error (self, request, BN_MSG_PURGE_REPLY, "IndexError",
-                           "No such engine: %s", text);
-            return;
-        }
-    }
-    json_array_foreach (ids, index, value)
-    {
-        bn_records_drop (self->records, json_string_value (value));
-    }
-    json_array_foreach (engine_ids, index, value)
-    {
-        const char *uuid = bn_engine_table_uuid (
-            self->engines, (int)json_integer_value (value), false);
-        if (s_purge_completed (self, uuid) != 0) {
-            s_reply_error (self, request, BN_MSG_PURGE_REPLY, "MemoryError",
-                           "cannot purge the records");
-            return;
-        }
-    }
-    s_reply (self, request, BN_MSG_PURGE_REPLY,
-             json_pack ("{s:s}", "status", BN_STATUS_OK));
-}
-
-static void
-s_resubmit_request (bn_hub_t *self, bn_msg_t *request)
-{
-    json_t *ids = json_object_get (bn_msg_content (request), "msg_ids");
-    if (json_is_string (ids))
-        ids = json_pack ("[O]", ids);
-    else if (json_is_array (ids))
-        json_incref (ids);
-    else {
-        self->stats.bad_content++;
-        s_reply_error (self, request, BN_MSG_RESUBMIT_REPLY, "TypeError",
-                       "resubmit_request needs 'msg_ids': a list of msg_ids");
-        return;
-    }
-    if (!bn_records_storing (self->records)) {
-        json_decref (ids);
-        s_reply_error (self, request, BN_MSG_RESUBMIT_REPLY, "NoData", "%s",
-                       S_NODB_TEXT);
-        return;
-    }
-    //  every msg_id must have a record with its request
-    char missing[1024] = "";
-    size_t nmissing = 0, index;
-    json_t *value;
-    json_array_foreach (ids, index, value)
-    {
-        bn_record_t *record =
-            json_is_string (value)
-                ? bn_records_get (self->records, json_string_value (value))
-                : NULL;
-        if (!record || !bn_record_request (record)) {
-            strncat (missing, nmissing++ ? ", " : "[",
-                     sizeof missing - strlen (missing) - 1);
-            s_repr (value, missing, sizeof missing);
-        }
-        bn_record_release (&record);
-    }
-    if (nmissing) {
-        json_decref (ids);
-        strncat (missing, "]", sizeof missing - strlen (missing) - 1);
-        s_reply_error (self, request, BN_MSG_RESUBMIT_REPLY, "KeyError",
-                       "'No such msg(s): %s'", missing);
-        return;
-    }
-    if (!self->submit_fn) {
-        json_decref (ids);
-        s_reply_error (self, request, BN_MSG_RESUBMIT_REPLY,
-                       "NotImplementedError",
-                       "resubmit needs the task scheduler, which this "
-                       "controller does not run");
-        return;
-    }
-    json_t *resubmitted = json_object ();
-    json_array_foreach (ids, index, value)
-    {
-        const char *old_id = json_string_value (value);
-        bn_record_t *record = bn_records_get (self->records, old_id);
-        bn_msg_t *msg = record ? bn_msg_dup (bn_record_request (record)) : NULL;
-        bn_record_release (&record);
-        //  7.1.0: the old header with a new msg_id and date, the new
-        //  header as parent too, metadata {} (dependencies are not kept)
-        char fresh_id[BN_MSG_ID_SIZE], date[BN_DATE_SIZE];
-        bn_session_msg_id (self->session, fresh_id);
-        bn_session_date (date);
-        json_t *header = msg ? bn_msg_header (msg) : NULL;
-        if (!header ||
-            json_object_set_new (header, "msg_id", json_string (fresh_id)) ||
-            json_object_set_new (header, "date", json_string (date))) {
-            bn_msg_destroy (&msg);
-            continue;
-        }
-        bn_msg_touch (msg, BN_PART_HEADER);
-        bn_msg_clear_idents (msg);
-        bn_msg_set_part (msg, BN_PART_PARENT, json_deep_copy (header));
-        bn_msg_set_metadata (msg, json_object ());
-        char *new_id = strdup (bn_msg_id (msg));
-        if (!new_id) {
-            bn_msg_destroy (&msg);
-            continue;
-        }
-        bn_records_request (self->records, BN_MONITOR_QUEUE_TASK, msg, NULL);
-        if (self->submit_fn (self->submit_arg, &msg) == 0) {
-            json_object_set_new (resubmitted, old_id, json_string (new_id));
-            bn_records_set_resubmitted (self->records, old_id, new_id);
-        }
-        bn_msg_destroy (&msg);
-        free (new_id);
-    }
-    json_decref (ids);
-    s_reply (self, request, BN_MSG_RESUBMIT_REPLY,
-             json_pack ("{s:s, s:o}", "status", BN_STATUS_OK, "resubmitted",
-                        resubmitted));
 }
 
 static int
@@ -1606,17 +1042,10 @@ s_handle_query (bn_hub_t *self, bn_msg_t *msg)
         s_shutdown_request (self, msg);
     else if (self->stats_fn && streq (type, BN_MSG_STATS_REQUEST))
         s_stats_request (self, msg);
-    else if (self->records && streq (type, BN_MSG_RESULT_REQUEST))
-        s_result_request (self, msg);
-    else if (self->records && streq (type, BN_MSG_HISTORY_REQUEST))
-        s_history_request (self, msg);
-    else if (self->records && streq (type, BN_MSG_DB_REQUEST))
-        s_db_request (self, msg);
-    else if (self->records && streq (type, BN_MSG_PURGE_REQUEST))
-        s_purge_request (self, msg);
-    else if (self->records && streq (type, BN_MSG_RESUBMIT_REQUEST))
-        s_resubmit_request (self, msg);
-    else {
+    else if (self->queries && bn_record_queries_handles (type)) {
+        bn_msg_t *reply = bn_record_queries_answer (self->queries, msg);
+        s_send_query (self, &reply);
+    } else {
         self->stats.unsupported++;
         s_hub_error (self, msg, "NotImplementedError",
                      "'%.200s' is not supported by banyan-controller", type);
@@ -1663,6 +1092,10 @@ bn_hub_stats (bn_hub_t *self)
 {
     assert (self);
     s_stats_t *s = &self->stats;
+    uint64_t queries_bad_content =
+        self->queries ? bn_record_queries_bad_content (self->queries) : 0;
+    uint64_t queries_errors =
+        self->queries ? bn_record_queries_errors (self->queries) : 0;
     return json_pack (
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
         "s:I, s:I, s:I}",
@@ -1670,11 +1103,12 @@ bn_hub_stats (bn_hub_t *self)
         (json_int_t)s->drops.bad_frame, "bad_signature",
         (json_int_t)s->drops.bad_signature, "replayed",
         (json_int_t)s->drops.replayed, "bad_json", (json_int_t)s->bad_json,
-        "bad_content", (json_int_t)s->bad_content, "unsupported",
-        (json_int_t)s->unsupported, "errors", (json_int_t)s->errors,
-        "registrations", (json_int_t)s->registrations, "refused",
-        (json_int_t)s->refused, "purged", (json_int_t)s->purged,
-        "unregistrations", (json_int_t)s->unregistrations, "heart_failures",
+        "bad_content", (json_int_t)(s->bad_content + queries_bad_content),
+        "unsupported", (json_int_t)s->unsupported, "errors",
+        (json_int_t)(s->errors + queries_errors), "registrations",
+        (json_int_t)s->registrations, "refused", (json_int_t)s->refused,
+        "purged", (json_int_t)s->purged, "unregistrations",
+        (json_int_t)s->unregistrations, "heart_failures",
         (json_int_t)s->heart_failures, "send_failed",
         (json_int_t)s->send_failed, "engines",
         (json_int_t)bn_engine_table_size (self->engines), "pending",

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "bn_heart.h"
+#include "bn_record_queries.h"
 #include "bn_records.h"
 #include "bn_relay.h"
 #include "bn_session.h"
@@ -70,10 +71,6 @@ void bn_hub_watch_iopub (bn_hub_t *self, bn_relay_t *iopub);
 //  Answer result, history, db, purge and resubmit queries and the queue,
 //  tasks and unassigned counts of queue_request from records (borrowed).
 void bn_hub_set_records (bn_hub_t *self, bn_records_t *records);
-
-//  Sends a request made inside the controller into the task scheduler
-//  (taking it); returns 0, or -1 if it was not accepted.
-typedef int (bn_hub_submit_fn) (void *arg, bn_msg_t **msg_p);
 
 //  Set how resubmit_request sends its new tasks (the task scheduler's
 //  bn_task_submit); without it resubmit_request gets an error reply.

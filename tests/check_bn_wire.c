@@ -49,6 +49,30 @@ START_TEST (test_urls)
 }
 END_TEST
 
+//  Python's repr of JSON values, as 7.1.0's error texts show them.
+START_TEST (test_repr)
+{
+    char buf[64] = "No such engine: ";
+    json_t *values =
+        json_loads ("[\"a\", 7, true, false, null, [1, 2]]", 0, NULL);
+    ck_assert_ptr_nonnull (values);
+    for (size_t i = 0; i < json_array_size (values); i++) {
+        if (i)
+            strcat (buf, ",");
+        bn_wire_repr (json_array_get (values, i), buf, sizeof buf);
+    }
+    ck_assert_str_eq (buf, "No such engine: 'a',7,True,False,None,[1,2]");
+    //  cut to fit
+    char small[8] = "";
+    bn_wire_repr (json_array_get (values, 0), small, sizeof small);
+    bn_wire_repr (json_array_get (values, 5), small, sizeof small);
+    ck_assert_str_eq (small, "'a'[1,2");
+    bn_wire_repr (json_array_get (values, 1), small, sizeof small);
+    ck_assert_str_eq (small, "'a'[1,2");
+    json_decref (values);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -57,6 +81,7 @@ main (void)
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_reply_type);
     tcase_add_test (tc, test_urls);
+    tcase_add_test (tc, test_repr);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
