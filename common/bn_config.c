@@ -5,6 +5,7 @@
     stdout and keeps no line numbers, and a user who mistypes a setting
     needs to be told which line to fix.  */
 #include "bn_config.h"
+#include "bn_limits.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -45,7 +46,7 @@ static const s_setting_t s_settings[] = {
     {"controller.ip", BN_CONFIG_STRING, "127.0.0.1", S_STR (NULL, NULL),
      "IP address the controller binds to (* or 0.0.0.0 for every "
      "interface)"},
-    {"controller.depth", BN_CONFIG_INT, "1", S_NUM (0, 12),
+    {"controller.depth", BN_CONFIG_INT, "1", S_NUM (0, BN_TOPOLOGY_MAX_DEPTH),
      "depth of the broadcast scheduler tree (2^depth leaf schedulers)"},
     {"controller.topology", BN_CONFIG_STRING, "kary:2", S_STR (NULL, NULL),
      "shape of the broadcast tree: kary:K, per-level fanouts AxB, binomial "

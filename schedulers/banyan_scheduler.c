@@ -172,9 +172,11 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
             options->monitor = value;
         else if ((value = bn_args_flag_value (argc, argv, &i, "--depth",
                                               &missing))) {
-            if ((options->depth = bn_args_number (value, INT32_MAX)) < 0)
+            if ((options->depth =
+                     bn_args_number (value, BN_TOPOLOGY_MAX_DEPTH)) < 0)
                 return bn_args_usage_error (
-                    S_NAME, "--depth needs a number, not '%s'", value);
+                    S_NAME, "--depth needs a depth in 0 ... %d, not '%s'",
+                    BN_TOPOLOGY_MAX_DEPTH, value);
         } else if ((value = bn_args_flag_value (argc, argv, &i, "--control-fd",
                                                 &missing))) {
             if ((options->control_fd = bn_args_number (value, INT32_MAX)) < 0)

@@ -62,8 +62,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-//  Deepest tree (levels below the root).
-#define BN_TOPOLOGY_MAX_DEPTH 6
+#include "bn_limits.h" //  BN_TOPOLOGY_MAX_DEPTH, the deepest tree
 //  Most nodes in a tree, threads and processes alike.
 #define BN_TOPOLOGY_MAX_NODES 1024
 //  Depth argument meaning "not given".

@@ -1,6 +1,7 @@
 /*  check_bn_config: settings, their sources and precedence, the config file
     format and the shipped conf/banyan.conf.  */
 #include "bn_config.h"
+#include "bn_limits.h"
 #include "bn_testdir.h"
 
 #include <check.h>
@@ -276,7 +277,7 @@ START_TEST (test_file_errors)
     s_expect_file_error ("controller\n    depth = 1.5\n",
                          "line 2: controller.depth: '1.5' is not an integer");
     s_expect_file_error ("controller\n    depth = 99\n",
-                         "line 2: controller.depth: 99 is out of range 0..12");
+                         "line 2: controller.depth: 99 is out of range 0..6");
     s_expect_file_error ("controller\n    depth =\n",
                          "line 2: controller.depth: '' is not an integer");
     s_expect_file_error ("client\n    timeout = soon\n",
@@ -506,6 +507,32 @@ START_TEST (test_set)
 END_TEST
 
 //  Durations: the parser, the shortest text, and settings that take them.
+//  The deepest tree the settings take is the deepest the topology
+//  builds: one limit, BN_TOPOLOGY_MAX_DEPTH.
+START_TEST (test_depth_limit)
+{
+    bn_config_t *config = bn_config_new ();
+    char deepest[16], deeper[16], expected[128];
+    snprintf (deepest, sizeof deepest, "%d", BN_TOPOLOGY_MAX_DEPTH);
+    snprintf (deeper, sizeof deeper, "%d", BN_TOPOLOGY_MAX_DEPTH + 1);
+    ck_assert_int_eq (
+        bn_config_set (config, "controller.depth", deepest, BN_CONFIG_CMDLINE),
+        0);
+    ck_assert_int_eq (bn_config_int (config, "controller.depth"),
+                      BN_TOPOLOGY_MAX_DEPTH);
+    ck_assert_int_eq (
+        bn_config_set (config, "controller.depth", deeper, BN_CONFIG_CMDLINE),
+        -1);
+    snprintf (expected, sizeof expected,
+              "controller.depth: %d is out of range 0..%d",
+              BN_TOPOLOGY_MAX_DEPTH + 1, BN_TOPOLOGY_MAX_DEPTH);
+    ck_assert_str_eq (bn_config_error (config), expected);
+    ck_assert_int_eq (bn_config_int (config, "controller.depth"),
+                      BN_TOPOLOGY_MAX_DEPTH);
+    bn_config_destroy (&config);
+}
+END_TEST
+
 START_TEST (test_durations)
 {
     struct {
@@ -706,6 +733,7 @@ main (void)
     tcase_add_test (tc, test_env);
     tcase_add_test (tc, test_precedence);
     tcase_add_test (tc, test_set);
+    tcase_add_test (tc, test_depth_limit);
     tcase_add_test (tc, test_durations);
     tcase_add_test (tc, test_profile_dir);
     tcase_add_test (tc, test_print);

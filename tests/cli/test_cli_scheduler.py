@@ -48,6 +48,12 @@ for args, what in [([], "no --node"),
     check(proc.returncode == 2 and proc.stdout == ""
           and "Try 'banyan-scheduler --help'" in proc.stderr,
           f"banyan-scheduler with {what}: usage error, status 2", describe(proc))
+proc = sched(["--node", "0", "--bind", "up=tcp://127.0.0.1:0",
+              "--bind", "down=tcp://127.0.0.1:0", "--depth", "7"])
+check(proc.returncode == 2
+      and "--depth needs a depth in 0 ... 6, not '7'" in proc.stderr,
+      "banyan-scheduler --depth past the deepest tree: usage error, status 2",
+      describe(proc))
 root = ["--node", "0", "--bind", "up=tcp://127.0.0.1:0",
         "--bind", "down=tcp://127.0.0.1:0", "--depth", "0"]
 proc = sched(root)

@@ -69,6 +69,25 @@ for depth, topology, mode in SHAPES:
 
         run(["cluster", "stop"] + profile.args(), timeout=60)
 
+#  the depth limit (bn_limits.h): the deepest tree starts, one deeper is
+#  refused before anything starts, naming the setting and its range
+with Profile("tree") as profile:
+    deepest = run(["cluster", "start", "-n", "1", "--depth", "6",
+                   "--topology", "kary:1"] + profile.args(), timeout=90)
+    check(deepest.returncode == 0, "cluster start --depth 6 (the deepest tree)",
+          describe(deepest))
+    if deepest.returncode == 0:
+        ran = run(["px", "-S"] + profile.args() + ["echo deep"])
+        check(ran.returncode == 0 and ran.stdout == "[stdout:0] deep\n",
+              "px through a tree of depth 6", describe(ran))
+        run(["cluster", "stop"] + profile.args(), timeout=60)
+deeper = run(["cluster", "start", "-n", "1", "--depth", "7",
+              "--profile-dir", "/nonexistent/banyan-cli-tree"])
+check(deeper.returncode == 2
+      and "controller.depth: 7 is out of range 0..6" in deeper.stderr,
+      "cluster start --depth 7: usage error naming the setting and its range",
+      describe(deeper))
+
 bad = run(["cluster", "start", "-n", "1", "--tree-mode", "sideways",
            "--profile-dir", "/nonexistent/banyan-cli-tree"])
 check(bad.returncode == 2 and "--tree-mode" in bad.stderr,

@@ -1,0 +1,13 @@
+/*  bn_limits: limits that more than one part of banyan enforces, each
+    defined once here so that they cannot drift apart.  */
+#ifndef BN_LIMITS_H_INCLUDED
+#define BN_LIMITS_H_INCLUDED
+
+//  Deepest broadcast tree (levels below the root). The controller.depth
+//  setting (file, environment, --depth) refuses more, and so does the
+//  topology (bn_topology_new, banyan-scheduler --depth). A deeper tree
+//  would not add useful shapes under the cap on tree nodes, and its
+//  routing ids must fit BN_TOPOLOGY_ID_MAX.
+#define BN_TOPOLOGY_MAX_DEPTH 6
+
+#endif
