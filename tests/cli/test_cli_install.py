@@ -71,8 +71,25 @@ try:
                   for f in installed), f"plugin {plugin} is installed")
     check("share/banyan/banyan.conf" in installed,
           "the annotated defaults are installed")
-    check(any(f.endswith("man/man1/banyan-px.1") for f in installed),
-          "the commands' man pages are installed")
+    # every command banyan --help lists has its page
+    usage = banyan("--help")
+    commands = []
+    in_commands = False
+    for line in usage.stdout.splitlines():
+        if line == "Commands:":
+            in_commands = True
+        elif in_commands and line.startswith("  "):
+            commands.append("-".join(line.split("  ")[1].split()))
+        elif in_commands:
+            break
+    # (config show is documented on banyan-config's page)
+    missing = [c for c in commands
+               if not any(f.endswith(f"man/man1/banyan-{c}.1")
+                          or f.endswith(f"man/man1/banyan-{c[:-5]}.1")
+                          and c.endswith("-show") for f in installed)]
+    check(len(commands) > 10 and not missing,
+          "every command of banyan --help has a man page",
+          f"commands {commands}, missing {missing}")
 
     show = banyan("config", "show")
     check(show.returncode == 0 and "# every setting, annotated: "
