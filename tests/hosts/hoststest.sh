@@ -1,0 +1,23 @@
+# hoststest.sh: what the test-host tests share. Source it with the servers a
+# test needs (`. hoststest.sh ssh slurm`): it exits 77 with the reason where
+# hosts cannot be made, tears the run down on exit, and gives fail and
+# expect_lines, which report the run's daemon logs on failure.
+. "$(dirname "${BASH_SOURCE[0]}")/hosts.sh"
+hosts_check "$@" || exit $?
+trap 'hosts down' EXIT
+
+fail ()
+{
+    echo "FAIL: $*" >&2
+    [ -n "${HOSTS_DIR:-}" ] && hosts logs
+    exit 1
+}
+
+# expect_lines WHAT EXPECTED ACTUAL: the lines of ACTUAL, sorted, are EXPECTED.
+expect_lines ()
+{
+    local got
+    got=$(sort <<< "$3")
+    [ "$got" = "$2" ] || fail "$1: expected $(tr '\n' ' ' <<< "$2"), got $(tr '\n' ' ' <<< "$got")"
+    echo "ok: $1"
+}
