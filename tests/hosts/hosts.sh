@@ -31,7 +31,8 @@
 #   run HOST CMD [ARG...]
 #       Run CMD on HOST (h1..hN, or "head": the root network namespace under
 #       the hostname head) and return its status. Everything it starts stays
-#       on that host: its network and its hostname.
+#       on that host: its network, its hostname and its /etc/hosts (which
+#       names head and h1..hN; the root namespace cannot resolve them).
 #   start HOST LABEL CMD [ARG...]
 #       Start CMD on HOST in the background, its output in
 #       $HOSTS_DIR/log/LABEL.log; `down` ends it. Prints its pid (sourced: also
@@ -227,7 +228,9 @@ s_hosts_addr ()
 }
 
 # The argv that runs a command on HOST, in HOSTS_ARGV: nsenter, unshare and
-# sh each exec the next, so the command keeps the pid its starter sees.
+# sh each exec the next, so the command keeps the pid its starter sees. On
+# h1..hN it also sees the run's /etc/hosts (a mount namespace of its own),
+# so the hosts know each other's names as a cluster's nodes do.
 s_hosts_argv ()
 {
     local i
@@ -237,7 +240,9 @@ s_hosts_argv ()
     fi
     i=$(s_hosts_index "$1") || return 1
     HOSTS_ARGV=(nsenter --net="/run/netns/bnh-$HOSTS_RUN-h$i"
-                unshare --uts /bin/sh -c 'hostname "$0" && exec "$@"' "$1")
+                unshare --uts --mount --propagation slave /bin/sh -c
+                'hostname "$0" && mount --bind "$1" /etc/hosts && shift && exec "$@"'
+                "$1" "$HOSTS_DIR/etc/hosts")
 }
 
 s_hosts_run ()
@@ -592,6 +597,14 @@ s_hosts_up ()
     echo 0 > "/proc/sys/net/ipv4/conf/$HOSTS_BRIDGE/forwarding"
     ip addr add "$HOSTS_HEAD/24" dev "$HOSTS_BRIDGE" || return 1
     ip link set "$HOSTS_BRIDGE" up || return 1
+    mkdir -p "$HOSTS_DIR/etc"
+    {
+        printf '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n'
+        printf '%s\thead\n' "$HOSTS_HEAD"
+        for ((k = 1; k <= n; k++)); do
+            printf '%s.%d\th%d\n' "$HOSTS_NET" "$k" "$k"
+        done
+    } > "$HOSTS_DIR/etc/hosts"
     for ((k = 1; k <= n; k++)); do
         s_hosts_make_host "$k" || { s_hosts_die "could not make host h$k"; return 1; }
     done

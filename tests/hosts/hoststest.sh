@@ -1,10 +1,13 @@
 # hoststest.sh: what the test-host tests share. Source it with the servers a
 # test needs (`. hoststest.sh ssh slurm`): it exits 77 with the reason where
-# hosts cannot be made, tears the run down on exit, and gives fail and
-# expect_lines, which report the run's daemon logs on failure.
+# hosts cannot be made, tears the run down on exit (also on TERM or INT; a
+# test killed outright leaves its run to the next `hosts up` or `hosts
+# reap`), and gives fail and expect_lines, which show the run's daemon logs
+# on failure.
 . "$(dirname "${BASH_SOURCE[0]}")/hosts.sh"
 hosts_check "$@" || exit $?
 trap 'hosts down' EXIT
+trap 'exit 143' TERM INT HUP
 
 fail ()
 {

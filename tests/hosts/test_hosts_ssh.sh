@@ -47,6 +47,8 @@ out=$(for i in 1 2 3; do
       done)
 expect_lines "ssh -i KEY root@ADDR prints each host's name" $'h1\nh2\nh3' "$out"
 [ "$(hosts addr h2)" = "$HOSTS_NET.2" ] || fail "hosts addr h2 is $(hosts addr h2)"
+out=$(hosts ssh h1 getent hosts h3 head | awk '{print $1, $2}')
+expect_lines "h1 resolves h3 and head" "$(printf '%s h3\n%s head\n' "$HOSTS_NET.3" "$HOSTS_HEAD" | sort)" "$out"
 
 # 1 MiB into h2: its counter grows by at least that, the others' hardly.
 before=(); for h in h1 h2 h3; do before+=("$(hosts bytes "$h")"); done
