@@ -5,7 +5,7 @@
 #
 # Two ways to use it (bash, Debian 12, as root):
 #   sourced:  . tests/hosts/hosts.sh
-#             hosts_check slurm || exit $?       # 77 and the reason if not
+#             hosts_check ssh slurm || exit $?   # 77 and the reason if not
 #             hosts up 3 --slurm; trap 'hosts down' EXIT
 #             hosts ssh h2 hostname              # prints h2
 #   command:  eval "$(tests/hosts/hosts.sh up 3)"   # prints `export K=V` lines
