@@ -14,7 +14,7 @@
 #include "bn_connfile.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
-#include "bn_pickle.h"
+#include "bn_serialize.h"
 
 #include <assert.h>
 #include <czmq.h>

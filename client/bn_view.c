@@ -1,10 +1,10 @@
 /*  bn_view: how requests reach engines (direct, broadcast, load-balanced)
     and the calls made through them: execute, apply, push, pull, abort,
     clear, shutdown.  */
+#include "bn_apply.h"
 #include "bn_client_private.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
-#include "bn_pickle.h"
 
 #include <assert.h>
 #include <stdlib.h>

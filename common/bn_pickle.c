@@ -1,5 +1,4 @@
-/*  bn_pickle: the pickle subset C peers read and write, and IPython
-    Parallel's serialize_object / apply buffers on top of it.  */
+/*  bn_pickle: the pickle subset C peers read and write.  */
 #include "bn_pickle.h"
 #include "bn_error.h"
 
@@ -85,7 +84,6 @@ enum {
     OP_READONLY_BUFFER = 0x98
 };
 
-#define S_CANNING "ipyparallel.serialize.canning"
 #define S_FRAME_HEADER 9     //  FRAME opcode and 8-byte length
 #define S_FRAME_MIN 4        //  smaller frames are not written
 #define S_FRAME_TARGET 65536 //  frames end after passing this size
@@ -188,31 +186,6 @@ s_long_le (const unsigned char *p, size_t n, int64_t *value_p)
         bits |= ~(uint64_t)0 << (8 * used);
     *value_p = (int64_t)bits;
     return true;
-}
-
-static bool
-s_is_canned (const bn_value_t *value)
-{
-    if (bn_value_type (value) != BN_VALUE_OBJECT)
-        return false;
-    const bn_value_t *cls = bn_value_object_class (value);
-    return bn_value_type (cls) == BN_VALUE_GLOBAL &&
-           strcmp (bn_value_global_module (cls), S_CANNING) == 0;
-}
-
-//  The `buffers` list in a canned object's state, or NULL.
-static bn_value_t *
-s_canned_buffers (const bn_value_t *value)
-{
-    if (!s_is_canned (value))
-        return NULL;
-    const bn_value_t *state = bn_value_object_state (value);
-    if (!state || bn_value_type (state) != BN_VALUE_DICT)
-        return NULL;
-    bn_value_t *buffers = bn_value_dict_get (state, "buffers");
-    if (!buffers || bn_value_type (buffers) != BN_VALUE_LIST)
-        return NULL;
-    return buffers;
 }
 
 //  --------------------------------------------------------------------
@@ -1432,30 +1405,24 @@ bn_pickle_decode (const void *data, size_t size, char *err, size_t errsize)
 //  --------------------------------------------------------------------
 //  Writer
 
-typedef struct {
-    const bn_value_t *value; //  bytes sent out of band
-    const bn_value_t *key;   //  their dict key, for Python's sorted order
-} s_oob_t;
-
-typedef struct {
+struct _bn_pickle_writer_t {
     unsigned char *data;
     size_t size;
     size_t cap;
     size_t frame_start; //  SIZE_MAX when no frame is open
     bool framing;
     bool failed;
-    size_t memo;               //  memo entries written
-    const bn_value_t *extract; //  the top value, when its big bytes items
-                               //  go out of band
-    s_oob_t *oob;
-    size_t noob;
-    size_t oob_cap;
-    //  Values written once and then referred to by memo index, as Python
-    //  does for the class and key it meets again in each CannedBytes.
+    size_t memo; //  memo entries written
+    //  The container whose items item_fn may write otherwise
+    const bn_value_t *item_parent;
+    bn_pickle_item_fn *item_fn;
+    void *item_arg;
+    //  Values written once and then referred to by memo index
     const bn_value_t *shared[2];
     size_t shared_memo[2];
-    bn_value_t *canned; //  the CannedBytes written for out-of-band bytes
-} s_writer_t;
+};
+
+typedef struct _bn_pickle_writer_t s_writer_t;
 
 static void s_save (s_writer_t *w, const bn_value_t *value);
 
@@ -1661,67 +1628,16 @@ s_hashable (const bn_value_t *value)
     return true;
 }
 
-//  What ipyparallel pickles for bytes sent out of band: CannedBytes with
-//  state {'buffers': [None]}.
-static void
-s_save_canned_bytes (s_writer_t *w)
-{
-    if (!w->canned) {
-        bn_value_t *cls = bn_value_new_global (S_CANNING, "CannedBytes");
-        bn_value_t *key = bn_value_new_str ("buffers");
-        bn_value_t *buffers = bn_value_new_list ();
-        bn_value_t *state = bn_value_new_dict ();
-        if (!cls || !key || !buffers || !state ||
-            bn_value_append (buffers, bn_value_new_none ())) {
-            bn_value_destroy (&cls);
-            bn_value_destroy (&key);
-            bn_value_destroy (&buffers);
-            bn_value_destroy (&state);
-            w->failed = true;
-            return;
-        }
-        w->shared[0] = cls;
-        w->shared[1] = key;
-        if (bn_value_dict_set (state, key, buffers)) {
-            bn_value_destroy (&cls);
-            bn_value_destroy (&state);
-            w->failed = true;
-            return;
-        }
-        w->canned = bn_value_new_object (cls, NULL, state);
-        if (!w->canned) {
-            w->failed = true;
-            return;
-        }
-    }
-    s_save (w, w->canned);
-}
-
-//  An item of the top value; when serializing, its big bytes go out of
-//  band.
-
+//  An item of a container: what the writer's item_fn says for the
+//  container it was given, else the item itself.
 static void
 s_save_item (s_writer_t *w, const bn_value_t *parent, const bn_value_t *item,
              const bn_value_t *key)
 {
-    if (w->extract == parent && bn_value_type (item) == BN_VALUE_BYTES &&
-        bn_value_bytes_size (item) > BN_SERIALIZE_BUFFER_THRESHOLD) {
-        if (w->noob == w->oob_cap) {
-            size_t cap = w->oob_cap ? 2 * w->oob_cap : 8;
-            s_oob_t *oob = (s_oob_t *)realloc (w->oob, cap * sizeof (s_oob_t));
-            if (!oob) {
-                w->failed = true;
-                return;
-            }
-            w->oob = oob;
-            w->oob_cap = cap;
-        }
-        w->oob[w->noob].value = item;
-        w->oob[w->noob].key = key;
-        w->noob++;
-        s_save_canned_bytes (w);
-    } else
-        s_save (w, item);
+    const bn_value_t *instead = w->item_fn && parent == w->item_parent
+                                    ? w->item_fn (w->item_arg, item, key)
+                                    : NULL;
+    s_save (w, instead ? instead : item);
 }
 
 //  Items in batches as Python's batch_list_exact, or batch_list for an
@@ -1948,7 +1864,6 @@ s_writer_finish (s_writer_t *w, size_t *size_p)
 {
     s_write_op (w, OP_STOP);
     s_commit_frame (w);
-    bn_value_destroy (&w->canned);
     if (w->failed) {
         free (w->data);
         w->data = NULL;
@@ -1968,767 +1883,63 @@ bn_pickle_encode (const bn_value_t *value, size_t *size_p)
     s_writer_t writer;
     s_writer_init (&writer);
     s_save (&writer, value);
-    void *data = s_writer_finish (&writer, size_p);
-    free (writer.oob);
-    return data;
+    return s_writer_finish (&writer, size_p);
 }
 
-//  --------------------------------------------------------------------
-//  serialize_object, deserialize_object and apply buffers
-
-typedef struct {
-    void *data;
-    size_t size;
-    bool owned; //  a malloc'd pickle, else bytes borrowed from a value
-} s_frame_t;
-
-typedef struct {
-    s_frame_t *frames;
-    size_t size;
-    size_t cap;
-} s_frames_t;
-
-static int
-s_frames_add (s_frames_t *self, void *data, size_t size, bool owned)
+bn_pickle_writer_t *
+bn_pickle_writer_new (void)
 {
-    if (self->size == self->cap) {
-        size_t cap = self->cap ? 2 * self->cap : 8;
-        s_frame_t *frames =
-            (s_frame_t *)realloc (self->frames, cap * sizeof (s_frame_t));
-        if (!frames) {
-            if (owned)
-                free (data);
-            return -1;
-        }
-        self->frames = frames;
-        self->cap = cap;
-    }
-    self->frames[self->size].data = data;
-    self->frames[self->size].size = size;
-    self->frames[self->size].owned = owned;
-    self->size++;
-    return 0;
-}
-
-//  Move all frames of `from` to the end of `self`.
-static int
-s_frames_move (s_frames_t *self, s_frames_t *from)
-{
-    for (size_t i = 0; i < from->size; i++) {
-        s_frame_t *frame = &from->frames[i];
-        bool owned = frame->owned;
-        frame->owned = false;
-        if (s_frames_add (self, frame->data, frame->size, owned))
-            return -1;
-    }
-    return 0;
-}
-
-static void
-s_frames_clear (s_frames_t *self)
-{
-    for (size_t i = 0; i < self->size; i++)
-        if (self->frames[i].owned)
-            free (self->frames[i].data);
-    free (self->frames);
-    memset (self, 0, sizeof (*self));
-}
-
-static zmsg_t *
-s_frames_to_zmsg (s_frames_t *self)
-{
-    zmsg_t *msg = zmsg_new ();
-    for (size_t i = 0; msg && i < self->size; i++)
-        if (zmsg_addmem (msg, self->frames[i].data, self->frames[i].size))
-            zmsg_destroy (&msg);
-    s_frames_clear (self);
-    return msg;
-}
-
-static int
-s_frames_to_msg (s_frames_t *self, bn_msg_t *msg)
-{
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < self->size; i++) {
-        s_frame_t *frame = &self->frames[i];
-        if (frame->owned) {
-            //  The message takes the pickle, even when it fails.
-            frame->owned = false;
-            rc = bn_msg_add_buffer_owned (msg, frame->data, frame->size);
-        } else
-            rc = bn_msg_add_buffer (msg, frame->data, frame->size);
-    }
-    s_frames_clear (self);
-    return rc;
-}
-
-//  Python's order of two dict keys of one kind (see s_keys_sortable).
-static int
-s_key_compare (const bn_value_t *a, const bn_value_t *b)
-{
-    bn_value_type_t ta = bn_value_type (a);
-    bn_value_type_t tb = bn_value_type (b);
-    if ((ta == BN_VALUE_STR || ta == BN_VALUE_BYTES) && ta == tb) {
-        //  UTF-8 byte order is code point order.
-        bool str = ta == BN_VALUE_STR;
-        const void *pa =
-            str ? (const void *)bn_value_str (a) : bn_value_bytes_data (a);
-        const void *pb =
-            str ? (const void *)bn_value_str (b) : bn_value_bytes_data (b);
-        size_t sa = str ? bn_value_str_size (a) : bn_value_bytes_size (a);
-        size_t sb = str ? bn_value_str_size (b) : bn_value_bytes_size (b);
-        int cmp = memcmp (pa, pb, sa < sb ? sa : sb);
-        if (cmp)
-            return cmp;
-        return sa < sb ? -1 : sa > sb;
-    }
-    if (ta != BN_VALUE_FLOAT && tb != BN_VALUE_FLOAT) {
-        int64_t ia = bn_value_int (a), ib = bn_value_int (b);
-        return ia < ib ? -1 : ia > ib;
-    }
-    double da = bn_value_float (a), db = bn_value_float (b);
-    return da < db ? -1 : da > db;
-}
-
-//  Whether Python's sorted() accepts these dict keys: all str, all bytes
-//  or all numbers (and bools), or fewer than two.
-static bool
-s_keys_sortable (const bn_value_t *dict)
-{
-    size_t size = bn_value_size (dict);
-    int kind = -1;
-    for (size_t i = 0; i < size && size > 1; i++) {
-        bn_value_type_t type = bn_value_type (bn_value_dict_key (dict, i));
-        int k = type == BN_VALUE_STR     ? 0
-                : type == BN_VALUE_BYTES ? 1
-                : type == BN_VALUE_INT || type == BN_VALUE_BOOL ||
-                        type == BN_VALUE_FLOAT
-                    ? 2
-                    : 3;
-        if (k == 3 || (kind >= 0 && k != kind))
-            return false;
-        kind = k;
-    }
-    return true;
-}
-
-//  A dict whose keys Python cannot sort (deserialize_object sorts a
-//  top-level dict's keys) travels in a CannedObject that uncans to it.
-static void
-s_save_wrapped (s_writer_t *w, const bn_value_t *dict)
-{
-    bn_value_t *cls = bn_value_new_global (S_CANNING, "CannedObject");
-    if (!cls) {
-        w->failed = true;
-        return;
-    }
-    s_boundary (w);
-    s_save (w, cls);
-    s_boundary (w);
-    s_write_op (w, OP_EMPTY_TUPLE);
-    s_write_op (w, OP_NEWOBJ);
-    s_memoize (w, NULL);
-    s_boundary (w);
-    s_write_op (w, OP_EMPTY_DICT);
-    s_memoize (w, NULL);
-    s_write_op (w, OP_MARK);
-    s_save_cstr (w, "keys");
-    s_boundary (w);
-    s_write_op (w, OP_EMPTY_LIST);
-    s_memoize (w, NULL);
-    s_save_cstr (w, "obj");
-    s_save (w, dict);
-    s_save_cstr (w, "hook");
-    s_boundary (w);
-    s_write_op (w, OP_NONE);
-    s_save_cstr (w, "buffers");
-    s_boundary (w);
-    s_write_op (w, OP_EMPTY_LIST);
-    s_memoize (w, NULL);
-    s_write_op (w, OP_SETITEMS);
-    s_write_op (w, OP_BUILD);
-    bn_value_destroy (&cls);
-}
-
-//  serialize_object: the pickle, then bytes sent out of band.
-static int
-s_serialize (const bn_value_t *value, s_frames_t *frames)
-{
-    assert (value);
-    s_writer_t w;
-    s_writer_init (&w);
-    bn_value_type_t type = bn_value_type (value);
-    size_t size = bn_value_size (value);
-    if (type == BN_VALUE_BYTES &&
-        bn_value_bytes_size (value) > BN_SERIALIZE_BUFFER_THRESHOLD) {
-        w.oob = (s_oob_t *)calloc (1, sizeof (s_oob_t));
-        if (w.oob) {
-            w.oob[0].value = value;
-            w.noob = w.oob_cap = 1;
-        } else
-            w.failed = true;
-        s_save_canned_bytes (&w);
-    } else if ((type == BN_VALUE_LIST || type == BN_VALUE_TUPLE ||
-                type == BN_VALUE_DICT) &&
-               size < BN_SERIALIZE_ITEM_THRESHOLD) {
-        if (type == BN_VALUE_DICT && !s_keys_sortable (value))
-            s_save_wrapped (&w, value);
-        else {
-            w.extract = value;
-            s_save (&w, value);
-        }
-    } else
-        s_save (&w, value);
-
-    size_t pickle_size;
-    void *pickle = s_writer_finish (&w, &pickle_size);
-    //  The stock deserializer fills None slots in sorted key order.
-    for (size_t i = 1; type == BN_VALUE_DICT && i < w.noob; i++) {
-        s_oob_t entry = w.oob[i];
-        size_t j = i;
-        for (; j > 0 && s_key_compare (w.oob[j - 1].key, entry.key) > 0; j--)
-            w.oob[j] = w.oob[j - 1];
-        w.oob[j] = entry;
-    }
-    int rc = pickle ? s_frames_add (frames, pickle, pickle_size, true) : -1;
-    for (size_t i = 0; rc == 0 && i < w.noob; i++)
-        rc = s_frames_add (frames, (void *)bn_value_bytes_data (w.oob[i].value),
-                           bn_value_bytes_size (w.oob[i].value), false);
-    free (w.oob);
-    return rc;
-}
-
-zmsg_t *
-bn_serialize_object (const bn_value_t *value)
-{
-    s_frames_t frames = {0};
-    if (s_serialize (value, &frames)) {
-        s_frames_clear (&frames);
-        return NULL;
-    }
-    return s_frames_to_zmsg (&frames);
-}
-
-int
-bn_serialize_object_add (bn_msg_t *msg, const bn_value_t *value)
-{
-    assert (msg);
-    s_frames_t frames = {0};
-    if (s_serialize (value, &frames)) {
-        s_frames_clear (&frames);
-        return -1;
-    }
-    return s_frames_to_msg (&frames, msg);
-}
-
-//  _restore_buffers: fill a canned object's None buffers from the frames.
-static int
-s_restore (bn_value_t *value, const bn_bytes_t *frames, size_t nframes,
-           size_t *next, char *err, size_t errsize)
-{
-    bn_value_t *buffers = s_canned_buffers (value);
-    size_t size = buffers ? bn_value_size (buffers) : 0;
-    for (size_t i = 0; i < size; i++) {
-        if (bn_value_type (bn_value_item (buffers, i)) != BN_VALUE_NONE)
-            continue;
-        if (*next >= nframes) {
-            bn_error_set (err, errsize,
-                          "canned object wants more buffers than were sent");
-            return -1;
-        }
-        const bn_bytes_t *frame = &frames[(*next)++];
-        bn_value_t *data = bn_value_new_bytes (frame->data, frame->size);
-        if (!data) {
-            bn_error_set (err, errsize, "out of memory");
-            return -1;
-        }
-        bn_value_t *old = bn_value_swap_item (buffers, i, data);
-        bn_value_destroy (&old);
-    }
-    return 0;
-}
-
-//  uncan: a CannedBytes or CannedMemoryView gives its bytes (returned, for
-//  the caller to put in its place); a dict's values are uncanned in place.
-static bn_value_t *
-s_uncan (bn_value_t *value)
-{
-    if (bn_value_type (value) == BN_VALUE_DICT) {
-        size_t size = bn_value_size (value);
-        for (size_t i = 0; i < size; i++) {
-            bn_value_t *replacement = s_uncan (bn_value_dict_value (value, i));
-            if (replacement) {
-                bn_value_t *old =
-                    bn_value_dict_swap_value (value, i, replacement);
-                bn_value_destroy (&old);
-            }
-        }
-        return NULL;
-    }
-    if (!bn_value_object_is (value, S_CANNING, "CannedBytes") &&
-        !bn_value_object_is (value, S_CANNING, "CannedMemoryView"))
-        return NULL;
-    bn_value_t *buffers = s_canned_buffers (value);
-    if (!buffers || bn_value_size (buffers) < 1 ||
-        bn_value_type (bn_value_item (buffers, 0)) != BN_VALUE_BYTES)
-        return NULL;
-    return bn_value_swap_item (buffers, 0, bn_value_new_none ());
-}
-
-//  Uncan the items of a top-level list, tuple or set.
-static int
-s_uncan_items (bn_value_t **value_p)
-{
-    bn_value_t *value = *value_p;
-    size_t size = bn_value_size (value);
-    bool changed = false;
-    for (size_t i = 0; i < size; i++) {
-        bn_value_t *replacement = s_uncan (bn_value_item (value, i));
-        if (replacement) {
-            bn_value_t *old = bn_value_swap_item (value, i, replacement);
-            bn_value_destroy (&old);
-            changed = true;
-        }
-    }
-    if (!changed || bn_value_type (value) != BN_VALUE_SET)
-        return 0;
-    //  Bytes that were distinct objects may now be equal items.
-    bn_value_t *set = bn_value_new_set ();
-    if (!set)
-        return -1;
-    for (size_t i = 0; i < size; i++)
-        if (bn_value_append (
-                set, bn_value_swap_item (value, i, bn_value_new_none ()))) {
-            bn_value_destroy (&set);
-            return -1;
-        }
-    bn_value_destroy (value_p);
-    *value_p = set;
-    return 0;
-}
-
-bn_value_t *
-bn_deserialize_object (const bn_bytes_t *frames, size_t nframes, size_t *used,
-                       char *err, size_t errsize)
-{
-    assert (frames || nframes == 0);
-    if (nframes == 0) {
-        bn_error_set (err, errsize, "no buffers to deserialize");
-        return NULL;
-    }
-    bn_value_t *value =
-        bn_pickle_decode (frames[0].data, frames[0].size, err, errsize);
-    if (!value)
-        return NULL;
-    size_t next = 1;
-    int rc = 0;
-    bn_value_type_t type = bn_value_type (value);
-    size_t size = bn_value_size (value);
-    if ((type == BN_VALUE_LIST || type == BN_VALUE_TUPLE ||
-         type == BN_VALUE_SET) &&
-        size < BN_SERIALIZE_ITEM_THRESHOLD) {
-        for (size_t i = 0; rc == 0 && i < size; i++)
-            rc = s_restore (bn_value_item (value, i), frames, nframes, &next,
-                            err, errsize);
-        if (rc == 0 && s_uncan_items (&value)) {
-            bn_error_set (err, errsize, "out of memory");
-            rc = -1;
-        }
-    } else if (type == BN_VALUE_DICT && size < BN_SERIALIZE_ITEM_THRESHOLD) {
-        size_t order[BN_SERIALIZE_ITEM_THRESHOLD];
-        bool sortable = s_keys_sortable (value);
-        for (size_t i = 0; i < size; i++) {
-            size_t j = i;
-            for (; sortable && j > 0 &&
-                   s_key_compare (bn_value_dict_key (value, order[j - 1]),
-                                  bn_value_dict_key (value, i)) > 0;
-                 j--)
-                order[j] = order[j - 1];
-            order[j] = i;
-        }
-        for (size_t i = 0; rc == 0 && i < size; i++)
-            rc = s_restore (bn_value_dict_value (value, order[i]), frames,
-                            nframes, &next, err, errsize);
-        if (rc == 0)
-            s_uncan (value);
-    } else {
-        rc = s_restore (value, frames, nframes, &next, err, errsize);
-        bn_value_t *replacement = rc == 0 ? s_uncan (value) : NULL;
-        if (replacement) {
-            bn_value_destroy (&value);
-            value = replacement;
-        }
-    }
-    if (rc) {
-        bn_value_destroy (&value);
-        return NULL;
-    }
-    if (used)
-        *used = next;
-    return value;
-}
-
-static char *s_strdup_printf (const char *format, ...)
-    __attribute__ ((format (printf, 1, 2)));
-
-static char *
-s_strdup_printf (const char *format, ...)
-{
-    va_list args;
-    va_start (args, format);
-    int size = vsnprintf (NULL, 0, format, args);
-    va_end (args);
-    if (size < 0)
-        return NULL;
-    char *text = (char *)malloc ((size_t)size + 1);
-    if (!text)
-        return NULL;
-    va_start (args, format);
-    vsnprintf (text, (size_t)size + 1, format, args);
-    va_end (args);
-    return text;
-}
-
-//  Which function f names: a Reference, a global or a canned function.
-static int
-s_classify (bn_apply_t *self)
-{
-    const bn_value_t *f = self->f;
-    const bn_value_t *state = bn_value_object_state (f);
-    if (bn_value_type (f) == BN_VALUE_GLOBAL) {
-        self->kind = BN_APPLY_GLOBAL;
-        self->module = strdup (bn_value_global_module (f));
-        self->name = strdup (bn_value_global_name (f));
-        self->description = s_strdup_printf (
-            "%s.%s", bn_value_global_module (f), bn_value_global_name (f));
-    } else if (state && bn_value_object_is (f, S_CANNING, "Reference") &&
-               bn_value_str (bn_value_dict_get (state, "name"))) {
-        const char *name = bn_value_str (bn_value_dict_get (state, "name"));
-        self->kind = BN_APPLY_REFERENCE;
-        self->name = strdup (name);
-        self->description = s_strdup_printf ("Reference('%s')", name);
-    } else if (state && bn_value_object_is (f, S_CANNING, "CannedFunction") &&
-               bn_value_str (bn_value_dict_get (state, "module")) &&
-               bn_value_str (bn_value_dict_get (state, "__name__"))) {
-        const char *module = bn_value_str (bn_value_dict_get (state, "module"));
-        const char *name = bn_value_str (bn_value_dict_get (state, "__name__"));
-        self->kind = BN_APPLY_CANNED_FUNCTION;
-        self->module = strdup (module);
-        self->name = strdup (name);
-        self->description = s_strdup_printf ("%s.%s", module, name);
-    } else {
-        const bn_value_t *cls = bn_value_object_class (f);
-        self->kind = BN_APPLY_OTHER;
-        if (cls && bn_value_type (cls) == BN_VALUE_GLOBAL)
-            self->description =
-                s_strdup_printf ("%s.%s object", bn_value_global_module (cls),
-                                 bn_value_global_name (cls));
-        else
-            self->description = strdup (bn_value_type_name (f));
-        return self->description ? 0 : -1;
-    }
-    bool complete = self->name && self->description &&
-                    (self->kind == BN_APPLY_REFERENCE || self->module);
-    return complete ? 0 : -1;
-}
-
-//  Info keys as ints of a sane size; -1 if missing or not so.
-static int64_t
-s_info_count (const bn_value_t *info, const char *key)
-{
-    const bn_value_t *value = bn_value_dict_get (info, key);
-    if (!value || bn_value_type (value) != BN_VALUE_INT ||
-        bn_value_int (value) < 0)
-        return -1;
-    return bn_value_int (value);
-}
-
-int
-bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
-                 char *err, size_t errsize)
-{
-    assert (bufs || nbufs == 0);
-    assert (out);
-    memset (out, 0, sizeof (*out));
-    char reason[256] = "";
-    bn_value_t *info = NULL;
-    size_t used = 0;
-    if (nbufs < 2) {
-        bn_error_set (err, errsize,
-                      "apply_request has %zu buffers, wants 2 or more", nbufs);
-        return -1;
-    }
-    out->f =
-        bn_deserialize_object (bufs, nbufs, &used, reason, sizeof (reason));
-    if (!out->f) {
-        bn_error_set (err, errsize, "f: %s", reason);
-        goto failed;
-    }
-    if (s_classify (out)) {
-        bn_error_set (err, errsize, "out of memory");
-        goto failed;
-    }
-    if (used >= nbufs) {
-        bn_error_set (err, errsize, "no info buffer after f");
-        goto failed;
-    }
-    info = bn_pickle_decode (bufs[used].data, bufs[used].size, reason,
-                             sizeof (reason));
-    used++;
-    if (!info) {
-        bn_error_set (err, errsize, "info: %s", reason);
-        goto failed;
-    }
-    int64_t nargs = s_info_count (info, "nargs");
-    int64_t narg_bufs = s_info_count (info, "narg_bufs");
-    const bn_value_t *kw_keys = bn_value_dict_get (info, "kw_keys");
-    size_t nkw = kw_keys ? bn_value_size (kw_keys) : 0;
-    bool keys_ok = kw_keys && bn_value_type (kw_keys) == BN_VALUE_LIST;
-    for (size_t i = 0; keys_ok && i < nkw; i++)
-        keys_ok = bn_value_type (bn_value_item (kw_keys, i)) == BN_VALUE_STR;
-    if (nargs < 0 || narg_bufs < 0 || !keys_ok) {
-        bn_error_set (err, errsize,
-                      "info is not {'nargs', 'narg_bufs', "
-                      "'kw_keys'}");
-        goto failed;
-    }
-    //  Every arg takes at least one buffer.
-    if ((uint64_t)narg_bufs > nbufs - used || nargs > narg_bufs) {
-        bn_error_set (err, errsize,
-                      "info claims %" PRId64 " args in %" PRId64
-                      " buffers, %zu left",
-                      nargs, narg_bufs, nbufs - used);
-        goto failed;
-    }
-    out->args = bn_value_new_list ();
-    out->kwargs = bn_value_new_dict ();
-    if (!out->args || !out->kwargs) {
-        bn_error_set (err, errsize, "out of memory");
-        goto failed;
-    }
-    const bn_bytes_t *arg_bufs = bufs + used;
-    size_t offset = 0;
-    for (int64_t i = 0; i < nargs; i++) {
-        size_t taken = 0;
-        bn_value_t *arg = bn_deserialize_object (
-            arg_bufs + offset, (size_t)narg_bufs - offset, &taken, reason,
-            sizeof (reason));
-        if (!arg) {
-            bn_error_set (err, errsize, "arg %" PRId64 ": %s", i, reason);
-            goto failed;
-        }
-        offset += taken;
-        if (bn_value_append (out->args, arg)) {
-            bn_error_set (err, errsize, "out of memory");
-            goto failed;
-        }
-    }
-    if (offset != (size_t)narg_bufs) {
-        bn_error_set (err, errsize, "%zu arg buffers left over",
-                      (size_t)narg_bufs - offset);
-        goto failed;
-    }
-    const bn_bytes_t *kw_bufs = arg_bufs + narg_bufs;
-    size_t nkw_bufs = nbufs - used - (size_t)narg_bufs;
-    offset = 0;
-    for (size_t i = 0; i < nkw; i++) {
-        const bn_value_t *key = bn_value_item (kw_keys, i);
-        size_t taken = 0;
-        bn_value_t *value =
-            bn_deserialize_object (kw_bufs + offset, nkw_bufs - offset, &taken,
-                                   reason, sizeof (reason));
-        if (!value) {
-            bn_error_set (err, errsize, "kwarg %s: %s", bn_value_str (key),
-                          reason);
-            goto failed;
-        }
-        offset += taken;
-        if (bn_value_dict_set (out->kwargs, bn_value_dup (key), value)) {
-            bn_error_set (err, errsize, "out of memory");
-            goto failed;
-        }
-    }
-    if (offset != nkw_bufs) {
-        bn_error_set (err, errsize, "%zu kwarg buffers left over",
-                      nkw_bufs - offset);
-        goto failed;
-    }
-    bn_value_destroy (&info);
-    return 0;
-
-failed:
-    bn_value_destroy (&info);
-    bn_apply_clear (out);
-    return -1;
+    bn_pickle_writer_t *self = malloc (sizeof *self);
+    if (self)
+        s_writer_init (self);
+    return self;
 }
 
 void
-bn_apply_clear (bn_apply_t *self)
+bn_pickle_writer_destroy (bn_pickle_writer_t **self_p)
+{
+    assert (self_p);
+    bn_pickle_writer_t *self = *self_p;
+    if (self) {
+        free (self->data);
+        free (self);
+        *self_p = NULL;
+    }
+}
+
+void
+bn_pickle_writer_share (bn_pickle_writer_t *self, const bn_value_t *value)
 {
     assert (self);
-    free (self->module);
-    free (self->name);
-    free (self->description);
-    bn_value_destroy (&self->f);
-    bn_value_destroy (&self->args);
-    bn_value_destroy (&self->kwargs);
-    memset (self, 0, sizeof (*self));
+    assert (value);
+    size_t i = self->shared[0] ? 1 : 0;
+    assert (!self->shared[i]);
+    self->shared[i] = value;
 }
 
-//  pack_apply_message: f's frames, info, args' frames, kwargs' frames.
-static int
-s_pack_apply (const bn_value_t *f, const bn_value_t *args,
-              const bn_value_t *kwargs, s_frames_t *frames)
+void
+bn_pickle_writer_set_items (bn_pickle_writer_t *self,
+                            const bn_value_t *container, bn_pickle_item_fn *fn,
+                            void *arg)
 {
-    assert (!args || bn_value_type (args) == BN_VALUE_LIST ||
-            bn_value_type (args) == BN_VALUE_TUPLE);
-    assert (!kwargs || bn_value_type (kwargs) == BN_VALUE_DICT);
-    s_frames_t arg_frames = {0};
-    s_frames_t kw_frames = {0};
-    size_t nargs = args ? bn_value_size (args) : 0;
-    size_t nkw = kwargs ? bn_value_size (kwargs) : 0;
-    size_t *order = (size_t *)malloc ((nkw + 1) * sizeof (size_t));
-    bn_value_t *info = bn_value_new_dict ();
-    bn_value_t *kw_keys = bn_value_new_list ();
-    int rc = -1;
-    if (!order || !info || !kw_keys || !f || s_serialize (f, frames))
-        goto done;
-    for (size_t i = 0; i < nargs; i++)
-        if (s_serialize (bn_value_item (args, i), &arg_frames))
-            goto done;
-    //  Keyword names are str, sent in sorted order.
-    for (size_t i = 0; i < nkw; i++) {
-        const bn_value_t *key = bn_value_dict_key (kwargs, i);
-        if (bn_value_type (key) != BN_VALUE_STR)
-            goto done;
-        size_t j = i;
-        for (; j > 0 && s_key_compare (bn_value_dict_key (kwargs, order[j - 1]),
-                                       key) > 0;
-             j--)
-            order[j] = order[j - 1];
-        order[j] = i;
-    }
-    for (size_t i = 0; i < nkw; i++) {
-        if (bn_value_append (
-                kw_keys, bn_value_dup (bn_value_dict_key (kwargs, order[i]))) ||
-            s_serialize (bn_value_dict_value (kwargs, order[i]), &kw_frames))
-            goto done;
-    }
-    if (bn_value_dict_set_str (info, "nargs",
-                               bn_value_new_int ((int64_t)nargs)) ||
-        bn_value_dict_set_str (info, "narg_bufs",
-                               bn_value_new_int ((int64_t)arg_frames.size)))
-        goto done;
-    int set = bn_value_dict_set_str (info, "kw_keys", kw_keys);
-    kw_keys = NULL;
-    size_t size;
-    void *pickle = set == 0 ? bn_pickle_encode (info, &size) : NULL;
-    if (pickle && s_frames_add (frames, pickle, size, true) == 0 &&
-        s_frames_move (frames, &arg_frames) == 0 &&
-        s_frames_move (frames, &kw_frames) == 0)
-        rc = 0;
-
-done:
-    s_frames_clear (&arg_frames);
-    s_frames_clear (&kw_frames);
-    bn_value_destroy (&info);
-    bn_value_destroy (&kw_keys);
-    free (order);
-    return rc;
+    assert (self);
+    self->item_parent = container;
+    self->item_fn = fn;
+    self->item_arg = arg;
 }
 
-//  Reference(fname) as ipyparallel pickles it: state name, buffers.
-static bn_value_t *
-s_new_reference (const char *fname)
+void
+bn_pickle_writer_save (bn_pickle_writer_t *self, const bn_value_t *value)
 {
-    assert (fname);
-    bn_value_t *state = bn_value_new_dict ();
-    if (!state ||
-        bn_value_dict_set_str (state, "name", bn_value_new_str (fname)) ||
-        bn_value_dict_set_str (state, "buffers", bn_value_new_list ())) {
-        bn_value_destroy (&state);
-        return NULL;
-    }
-    bn_value_t *cls = bn_value_new_global (S_CANNING, "Reference");
-    if (!cls) {
-        bn_value_destroy (&state);
-        return NULL;
-    }
-    return bn_value_new_object (cls, NULL, state);
+    assert (self);
+    assert (value);
+    s_save (self, value);
 }
 
-static zmsg_t *
-s_pack_to_zmsg (bn_value_t *f, const bn_value_t *args, const bn_value_t *kwargs)
+void *
+bn_pickle_writer_finish (bn_pickle_writer_t *self, size_t *size_p)
 {
-    s_frames_t frames = {0};
-    zmsg_t *msg = NULL;
-    if (s_pack_apply (f, args, kwargs, &frames) == 0)
-        msg = s_frames_to_zmsg (&frames);
-    s_frames_clear (&frames);
-    bn_value_destroy (&f);
-    return msg;
-}
-
-static int
-s_pack_to_msg (bn_msg_t *msg, bn_value_t *f, const bn_value_t *args,
-               const bn_value_t *kwargs)
-{
-    assert (msg);
-    s_frames_t frames = {0};
-    int rc = s_pack_apply (f, args, kwargs, &frames);
-    if (rc == 0)
-        rc = s_frames_to_msg (&frames, msg);
-    s_frames_clear (&frames);
-    bn_value_destroy (&f);
-    return rc;
-}
-
-zmsg_t *
-bn_apply_pack_reference (const char *fname, const bn_value_t *args,
-                         const bn_value_t *kwargs)
-{
-    return s_pack_to_zmsg (s_new_reference (fname), args, kwargs);
-}
-
-zmsg_t *
-bn_apply_pack_global (const char *module, const char *name,
-                      const bn_value_t *args, const bn_value_t *kwargs)
-{
-    return s_pack_to_zmsg (bn_value_new_global (module, name), args, kwargs);
-}
-
-int
-bn_apply_add_reference (bn_msg_t *msg, const char *fname,
-                        const bn_value_t *args, const bn_value_t *kwargs)
-{
-    return s_pack_to_msg (msg, s_new_reference (fname), args, kwargs);
-}
-
-int
-bn_apply_add_global (bn_msg_t *msg, const char *module, const char *name,
-                     const bn_value_t *args, const bn_value_t *kwargs)
-{
-    return s_pack_to_msg (msg, bn_value_new_global (module, name), args,
-                          kwargs);
-}
-
-bn_value_t *
-bn_apply_decode_result (const bn_bytes_t *bufs, size_t nbufs, char *err,
-                        size_t errsize)
-{
-    return bn_deserialize_object (bufs, nbufs, NULL, err, errsize);
-}
-
-size_t
-bn_bytes_from_msg (bn_msg_t *msg, bn_bytes_t *out, size_t max)
-{
-    assert (msg);
-    assert (out || max == 0);
-    size_t n = bn_msg_nbuffers (msg);
-    for (size_t i = 0; i < n && i < max; i++) {
-        zmq_msg_t *frame = bn_msg_buffer (msg, i);
-        out[i].data = zmq_msg_data (frame);
-        out[i].size = zmq_msg_size (frame);
-    }
-    return n;
+    assert (self);
+    assert (size_p);
+    return s_writer_finish (self, size_p);
 }

@@ -1,31 +1,19 @@
-/*  bn_pickle: the pickle subset C peers read and write, and IPython
-    Parallel's serialize_object / apply buffers on top of it
-    (doc/wire.md 10).  */
+/*  bn_pickle: the pickle subset C peers read and write (doc/wire.md 10):
+    a decoder for protocols 0 to 5 into a value tree, and a protocol 4
+    writer byte for byte as Python's.  */
 #ifndef BN_PICKLE_H_INCLUDED
 #define BN_PICKLE_H_INCLUDED
 
-#include <czmq.h>
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "bn_msg.h"
 #include "bn_value.h"
-
-//  A borrowed buffer: one frame of an apply_request or apply_reply.
-typedef struct {
-    const void *data;
-    size_t size;
-} bn_bytes_t;
 
 //  Limits on what a peer's pickle may make the decoder build.
 #define BN_PICKLE_MAX_DEPTH 1000 //  nesting of containers and objects
 //  Memo references (BINGET) are deep copies here; their total size may
 //  not pass this many bytes plus 16 times the pickle's size.
 #define BN_PICKLE_COPY_BUDGET (64u * 1024 * 1024)
-
-//  ipyparallel's thresholds (jupyter_client.session MAX_BYTES, MAX_ITEMS)
-#define BN_SERIALIZE_BUFFER_THRESHOLD 1024 //  bytes over this go out of band
-#define BN_SERIALIZE_ITEM_THRESHOLD 64     //  containers below this are canned
 
 //  Decode a pickle of protocol 0 to 5 into a value tree.  Reads None, bool,
 //  int (up to 64 bits), float, str, bytes/bytearray, list, tuple, dict,
@@ -48,86 +36,36 @@ bn_value_t *bn_pickle_decode (const void *data, size_t size, char *err,
 //  unhashable dict key or set item (list, dict, set).
 void *bn_pickle_encode (const bn_value_t *value, size_t *size_p);
 
-//  ipyparallel.serialize.deserialize_object: decode the pickle in
-//  frames[0], put the out-of-band frames that follow into the canned
-//  objects' None buffer slots, and uncan: CannedBytes and CannedMemoryView
-//  become BYTES (also inside a top-level list, tuple, set or dict), other
-//  canned objects (Reference, CannedFunction, CannedArray with its buffers
-//  filled in) stay OBJECTs.  Stores the number of frames consumed in *used
-//  (when not NULL).  Returns NULL with a message in err on failure.
-bn_value_t *bn_deserialize_object (const bn_bytes_t *frames, size_t nframes,
-                                   size_t *used, char *err, size_t errsize);
+//  The writer bn_pickle_encode uses, for encoders that write values of
+//  their own in place of some items (ipyparallel's canning, bn_serialize).
+typedef struct _bn_pickle_writer_t bn_pickle_writer_t;
 
-//  ipyparallel.serialize.serialize_object: frames the stock
-//  deserialize_object turns back into the equivalent Python value: one
-//  pickle, plus one frame per bytes value over 1024 bytes (at the top or
-//  directly in a top-level list, tuple or dict of fewer than 64 items),
-//  sent as a CannedBytes.  A top-level dict whose keys Python cannot sort
-//  (deserialize_object sorts them) is wrapped in a CannedObject, which
-//  uncans to the dict.  Returns NULL if the value cannot be pickled (see
-//  bn_pickle_encode) or when out of memory.
-zmsg_t *bn_serialize_object (const bn_value_t *value);
+//  What to write in place of an item of a container (key: its dict key,
+//  or NULL): a value, or NULL for the item itself.
+typedef const bn_value_t *(bn_pickle_item_fn)(void *arg, const bn_value_t *item,
+                                              const bn_value_t *key);
 
-//  Same, appending the frames to `msg` as buffers (the pickle without a
-//  copy).  Returns 0, or -1 (the message may then hold some of them).
-int bn_serialize_object_add (bn_msg_t *msg, const bn_value_t *value);
+//  Create a writer with a pickle begun. Returns NULL if out of memory.
+bn_pickle_writer_t *bn_pickle_writer_new (void);
 
-//  How an apply_request names the function to call.
-typedef enum {
-    BN_APPLY_REFERENCE,       //  ipyparallel Reference('name'): name
-    BN_APPLY_GLOBAL,          //  a plain global (builtins.sum): module, name
-    BN_APPLY_CANNED_FUNCTION, //  a Python function: module, __name__
-    BN_APPLY_OTHER            //  anything else (a partial, a class...)
-} bn_apply_kind_t;
+//  Destroy a writer and what it has written; NULL-safe.
+void bn_pickle_writer_destroy (bn_pickle_writer_t **self_p);
 
-//  An unpacked apply_request (fields owned; free with bn_apply_clear).
-typedef struct {
-    bn_apply_kind_t kind;
-    char *module;       //  GLOBAL / CANNED_FUNCTION module, else NULL
-    char *name;         //  Reference name, global or function name, or NULL
-    char *description;  //  what f is, for messages: "Reference('echo')",
-                        //  "builtins.sum", "__main__.f", or its type
-    bn_value_t *f;      //  f as decoded and uncanned
-    bn_value_t *args;   //  LIST of positional args
-    bn_value_t *kwargs; //  DICT of keyword args (str keys)
-} bn_apply_t;
+//  Write value once and then refer back to it by memo, as Python does for
+//  an object it meets again (the class and key of each CannedBytes). Two
+//  values at most; they must outlive the writer.
+void bn_pickle_writer_share (bn_pickle_writer_t *self, const bn_value_t *value);
 
-//  ipyparallel.serialize.unpack_apply_message: decode the buffers of an
-//  apply_request (f's frames, the info pickle, args' frames, kwargs'
-//  frames) into `out`.  Returns 0, or -1 with a message in err and `out`
-//  cleared.
-int bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
-                     char *err, size_t errsize);
+//  Ask fn what to write for each item of container (borrowed).
+void bn_pickle_writer_set_items (bn_pickle_writer_t *self,
+                                 const bn_value_t *container,
+                                 bn_pickle_item_fn *fn, void *arg);
 
-//  Free what bn_apply_unpack put in `self` and zero it; safe to repeat.
-void bn_apply_clear (bn_apply_t *self);
+//  Write the pickle's value.
+void bn_pickle_writer_save (bn_pickle_writer_t *self, const bn_value_t *value);
 
-//  Buffers of an apply_request calling Reference(fname) (what a Python
-//  engine evaluates as `fname` in its namespace) with args (a LIST or
-//  TUPLE, or NULL) and kwargs (a DICT with str keys, or NULL), as
-//  pack_apply_message makes them.  NULL if an argument cannot be pickled.
-zmsg_t *bn_apply_pack_reference (const char *fname, const bn_value_t *args,
-                                 const bn_value_t *kwargs);
-
-//  Same with f a plain global such as builtins.sum, which a stock Python
-//  engine imports and calls.
-zmsg_t *bn_apply_pack_global (const char *module, const char *name,
-                              const bn_value_t *args, const bn_value_t *kwargs);
-
-//  bn_apply_pack_reference / bn_apply_pack_global appending the buffers to
-//  `msg`.  Return 0, or -1 (the message may then hold some of them).
-int bn_apply_add_reference (bn_msg_t *msg, const char *fname,
-                            const bn_value_t *args, const bn_value_t *kwargs);
-int bn_apply_add_global (bn_msg_t *msg, const char *module, const char *name,
-                         const bn_value_t *args, const bn_value_t *kwargs);
-
-//  The result carried by an apply_reply's buffers (the first object
-//  deserialize_object finds).  NULL with a message in err on failure.
-bn_value_t *bn_apply_decode_result (const bn_bytes_t *bufs, size_t nbufs,
-                                    char *err, size_t errsize);
-
-//  Borrowed views of a message's buffers, for the functions above: fills up
-//  to `max` entries of `out` and returns the number of buffers.
-size_t bn_bytes_from_msg (bn_msg_t *msg, bn_bytes_t *out, size_t max);
+//  End the pickle and give it up: malloc'd bytes and their size, or NULL
+//  as bn_pickle_encode returns it.
+void *bn_pickle_writer_finish (bn_pickle_writer_t *self, size_t *size_p);
 
 #endif

@@ -28,12 +28,12 @@
     S_REPLY_OUTPUT_MAX bytes each), so that it can be merged and grouped
     with the results on the way up.  */
 #include "bn_engine.h"
+#include "bn_apply.h"
 #include "bn_error.h"
 #include "bn_jscan.h"
 #include "bn_log.h"
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
-#include "bn_pickle.h"
 #include "bn_shell.h"
 #include "bn_wire.h"
 

@@ -3,8 +3,8 @@
     who failed.  */
 #include "bn_reduce.h"
 
+#include "bn_apply.h"
 #include "bn_error.h"
-#include "bn_pickle.h"
 
 #include <assert.h>
 #include <stdio.h>

@@ -3,10 +3,10 @@
     with BN_STOCK_CLIENT_FILE set (tests/interop/test_libbanyan_stock.py),
     against a stock ipcontroller with stock ipengines.  */
 #include "banyan.h"
+#include "bn_apply.h"
 #include "bn_connfile.h"
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
-#include "bn_pickle.h"
 #include "bn_reduction_cases.h"
 #include "bn_session.h"
 #include "bn_testdir.h"

@@ -2,6 +2,7 @@
     controller built here with bn_msg: registration, heartbeat, shell and
     control requests, iopub, unregistration, and bad input on every
     socket.  */
+#include "bn_apply.h"
 #include "bn_config.h"
 #include "bn_connfile.h"
 #include "bn_engine.h"
@@ -10,7 +11,6 @@
 #include "bn_log.h"
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
-#include "bn_pickle.h"
 #include "bn_wire.h"
 
 #include <check.h>

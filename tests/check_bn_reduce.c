@@ -1,6 +1,6 @@
 /*  check_bn_reduce: sum, min and max of apply results, partial reductions
     combined across tree levels, and reduction plugins.  */
-#include "bn_pickle.h"
+#include "bn_apply.h"
 #include "bn_reduce.h"
 #include "bn_reducers.h"
 #include "bn_reduction_cases.h"

@@ -2,9 +2,9 @@
     a storm of signed messages with mutated content, and unsigned garbage,
     on every port; then they must still answer a connection_request and
     run an apply through the mux.  */
+#include "bn_apply.h"
 #include "bn_ctltest.h"
 #include "bn_engine_actor.h"
-#include "bn_pickle.h"
 #include "bn_value.h"
 
 #include <stdint.h>

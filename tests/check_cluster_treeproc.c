@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bn_apply.h"
 #include "bn_config.h"
 #include "bn_connfile.h"
 #include "bn_controller.h"
