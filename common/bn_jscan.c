@@ -293,21 +293,11 @@ bn_jscan_value (const void *text, size_t size, const char *key,
     return 0;
 }
 
-int
-bn_jscan_next (const char **at, const char *end, bn_jscan_slice_t *element)
+//  Past an array element at s->p: its comma, or the closing ']' left for
+//  the next call. Returns 1 with *at moved, or -1 if neither follows.
+static int
+s_after_element (s_scan_t *s, const char **at)
 {
-    s_scan_t scan = {(const unsigned char *)*at, (const unsigned char *)end};
-    s_scan_t *s = &scan;
-    s_skip_ws (s);
-    if (s->p < s->end && *s->p == ']') {
-        *at = (const char *)s->p + 1;
-        return 0;
-    }
-    const unsigned char *start = s->p;
-    if (s_skip_value (s) != 0)
-        return -1;
-    element->data = (const char *)start;
-    element->size = (size_t)(s->p - start);
     s_skip_ws (s);
     if (s->p < s->end && *s->p == ',')
         s->p++;
@@ -315,6 +305,42 @@ bn_jscan_next (const char **at, const char *end, bn_jscan_slice_t *element)
         return -1;
     *at = (const char *)s->p;
     return 1;
+}
+
+int
+bn_jscan_next (const char **at, const char *end, bn_jscan_slice_t *element)
+{
+    s_scan_t scan = {(const unsigned char *)*at, (const unsigned char *)end};
+    s_skip_ws (&scan);
+    if (scan.p < scan.end && *scan.p == ']') {
+        *at = (const char *)scan.p + 1;
+        return 0;
+    }
+    const unsigned char *start = scan.p;
+    if (s_skip_value (&scan) != 0)
+        return -1;
+    element->data = (const char *)start;
+    element->size = (size_t)(scan.p - start);
+    return s_after_element (&scan, at);
+}
+
+int
+bn_jscan_next_object (const char **at, const char *end, const char *const *keys,
+                      size_t n, bn_jscan_slice_t *values,
+                      bn_jscan_slice_t *element)
+{
+    s_scan_t scan = {(const unsigned char *)*at, (const unsigned char *)end};
+    s_skip_ws (&scan);
+    if (scan.p < scan.end && *scan.p == ']') {
+        *at = (const char *)scan.p + 1;
+        return 0;
+    }
+    const unsigned char *start = scan.p;
+    if (s_object (&scan, keys, n, values) != 0)
+        return -1;
+    element->data = (const char *)start;
+    element->size = (size_t)(scan.p - start);
+    return s_after_element (&scan, at);
 }
 
 int

@@ -57,6 +57,15 @@ int bn_jscan_object (const void *text, size_t size, const char *const *keys,
 //  well-formed there. A comma before the ']' is not refused.
 int bn_jscan_next (const char **at, const char *end, bn_jscan_slice_t *element);
 
+//  The same for an array of objects, walking the next one once: its raw
+//  text in *element, and in values[k] the raw value of its top-level key
+//  keys[k] (as bn_jscan_object). Returns 1, 0 at the closing ']', -1 if
+//  the element is not a well-formed object or the array not well-formed
+//  there.
+int bn_jscan_next_object (const char **at, const char *end,
+                          const char *const *keys, size_t n,
+                          bn_jscan_slice_t *values, bn_jscan_slice_t *element);
+
 //  Unescape the raw text of a JSON string value (quotes included) into
 //  out (outsize bytes, NUL-terminated). Returns its length; -1 if value is
 //  not a well-formed string (or holds a NUL); -2 if it does not fit.

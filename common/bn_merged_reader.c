@@ -283,17 +283,14 @@ s_engines (bn_merged_reader_t *self, bn_jscan_slice_t value)
     return self->engines ? 0 : -1;
 }
 
-//  Fill entry from an entry object's text: its fields, status and buffer
-//  count (required: with_count). Returns 0, or -1 after s_fail.
+//  Fill entry from an entry object (text) and its fields (walked with
+//  s_entry_keys): status, buffer count (required: with_count), engines.
+//  Returns 0, or -1 after s_fail.
 static int
-s_entry_object (bn_merged_reader_t *self, bn_jscan_slice_t text,
-                bn_merged_entry_t *entry, const char *what, bool with_count)
+s_entry_fields (bn_merged_reader_t *self, bn_jscan_slice_t text,
+                const bn_jscan_slice_t *fields, bn_merged_entry_t *entry,
+                const char *what, bool with_count)
 {
-    bn_jscan_slice_t fields[S_FIELDS];
-    if (*text.data != '{' ||
-        bn_jscan_object (text.data, text.size, s_entry_keys, S_FIELDS, fields,
-                         NULL) != 0)
-        return s_fail (self, "%s is not an object", what);
     entry->text = text;
     entry->started = fields[S_STARTED];
     entry->completed = fields[S_COMPLETED];
@@ -317,6 +314,44 @@ s_entry_object (bn_merged_reader_t *self, bn_jscan_slice_t text,
     if (fields[S_ENGINES].data && s_engines (self, fields[S_ENGINES]) != 0)
         return s_fail (self, "%s's engines are not an engine set", what);
     return 0;
+}
+
+//  A target as the writer writes it, ["uuid",eid] with a uuid that needs
+//  no escape, read in place at self->at. Returns 1, or 0 when the target
+//  is written otherwise (nothing read: the general walk reads it).
+static int
+s_fast_target (bn_merged_reader_t *self, bn_merged_entry_t *entry)
+{
+    const char *p = self->at, *end = self->end;
+    if (end - p < 6 || p[0] != '[' || p[1] != '"')
+        return 0;
+    const char *uuid = p + 2;
+    const char *quote = memchr (uuid, '"', (size_t)(end - uuid));
+    size_t len = quote ? (size_t)(quote - uuid) : 0;
+    if (len == 0 || len > BN_MERGED_UUID_MAX)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)uuid[i] < 0x20 || uuid[i] == '\\')
+            return 0;
+    p = quote + 1;
+    if (p >= end || *p++ != ',')
+        return 0;
+    long long eid = 0;
+    const char *digits = p;
+    while (p < end && *p >= '0' && *p <= '9' && p - digits < 10)
+        eid = eid * 10 + (*p++ - '0');
+    if (p == digits || eid > INT_MAX || p >= end || *p++ != ']')
+        return 0;
+    if (p < end && *p == ',')
+        p++;
+    else if (p >= end || *p != ']')
+        return 0;
+    memcpy (self->uuid, uuid, len);
+    self->uuid[len] = 0;
+    entry->uuid = self->uuid;
+    entry->eid = (int)eid;
+    self->at = p;
+    return 1;
 }
 
 //  A target, ["uuid", id] or a bare "uuid", into entry. -1 after s_fail.
@@ -361,16 +396,97 @@ s_end (bn_merged_reader_t *self)
     return 0;
 }
 
+//  A JSON string without escapes, or null, at *p (before end): its raw
+//  text, *p moved past it. False when it is written otherwise.
+static bool
+s_fast_value (const char **p, const char *end, bn_jscan_slice_t *value)
+{
+    const char *at = *p;
+    if (end - at >= 4 && memcmp (at, "null", 4) == 0) {
+        *value = (bn_jscan_slice_t){at, 4};
+        *p = at + 4;
+        return true;
+    }
+    if (at >= end || *at != '"')
+        return false;
+    const char *quote = memchr (at + 1, '"', (size_t)(end - at - 1));
+    if (!quote)
+        return false;
+    for (const char *c = at + 1; c < quote; c++)
+        if ((unsigned char)*c < 0x20 || *c == '\\')
+            return false;
+    *value = (bn_jscan_slice_t){at, (size_t)(quote + 1 - at)};
+    *p = quote + 1;
+    return true;
+}
+
+//  A literal at *p, *p moved past it; false if it is not there.
+static bool
+s_fast_literal (const char **p, const char *end, const char *literal)
+{
+    size_t len = strlen (literal);
+    if ((size_t)(end - *p) < len || memcmp (*p, literal, len) != 0)
+        return false;
+    *p += len;
+    return true;
+}
+
+//  The bn_replies entry of an ok reply as bn_merged_entry writes it
+//  (status, started, completed, nbuffers, texts without escapes) read in
+//  place at self->replies. Returns 1, or 0 when the entry is written
+//  otherwise (nothing read: the general walk reads it).
+static int
+s_fast_entry (bn_merged_reader_t *self, bn_merged_entry_t *entry)
+{
+    const char *p = self->replies, *end = self->replies_end;
+    bn_jscan_slice_t started, completed;
+    if (!s_fast_literal (&p, end, "{\"status\":\"ok\",\"started\":") ||
+        !s_fast_value (&p, end, &started) ||
+        !s_fast_literal (&p, end, ",\"completed\":") ||
+        !s_fast_value (&p, end, &completed) ||
+        !s_fast_literal (&p, end, ",\"nbuffers\":"))
+        return 0;
+    const char *digits = p;
+    size_t count = 0;
+    while (p < end && *p >= '0' && *p <= '9' && p - digits < 18)
+        count = count * 10 + (size_t)(*p++ - '0');
+    if (p == digits || !s_fast_literal (&p, end, "}"))
+        return 0;
+    entry->text =
+        (bn_jscan_slice_t){self->replies, (size_t)(p - self->replies)};
+    if (p < end && *p == ',')
+        p++;
+    else if (p >= end || *p != ']')
+        return 0;
+    entry->started = started;
+    entry->completed = completed;
+    entry->sized = true;
+    entry->nbuffers = count;
+    snprintf (self->status, sizeof self->status, "%s", BN_STATUS_OK);
+    self->replies = p;
+    return 1;
+}
+
 static int
 s_next_target (bn_merged_reader_t *self, bn_merged_entry_t *entry)
 {
-    bn_jscan_slice_t target, reply;
-    int rc = bn_jscan_next (&self->at, self->end, &target);
-    int more = self->replies
-                   ? bn_jscan_next (&self->replies, self->replies_end, &reply)
-                   : rc;
-    if (rc < 0)
-        return s_fail (self, "%s is malformed", BN_BCAST_TARGETS);
+    int rc = s_fast_target (self, entry);
+    if (rc == 0) {
+        bn_jscan_slice_t target;
+        rc = bn_jscan_next (&self->at, self->end, &target);
+        if (rc < 0)
+            return s_fail (self, "%s is malformed", BN_BCAST_TARGETS);
+        if (rc == 1 && s_target (self, target, entry) != 0)
+            return -1;
+    }
+    bn_jscan_slice_t reply, fields[S_FIELDS];
+    bool fast = self->spliced && rc == 1 && s_fast_entry (self, entry);
+    int more =
+        fast ? 1
+        : self->replies
+            ? bn_jscan_next_object (&self->replies, self->replies_end,
+                                    s_entry_keys, S_FIELDS, fields, &reply)
+            : rc;
     if (more < 0)
         return s_fail (self, "%s is malformed", BN_BCAST_REPLIES);
     if (rc != more)
@@ -382,8 +498,8 @@ s_next_target (bn_merged_reader_t *self, bn_merged_entry_t *entry)
                            BN_BCAST_REPLIES);
         return s_end (self);
     }
-    if (s_target (self, target, entry) != 0)
-        return -1;
+    if (fast)
+        return 1;
     if (!self->replies) {
         entry->status = self->merged_status;
         return 1;
@@ -391,19 +507,21 @@ s_next_target (bn_merged_reader_t *self, bn_merged_entry_t *entry)
     char what[64 + BN_MERGED_UUID_MAX];
     snprintf (what, sizeof what, "the %s entry of %s", BN_BCAST_REPLIES,
               self->uuid);
-    return s_entry_object (self, reply, entry, what, false) ? -1 : 1;
+    return s_entry_fields (self, reply, fields, entry, what, false) ? -1 : 1;
 }
 
 static int
 s_next_group (bn_merged_reader_t *self, bn_merged_entry_t *entry)
 {
-    bn_jscan_slice_t group;
-    int rc = bn_jscan_next (&self->at, self->end, &group);
+    bn_jscan_slice_t group, fields[S_FIELDS];
+    int rc = bn_jscan_next_object (&self->at, self->end, s_entry_keys, S_FIELDS,
+                                   fields, &group);
     if (rc < 0)
         return s_fail (self, "%s is malformed", BN_BCAST_GROUPS);
     if (rc == 0)
         return s_end (self);
-    if (s_entry_object (self, group, entry, "a group", true) != 0)
+    bn_idset_destroy (&self->engines);
+    if (s_entry_fields (self, group, fields, entry, "a group", true) != 0)
         return -1;
     if (!self->engines || bn_idset_count (self->engines) == 0)
         return s_fail (self, "a group has no engines");
@@ -424,27 +542,25 @@ s_next_reduced (bn_merged_reader_t *self, bn_merged_entry_t *entry)
         entry->nbuffers = self->nbuffers;
         return 1;
     }
-    bn_jscan_slice_t failure;
-    int rc = self->at ? bn_jscan_next (&self->at, self->end, &failure) : 0;
+    bn_jscan_slice_t failure, fields[S_FIELDS];
+    int rc = self->at
+                 ? bn_jscan_next_object (&self->at, self->end, s_entry_keys,
+                                         S_FIELDS, fields, &failure)
+                 : 0;
     if (rc < 0)
         return s_fail (self, "%s.failed is malformed", BN_BCAST_REDUCED);
     if (rc == 0)
         return s_end (self);
-    const char *keys[] = {"engines", "content"};
-    bn_jscan_slice_t fields[2];
-    if (*failure.data != '{' ||
-        bn_jscan_object (failure.data, failure.size, keys, 2, fields, NULL) !=
-            0 ||
-        s_engines (self, fields[0]) != 0 ||
-        bn_idset_count (self->engines) == 0 || !fields[1].data ||
-        *fields[1].data != '{')
+    if (s_engines (self, fields[S_ENGINES]) != 0 ||
+        bn_idset_count (self->engines) == 0 || !fields[S_CONTENT].data ||
+        *fields[S_CONTENT].data != '{')
         return s_fail (self, "a failure of %s has no engines or content",
                        BN_BCAST_REDUCED);
     entry->failure = true;
     entry->text = failure;
-    entry->content = fields[1];
-    if (bn_jscan_string (fields[1].data, fields[1].size, "status", self->status,
-                         sizeof self->status) < 0)
+    entry->content = fields[S_CONTENT];
+    if (bn_jscan_string (fields[S_CONTENT].data, fields[S_CONTENT].size,
+                         "status", self->status, sizeof self->status) < 0)
         snprintf (self->status, sizeof self->status, "%s", BN_STATUS_ERROR);
     entry->sized = true;
     entry->nbuffers = 0;

@@ -10,8 +10,10 @@
     Forwarding levels send each reply up as it came (the engine's own
     frames and signature). Merging levels keep, per slot, the reply's
     buffers (frames shared with the reply, never copied) and its bn_replies
-    entry, and send one message built from the last reply received, with
-    broadcast_targets, bn_replies and the slots' buffers in slot order.
+    entry as text, and send one message built from the last reply
+    received, with broadcast_targets, bn_replies and the slots' buffers in
+    slot order (bn_merged_writer); they read their children's merged
+    replies with bn_merged_reader.
 
     Links between nodes of one process are trusted: what comes from them is
     not verified. Everything a node sends is signed (once per message, not
@@ -37,6 +39,8 @@
 #include "bn_idset.h"
 #include "bn_jscan.h"
 #include "bn_log.h"
+#include "bn_merged_reader.h"
+#include "bn_merged_writer.h"
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
 #include "bn_reduce.h"
@@ -69,8 +73,8 @@ typedef struct {
     int eid;
     int child; //  child index (inner node), -1 at a leaf
     s_state_t state;
-    json_t *entry;      //  bn_replies entry (merging levels), or
-    char *text;         //  the entry as JSON text (an ok engine reply)
+    char *entry;        //  bn_replies entry as JSON text (merging levels)
+    size_t entry_len;   //  its bytes
     bool ok;            //  status "ok"
     zmq_msg_t *buffers; //  shared frames (merging levels)
     size_t nbuffers;
@@ -243,67 +247,11 @@ s_has_output (bn_msg_t *msg, const char *key)
     return found > 0 || found == -2;
 }
 
-//  A growing text buffer for JSON built by hand on the per-engine path.
-typedef struct {
-    char *data;
-    size_t len;
-    size_t cap;
-    bool failed; //  out of memory at some point
-} s_text_t;
-
-static void
-s_text_add (s_text_t *text, const char *data, size_t size)
-{
-    if (text->failed)
-        return;
-    if (text->len + size + 1 > text->cap) {
-        size_t cap = text->cap ? text->cap * 2 : 256;
-        while (cap < text->len + size + 1)
-            cap *= 2;
-        char *bigger = realloc (text->data, cap);
-        if (!bigger) {
-            text->failed = true;
-            return;
-        }
-        text->data = bigger;
-        text->cap = cap;
-    }
-    memcpy (text->data + text->len, data, size);
-    text->len += size;
-    text->data[text->len] = 0;
-}
-
-static void
-s_text_str (s_text_t *text, const char *str)
-{
-    s_text_add (text, str, strlen (str));
-}
-
-//  Append str as a JSON string (quoted, escaped).
-static void
-s_text_json_string (s_text_t *text, const char *str)
-{
-    s_text_add (text, "\"", 1);
-    const char *run = str;
-    for (const unsigned char *c = (const unsigned char *)str; *c; c++) {
-        if (*c >= 0x20 && *c != '"' && *c != '\\')
-            continue;
-        s_text_add (text, run, (size_t)((const char *)c - run));
-        char escaped[8];
-        snprintf (escaped, sizeof escaped, "\\u%04x", *c);
-        s_text_str (text, escaped);
-        run = (const char *)c + 1;
-    }
-    s_text_str (text, run);
-    s_text_add (text, "\"", 1);
-}
-
 static void
 s_slot_clear (s_slot_t *slot)
 {
     free (slot->uuid);
-    json_decref (slot->entry);
-    free (slot->text);
+    free (slot->entry);
     for (size_t i = 0; i < slot->nbuffers; i++)
         zmq_msg_close (&slot->buffers[i]);
     free (slot->buffers);
@@ -396,7 +344,8 @@ s_hop (s_node_t *self, s_request_t *req)
 static void
 s_gather_hops (s_request_t *req, bn_msg_t *msg)
 {
-    if (!req->timestamps || !s_part_has (msg, BN_PART_METADATA, "\"bn_hops\""))
+    if (!req->timestamps ||
+        !s_part_has (msg, BN_PART_METADATA, "\"" BN_BCAST_HOPS "\""))
         return;
     json_t *hops = json_object_get (bn_msg_metadata (msg), BN_BCAST_HOPS);
     if (!req->hops)
@@ -430,44 +379,41 @@ s_release_all_done (s_request_t *req)
             req->slots[i].state = S_RELEASED;
 }
 
-//  The plain merged format: broadcast_targets, bn_replies, each slot's
-//  buffers in slot order. The two keys are written as JSON text into
-//  keys (`"broadcast_targets":[...],"bn_replies":[...]`) to be spliced into
-//  the metadata, so that no JSON tree is built per engine. Returns a copy
-//  of the first failure's content, or NULL.
+//  The plain merged format: broadcast_targets, bn_replies (each slot's
+//  entry as it was kept, as text) and each slot's buffers in slot order.
+//  Returns the first failure's content, or NULL.
 static json_t *
-s_merge_plain (s_request_t *req, bn_msg_t *out, s_text_t *keys)
+s_merge_plain (s_request_t *req, bn_msg_t *out, bn_merged_writer_t *writer)
 {
-    s_text_t replies = {0};
     json_t *failure = NULL;
-    s_text_str (keys, "\"broadcast_targets\":[");
-    s_text_str (&replies, "\"" BN_BCAST_REPLIES "\":[");
-    bool first = true;
     for (size_t i = 0; i < req->nslots; i++) {
         s_slot_t *slot = &req->slots[i];
         if (slot->state != S_DONE)
             continue;
         slot->state = S_RELEASED;
-        if (!first) {
-            s_text_add (keys, ",", 1);
-            s_text_add (&replies, ",", 1);
+        char lost[96];
+        if (!slot->entry) {
+            //  its entry could not be made (out of memory)
+            snprintf (lost, sizeof lost,
+                      "{\"status\":\"error\",\"started\":null,"
+                      "\"completed\":null,\"nbuffers\":%zu,\"content\":{}}",
+                      slot->nbuffers);
+            slot->ok = false;
         }
-        first = false;
-        s_text_add (keys, "[", 1);
-        s_text_json_string (keys, slot->uuid);
-        char eid[24];
-        snprintf (eid, sizeof eid, ",%d]", slot->eid);
-        s_text_str (keys, eid);
-        if (slot->text)
-            s_text_str (&replies, slot->text);
-        else {
-            char *entry =
-                slot->entry ? json_dumps (slot->entry, JSON_COMPACT) : NULL;
-            s_text_str (&replies, entry ? entry : "null");
-            free (entry);
+        bn_merged_writer_add (writer, slot->uuid, slot->eid,
+                              slot->entry ? slot->entry : lost,
+                              slot->entry ? slot->entry_len : strlen (lost));
+        if (!slot->ok && !failure) {
+            const char *content = NULL;
+            size_t len = 0;
+            if (slot->entry && bn_jscan_value (slot->entry, slot->entry_len,
+                                               "content", &content, &len) == 0)
+                failure = bn_merged_json ((bn_jscan_slice_t){content, len});
+            if (!json_is_object (failure)) {
+                json_decref (failure);
+                failure = json_object ();
+            }
         }
-        if (!slot->ok && !failure)
-            failure = json_deep_copy (json_object_get (slot->entry, "content"));
         for (size_t b = 0; b < slot->nbuffers; b++)
             bn_msg_add_buffer_msg (out, &slot->buffers[b]);
         //  what was sent is not needed any more
@@ -476,20 +422,8 @@ s_merge_plain (s_request_t *req, bn_msg_t *out, s_text_t *keys)
         free (slot->buffers);
         slot->buffers = NULL;
         slot->nbuffers = 0;
-        json_decref (slot->entry);
+        free (slot->entry);
         slot->entry = NULL;
-        free (slot->text);
-        slot->text = NULL;
-    }
-    s_text_add (keys, "],", 2);
-    s_text_add (&replies, "]", 1);
-    if (replies.data)
-        s_text_add (keys, replies.data, replies.len);
-    keys->failed |= replies.failed || !replies.data;
-    free (replies.data);
-    if (failure && !json_is_object (failure)) {
-        json_decref (failure);
-        failure = json_object ();
     }
     return failure;
 }
@@ -533,8 +467,6 @@ s_merge_reduced (s_request_t *req, bn_msg_t *out, json_t *metadata)
     return failure ? json_deep_copy (failure) : NULL;
 }
 
-static json_t *s_spliced_base (bn_msg_t *msg);
-
 //  A merged message of the slots done and not yet released; partial
 //  is -1 (no bn_partial key), 0 or 1.
 static void
@@ -559,20 +491,23 @@ s_send_merged (s_node_t *self, s_request_t *req, int partial)
     }
     bn_msg_clear_buffers (out);
     bn_msg_copy_idents (out, req->request);
-    json_t *metadata = req->last ? s_spliced_base (req->last) : NULL;
-    if (req->last && !metadata)
-        metadata = json_copy (bn_msg_metadata (req->last));
+    //  the last reply's metadata without its entries (a child's spliced
+    //  lists are not parsed)
+    json_t *metadata = req->last ? bn_merged_base (req->last) : NULL;
     if (!metadata)
         metadata = json_object ();
-    json_object_del (metadata, "broadcast_targets");
-    json_object_del (metadata, BN_BCAST_REPLIES);
-    json_object_del (metadata, BN_BCAST_GROUPS);
-    json_object_del (metadata, BN_BCAST_REDUCED);
     json_object_del (metadata, BN_BCAST_HOPS);
-    s_text_t keys = {0};
+    bn_merged_writer_t *writer =
+        req->reduce || req->group ? NULL : bn_merged_writer_new ();
+    if (!metadata || (!req->reduce && !req->group && !writer)) {
+        json_decref (metadata);
+        bn_msg_destroy (&out);
+        self->stats.send_failed++;
+        return;
+    }
     json_t *failure = req->reduce  ? s_merge_reduced (req, out, metadata)
                       : req->group ? s_merge_groups (req, out, metadata)
-                                   : s_merge_plain (req, out, &keys);
+                                   : s_merge_plain (req, out, writer);
     req->unreleased = 0;
     json_object_set_new (metadata, "is_broadcast", json_true ());
     json_object_set_new (metadata, "is_coalescing",
@@ -599,28 +534,12 @@ s_send_merged (s_node_t *self, s_request_t *req, int partial)
             bn_msg_set_content (out, json_pack ("{s:s}", "status", "ok"));
     }
     int rc = 0;
-    if (keys.len) {
-        //  splice the per-engine keys, built as text, into the metadata
-        char *text = json_dumps (metadata, JSON_COMPACT);
-        json_decref (metadata);
-        s_text_t all = {0};
-        size_t len = text ? strlen (text) : 0;
-        if (len >= 2) {
-            s_text_add (&all, text, len - 1);
-            if (len > 2)
-                s_text_add (&all, ",", 1);
-            s_text_add (&all, keys.data, keys.len);
-            s_text_add (&all, "}", 1);
-        }
-        rc =
-            len >= 2 && !all.failed && !keys.failed
-                ? bn_msg_set_part_raw (out, BN_PART_METADATA, all.data, all.len)
-                : -1;
-        free (text);
-        free (all.data);
-    } else
-        bn_msg_set_metadata (out, metadata);
-    free (keys.data);
+    if (writer)
+        rc = bn_merged_writer_finish (writer, metadata, out);
+    else
+        bn_msg_set_metadata (out, json_incref (metadata));
+    json_decref (metadata);
+    bn_merged_writer_destroy (&writer);
     if (rc != 0) {
         bn_msg_destroy (&out);
         self->stats.send_failed++;
@@ -682,9 +601,9 @@ s_fail_slot (s_node_t *self, s_request_t *req, s_slot_t *slot, const char *why)
     } else if (req->merge) {
         char date[BN_DATE_SIZE];
         bn_session_date (date);
-        slot->entry = json_pack ("{s:s, s:n, s:s, s:i, s:O}", "status", "error",
-                                 "started", "completed", date, "nbuffers", 1,
-                                 "content", content);
+        slot->entry = bn_merged_entry (BN_STATUS_ERROR, NULL, date, 1, content,
+                                       NULL, NULL);
+        slot->entry_len = slot->entry ? strlen (slot->entry) : 0;
         s_slot_take_buffers (slot, NULL, 0, 0);
         slot->ok = false;
         req->unreleased++;
@@ -751,7 +670,7 @@ s_refuse (s_node_t *self, bn_msg_t *request, const char *original,
     json_object_set_new (md, "is_coalescing", json_boolean (coalescing));
     json_object_set_new (md, "original_msg_id", json_string (original));
     if (coalescing)
-        json_object_set_new (md, "broadcast_targets", json_array ());
+        json_object_set_new (md, BN_BCAST_TARGETS, json_array ());
     bn_msg_touch (reply, BN_PART_METADATA);
     s_send_up (self, &reply);
 }
@@ -1308,174 +1227,55 @@ s_fill_from_reply (s_slot_t *slot, bn_msg_t *msg)
     size_t nbuffers = slot->ok ? bn_msg_nbuffers (msg) : 1;
     bool output =
         s_has_output (msg, "bn_stdout") || s_has_output (msg, "bn_stderr");
-    if (slot->ok && !output) {
-        //  the common case, built as text: no JSON tree per engine
-        s_text_t text = {0};
-        s_text_str (&text, "{\"status\":\"ok\"");
-        if (s_started) {
-            s_text_str (&text, ",\"started\":");
-            s_text_json_string (&text, s_started);
-        }
-        if (s_date) {
-            s_text_str (&text, ",\"completed\":");
-            s_text_json_string (&text, s_date);
-        }
-        char tail[48];
-        snprintf (tail, sizeof tail, ",\"nbuffers\":%zu}", nbuffers);
-        s_text_str (&text, tail);
-        if (!text.failed) {
-            slot->text = text.data;
-            s_slot_take_buffers (slot, msg, 0, nbuffers);
-            return;
-        }
-        free (text.data);
+    //  the common case, an ok reply without output, needs no JSON tree
+    json_t *content = !slot->ok || output ? bn_msg_content (msg) : NULL;
+    const char *out = NULL, *err = NULL;
+    if (output) {
+        out = json_string_value (json_object_get (content, "bn_stdout"));
+        err = json_string_value (json_object_get (content, "bn_stderr"));
     }
-    slot->entry = json_pack (
-        "{s:s, s:s?, s:s?, s:I}", "status", st ? st : "error", "started",
-        s_started, "completed", s_date, "nbuffers", (json_int_t)nbuffers);
-    json_t *content = NULL;
-    if (!slot->ok) {
-        content = bn_msg_content (msg);
-        if (slot->entry)
-            json_object_set (slot->entry, "content",
-                             content ? content : json_object ());
-    }
-    if (slot->entry && output) {
-        content = bn_msg_content (msg);
-        const char *keys[] = {"bn_stdout", "bn_stderr"};
-        for (int k = 0; k < 2; k++) {
-            json_t *value = json_object_get (content, keys[k]);
-            if (json_is_string (value))
-                json_object_set (slot->entry, keys[k], value);
-        }
-    }
+    slot->entry =
+        bn_merged_entry (st ? st : BN_STATUS_ERROR, s_started, s_date, nbuffers,
+                         slot->ok ? NULL : content, out, err);
+    slot->entry_len = slot->entry ? strlen (slot->entry) : 0;
     if (slot->ok)
         s_slot_take_buffers (slot, msg, 0, nbuffers);
     else
         s_slot_take_buffers (slot, NULL, 0, 0);
 }
 
-//  The text a merging node splices into a merged reply's metadata (last
-//  keys, compact): a parent reads a child's merged message through it
-//  without building a JSON tree of every engine's entry.
-#define S_SPLICED_TARGETS ",\"broadcast_targets\":["
-#define S_SPLICED_REPLIES ",\"" BN_BCAST_REPLIES "\":["
-
-//  Past one JSON value starting at p (leading blanks skipped); NULL if it
-//  does not end before end.
-static const char *
-s_skip_json (const char *p, const char *end)
-{
-    while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
-        p++;
-    int depth = 0;
-    while (p < end) {
-        char c = *p++;
-        if (c == '"') {
-            while (p < end && *p != '"')
-                p += *p == '\\' ? 2 : 1;
-            if (p >= end)
-                return NULL;
-            p++;
-        } else if (c == '{' || c == '[')
-            depth++;
-        else if (c == '}' || c == ']') {
-            if (--depth < 0)
-                return NULL;
-        }
-        if (depth == 0) {
-            //  a scalar runs to the next delimiter
-            if (c != '"' && c != '}' && c != ']')
-                while (p < end && !strchr (",]} \n\t\r", *p))
-                    p++;
-            return p;
-        }
-    }
-    return NULL;
-}
-
-//  The metadata of a child's merged message without the spliced keys, as
-//  a new JSON object (parsing only what precedes them); NULL if msg has
-//  no spliced keys.
-static json_t *
-s_spliced_base (bn_msg_t *msg)
-{
-    size_t len;
-    const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
-    const char *at =
-        memmem (md, len, S_SPLICED_TARGETS, strlen (S_SPLICED_TARGETS));
-    if (!at)
-        return NULL;
-    size_t head = (size_t)(at - md);
-    char *text = malloc (head + 2);
-    if (!text)
-        return NULL;
-    memcpy (text, md, head);
-    text[head] = '}';
-    text[head + 1] = 0;
-    json_t *base = json_loadb (text, head + 1, 0, NULL);
-    free (text);
-    if (base && !json_is_object (base)) {
-        json_decref (base);
-        base = NULL;
-    }
-    return base;
-}
-
-//  One entry of a child's spliced arrays.
+//  One entry of a child's merged message, read and checked before any
+//  slot changes.
 typedef struct {
-    s_slot_t *slot;    //  the slot it fills, or NULL (late)
-    const char *entry; //  its bn_replies entry's text
-    size_t entry_len;
-    size_t nbuffers;
+    s_slot_t *slot;        //  the slot it fills, or NULL (late)
+    bn_jscan_slice_t text; //  its bn_replies entry, or none (7.1.0)
+    bool ok;               //  its status is "ok"
+    bool sized;            //  it says how many buffers it has
+    size_t first;          //  its first buffer
+    size_t nbuffers;       //  its buffers
 } s_piece_t;
 
-//  A child's merged message read through its spliced keys: fill (merging)
-//  or release (forwarding) the slots it names, sharing its buffers.
-//  Returns the number of slots filled, -1 if msg has no usable spliced
-//  keys (then nothing changed).
+//  A child's merged message of the targets shape: fill (merging) or
+//  release (forwarding) the slots it names, sharing its buffers. Returns
+//  the number of slots filled, -1 with the reason in err if the message is
+//  malformed (then nothing changed).
 static int
-s_take_spliced (s_node_t *self, s_request_t *req, bn_msg_t *msg)
+s_take_merged (s_node_t *self, s_request_t *req, bn_msg_t *msg, char *err,
+               size_t errsize)
 {
-    size_t len;
-    const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
-    const char *end = md + len;
-    const char *t =
-        memmem (md, len, S_SPLICED_TARGETS, strlen (S_SPLICED_TARGETS));
-    const char *r = t ? memmem (t, (size_t)(end - t), S_SPLICED_REPLIES,
-                                strlen (S_SPLICED_REPLIES))
-                      : NULL;
-    if (!t || !r)
-        return -1;
-    t += strlen (S_SPLICED_TARGETS);
-    r += strlen (S_SPLICED_REPLIES);
-    size_t count = 0, cap = 16, buffer = 0;
+    bn_merged_reader_t *reader = bn_merged_reader_new (msg);
+    size_t count = 0, cap = 16;
     s_piece_t *pieces = malloc (cap * sizeof *pieces);
-    int rc = pieces ? 0 : -1;
+    if (!reader || !pieces) {
+        bn_merged_reader_destroy (&reader);
+        free (pieces);
+        snprintf (err, errsize, "out of memory");
+        return -1;
+    }
     //  first read and check everything, then change the slots
-    while (rc == 0 && t < end && *t != ']' && r < end && *r != ']') {
-        const char *t_end = s_skip_json (t, end);
-        const char *r_end = s_skip_json (r, end);
-        //  a target: ["uuid",eid] as the splice writes it
-        const char *quote = t_end && t[0] == '[' && t[1] == '"'
-                                ? memchr (t + 2, '"', (size_t)(t_end - t - 2))
-                                : NULL;
-        const char *count_at =
-            r_end ? memmem (r, (size_t)(r_end - r), "\"nbuffers\":", 11) : NULL;
-        if (!quote || !count_at || memchr (t + 2, '\\', (size_t)(quote - t))) {
-            rc = -1;
-            break;
-        }
-        char uuid[BN_BCAST_NODE_ID_MAX + 1];
-        size_t uuid_len = (size_t)(quote - t - 2);
-        long nbuffers = strtol (count_at + 11, NULL, 10);
-        if (uuid_len > BN_BCAST_NODE_ID_MAX || nbuffers < 0 ||
-            buffer + (size_t)nbuffers > bn_msg_nbuffers (msg)) {
-            rc = -1;
-            break;
-        }
-        memcpy (uuid, t + 2, uuid_len);
-        uuid[uuid_len] = 0;
+    bn_merged_entry_t entry;
+    int rc;
+    while ((rc = bn_merged_reader_next (reader, &entry)) == 1) {
         if (count == cap) {
             s_piece_t *bigger = realloc (pieces, 2 * cap * sizeof *pieces);
             if (!bigger) {
@@ -1485,118 +1285,70 @@ s_take_spliced (s_node_t *self, s_request_t *req, bn_msg_t *msg)
             pieces = bigger;
             cap *= 2;
         }
-        s_slot_t *slot = s_slot_of (req, uuid);
+        s_slot_t *slot = s_slot_of (req, entry.uuid);
         pieces[count++] =
-            (s_piece_t){slot && slot->state == S_PENDING ? slot : NULL, r,
-                        (size_t)(r_end - r), (size_t)nbuffers};
-        buffer += (size_t)nbuffers;
-        t = t_end + (t_end < end && *t_end == ',');
-        r = r_end + (r_end < end && *r_end == ',');
+            (s_piece_t){slot && slot->state == S_PENDING ? slot : NULL,
+                        entry.text,
+                        entry.ok,
+                        entry.sized,
+                        entry.first,
+                        entry.nbuffers};
     }
-    if (rc != 0 || buffer != bn_msg_nbuffers (msg)) {
+    if (rc != 0) {
+        snprintf (err, errsize, "%s",
+                  rc < 0 && *bn_merged_reader_error (reader)
+                      ? bn_merged_reader_error (reader)
+                      : "out of memory");
+        bn_merged_reader_destroy (&reader);
         free (pieces);
         return -1;
     }
+    if (bn_merged_reader_spliced (reader))
+        self->stats.spliced++;
+    bn_merged_reader_destroy (&reader);
     int filled = 0;
-    buffer = 0;
     for (size_t i = 0; i < count; i++) {
         s_piece_t *piece = &pieces[i];
         s_slot_t *slot = piece->slot;
         if (!slot) {
             self->stats.late++;
-            buffer += piece->nbuffers;
             continue;
         }
         if (req->merge) {
-            static const char ok[] = "{\"status\":\"ok\"";
-            slot->ok = piece->entry_len > sizeof ok - 1 &&
-                       memcmp (piece->entry, ok, sizeof ok - 1) == 0;
-            if (slot->ok)
-                slot->text = strndup (piece->entry, piece->entry_len);
-            else
-                slot->entry =
-                    json_loadb (piece->entry, piece->entry_len, 0, NULL);
-            s_slot_take_buffers (slot, msg, buffer, piece->nbuffers);
+            //  7.1.0's entries do not say their buffers: one target has
+            //  them all
+            size_t nbuffers = piece->sized ? piece->nbuffers
+                              : count == 1 ? bn_msg_nbuffers (msg)
+                                           : 0;
+            slot->ok = piece->ok;
+            if (piece->text.data) {
+                slot->entry = strndup (piece->text.data, piece->text.size);
+                slot->entry_len = piece->text.size;
+            } else {
+                slot->entry = bn_merged_entry (
+                    piece->ok ? BN_STATUS_OK : BN_STATUS_ERROR, NULL, NULL,
+                    nbuffers, piece->ok ? NULL : bn_msg_content (msg), NULL,
+                    NULL);
+                slot->entry_len = slot->entry ? strlen (slot->entry) : 0;
+            }
+            s_slot_take_buffers (slot, msg, piece->first, nbuffers);
             slot->state = S_DONE;
             req->unreleased++;
         } else
             slot->state = S_RELEASED;
         req->owed--;
-        buffer += piece->nbuffers;
         filled++;
     }
     free (pieces);
     return filled;
 }
 
-//  A merged message from a child: fill the slots it names. Returns the
-//  number of slots filled, -1 if the message is not a usable merge.
-static int
-s_take_merged (s_node_t *self, s_request_t *req, bn_msg_t *msg)
+//  Mark the slots of engines done (merging) or released (forwarding).
+static void
+s_mark_set (s_request_t *req, bn_idset_t *engines)
 {
-    int spliced = s_take_spliced (self, req, msg);
-    if (spliced >= 0) {
-        self->stats.spliced++;
-        return spliced;
-    }
-    json_t *md = bn_msg_metadata (msg);
-    json_t *targets = json_object_get (md, "broadcast_targets");
-    json_t *replies = json_object_get (md, BN_BCAST_REPLIES);
-    if (!json_is_array (targets))
-        return -1;
-    size_t n = json_array_size (targets);
-    size_t buffer = 0;
-    int filled = 0;
-    for (size_t i = 0; i < n; i++) {
-        json_t *target = json_array_get (targets, i);
-        const char *uuid = json_string_value (
-            json_is_array (target) ? json_array_get (target, 0) : target);
-        json_t *entry = json_array_get (replies, i);
-        json_t *count = json_object_get (entry, "nbuffers");
-        size_t nbuffers = json_is_integer (count)
-                              ? (size_t)json_integer_value (count)
-                              : (n == 1 ? bn_msg_nbuffers (msg) : 0);
-        if (buffer + nbuffers > bn_msg_nbuffers (msg))
-            nbuffers = bn_msg_nbuffers (msg) - buffer;
-        s_slot_t *slot = uuid ? s_slot_of (req, uuid) : NULL;
-        if (!slot || slot->state != S_PENDING) {
-            self->stats.late++;
-            buffer += nbuffers;
-            continue;
-        }
-        if (req->merge) {
-            const char *status =
-                json_string_value (json_object_get (entry, "status"));
-            if (!status)
-                status = json_string_value (
-                    json_object_get (bn_msg_content (msg), "status"));
-            slot->ok = status && streq (status, BN_STATUS_OK);
-            slot->entry = entry ? json_incref (entry)
-                                : json_pack ("{s:s, s:I}", "status",
-                                             slot->ok ? "ok" : "error",
-                                             "nbuffers", (json_int_t)nbuffers);
-            s_slot_take_buffers (slot, msg, buffer, nbuffers);
-            slot->state = S_DONE;
-            req->unreleased++;
-        } else
-            slot->state = S_RELEASED;
-        req->owed--;
-        buffer += nbuffers;
-        filled++;
-    }
-    return filled;
-}
-
-//  Mark the slots of the engines in idset text done (merging) or
-//  released (forwarding); returns the number marked, -1 on a bad set.
-static int
-s_mark_set (s_request_t *req, const char *text)
-{
-    bn_idset_t *ids = text ? bn_idset_parse (text) : NULL;
-    if (!ids)
-        return -1;
-    int marked = 0;
-    for (int id = bn_idset_first (ids); id >= 0; id = bn_idset_next (ids, id)) {
+    for (int id = bn_idset_first (engines); id >= 0;
+         id = bn_idset_next (engines, id)) {
         char eid[16];
         snprintf (eid, sizeof eid, "%d", id);
         size_t index = req->by_eid
@@ -1609,46 +1361,34 @@ s_mark_set (s_request_t *req, const char *text)
         if (req->merge)
             req->unreleased++;
         req->owed--;
-        marked++;
     }
-    bn_idset_destroy (&ids);
-    return marked;
 }
 
 //  A child's bn_groups or bn_reduced message: mark the slots of the
-//  engines it answers for. Returns 0, or -1 if its sets are malformed.
+//  engines it answers for. Returns 0, or -1 with the reason in err if it
+//  is malformed (then no slot changed).
 static int
-s_take_sets (s_node_t *self, s_request_t *req, bn_msg_t *msg, bool grouped)
+s_take_sets (s_request_t *req, bn_msg_t *msg, char *err, size_t errsize)
 {
-    json_t *md = bn_msg_metadata (msg);
-    if (grouped) {
-        json_t *groups = json_object_get (md, BN_BCAST_GROUPS);
-        if (!json_is_array (groups))
-            return -1;
-        size_t i;
-        json_t *group;
-        json_array_foreach (groups, i, group)
-        {
-            if (s_mark_set (req, json_string_value (
-                                     json_object_get (group, "engines"))) < 0)
-                return -1;
-        }
-        return 0;
-    }
-    json_t *reduced = json_object_get (md, BN_BCAST_REDUCED);
-    if (!json_is_object (reduced) ||
-        s_mark_set (
-            req, json_string_value (json_object_get (reduced, "engines"))) < 0)
-        return -1;
-    size_t i;
-    json_t *failure;
-    json_array_foreach (json_object_get (reduced, "failed"), i, failure)
-    {
-        if (s_mark_set (req, json_string_value (
-                                 json_object_get (failure, "engines"))) < 0)
-            return -1;
-    }
-    return 0;
+    bn_merged_reader_t *reader = bn_merged_reader_new (msg);
+    bn_idset_t *all = bn_idset_new ();
+    int rc = reader && all ? 1 : -1;
+    bn_merged_entry_t entry;
+    while (rc == 1 && (rc = bn_merged_reader_next (reader, &entry)) == 1)
+        for (int id = bn_idset_first (entry.engines); rc == 1 && id >= 0;
+             id = bn_idset_next (entry.engines, id))
+            if (bn_idset_add (all, id) != 0)
+                rc = -1;
+    if (rc == 0)
+        s_mark_set (req, all);
+    else
+        snprintf (err, errsize, "%s",
+                  reader && *bn_merged_reader_error (reader)
+                      ? bn_merged_reader_error (reader)
+                      : "out of memory");
+    bn_merged_reader_destroy (&reader);
+    bn_idset_destroy (&all);
+    return rc;
 }
 
 //  A message from below; takes *msg_p (forwarded or kept as the
@@ -1705,16 +1445,12 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
         return;
     }
     //  a child's merged message, in one of the three shapes
-    bool plain = false, grouped = false, reduced = false;
-    if (!self->leaf) {
-        plain = s_part_has (msg, BN_PART_METADATA, "\"broadcast_targets\"");
-        grouped = !plain &&
-                  s_part_has (msg, BN_PART_METADATA, "\"" BN_BCAST_GROUPS "\"");
-        reduced =
-            !plain && !grouped &&
-            s_part_has (msg, BN_PART_METADATA, "\"" BN_BCAST_REDUCED "\"");
-    }
-    bool merged = plain || grouped || reduced;
+    bn_merged_shape_t shape =
+        self->leaf ? BN_MERGED_NONE : bn_merged_shape (msg);
+    bool plain = shape == BN_MERGED_TARGETS;
+    bool grouped = shape == BN_MERGED_GROUPS;
+    bool reduced = shape == BN_MERGED_REDUCED;
+    bool merged = shape != BN_MERGED_NONE;
     s_slot_t *slot = NULL;
     if (self->leaf)
         slot = s_slot_of (req, peer);
@@ -1732,18 +1468,21 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
     }
     bn_msg_pop_ident (msg);
     int rc = 0;
+    char err[256] = "";
     if (!req->merge) {
         //  forward as it came
         if (plain)
-            rc = s_take_merged (self, req, msg) < 0 ? -1 : 0;
+            rc = s_take_merged (self, req, msg, err, sizeof err) < 0 ? -1 : 0;
         else if (merged)
-            rc = s_take_sets (self, req, msg, grouped);
+            rc = s_take_sets (req, msg, err, sizeof err);
         else {
             slot->state = S_RELEASED;
             req->owed--;
         }
         if (rc != 0) {
             self->stats.bad_merge++;
+            bn_log_warn ("%s: a reply to %s could not be forwarded: %s",
+                         self->id, req->key, err);
             return;
         }
         if (req->timestamps)
@@ -1753,7 +1492,6 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
         s_progress (self, req);
         return;
     }
-    char err[256] = "";
     if (req->group || req->reduce) {
         if (grouped && req->group)
             rc = bn_group_add_merged (req->group, msg, err, sizeof err);
@@ -1770,14 +1508,14 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
             snprintf (err, sizeof err, "a merged message of another shape");
         }
         if (rc == 0 && merged)
-            rc = s_take_sets (self, req, msg, grouped);
+            rc = s_take_sets (req, msg, err, sizeof err);
         else if (rc == 0) {
             slot->state = S_DONE;
             req->unreleased++;
             req->owed--;
         }
     } else if (plain)
-        rc = s_take_merged (self, req, msg) < 0 ? -1 : 0;
+        rc = s_take_merged (self, req, msg, err, sizeof err) < 0 ? -1 : 0;
     else if (merged) {
         rc = -1;
         snprintf (err, sizeof err, "a merged message of another shape");

@@ -272,6 +272,39 @@ START_TEST (test_next)
 }
 END_TEST
 
+//  An array of objects, each walked once for its fields.
+START_TEST (test_next_object)
+{
+    const char *array = "[{\"status\":\"ok\",\"n\":1}, {\"n\":[2]} ,{}]";
+    const char *at = array + 1, *end = array + strlen (array);
+    const char *keys[] = {"status", "n"};
+    bn_jscan_slice_t values[2], element;
+    ck_assert_int_eq (
+        bn_jscan_next_object (&at, end, keys, 2, values, &element), 1);
+    ck_assert_uint_eq (element.size, strlen ("{\"status\":\"ok\",\"n\":1}"));
+    ck_assert_mem_eq (values[0].data, "\"ok\"", 4);
+    ck_assert_mem_eq (values[1].data, "1", 1);
+    ck_assert_int_eq (
+        bn_jscan_next_object (&at, end, keys, 2, values, &element), 1);
+    ck_assert_ptr_null (values[0].data);
+    ck_assert_uint_eq (values[1].size, 3);
+    ck_assert_int_eq (
+        bn_jscan_next_object (&at, end, keys, 2, values, &element), 1);
+    ck_assert_uint_eq (element.size, 2);
+    ck_assert_int_eq (
+        bn_jscan_next_object (&at, end, keys, 2, values, &element), 0);
+    ck_assert (at == end);
+    //  an element that is not an object
+    const char *mixed = "[{}, 3]";
+    at = mixed + 1;
+    end = mixed + strlen (mixed);
+    ck_assert_int_eq (
+        bn_jscan_next_object (&at, end, keys, 2, values, &element), 1);
+    ck_assert_int_eq (
+        bn_jscan_next_object (&at, end, keys, 2, values, &element), -1);
+}
+END_TEST
+
 START_TEST (test_unescape)
 {
     char out[16];
@@ -303,6 +336,7 @@ main (void)
     tcase_add_test (tc, test_value);
     tcase_add_test (tc, test_object);
     tcase_add_test (tc, test_next);
+    tcase_add_test (tc, test_next_object);
     tcase_add_test (tc, test_unescape);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);

@@ -293,6 +293,60 @@ START_TEST (test_writer)
 }
 END_TEST
 
+//  Uuids and texts that need escapes go through the writer and come back
+//  the same from the reader (not on the in-place path for uuids).
+START_TEST (test_escapes)
+{
+    const char *uuids[] = {"plain-uuid", "q\"uote", "back\\slash",
+                           "new\nline\x01"};
+    bn_merged_writer_t *writer = bn_merged_writer_new ();
+    json_t *content = json_pack ("{s:s, s:s}", "ename", "E\t", "evalue", "é");
+    for (int i = 0; i < 4; i++) {
+        char *entry = bn_merged_entry (i % 2 ? BN_STATUS_ERROR : BN_STATUS_OK,
+                                       uuids[i], NULL, i % 2 ? 0 : 1, content,
+                                       i == 2 ? "out\n\"x\"\x1f" : NULL, NULL);
+        //  an entry as jansson would write it
+        json_t *parsed = json_loads (entry, 0, NULL);
+        ck_assert_ptr_nonnull (parsed);
+        char *again = json_dumps (parsed, JSON_COMPACT);
+        ck_assert_str_eq (entry, again);
+        free (again);
+        json_decref (parsed);
+        bn_merged_writer_add (writer, uuids[i], i, entry, strlen (entry));
+        free (entry);
+    }
+    bn_session_t *session = bn_session_new ("key", NULL);
+    bn_msg_t *msg = bn_msg_new (session, BN_MSG_APPLY_REPLY);
+    for (int i = 0; i < 2; i++)
+        bn_msg_add_buffer (msg, "r", 1);
+    json_t *base = json_pack ("{s:s}", "original_msg_id", "x");
+    ck_assert_int_eq (bn_merged_writer_finish (writer, base, msg), 0);
+    json_t *md = bn_msg_metadata (msg);
+    ck_assert_uint_eq (json_array_size (json_object_get (md, BN_BCAST_TARGETS)),
+                       4);
+    bn_merged_reader_t *reader = bn_merged_reader_new (msg);
+    ck_assert (bn_merged_reader_spliced (reader));
+    bn_merged_entry_t entry;
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq (bn_merged_reader_next (reader, &entry), 1);
+        ck_assert_str_eq (entry.uuid, uuids[i]);
+        ck_assert_int_eq (entry.eid, i);
+        char *started = bn_merged_string (entry.started);
+        ck_assert_str_eq (started, uuids[i]);
+        free (started);
+        ck_assert_ptr_null (bn_merged_string (entry.completed));
+        ck_assert (entry.ok == !(i % 2));
+    }
+    ck_assert_int_eq (bn_merged_reader_next (reader, &entry), 0);
+    bn_merged_reader_destroy (&reader);
+    json_decref (base);
+    json_decref (content);
+    bn_msg_destroy (&msg);
+    bn_session_destroy (&session);
+    bn_merged_writer_destroy (&writer);
+}
+END_TEST
+
 //  bn_groups and bn_reduced built again from what the reader read: the
 //  same JSON as the metadata's.
 START_TEST (test_sets_writer)
@@ -426,6 +480,7 @@ main (void)
     tcase_add_test (tc, test_reader);
     tcase_add_test (tc, test_engines);
     tcase_add_test (tc, test_writer);
+    tcase_add_test (tc, test_escapes);
     tcase_add_test (tc, test_sets_writer);
     tcase_add_test (tc, test_records);
     suite_add_tcase (suite, tc);
