@@ -1,6 +1,7 @@
 /*  bn_benchcluster: start, connect to and stop the cluster of a
     benchmark case.  */
 #include "bn_benchcluster.h"
+#include "bn_benchfmt.h"
 #include "bn_clusterrec.h"
 #include "bn_launcher.h"
 

@@ -7,7 +7,7 @@
 #define BN_BENCHCLUSTER_H_INCLUDED
 
 #include "banyan.h"
-#include "bn_benchdef.h"
+#include "bn_benchcase.h"
 
 #include <sys/types.h>
 

@@ -1,5 +1,6 @@
 /*  bn_benchcompare: compare two result files as asv compare does.  */
 #include "bn_benchcompare.h"
+#include "bn_benchfmt.h"
 #include "bn_benchstats.h"
 
 #include <dirent.h>

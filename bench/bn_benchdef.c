@@ -1,14 +1,10 @@
-/*  bn_benchdef: what a benchmark's name says, and the case's accessors
-    that suites use.  */
+/*  bn_benchdef: what a benchmark's definition says: its kind, unit and
+    parameter grid.  */
 #include "bn_benchdef.h"
 
-#include <assert.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 bn_benchkind_t
 bn_benchdef_kind (const bn_benchdef_t *def)
@@ -79,129 +75,4 @@ bn_benchdef_grid_add (json_t *values, const char *value)
             }
         }
     json_array_insert_new (values, at, json_string (value));
-}
-
-const char *
-bn_benchcase_str (bn_benchcase_t *self, const char *name, char *buf,
-                  size_t size)
-{
-    assert (self);
-    for (size_t i = 0; i < self->param_count; i++)
-        if (strcmp (self->param_names[i], name) == 0) {
-            const char *value = self->param_values[i];
-            size_t length = strlen (value);
-            if (length >= 2 && (value[0] == '\'' || value[0] == '"')) {
-                value++;
-                length -= 2;
-            }
-            if (length >= size)
-                length = size - 1;
-            memcpy (buf, value, length);
-            buf[length] = 0;
-            return buf;
-        }
-    return NULL;
-}
-
-long
-bn_benchcase_long (bn_benchcase_t *self, const char *name, long fallback)
-{
-    char buf[64];
-    const char *text = bn_benchcase_str (self, name, buf, sizeof buf);
-    return text ? strtol (text, NULL, 10) : fallback;
-}
-
-int
-bn_benchcase_fail (bn_benchcase_t *self, const char *format, ...)
-{
-    va_list args;
-    va_start (args, format);
-    vsnprintf (self->reason, sizeof self->reason, format, args);
-    va_end (args);
-    return BN_BENCH_FAIL;
-}
-
-int
-bn_benchcase_skip (bn_benchcase_t *self, const char *format, ...)
-{
-    va_list args;
-    va_start (args, format);
-    vsnprintf (self->reason, sizeof self->reason, format, args);
-    va_end (args);
-    return BN_BENCH_SKIP;
-}
-
-int
-bn_benchcase_per_process (bn_benchcase_t *self, int n)
-{
-    if (self->per_process > 0)
-        return self->per_process < n ? self->per_process : n;
-    if (n <= 4)
-        return 1;
-    return (n + 3) / 4;
-}
-
-char *
-bn_benchcase_program (bn_benchcase_t *self, const char *name)
-{
-    char path[4096];
-    snprintf (path, sizeof path, "%s/%s", self->bin_dir ? self->bin_dir : ".",
-              name);
-    if (access (path, X_OK) != 0)
-        return NULL;
-    return strdup (path);
-}
-
-//  Digits after the point for three significant digits of value.
-static int
-s_decimals (double value)
-{
-    double magnitude = fabs (value);
-    if (magnitude >= 100 || magnitude == 0)
-        return 0;
-    if (magnitude >= 10)
-        return 1;
-    return 2;
-}
-
-void
-bn_benchfmt_value (double value, double err, const char *unit, char *buf,
-                   size_t size)
-{
-    const char *suffix = "";
-    double scale = 1;
-    if (isnan (value)) {
-        snprintf (buf, size, "n/a");
-        return;
-    }
-    if (strcmp (unit, "seconds") == 0) {
-        static const struct {
-            double scale;
-            const char *suffix;
-        } units[] = {{1e-9, "ns"}, {1e-6, "μs"}, {1e-3, "ms"}, {1, "s"}};
-        scale = 1e-9;
-        suffix = "ns";
-        for (size_t i = 0; i < 4; i++)
-            if (fabs (value) >= units[i].scale * 0.9995) {
-                scale = units[i].scale;
-                suffix = units[i].suffix;
-            }
-    } else if (strcmp (unit, "bytes") == 0) {
-        static const char *prefixes[] = {"", "k", "M", "G", "T"};
-        for (size_t i = 0; i < 5; i++)
-            if (fabs (value) >= pow (1000, (double)i) * 0.9995) {
-                scale = pow (1000, (double)i);
-                suffix = prefixes[i];
-            }
-    } else
-        suffix = unit;
-    double scaled = value / scale;
-    int decimals = s_decimals (scaled);
-    bool spaced = strcmp (unit, "seconds") != 0 && strcmp (unit, "bytes") != 0;
-    if (err >= 0)
-        snprintf (buf, size, "%.*f±%.*f%s%s", decimals, scaled, decimals,
-                  err / scale, spaced ? " " : "", suffix);
-    else
-        snprintf (buf, size, "%.*f%s%s", decimals, scaled, spaced ? " " : "",
-                  suffix);
 }

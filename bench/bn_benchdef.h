@@ -1,7 +1,7 @@
 /*  bn_benchdef: the shape of a banyan-bench benchmark (asv's): a name
     <suite>.<Class>.<kind>_<name>, a parameter grid, setup, the measured
-    call, teardown, repeat, number, warm-up and timeout; and the case a
-    benchmark's functions receive for one parameter set.  */
+    call, teardown, repeat, number, warm-up and timeout. Its functions get
+    one parameter set as a bn_benchcase.  */
 #ifndef BN_BENCHDEF_H_INCLUDED
 #define BN_BENCHDEF_H_INCLUDED
 
@@ -55,22 +55,6 @@ struct _bn_benchdef_t {
                                     //  NULL: a hash of the definition
 };
 
-//  Parameter values are kept as asv keeps them, Python repr() text:
-//  numbers plain, strings quoted ('direct').
-struct _bn_benchcase_t {
-    const bn_benchdef_t *def;                      //  the benchmark
-    size_t param_count;                            //  its parameters
-    const char *param_names[BN_BENCH_MAX_PARAMS];  //  their names
-    const char *param_values[BN_BENCH_MAX_PARAMS]; //  this case's values
-    bool quick;                                    //  --quick run
-    int per_process;                               //  engines per process
-                                                   //  (0: automatic)
-    const char *dir;     //  a fresh folder for this case (a profile)
-    const char *bin_dir; //  where banyan-controller and banyan-engine are
-    void *state;         //  the suite's own, from setup
-    char reason[512];    //  why the case failed or was skipped
-};
-
 //  The kind a benchmark's name says.
 bn_benchkind_t bn_benchdef_kind (const bn_benchdef_t *def);
 
@@ -84,33 +68,5 @@ json_t *bn_benchdef_grid (const bn_benchdef_t *def, bool quick);
 //  Add value (a repr text) to a grid's list of values unless it holds it:
 //  numbers in ascending order, other values at the end.
 void bn_benchdef_grid_add (json_t *values, const char *value);
-
-//  Value of parameter name as text with any quotes removed, or NULL if
-//  the benchmark has no such parameter.
-const char *bn_benchcase_str (bn_benchcase_t *self, const char *name, char *buf,
-                              size_t size);
-
-//  Value of a numeric parameter, or fallback if there is none.
-long bn_benchcase_long (bn_benchcase_t *self, const char *name, long fallback);
-
-//  Record why the case failed; returns BN_BENCH_FAIL.
-int bn_benchcase_fail (bn_benchcase_t *self, const char *format, ...)
-    __attribute__ ((format (printf, 2, 3)));
-
-//  Record why the case does not apply; returns BN_BENCH_SKIP.
-int bn_benchcase_skip (bn_benchcase_t *self, const char *format, ...)
-    __attribute__ ((format (printf, 2, 3)));
-
-//  Engines per process for n engines: the case's setting, else n up to 4
-//  engines, else n spread over 4 processes (as `cluster start -k`).
-int bn_benchcase_per_process (bn_benchcase_t *self, int n);
-
-//  Format value (in unit) as asv prints it: three significant digits in
-//  the best unit, "12.3±0.4ms"; err < 0 leaves out the ±.
-void bn_benchfmt_value (double value, double err, const char *unit, char *buf,
-                        size_t size);
-
-//  The full path of a program next to the runner (malloc'd), or NULL.
-char *bn_benchcase_program (bn_benchcase_t *self, const char *name);
 
 #endif

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "bn_benchpublish.h"
 #include "bn_benchdef.h"
+#include "bn_benchfmt.h"
 #include "bn_benchresults.h"
 
 #include <dirent.h>

@@ -2,6 +2,7 @@
     results printed and saved as asv's.  */
 #define _GNU_SOURCE
 #include "bn_benchrunner.h"
+#include "bn_benchfmt.h"
 #include "bn_benchresults.h"
 #include "bn_benchstats.h"
 #include "bn_launcher.h"

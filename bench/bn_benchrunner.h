@@ -6,7 +6,7 @@
 #ifndef BN_BENCHRUNNER_H_INCLUDED
 #define BN_BENCHRUNNER_H_INCLUDED
 
-#include "bn_benchdef.h"
+#include "bn_benchcase.h"
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -3,7 +3,7 @@
 #ifndef BN_SUITES_H_INCLUDED
 #define BN_SUITES_H_INCLUDED
 
-#include "bn_benchdef.h"
+#include "bn_benchcase.h"
 
 //  The table, in the order `list` shows and `run` runs it.
 const bn_benchdef_t *bn_suites_table (size_t *count);

@@ -415,22 +415,6 @@ START_TEST (test_bad_files)
 }
 END_TEST
 
-START_TEST (test_format)
-{
-    char buf[64];
-    bn_benchfmt_value (0.0123, 0.0004, "seconds", buf, sizeof buf);
-    ck_assert_str_eq (buf, "12.3±0.4ms");
-    bn_benchfmt_value (1.5e-4, 1e-5, "seconds", buf, sizeof buf);
-    ck_assert_str_eq (buf, "150±10μs");
-    bn_benchfmt_value (2.25, -1, "seconds", buf, sizeof buf);
-    ck_assert_str_eq (buf, "2.25s");
-    bn_benchfmt_value (1.5e6, -1, "bytes", buf, sizeof buf);
-    ck_assert_str_eq (buf, "1.50M");
-    bn_benchfmt_value (NAN, -1, "seconds", buf, sizeof buf);
-    ck_assert_str_eq (buf, "n/a");
-}
-END_TEST
-
 int
 main (void)
 {
@@ -443,7 +427,6 @@ main (void)
     tcase_add_test (tc, test_version_across_grids);
     tcase_add_test (tc, test_machine_ram);
     tcase_add_test (tc, test_bad_files);
-    tcase_add_test (tc, test_format);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
