@@ -4,6 +4,9 @@
 #include "bn_group.h"
 
 #include "bn_error.h"
+#include "bn_merged_reader.h"
+#include "bn_merged_writer.h"
+#include "bn_msgtypes.h"
 
 #include <assert.h>
 #include <stdint.h>
@@ -411,73 +414,64 @@ bn_group_add_merged (bn_group_t *self, bn_msg_t *merged, char *err,
 {
     assert (self);
     assert (merged);
-    json_t *groups = json_object_get (bn_msg_metadata (merged), "bn_groups");
-    if (!json_is_array (groups)) {
-        bn_error_set (err, errsize, "merged reply has no bn_groups array");
+    if (bn_merged_shape (merged) != BN_MERGED_GROUPS) {
+        bn_error_set (err, errsize, "merged reply has no %s array",
+                      BN_BCAST_GROUPS);
         return -1;
     }
-    size_t nbuffers = bn_msg_nbuffers (merged), used = 0;
+    size_t nbuffers = bn_msg_nbuffers (merged);
     zmq_msg_t **buffers = calloc (nbuffers ? nbuffers : 1, sizeof *buffers);
     bn_group_t *staged = bn_group_new ();
-    bn_idset_t *engines = NULL;
+    bn_merged_reader_t *reader = bn_merged_reader_new (merged);
     int rc = -1;
-    if (!buffers || !staged) {
+    if (!buffers || !staged || !reader) {
         bn_error_set (err, errsize, "out of memory");
         goto done;
     }
     for (size_t i = 0; i < nbuffers; i++)
         buffers[i] = bn_msg_buffer (merged, i);
-    size_t index;
-    json_t *group;
-    json_array_foreach (groups, index, group)
-    {
-        const char *text = s_string (group, "engines");
-        json_t *count = json_object_get (group, "nbuffers");
-        json_t *content = json_object_get (group, "content");
-        const char *status = s_string (group, "status");
-        bn_idset_destroy (&engines);
-        engines = text ? bn_idset_parse (text) : NULL;
-        if (!json_is_object (group) || !engines ||
-            bn_idset_count (engines) == 0 || !status ||
-            !json_is_integer (count) || json_integer_value (count) < 0 ||
-            (uint64_t)json_integer_value (count) > nbuffers - used ||
-            (content && !json_is_object (content))) {
-            bn_error_set (err, errsize, "bn_groups[%zu] is malformed", index);
-            goto done;
-        }
-        size_t n = (size_t)json_integer_value (count);
-        bn_group_reply_t outcome = {status,
+    //  staged first, so that a bad group leaves the table unchanged
+    bn_merged_entry_t group;
+    size_t index = 0;
+    while ((rc = bn_merged_reader_next (reader, &group)) == 1) {
+        json_t *content = bn_merged_json (group.content);
+        char *out = bn_merged_string (group.out);
+        char *errtext = bn_merged_string (group.err);
+        bn_group_reply_t outcome = {group.status,
                                     s_string (content, "ename"),
                                     s_string (content, "evalue"),
-                                    s_string (group, "bn_stdout"),
-                                    s_string (group, "bn_stderr"),
+                                    out,
+                                    errtext,
                                     content,
-                                    buffers + used,
-                                    n};
-        if (s_overlaps (staged, engines) || s_overlaps (self, engines)) {
+                                    buffers + group.first,
+                                    group.nbuffers};
+        if (s_overlaps (staged, group.engines) ||
+            s_overlaps (self, group.engines)) {
             bn_error_set (err, errsize,
-                          "bn_groups[%zu] names an engine that already has "
-                          "a reply",
-                          index);
-            goto done;
-        }
-        if (bn_group_add_set (staged, engines, &outcome)) {
+                          "%s[%zu] names an engine that already has a reply",
+                          BN_BCAST_GROUPS, index);
+            rc = -2;
+        } else if (bn_group_add_set (staged, group.engines, &outcome)) {
             bn_error_set (err, errsize, "out of memory");
-            goto done;
+            rc = -2;
         }
-        used += n;
+        json_decref (content);
+        free (out);
+        free (errtext);
+        if (rc == -2)
+            break;
+        index++;
     }
-    if (used != nbuffers) {
-        bn_error_set (err, errsize,
-                      "merged reply has %zu buffers, its bn_groups name %zu",
-                      nbuffers, used);
-        goto done;
-    }
-    rc = bn_group_merge (self, staged);
-    if (rc)
-        bn_error_set (err, errsize, "out of memory");
+    if (rc == -1)
+        bn_error_set (err, errsize, "%s", bn_merged_reader_error (reader));
+    if (rc == 0) {
+        rc = bn_group_merge (self, staged);
+        if (rc)
+            bn_error_set (err, errsize, "out of memory");
+    } else
+        rc = -1;
 done:
-    bn_idset_destroy (&engines);
+    bn_merged_reader_destroy (&reader);
     bn_group_destroy (&staged);
     free (buffers);
     return rc;
@@ -622,17 +616,11 @@ bn_group_json (bn_group_t *self)
     for (size_t i = 0; array && i < self->count; i++) {
         s_entry_t *entry = s_entry (self, i);
         char *text = bn_idset_encode (entry->engines);
-        json_t *group = text ? json_pack ("{s:s, s:s, s:I}", "engines", text,
-                                          "status", entry->status, "nbuffers",
-                                          (json_int_t)entry->nbuffers)
-                             : NULL;
+        json_t *group =
+            text ? bn_merged_group (text, entry->status, entry->nbuffers,
+                                    entry->content, entry->out, entry->err)
+                 : NULL;
         free (text);
-        if (group && entry->content)
-            json_object_set (group, "content", entry->content);
-        if (group && entry->out)
-            json_object_set_new (group, "bn_stdout", json_string (entry->out));
-        if (group && entry->err)
-            json_object_set_new (group, "bn_stderr", json_string (entry->err));
         if (!group || json_array_append_new (array, group)) {
             json_decref (array);
             array = NULL;

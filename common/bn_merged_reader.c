@@ -44,6 +44,7 @@ struct _bn_merged_reader_t {
     bool sized;                       //  every entry so far said its buffers
     bool spliced;                     //  lists read through the spliced text
     int state;                        //  1 reading, 0 done, -1 malformed
+    size_t index;                     //  entries read
     char error[192];                  //  why malformed
     const char *at;                   //  next element of the main list
     const char *end;                  //  end of the main list's text
@@ -149,7 +150,7 @@ s_open_reduced (bn_merged_reader_t *self)
     if (bn_jscan_object (self->md, self->md_len, &key, 1, &reduced, NULL) !=
             0 ||
         !reduced.data || *reduced.data != '{') {
-        s_fail (self, "merged reply's %s is not an object", BN_BCAST_REDUCED);
+        s_fail (self, "merged reply has no valid %s", BN_BCAST_REDUCED);
         return;
     }
     const char *keys[] = {"op", "engines", "failed", "error"};
@@ -159,12 +160,10 @@ s_open_reduced (bn_merged_reader_t *self)
     self->reduced_engines = fields[1];
     self->reduce_error = fields[3];
     self->contributors = true;
-    if (!self->op || !fields[1].data || *fields[1].data != '"')
-        s_fail (self, "%s has no op or engines", BN_BCAST_REDUCED);
-    else if (fields[2].data && s_array (fields[2], &self->at, &self->end) != 0)
-        s_fail (self, "%s.failed is not an array", BN_BCAST_REDUCED);
-    else if (fields[3].data && *fields[3].data != '{')
-        s_fail (self, "%s.error is not an object", BN_BCAST_REDUCED);
+    if (!self->op || !fields[1].data || *fields[1].data != '"' ||
+        (fields[2].data && s_array (fields[2], &self->at, &self->end) != 0) ||
+        (fields[3].data && *fields[3].data != '{'))
+        s_fail (self, "merged reply has no valid %s", BN_BCAST_REDUCED);
 }
 
 bn_merged_reader_t *
@@ -188,7 +187,7 @@ bn_merged_reader_new (bn_msg_t *msg)
         if (bn_jscan_object (self->md, self->md_len, &key, 1, &groups, NULL) !=
                 0 ||
             s_array (groups, &self->at, &self->end) != 0)
-            s_fail (self, "merged reply's %s is not an array", BN_BCAST_GROUPS);
+            s_fail (self, "merged reply has no %s array", BN_BCAST_GROUPS);
     } else if (self->shape == BN_MERGED_REDUCED)
         s_open_reduced (self);
     else
@@ -388,10 +387,11 @@ static int
 s_end (bn_merged_reader_t *self)
 {
     if (self->sized && self->buffer != self->nbuffers)
-        return s_fail (self,
-                       "merged reply has %zu buffers, its entries name "
-                       "%zu",
-                       self->nbuffers, self->buffer);
+        return s_fail (self, "merged reply has %zu buffers, its %s name %zu",
+                       self->nbuffers,
+                       self->shape == BN_MERGED_GROUPS ? BN_BCAST_GROUPS
+                                                       : BN_BCAST_REPLIES,
+                       self->buffer);
     self->state = 0;
     return 0;
 }
@@ -516,15 +516,17 @@ s_next_group (bn_merged_reader_t *self, bn_merged_entry_t *entry)
     bn_jscan_slice_t group, fields[S_FIELDS];
     int rc = bn_jscan_next_object (&self->at, self->end, s_entry_keys, S_FIELDS,
                                    fields, &group);
-    if (rc < 0)
-        return s_fail (self, "%s is malformed", BN_BCAST_GROUPS);
     if (rc == 0)
         return s_end (self);
     bn_idset_destroy (&self->engines);
-    if (s_entry_fields (self, group, fields, entry, "a group", true) != 0)
-        return -1;
-    if (!self->engines || bn_idset_count (self->engines) == 0)
-        return s_fail (self, "a group has no engines");
+    if (rc < 0 ||
+        s_entry_fields (self, group, fields, entry, "a group", true) != 0 ||
+        !self->engines || bn_idset_count (self->engines) == 0) {
+        //  a group is right or wrong as a whole
+        self->state = 1;
+        return s_fail (self, "%s[%zu] is malformed", BN_BCAST_GROUPS,
+                       self->index);
+    }
     return 1;
 }
 
@@ -547,15 +549,14 @@ s_next_reduced (bn_merged_reader_t *self, bn_merged_entry_t *entry)
                  ? bn_jscan_next_object (&self->at, self->end, s_entry_keys,
                                          S_FIELDS, fields, &failure)
                  : 0;
-    if (rc < 0)
-        return s_fail (self, "%s.failed is malformed", BN_BCAST_REDUCED);
     if (rc == 0)
         return s_end (self);
-    if (s_engines (self, fields[S_ENGINES]) != 0 ||
+    //  the contributors came first
+    if (rc < 0 || s_engines (self, fields[S_ENGINES]) != 0 ||
         bn_idset_count (self->engines) == 0 || !fields[S_CONTENT].data ||
         *fields[S_CONTENT].data != '{')
-        return s_fail (self, "a failure of %s has no engines or content",
-                       BN_BCAST_REDUCED);
+        return s_fail (self, "%s.failed[%zu] is malformed", BN_BCAST_REDUCED,
+                       self->index - 1);
     entry->failure = true;
     entry->text = failure;
     entry->content = fields[S_CONTENT];
@@ -590,13 +591,17 @@ bn_merged_reader_next (bn_merged_reader_t *self, bn_merged_entry_t *entry)
     entry->first = self->buffer;
     if (entry->sized) {
         if (entry->nbuffers > self->nbuffers - self->buffer)
-            return s_fail (self,
-                           "merged reply's entries name more than its %zu "
-                           "buffers",
-                           self->nbuffers);
+            return self->shape == BN_MERGED_GROUPS
+                       ? s_fail (self, "%s[%zu] is malformed", BN_BCAST_GROUPS,
+                                 self->index)
+                       : s_fail (self,
+                                 "merged reply's entries name more than its "
+                                 "%zu buffers",
+                                 self->nbuffers);
         self->buffer += entry->nbuffers;
     } else
         self->sized = false;
+    self->index++;
     return 1;
 }
 

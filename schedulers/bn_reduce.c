@@ -5,6 +5,9 @@
 
 #include "bn_apply.h"
 #include "bn_error.h"
+#include "bn_merged_reader.h"
+#include "bn_merged_writer.h"
+#include "bn_msgtypes.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -284,66 +287,73 @@ bn_reduce_add_merged (bn_reduce_t *self, bn_msg_t *merged, char *err,
 {
     assert (self);
     assert (merged);
-    json_t *reduced = json_object_get (bn_msg_metadata (merged), "bn_reduced");
-    const char *op = json_string_value (json_object_get (reduced, "op"));
-    const char *text = json_string_value (json_object_get (reduced, "engines"));
-    json_t *failed = json_object_get (reduced, "failed");
-    json_t *error = json_object_get (reduced, "error");
-    if (!json_is_object (reduced) || !op || !text ||
-        (failed && !json_is_array (failed)) ||
-        (error && !json_is_object (error))) {
-        bn_error_set (err, errsize, "merged reply has no valid bn_reduced");
+    if (bn_merged_shape (merged) != BN_MERGED_REDUCED) {
+        bn_error_set (err, errsize, "merged reply has no valid %s",
+                      BN_BCAST_REDUCED);
         return -1;
     }
+    bn_merged_reader_t *reader = bn_merged_reader_new (merged);
+    bn_idset_t *engines = NULL;
+    bn_idset_t *counted = bn_idset_new ();
+    bn_idset_t **sets = NULL;
+    json_t **contents = NULL;
+    size_t nfailed = 0, cap = 0;
+    json_t *error = NULL;
+    bn_bytes_t *bytes = NULL;
+    bn_value_t *value = NULL;
+    int rc = -1;
+    if (!reader || !counted)
+        goto oom;
+    //  first read and check everything, then apply
+    bn_merged_entry_t entry;
+    int more;
+    while ((more = bn_merged_reader_next (reader, &entry)) == 1) {
+        if (!entry.failure) {
+            engines = bn_idset_dup (entry.engines);
+            if (!engines || s_union (counted, engines))
+                goto oom;
+            continue;
+        }
+        if (s_overlaps (counted, entry.engines)) {
+            bn_error_set (err, errsize, "%s.failed[%zu] names an engine twice",
+                          BN_BCAST_REDUCED, nfailed);
+            goto done;
+        }
+        if (nfailed == cap) {
+            cap = cap ? 2 * cap : 4;
+            bn_idset_t **more_sets = realloc (sets, cap * sizeof *sets);
+            if (more_sets)
+                sets = more_sets;
+            json_t **more_contents = realloc (contents, cap * sizeof *contents);
+            if (more_contents)
+                contents = more_contents;
+            if (!more_sets || !more_contents)
+                goto oom;
+        }
+        sets[nfailed] = bn_idset_dup (entry.engines);
+        contents[nfailed] = bn_merged_json (entry.content);
+        nfailed++;
+        if (!sets[nfailed - 1] || !contents[nfailed - 1] ||
+            s_union (counted, entry.engines))
+            goto oom;
+    }
+    if (more < 0) {
+        bn_error_set (err, errsize, "%s", bn_merged_reader_error (reader));
+        goto done;
+    }
+    const char *op = bn_merged_reader_op (reader);
     if (strcmp (op, self->op) != 0) {
         bn_error_set (err, errsize,
                       "merged reply reduces with %s, this request with %s", op,
                       self->op);
-        return -1;
-    }
-    int rc = -1;
-    bn_idset_t *engines = bn_idset_parse (text);
-    bn_idset_t *counted = bn_idset_new ();
-    bn_idset_t **sets = calloc (json_array_size (failed) + 1, sizeof *sets);
-    bn_bytes_t *bytes = NULL;
-    bn_value_t *value = NULL;
-    if (!engines || !counted || !sets) {
-        bn_error_set (err, errsize,
-                      engines ? "out of memory"
-                              : "bn_reduced.engines is not an "
-                                "engine set");
         goto done;
-    }
-    //  Every engine named once, none counted here before.
-    if (s_union (counted, engines))
-        goto oom;
-    size_t index;
-    json_t *failure;
-    json_array_foreach (failed, index, failure)
-    {
-        const char *set =
-            json_string_value (json_object_get (failure, "engines"));
-        sets[index] = set ? bn_idset_parse (set) : NULL;
-        if (!sets[index] || bn_idset_count (sets[index]) == 0 ||
-            !json_is_object (json_object_get (failure, "content"))) {
-            bn_error_set (err, errsize, "bn_reduced.failed[%zu] is malformed",
-                          index);
-            goto done;
-        }
-        if (s_overlaps (counted, sets[index])) {
-            bn_error_set (err, errsize,
-                          "bn_reduced.failed[%zu] names an engine twice",
-                          index);
-            goto done;
-        }
-        if (s_union (counted, sets[index]))
-            goto oom;
     }
     if (s_overlaps (self->seen, counted)) {
         bn_error_set (err, errsize,
                       "merged reply names an engine already counted");
         goto done;
     }
+    error = bn_merged_reader_reduce_error (reader);
     if (bn_idset_count (engines) > 0 && !error) {
         size_t nbuffers = bn_msg_nbuffers (merged);
         bytes = calloc (nbuffers ? nbuffers : 1, sizeof *bytes);
@@ -361,14 +371,13 @@ bn_reduce_add_merged (bn_reduce_t *self, bn_msg_t *merged, char *err,
     //  Checked: apply.
     if (s_union (self->engines, engines) || s_union (self->seen, engines))
         goto oom;
-    json_array_foreach (
-        failed, index,
-        failure) if (s_add_failure (self, sets[index],
-                                    json_object_get (failure,
-                                                     "content"))) goto oom;
-    if (error)
-        s_fail (self, json_incref (error));
-    else if (value) {
+    for (size_t i = 0; i < nfailed; i++)
+        if (s_add_failure (self, sets[i], contents[i]))
+            goto oom;
+    if (error) {
+        s_fail (self, error);
+        error = NULL;
+    } else if (value) {
         s_combine (self, value);
         value = NULL;
     }
@@ -377,13 +386,18 @@ bn_reduce_add_merged (bn_reduce_t *self, bn_msg_t *merged, char *err,
 oom:
     bn_error_set (err, errsize, "out of memory");
 done:
-    for (size_t i = 0; sets && i < json_array_size (failed); i++)
+    for (size_t i = 0; i < nfailed; i++) {
         bn_idset_destroy (&sets[i]);
+        json_decref (contents[i]);
+    }
     free (sets);
+    free (contents);
     free (bytes);
+    json_decref (error);
     bn_value_destroy (&value);
     bn_idset_destroy (&engines);
     bn_idset_destroy (&counted);
+    bn_merged_reader_destroy (&reader);
     return rc;
 }
 
@@ -483,28 +497,20 @@ bn_reduce_json (bn_reduce_t *self)
 {
     assert (self);
     char *text = bn_idset_encode (self->engines);
-    json_t *failed = json_array ();
-    json_t *reduced = text && failed
-                          ? json_pack ("{s:s, s:s, s:O}", "op", self->op,
-                                       "engines", text, "failed", failed)
-                          : NULL;
+    json_t *reduced = text ? bn_merged_reduced (self->op, text) : NULL;
     free (text);
-    json_decref (failed);
-    failed = json_object_get (reduced, "failed");
     for (size_t i = 0; reduced && i < self->nfailures; i++) {
         s_failure_t *failure = s_failure (self, i);
         char *set = bn_idset_encode (failure->engines);
-        json_t *entry = set ? json_pack ("{s:s, s:O}", "engines", set,
-                                         "content", failure->content)
-                            : NULL;
-        free (set);
-        if (!entry || json_array_append_new (failed, entry)) {
+        if (!set ||
+            bn_merged_reduced_fail (reduced, set, failure->content) != 0) {
             json_decref (reduced);
             reduced = NULL;
         }
+        free (set);
     }
     if (reduced && self->error &&
-        json_object_set (reduced, "error", self->error)) {
+        bn_merged_reduced_set_error (reduced, self->error)) {
         json_decref (reduced);
         reduced = NULL;
     }
