@@ -6,16 +6,14 @@
     iopub output one bn_msg_dup and a hash lookup by the msg_id the header
     scanner read. Everything else (folding iopub into stdout/stderr, the
     TaskRecord dict, dates) is built when a query asks.  */
-#define _GNU_SOURCE //  memmem
 #include "bn_records.h"
 
 #include <assert.h>
-#include <limits.h>
 #include <string.h>
 
-#include "bn_idset.h"
 #include "bn_jscan.h"
 #include "bn_log.h"
+#include "bn_merged_reader.h"
 #include "bn_msgtypes.h"
 #include "bn_records_sqlite.h"
 
@@ -472,50 +470,6 @@ s_metadata_array_size (bn_msg_t *msg, const char *key)
     return bn_jscan_array_size (data, len, key);
 }
 
-//  The engines of an engine set's text (bn_groups, bn_reduced), or 0.
-static size_t
-s_idset_count (json_t *text)
-{
-    bn_idset_t *ids = json_is_string (text)
-                          ? bn_idset_parse (json_string_value (text))
-                          : NULL;
-    size_t count = ids ? bn_idset_count (ids) : 0;
-    bn_idset_destroy (&ids);
-    return count;
-}
-
-//  The engines a merged broadcast reply answers for: its broadcast_targets
-//  (counted without a JSON tree), or the engine sets of its bn_groups or
-//  bn_reduced (a few entries, parsed); -1 if it is one engine's reply.
-static int
-s_merged_engines (bn_msg_t *reply)
-{
-    size_t len;
-    const void *md = bn_msg_part_data (reply, BN_PART_METADATA, &len);
-    if (memmem (md, len, "\"broadcast_targets\"", 19)) {
-        int targets = s_metadata_array_size (reply, "broadcast_targets");
-        return targets > 0 ? targets : 0;
-    }
-    bool grouped = memmem (md, len, "\"bn_groups\"", 11) != NULL;
-    if (!grouped && !memmem (md, len, "\"bn_reduced\"", 12))
-        return -1;
-    json_t *metadata = bn_msg_metadata (reply);
-    size_t count = 0;
-    size_t index;
-    json_t *entry;
-    if (grouped) {
-        json_array_foreach (json_object_get (metadata, "bn_groups"), index,
-                            entry) count +=
-            s_idset_count (json_object_get (entry, "engines"));
-    } else {
-        json_t *reduced = json_object_get (metadata, "bn_reduced");
-        count = s_idset_count (json_object_get (reduced, "engines"));
-        json_array_foreach (json_object_get (reduced, "failed"), index, entry)
-            count += s_idset_count (json_object_get (entry, "engines"));
-    }
-    return count < INT_MAX ? (int)count : INT_MAX;
-}
-
 //  Store reply in record (taking a shared copy).
 static void
 s_record_reply (bn_records_t *self, bn_record_t *record, bn_msg_t *reply,
@@ -538,8 +492,8 @@ s_broadcast_reply (bn_records_t *self, const char *parent_id, bn_msg_t *reply,
         return;
     s_track_t *track = zhashx_lookup (self->pending, orig);
     bn_record_t *original = s_lookup (self, orig);
-    //  a merged reply carries broadcast_targets, bn_groups or bn_reduced
-    int engines = s_merged_engines (reply);
+    //  a merged reply (bn_merged_reader.h) answers for many engines
+    int engines = bn_merged_engines (reply);
     bool merged = engines >= 0;
     if (!merged && self->kind != BN_RECORDS_NONE && parent_id &&
         !streq (parent_id, orig)) {
