@@ -12,6 +12,7 @@
 #include "bn_client_private.h"
 #include "bn_config.h"
 #include "bn_connfile.h"
+#include "bn_curve.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
 #include "bn_serialize.h"
@@ -1082,9 +1083,10 @@ s_io_thread (void *arg)
 static const char *s_port_names[BN_SOCK_COUNT] = {
     "registration", "mux", "control", "task", "broadcast"};
 
+//  A socket of type, a CURVE client of curve_server with our keys in cert
+//  when the controller uses CURVE; NULL on failure.
 static void *
-s_socket (bn_client_t *self, int type, const char *curve_server,
-          const char *public_key, const char *secret_key)
+s_socket (bn_client_t *self, int type, const char *curve_server, zcert_t *cert)
 {
     void *socket = zmq_socket (self->context, type);
     if (!socket)
@@ -1093,13 +1095,9 @@ s_socket (bn_client_t *self, int type, const char *curve_server,
     zmq_setsockopt (socket, ZMQ_SNDHWM, &zero, sizeof zero);
     zmq_setsockopt (socket, ZMQ_RCVHWM, &zero, sizeof zero);
     zmq_setsockopt (socket, ZMQ_LINGER, &zero, sizeof zero);
-    if (curve_server) {
-        zmq_setsockopt (socket, ZMQ_CURVE_SERVERKEY, curve_server,
-                        strlen (curve_server));
-        zmq_setsockopt (socket, ZMQ_CURVE_PUBLICKEY, public_key,
-                        strlen (public_key));
-        zmq_setsockopt (socket, ZMQ_CURVE_SECRETKEY, secret_key,
-                        strlen (secret_key));
+    if (curve_server && bn_curve_client (socket, cert, curve_server)) {
+        zmq_close (socket);
+        return NULL;
     }
     return socket;
 }
@@ -1121,8 +1119,9 @@ static int
 s_open_sockets (bn_client_t *self, bn_connfile_t *cf)
 {
     const char *server = bn_connfile_curve_serverkey (cf);
-    char public_key[41] = "", secret_key[41] = "";
-    if (server && zmq_curve_keypair (public_key, secret_key) != 0) {
+    //  our own keys only encrypt: the controller takes any
+    zcert_t *cert = server ? zcert_new () : NULL;
+    if (server && !cert) {
         bn_log_warn ("client: this libzmq cannot make CURVE keys");
         return BN_ECONNECT;
     }
@@ -1132,9 +1131,8 @@ s_open_sockets (bn_client_t *self, bn_connfile_t *cf)
     if (!url || !notify)
         rc = BN_ECONNFILE;
     if (rc == 0) {
-        self->iopub = s_socket (self, ZMQ_SUB, server, public_key, secret_key);
-        self->notification =
-            s_socket (self, ZMQ_SUB, server, public_key, secret_key);
+        self->iopub = s_socket (self, ZMQ_SUB, server, cert);
+        self->notification = s_socket (self, ZMQ_SUB, server, cert);
         if (!self->iopub || !self->notification)
             rc = BN_ENOMEM;
     }
@@ -1155,8 +1153,7 @@ s_open_sockets (bn_client_t *self, bn_connfile_t *cf)
                 rc = BN_ECONNFILE;
             continue;
         }
-        self->sockets[i] =
-            s_socket (self, ZMQ_DEALER, server, public_key, secret_key);
+        self->sockets[i] = s_socket (self, ZMQ_DEALER, server, cert);
         if (!self->sockets[i])
             rc = BN_ENOMEM;
         else if (i == BN_SOCK_QUERY) {
@@ -1185,6 +1182,7 @@ s_open_sockets (bn_client_t *self, bn_connfile_t *cf)
             self->has_port[i] = true;
         free (url);
     }
+    zcert_destroy (&cert);
     return rc;
 }
 

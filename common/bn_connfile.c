@@ -2,6 +2,7 @@
     and the Python Client read, checked key by key so a bad file is an
     error message, never a crash.  */
 #include "bn_connfile.h"
+#include "bn_curve.h"
 #include "bn_error.h"
 #include "bn_log.h"
 #include "bn_path.h"
@@ -250,6 +251,17 @@ s_read (bn_connfile_t *self, json_t *root, char *err, size_t errsize)
                                   &self->task_scheme, err, errsize))
         return -1;
 
+    //  "" means no CURVE, as to IPython Parallel
+    if (self->curve_serverkey && !*self->curve_serverkey) {
+        free (self->curve_serverkey);
+        self->curve_serverkey = NULL;
+    }
+    if (self->curve_serverkey && !bn_curve_key_valid (self->curve_serverkey)) {
+        bn_error_set (err, errsize,
+                      "'curve_serverkey' is not a CurveZMQ public key (40 "
+                      "characters of Z85)");
+        return -1;
+    }
     if (!strstr (self->interface, "://")) {
         bn_error_set (err, errsize,
                       "interface '%s' is not a URL like tcp://127.0.0.1",

@@ -29,6 +29,7 @@
     with the results on the way up.  */
 #include "bn_engine.h"
 #include "bn_apply.h"
+#include "bn_curve.h"
 #include "bn_error.h"
 #include "bn_jscan.h"
 #include "bn_log.h"
@@ -120,9 +121,11 @@ s_socket (bn_engine_t *self, int type, const char *url, bool anonymous)
     if (!anonymous)
         zsock_set_identity (sock, self->uuid);
     const char *serverkey = bn_connfile_curve_serverkey (self->env->connfile);
-    if (serverkey && self->env->curve_cert) {
-        zcert_apply (self->env->curve_cert, sock);
-        zsock_set_curve_serverkey (sock, serverkey);
+    if (serverkey && self->env->curve_cert &&
+        bn_curve_client (sock, self->env->curve_cert, serverkey)) {
+        bn_log_error ("engine %s: cannot use CURVE", self->uuid);
+        zsock_destroy (&sock);
+        return NULL;
     }
     if (url && zsock_connect (sock, "%s", url)) {
         bn_log_error ("engine %s: cannot connect to %s", self->uuid, url);

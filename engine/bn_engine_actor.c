@@ -12,6 +12,7 @@
     set before dispatching again) but not in a timer handler (zloop would
     still dispatch a ready poller it has just ended).  */
 #include "bn_engine_actor.h"
+#include "bn_curve.h"
 #include "bn_engine.h"
 #include "bn_log.h"
 
@@ -303,12 +304,11 @@ s_shared_socket (s_actor_t *self, int type, const char *key)
         zsock_set_rcvhwm (sock, 0);
         if (type == ZMQ_SUB)
             zsock_set_subscribe (sock, "");
-        if (self->curve_cert) {
-            zcert_apply (self->curve_cert, sock);
-            zsock_set_curve_serverkey (
-                sock, bn_connfile_curve_serverkey (self->connfile));
-        }
-        if (zsock_connect (sock, "%s", url))
+        if (self->curve_cert &&
+            bn_curve_client (sock, self->curve_cert,
+                             bn_connfile_curve_serverkey (self->connfile)))
+            zsock_destroy (&sock);
+        if (sock && zsock_connect (sock, "%s", url))
             zsock_destroy (&sock);
     }
     if (!sock)

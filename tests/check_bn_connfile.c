@@ -216,6 +216,17 @@ START_TEST (test_stock_engine)
     ck_assert_str_eq (bn_connfile_curve_serverkey (file),
                       "IjblutZn}&4i=.?/FCesfbn2@:7@N0+nj5rP!3Zn");
     bn_connfile_destroy (&file);
+
+    //  an empty server key is no CURVE, as to IPython Parallel's client
+    char *text = s_read_file (DATA "ipp710-curve-depth2-client.json");
+    char *at = strstr (text, "IjblutZn");
+    ck_assert_ptr_nonnull (at);
+    memmove (at, at + 40, strlen (at + 40) + 1);
+    file = bn_connfile_parse (text, err, sizeof err);
+    ck_assert_msg (file != NULL, "%s", err);
+    ck_assert_ptr_null (bn_connfile_curve_serverkey (file));
+    bn_connfile_destroy (&file);
+    free (text);
 }
 END_TEST
 
@@ -485,6 +496,12 @@ START_TEST (test_refused)
         {"location", json_integer (1), "'location' must be a string"},
         {"curve_serverkey", json_array (),
          "'curve_serverkey' must be a string"},
+        {"curve_serverkey",
+         json_string ("IjblutZn}&4i=.?/FCesfbn2@:7@N0+nj5rP!3Z"),
+         "'curve_serverkey' is not a CurveZMQ public key"},
+        {"curve_serverkey",
+         json_string ("IjblutZn}&4i=.?/FCesfbn2@:7@N0+nj5rP!3Z\""),
+         "'curve_serverkey' is not a CurveZMQ public key"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         json_t *copy = json_deep_copy (stock);
