@@ -30,11 +30,13 @@
 #include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bn_error.h"
+#include "bn_heap.h"
 #include "bn_holdq.h"
 #include "bn_jscan.h"
 #include "bn_log.h"
@@ -89,7 +91,7 @@ struct _s_job_t {
     int retries;          //  Retries left
     double timeout;       //  Seconds it may wait in the queue, 0 = forever
     int64_t deadline;     //  When it times out (zclock_mono ms)
-    size_t deadline_at;   //  Index in the deadline heap, S_NONE if none
+    size_t deadline_at;   //  Place in the deadline heap (bn_heap)
     s_where_t where;      //  Blocked on after, waiting for an engine, running
     bool in_graph;        //  Registered under its unfinished dependencies
     bool internal;        //  Submitted by the controller: no client reply
@@ -109,7 +111,7 @@ struct _s_engine_t {
     bool closed;       //  Unregistered: no new tasks
     bool unroutable;   //  Not connected to the task port (yet): out of
                        //  the picks until a send or a reply shows it is
-    size_t heap_at;    //  Index in heap, S_NONE if unavailable
+    size_t heap_at;    //  Place in the heap (bn_heap)
     size_t avail_at;   //  Index in avail, S_NONE if unavailable
     size_t slot;       //  Fenwick slot (weighted)
     zlistx_t *running; //  s_job_t *, oldest first
@@ -157,11 +159,10 @@ struct _bn_task_t {
     size_t records_max; //  Finished records kept
     zhashx_t *jobs;     //  msg_id -> s_job_t (queued or running)
     zhashx_t *graph;    //  msg_id -> zlistx of waiting msg_ids
-    s_engine_t **heap;  //  Available engines, best first
-    size_t nheap;
+    bn_heap_t *heap;    //  Available engines, best first
     s_engine_t **avail; //  Available engines, any order
     size_t navail;
-    size_t cap;         //  Room in heap and avail
+    size_t cap;         //  Room in avail
     double *fenwick;    //  1/load weights by slot (weighted)
     s_engine_t **slots; //  Engine of each slot
     size_t nslots;
@@ -178,13 +179,11 @@ struct _bn_task_t {
     int64_t back_seq;  //  LRU position given on assignment
     uint64_t epoch;    //  Candidate-list dedup
     uint64_t rand_state;
-    s_job_t **deadlines; //  Queued jobs with a timeout, earliest first
-    size_t ndeadlines;
-    size_t deadlines_cap;
-    int timer;         //  zloop timer for the earliest, -1 if none
-    bn_holdq_t *holdq; //  Tasks for engines not connected yet
-    size_t held;       //  Jobs in it
-    int64_t timer_at;  //  When that timer fires
+    bn_heap_t *deadlines; //  Queued jobs with a timeout, earliest first
+    int timer;            //  zloop timer for the earliest, -1 if none
+    bn_holdq_t *holdq;    //  Tasks for engines not connected yet
+    size_t held;          //  Jobs in it
+    int64_t timer_at;     //  When that timer fires
     s_stats_t stats;
 };
 
@@ -271,67 +270,15 @@ s_strings_have (char **strings, size_t count, const char *s)
 //  --------------------------------------------------------------------------
 //  Engine sets: heap, uniform array, Fenwick tree
 
-//  True if a should be chosen before b.
+//  True if engine a should be chosen before b (bn_heap_before_fn).
 static bool
-s_before (bn_task_t *self, s_engine_t *a, s_engine_t *b)
+s_before (void *arg, const void *a, const void *b)
 {
-    if (self->scheme == BN_TASK_LEASTLOAD && a->load != b->load)
-        return a->load < b->load;
-    return a->seq < b->seq;
-}
-
-static void
-s_heap_set (bn_task_t *self, size_t at, s_engine_t *engine)
-{
-    self->heap[at] = engine;
-    engine->heap_at = at;
-}
-
-static void
-s_heap_up (bn_task_t *self, size_t at)
-{
-    s_engine_t *engine = self->heap[at];
-    while (at > 0) {
-        size_t parent = (at - 1) / 2;
-        if (!s_before (self, engine, self->heap[parent]))
-            break;
-        s_heap_set (self, at, self->heap[parent]);
-        at = parent;
-    }
-    s_heap_set (self, at, engine);
-}
-
-static void
-s_heap_down (bn_task_t *self, size_t at)
-{
-    s_engine_t *engine = self->heap[at];
-    while (true) {
-        size_t child = 2 * at + 1;
-        if (child >= self->nheap)
-            break;
-        if (child + 1 < self->nheap &&
-            s_before (self, self->heap[child + 1], self->heap[child]))
-            child++;
-        if (!s_before (self, self->heap[child], engine))
-            break;
-        s_heap_set (self, at, self->heap[child]);
-        at = child;
-    }
-    s_heap_set (self, at, engine);
-}
-
-static void
-s_heap_remove (bn_task_t *self, s_engine_t *engine)
-{
-    size_t at = engine->heap_at;
-    engine->heap_at = S_NONE;
-    self->nheap--;
-    if (at == self->nheap)
-        return;
-    s_engine_t *moved = self->heap[self->nheap];
-    s_heap_set (self, at, moved);
-    s_heap_up (self, at);
-    s_heap_down (self, moved->heap_at);
+    const bn_task_t *self = (const bn_task_t *)arg;
+    const s_engine_t *x = (const s_engine_t *)a, *y = (const s_engine_t *)b;
+    if (self->scheme == BN_TASK_LEASTLOAD && x->load != y->load)
+        return x->load < y->load;
+    return x->seq < y->seq;
 }
 
 static void
@@ -370,7 +317,7 @@ s_fenwick_total (bn_task_t *self)
 static double
 s_slot_weight (bn_task_t *self, s_engine_t *engine)
 {
-    return engine->heap_at != S_NONE ? s_weight (engine->load) : 0.0;
+    return bn_heap_has (self->heap, engine) ? s_weight (engine->load) : 0.0;
 }
 
 //  Put engine where its load and availability say (call after a change);
@@ -379,22 +326,21 @@ static void
 s_engine_update (bn_task_t *self, s_engine_t *engine, double old_weight)
 {
     bool available = s_available (self, engine);
-    if (available && engine->heap_at == S_NONE) {
-        s_heap_set (self, self->nheap++, engine);
-        s_heap_up (self, engine->heap_at);
+    bool listed = bn_heap_has (self->heap, engine);
+    if (available && !listed) {
+        //  (s_engine_room made room for every engine)
+        bn_heap_insert (self->heap, engine);
         engine->avail_at = self->navail;
         self->avail[self->navail++] = engine;
         self->rescan = true;
-    } else if (!available && engine->heap_at != S_NONE) {
-        s_heap_remove (self, engine);
+    } else if (!available && listed) {
+        bn_heap_remove (self->heap, engine);
         s_engine_t *last = self->avail[--self->navail];
         self->avail[engine->avail_at] = last;
         last->avail_at = engine->avail_at;
         engine->avail_at = S_NONE;
-    } else if (available) {
-        s_heap_up (self, engine->heap_at);
-        s_heap_down (self, engine->heap_at);
-    }
+    } else if (available)
+        bn_heap_update (self->heap, engine);
     if (self->scheme == BN_TASK_WEIGHTED) {
         double weight = s_slot_weight (self, engine);
         if (weight != old_weight)
@@ -409,13 +355,10 @@ s_engine_room (bn_task_t *self)
     size_t count = zhashx_size (self->engines) + 1;
     if (count > self->cap) {
         size_t cap = self->cap ? self->cap * 2 : 16;
-        s_engine_t **heap = realloc (self->heap, cap * sizeof *heap);
-        if (heap)
-            self->heap = heap;
         s_engine_t **avail = realloc (self->avail, cap * sizeof *avail);
         if (avail)
             self->avail = avail;
-        if (!heap || !avail)
+        if (!avail || bn_heap_reserve (self->heap, cap) != 0)
             return -1;
         self->cap = cap;
     }
@@ -618,67 +561,21 @@ s_job_destroy (s_job_t **job_p)
 //  timers on every wake-up; a timer per queued task would make that a
 //  scan of the queue)
 
+//  True if job a is due before b (bn_heap_before_fn).
 static bool
-s_due_before (s_job_t *a, s_job_t *b)
+s_due_before (void *arg, const void *a, const void *b)
 {
-    return a->deadline != b->deadline ? a->deadline < b->deadline
-                                      : a->seq < b->seq;
-}
-
-static void
-s_dl_set (bn_task_t *self, size_t at, s_job_t *job)
-{
-    self->deadlines[at] = job;
-    job->deadline_at = at;
-}
-
-static void
-s_dl_up (bn_task_t *self, size_t at)
-{
-    s_job_t *job = self->deadlines[at];
-    while (at > 0) {
-        size_t parent = (at - 1) / 2;
-        if (!s_due_before (job, self->deadlines[parent]))
-            break;
-        s_dl_set (self, at, self->deadlines[parent]);
-        at = parent;
-    }
-    s_dl_set (self, at, job);
-}
-
-static void
-s_dl_down (bn_task_t *self, size_t at)
-{
-    s_job_t *job = self->deadlines[at];
-    while (true) {
-        size_t child = 2 * at + 1;
-        if (child >= self->ndeadlines)
-            break;
-        if (child + 1 < self->ndeadlines &&
-            s_due_before (self->deadlines[child + 1], self->deadlines[child]))
-            child++;
-        if (!s_due_before (self->deadlines[child], job))
-            break;
-        s_dl_set (self, at, self->deadlines[child]);
-        at = child;
-    }
-    s_dl_set (self, at, job);
+    const s_job_t *x = (const s_job_t *)a, *y = (const s_job_t *)b;
+    return x->deadline != y->deadline ? x->deadline < y->deadline
+                                      : x->seq < y->seq;
 }
 
 //  Forget job's deadline (it runs, or it is gone).
 static void
 s_timer_cancel (bn_task_t *self, s_job_t *job)
 {
-    size_t at = job->deadline_at;
-    if (at == S_NONE)
-        return;
-    job->deadline_at = S_NONE;
-    if (at == --self->ndeadlines)
-        return;
-    s_job_t *moved = self->deadlines[self->ndeadlines];
-    s_dl_set (self, at, moved);
-    s_dl_up (self, at);
-    s_dl_down (self, moved->deadline_at);
+    if (bn_heap_has (self->deadlines, job))
+        bn_heap_remove (self->deadlines, job);
 }
 
 static int s_on_deadline (zloop_t *loop, int timer_id, void *arg);
@@ -687,9 +584,10 @@ static int s_on_deadline (zloop_t *loop, int timer_id, void *arg);
 static void
 s_timer_arm (bn_task_t *self)
 {
-    if (!self->loop || !self->ndeadlines)
+    s_job_t *first = (s_job_t *)bn_heap_first (self->deadlines);
+    if (!self->loop || !first)
         return;
-    int64_t due = self->deadlines[0]->deadline;
+    int64_t due = first->deadline;
     if (self->timer >= 0 && self->timer_at <= due)
         return;
     if (self->timer >= 0)
@@ -704,18 +602,10 @@ s_timer_arm (bn_task_t *self)
 static int
 s_timer_start (bn_task_t *self, s_job_t *job)
 {
-    if (self->ndeadlines == self->deadlines_cap) {
-        size_t cap = self->deadlines_cap ? self->deadlines_cap * 2 : 64;
-        s_job_t **grown = realloc (self->deadlines, cap * sizeof *grown);
-        if (!grown)
-            return -1;
-        self->deadlines = grown;
-        self->deadlines_cap = cap;
-    }
     double ms = job->timeout * 1000.0;
     job->deadline = zclock_mono () + (ms > 1e12 ? (int64_t)1e12 : (int64_t)ms);
-    s_dl_set (self, self->ndeadlines++, job);
-    s_dl_up (self, job->deadline_at);
+    if (bn_heap_insert (self->deadlines, job) != 0)
+        return -1;
     s_timer_arm (self);
     return 0;
 }
@@ -938,31 +828,20 @@ s_by_seq (const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-//  Best heap entry not blacklisted for job (best-first walk of the heap;
-//  visits at most nblack + 1 entries' children).
+//  True if engine is not on job's blacklist (bn_heap_accept_fn).
+static bool
+s_not_blacklisted (void *arg, const void *engine)
+{
+    return !s_blacklisted ((s_job_t *)arg, (s_engine_t *)engine);
+}
+
+//  Best available engine not blacklisted for job.
 static s_engine_t *
 s_heap_pick (bn_task_t *self, s_job_t *job)
 {
     if (!job->nblack)
-        return self->heap[0];
-    size_t frontier[2 * job->nblack + 2];
-    size_t nfront = 0;
-    frontier[nfront++] = 0;
-    while (nfront) {
-        size_t best = 0;
-        for (size_t i = 1; i < nfront; i++)
-            if (s_before (self, self->heap[frontier[i]],
-                          self->heap[frontier[best]]))
-                best = i;
-        size_t at = frontier[best];
-        frontier[best] = frontier[--nfront];
-        if (!s_blacklisted (job, self->heap[at]))
-            return self->heap[at];
-        for (size_t child = 2 * at + 1; child <= 2 * at + 2; child++)
-            if (child < self->nheap)
-                frontier[nfront++] = child;
-    }
-    return NULL;
+        return (s_engine_t *)bn_heap_first (self->heap);
+    return (s_engine_t *)bn_heap_find (self->heap, s_not_blacklisted, job);
 }
 
 //  One uniform (or, weighted, 1/load) pick among available engines not
@@ -975,7 +854,7 @@ s_sample (bn_task_t *self, s_job_t *job)
         if (self->scheme == BN_TASK_WEIGHTED) {
             double x = s_random (self) * s_fenwick_total (self);
             engine = self->slots[s_fenwick_find (self, x)];
-            if (!engine || engine->heap_at == S_NONE)
+            if (!engine || !bn_heap_has (self->heap, engine))
                 continue;
         } else
             engine = self->avail[s_randint (self, self->navail)];
@@ -1027,7 +906,8 @@ s_consider (bn_task_t *self, s_job_t *job, const char *uuid, s_engine_t **cands,
             size_t *n)
 {
     s_engine_t *engine = zhashx_lookup (self->engines, uuid);
-    if (!engine || engine->mark == self->epoch || engine->heap_at == S_NONE)
+    if (!engine || engine->mark == self->epoch ||
+        !bn_heap_has (self->heap, engine))
         return;
     engine->mark = self->epoch;
     if (s_blacklisted (job, engine))
@@ -1204,8 +1084,9 @@ s_on_deadline (zloop_t *loop, int timer_id, void *arg)
     bn_task_t *self = (bn_task_t *)arg;
     self->timer = -1;
     int64_t now = zclock_mono ();
-    while (self->ndeadlines && self->deadlines[0]->deadline <= now) {
-        s_job_t *job = self->deadlines[0];
+    s_job_t *job;
+    while ((job = (s_job_t *)bn_heap_first (self->deadlines)) &&
+           job->deadline <= now) {
         s_timer_cancel (self, job);
         self->stats.timed_out++;
         s_fail (self, job, "TaskTimeout",
@@ -1578,7 +1459,7 @@ s_request (bn_task_t *self, bn_msg_t *msg, bool internal)
     }
     job->msg = msg;
     job->owner = self;
-    job->deadline_at = S_NONE;
+    job->deadline_at = BN_HEAP_NONE;
     job->internal = internal;
     job->seq = ++self->job_seq;
     zhashx_insert (self->jobs, job->msg_id, job);
@@ -1868,7 +1749,8 @@ bn_task_engine_add (bn_task_t *self, const char *uuid, int eid)
     engine->name = name;
     engine->eid = eid;
     engine->running = zlistx_new ();
-    engine->heap_at = engine->avail_at = S_NONE;
+    engine->heap_at = BN_HEAP_NONE;
+    engine->avail_at = S_NONE;
     //  a new engine goes to the head of the line
     engine->seq = --self->front_seq;
     if (!engine->uuid || !engine->running) {
@@ -2051,8 +1933,12 @@ bn_task_new (zsock_t *client_side, zsock_t *engine_side, bn_session_t *session,
     self->graph = zhashx_new ();
     self->finished = zlist_new ();
     self->holdq = bn_holdq_new (0, s_send_held, s_fail_held, self);
+    self->heap = bn_heap_new (s_before, self, offsetof (s_engine_t, heap_at));
+    self->deadlines =
+        bn_heap_new (s_due_before, NULL, offsetof (s_job_t, deadline_at));
     if (!self->engines || !self->names || !self->records || !self->done ||
-        !self->jobs || !self->graph || !self->finished || !self->holdq) {
+        !self->jobs || !self->graph || !self->finished || !self->holdq ||
+        !self->heap || !self->deadlines) {
         bn_task_destroy (&self);
         return NULL;
     }
@@ -2080,7 +1966,7 @@ bn_task_destroy (bn_task_t **self_p)
     if (self->timer >= 0 && self->loop)
         zloop_timer_end (self->loop, self->timer);
     bn_holdq_destroy (&self->holdq);
-    free (self->deadlines);
+    bn_heap_destroy (&self->deadlines);
     if (self->jobs) {
         s_job_t *job = zhashx_first (self->jobs);
         while (job) {
@@ -2095,7 +1981,7 @@ bn_task_destroy (bn_task_t **self_p)
     zhashx_destroy (&self->records);
     zhashx_destroy (&self->graph);
     zlist_destroy (&self->finished);
-    free (self->heap);
+    bn_heap_destroy (&self->heap);
     free (self->avail);
     free (self->fenwick);
     free (self->slots);
