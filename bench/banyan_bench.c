@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  banyan-bench: an asv-like benchmark runner for banyan: run, list,
     compare, continuous and publish.  */
 #include "bn_benchcommit.h"

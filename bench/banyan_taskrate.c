@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  banyan-taskrate: tasks per second through a controller's task
     scheduler (or, for comparison, its mux): TASKS calls of a function
     with no arguments, at most INFLIGHT outstanding, from one libbanyan

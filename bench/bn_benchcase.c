@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchcase: one parameter set of a benchmark, as its functions see
     it: parameter values, failure and skip reasons, engines per process.  */
 #include "bn_benchcase.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchcase: the case a benchmark's functions receive for one
     parameter set, and what they read and record in it.  */
 #ifndef BN_BENCHCASE_H_INCLUDED

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchcluster: start, connect to and stop the cluster of a
     benchmark case.  */
 #include "bn_benchcluster.h"

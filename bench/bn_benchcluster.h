@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchcluster: the cluster a benchmark case runs against: banyan's
     controller and engines (through the launcher, as `cluster start`),
     a stock ipcontroller with stock ipengines (peer mode), or stock

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchcompare: compare two result files as asv compare does.  */
 #include "bn_benchcompare.h"
 #include "bn_benchfmt.h"

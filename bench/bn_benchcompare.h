@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchcompare: asv's `compare` and `continuous` over two result
     files: a table of before, after and ratio per benchmark and parameter
     set, marked + (worse), - (better), ! (newly failing), x (not

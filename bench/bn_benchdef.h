@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchdef: the shape of a banyan-bench benchmark (asv's): a name
     <suite>.<Class>.<kind>_<name>, a parameter grid, setup, the measured
     call, teardown, repeat, number, warm-up and timeout. Its functions get

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchfloor: a ROUTER and DEALER echo helper processes, the bare
     ZeroMQ floor of banyan-bench.  */
 #include "bn_benchfloor.h"

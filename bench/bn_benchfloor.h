@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchfloor: the bare ZeroMQ floor every banyan figure is stated
     against: one ROUTER sends a payload to N DEALER echo sockets in helper
     processes (laid out as engines are: K per process) and collects the N

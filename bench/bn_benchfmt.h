@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchfmt: figures printed as asv prints them.  */
 #ifndef BN_BENCHFMT_H_INCLUDED
 #define BN_BENCHFMT_H_INCLUDED

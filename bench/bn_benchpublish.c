@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchpublish: the static site of banyan-bench's results, with
     plots drawn by gnuplot.  */
 #define _GNU_SOURCE

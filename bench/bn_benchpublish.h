@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchpublish: asv's `publish`: a static HTML site from a results
     folder: an index, a page per benchmark with a plot across its
     parameters and one across commits (drawn by gnuplot's SVG terminal),

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchresults: asv's result files, written and read.  */
 #define _GNU_SOURCE
 #include "bn_benchresults.h"

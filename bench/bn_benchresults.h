@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchresults: one run's results in asv's file format (version 2):
     results/<machine>/<commit[:8]>-<env>.json with result_columns,
     params and samples per benchmark, results/<machine>/machine.json and

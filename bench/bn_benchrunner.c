@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchrunner: one process per parameter set, samples over a pipe,
     results printed and saved as asv's.  */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchrunner: runs the benchmarks of a table as asv does: one
     process per parameter set (bounded by its timeout, so a case that
     hangs is killed and reported failed), warm-up, repeat and number,

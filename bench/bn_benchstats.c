@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchstats: median, quartiles, intervals and Mann-Whitney U for
     banyan-bench.  */
 #include "bn_benchstats.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_benchstats: the statistics banyan-bench reports and compares with:
     median, quartiles, a 99 % interval for the median, and the
     Mann-Whitney U test between two sets of samples.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_suite_cluster: the suites that run against a cluster: the thesis's
     push, echo, many messages and depth (IPython Parallel's asv names),
     the OSU-style point-to-point and collective tests, and peer and mixed

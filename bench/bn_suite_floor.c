@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_suite_floor: floor.ZmqFloor, the bare ZeroMQ round trip to N echo
     sockets that every banyan figure is stated against.  */
 #include "bn_benchfloor.h"

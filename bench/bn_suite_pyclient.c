@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_suite_pyclient: the stock Python client (ipyparallel.Client)
     driving stock engines behind banyan-controller (mixed) or behind
     ipcontroller (ipp): the figure a Python user sees. The client runs in

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_suite_system: start-up (time until N engines are registered) and
     memory (peak resident size of the controller, a tree node and one
     engine process) of a banyan cluster.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_suites: banyan-bench's table of benchmarks: the floor, the thesis's
     suites with IPython Parallel's asv names, peer mode, OSU-style tests,
     start-up and memory.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_suites: the table of banyan-bench's benchmarks, and the suites'
     setup, run and teardown functions it names.  */
 #ifndef BN_SUITES_H_INCLUDED

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # commit.cmake: write the header that tells banyan-bench which commit it
 # was built from and that commit's date, rewriting it only when they
 # change (so that a build at the same commit recompiles nothing).

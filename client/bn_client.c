@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_client: one connection to a controller: its sockets, the engine
     table kept from notifications, the table of outstanding requests, and
     the I/O thread that routes replies and output to them.

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_client_private: what libbanyan's client, view and result classes
     share inside the library (not installed).  */
 #ifndef BN_CLIENT_PRIVATE_H_INCLUDED

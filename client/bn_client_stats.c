@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_client_stats: the controller's counters, by actor, through banyan's
     bn_stats_request on the hub's query socket.  */
 #include "bn_client_private.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_result: what a call returns: one item per request (per engine or
     task), filled in by the client's I/O thread as replies and output
     arrive, read by the caller once complete.

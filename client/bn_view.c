@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_view: how requests reach engines (direct, broadcast, load-balanced)
     and the calls made through them: execute, apply, push, pull, abort,
     clear, shutdown.  */

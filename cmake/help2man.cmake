@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # help2man.cmake: make a man page from `banyan COMMAND --help`, whose layout
 # bn_clihelp.c fixes: a "Usage:" line, a summary line, description
 # paragraphs, then sections titled by a line ending in ':' whose entries are

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_apply: the buffers of an apply_request (pack_apply_message,
     unpack_apply_message) and of its reply.  */
 #include "bn_apply.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_apply: the buffers of an apply_request and its reply as IPython
     Parallel's pack_apply_message and unpack_apply_message make and read
     them (doc/wire.md 10): f, the info pickle, args and kwargs, each

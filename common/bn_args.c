@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_args: command-line pieces the daemons' mains share.  */
 #include "bn_args.h"
 #include "bn_log.h"

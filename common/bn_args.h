@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_args: the command-line handling the daemons' mains share
     (banyan-controller, banyan-scheduler, banyan-engine): usage errors,
     flag values, the settings flags set over the built-in defaults, the

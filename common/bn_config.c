@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_config: one static table of settings; values layered by source.
 
     The file reader implements ZPL (the grammar of czmq's zconfig) itself

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_config: banyan settings from defaults, config file, BANYAN_* environment
     and command line, each value remembering where it came from.  */
 #ifndef BN_CONFIG_H_INCLUDED

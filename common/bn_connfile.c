@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_connfile: the JSON connection files ipcontroller writes and ipengine
     and the Python Client read, checked key by key so a bad file is an
     error message, never a crash.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_connfile: IPython Parallel 7.1.0 connection files (doc/wire.md 2),
     read by engines and clients and written by the controller.  */
 #ifndef BN_CONNFILE_H_INCLUDED

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_error: text and names for banyan's error codes.  */
 #include "bn_error.h"
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_error: banyan's error codes, one table, negative values.  */
 #ifndef BN_ERROR_H_INCLUDED
 #define BN_ERROR_H_INCLUDED

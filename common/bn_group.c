@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_group: a table of reply outcomes, each with the engines that gave
     it; entries live in an array kept sorted by lowest engine id on demand,
     and are found by a 64-bit hash then confirmed byte for byte.  */

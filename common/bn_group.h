@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_group: engine replies grouped by identical outcome, for coalescing
     broadcast nodes (doc/broadcast.md, bn_group).
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_idset: engine id sets as a sorted array of disjoint, non-touching
     ranges, so "0-4095" costs one entry and lookups are binary searches. */
 #include "bn_idset.h"

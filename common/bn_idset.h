@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_idset: sets of engine ids written in pdsh/ClusterShell syntax (0-15,32).
  */
 #ifndef BN_IDSET_H_INCLUDED

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_jscan: read fields of a JSON object, and the elements of an array,
     without building a tree.  */
 #include "bn_jscan.h"

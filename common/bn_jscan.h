@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_jscan: read fields of a JSON object, and the elements of an array,
     without building a tree: for relays that need a header's msg_id and
     nothing else, and for readers of long lists (merged broadcast

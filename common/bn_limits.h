@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_limits: limits that more than one part of banyan enforces, each
     defined once here so that they cannot drift apart.  */
 #ifndef BN_LIMITS_H_INCLUDED

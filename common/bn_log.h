@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_log: level-gated logging with one ident per process or thread.  */
 #ifndef BN_LOG_H_INCLUDED
 #define BN_LOG_H_INCLUDED

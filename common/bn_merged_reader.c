@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_merged_reader: the entries of a merged broadcast reply read from its
     metadata text, checked one by one.  */
 #define _GNU_SOURCE //  memmem

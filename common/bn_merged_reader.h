@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_merged_reader: reads a merged broadcast reply (its shapes are in
     bn_merged_writer.h) one entry at a time, without a JSON tree of its
     metadata: the targets and bn_replies a node spliced in are walked as

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_merged_writer: the metadata of merged broadcast replies, and their
     entries, written as text where a node writes one per engine.  */
 #include "bn_merged_writer.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_merged_writer: writes merged broadcast replies, the one message a
     merging node of the broadcast tree sends for the replies of many
     engines (doc/broadcast.md). bn_merged_reader reads them; the metadata

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_msg: one Jupyter wire message as libzmq frames, JSON parsed on
     demand, buffers moved without copying.  */
 #include "bn_msg.h"

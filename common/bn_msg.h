@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_msg: one Jupyter wire message (doc/wire.md 1) as libzmq frames: routing
     idents, signature, four JSON parts parsed only on demand, and buffers
     that are moved between sockets without copying.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_msgtypes: every message type and fixed wire string banyan speaks
     (doc/wire.md); the only place these strings are spelled.  */
 #ifndef BN_MSGTYPES_H_INCLUDED

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_path: private folders, and the programs, plugins and defaults
     beside this one.  */
 #include "bn_path.h"

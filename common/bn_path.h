@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_path: the file-system paths more than one program works out: private
     folders made on demand, and what is installed with this program (the
     other programs, the plugins, the annotated defaults), found from its

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_pickle: the pickle subset C peers read and write.  */
 #include "bn_pickle.h"
 #include "bn_error.h"

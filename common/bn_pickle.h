@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_pickle: the pickle subset C peers read and write (doc/wire.md 10):
     a decoder for protocols 0 to 5 into a value tree, and a protocol 4
     writer byte for byte as Python's.  */

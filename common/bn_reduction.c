@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_reduction: the built-in reductions sum, min and max, and the call of
     a reduction's lift or combine with its error collected.  */
 #include "bn_reduction.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_reduction: what a reduction of broadcast results is (a lift and a
     combine function, the ABI reduction plugins implement:
     bn_reduce_plugin.h), how one is called, and the built-in sum, min and

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_serialize: ipyparallel.serialize's serialize_object and
     deserialize_object, canning big bytes out of band and uncanning.  */
 #include "bn_serialize.h"

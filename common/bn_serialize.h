@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_serialize: ipyparallel.serialize's serialize_object and
     deserialize_object (doc/wire.md 10): a value as one pickle plus its big
     bytes out of band, canned as CannedBytes, and back (uncanned).  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_session: a Jupyter session: identity, message ids, HMAC-SHA256
     signing and verification with replay rejection.
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_value: an owned tree of the Python values pickles carry.  */
 #include "bn_value.h"
 

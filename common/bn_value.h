@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_value: an owned tree of the Python values pickles carry.  */
 #ifndef BN_VALUE_H_INCLUDED
 #define BN_VALUE_H_INCLUDED

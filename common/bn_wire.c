@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_wire: small shared pieces of the IPython Parallel protocol.  */
 #include "bn_wire.h"
 

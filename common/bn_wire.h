@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_wire: small pieces of the IPython Parallel protocol that several
     processes build: error content (wrap_exception), reply type names,
     endpoint strings.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  banyan-controller: flags, configuration and logging, then the
     controller actor until a signal or a hub shutdown_request.  */
 #include <czmq.h>

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_bcast_procs: the topology turned into banyan-scheduler command
     lines for bn_treeproc, and the engine table replayed to a leaf that
     was restarted.  */

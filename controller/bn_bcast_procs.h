@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_bcast_procs: the broadcast tree in processes mode: one
     banyan-scheduler process per node of a topology, started and watched by
     a bn_treeproc supervisor. The counterpart of bn_bcast_tree (threads

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_controller: the controller actor; one thread, one zloop, every
     socket of doc/wire.md 3 bound on tcp://<ip>:* (or the ports of the old
     connection files when controller.reuse_files is set).  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_controller: the controller actor: binds every controller socket,
     writes the connection files and pid file, and runs the hub, heart
     monitor, relays and the task and broadcast ports in one zloop.  */

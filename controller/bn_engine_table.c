@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_engine_table: two hashes over the same entries (uuid and id).  */
 #include "bn_engine_table.h"
 

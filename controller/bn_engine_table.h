@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_engine_table: the hub's engines by uuid and by id, pending or
     registered, and the id counter (doc/wire.md 4.1: ids are never reused).  */
 #ifndef BN_ENGINE_TABLE_H_INCLUDED

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_heart: heart monitor, one PUB for pings and one ROUTER for pongs.
 
     Pings and pongs are raw frames, not Jupyter messages: the ping is the

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_heart: the heart monitor (doc/wire.md 4.2): pings engines on a PUB every
     period, collects their pongs on a ROUTER, and reports hearts that are
     new or have stopped.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_hub: registration, unregistration, queries and notifications.
 
     A registration is pending from its registration_request until the

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_hub: the hub (doc/wire.md 4, 5): engine registration and unregistration,
     client queries on the registration ROUTER, and notifications on the
     notifier PUB.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_query: Mongo-style query terms compiled to an array and matched
     against TaskRecord objects.  */
 #include "bn_query.h"

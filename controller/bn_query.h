@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_query: the Mongo-style queries of the hub's db_request (doc/wire.md 5),
     compiled once and matched against TaskRecords (JSON objects).
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_record: one task record; its TaskRecord dict is built on demand.  */
 #include "bn_record.h"
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_record: one task record of the hub (doc/wire.md 5.1, 5.2): the request
     and reply as bn_msg_t copies sharing the relays' frames, the iopub
     output published for it, and the 7.1.0 TaskRecord dict built from them

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_record_queries: the hub's answers to the task record queries
     (doc/wire.md 5): result, history, db, purge and resubmit.  */
 #include "bn_record_queries.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_record_queries: the hub's answers to the task record queries
     (doc/wire.md 5): result_request, history_request, db_request,
     purge_request and resubmit_request, read from bn_records. A failed

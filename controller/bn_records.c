@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_records: the task records (bn_record) kept in arrival order, the pending
    and completed state per engine, DictDB-style limits, SQLite write-through.
 

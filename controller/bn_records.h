@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_records: the hub's task records (doc/wire.md 5.1, 5.2) and the state of
     every request in flight.
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_records_sqlite: one table of task records, written with prepared
     statements and bound parameters only. A message is stored as its four
     JSON parts (BLOBs, NULL header = no message) and its buffers packed in

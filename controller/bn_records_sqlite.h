@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_records_sqlite: the hub's task records in an SQLite database, for
     bn_records (one table; every statement prepared once, with bound
     parameters; writes grouped in transactions by the caller).  */

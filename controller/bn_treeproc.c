@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_treeproc: start, watch and restart the banyan-scheduler processes of
     the broadcast tree.
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_treeproc: the controller's supervisor of the broadcast tree in
     process mode: one banyan-scheduler process per tree node.
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  banyan-engine: run N engines of a banyan or IPython Parallel controller
     in one process (options, settings, logging; the work is in
     bn_engine_actor).  */

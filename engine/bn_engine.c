@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_engine: one logical engine.
 
     Sockets (doc/wire.md 3.1): a registration DEALER (closed once registered;

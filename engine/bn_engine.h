@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_engine: one logical engine: its identity, sockets and the engine side
     of the IPython Parallel protocol (doc/wire.md 3.1, 4, 9), driven by a zloop
     that it shares with the other engines of its process.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_engine_actor: N logical engines in one zloop.
 
     Besides the engines, the loop holds what they share: the iopub PUB,

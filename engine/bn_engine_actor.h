@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_engine_actor: N logical engines of one process, driven by one
     thread's zloop (a czmq actor).  */
 #ifndef BN_ENGINE_ACTOR_H_INCLUDED

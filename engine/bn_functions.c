@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_functions: a hash of name -> C function, filled with the built-ins
     and with the tables of dlopen'd plugins.  */
 #include "bn_functions.h"

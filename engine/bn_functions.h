@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_functions: the named functions an engine can apply: built-ins,
     push/pull, and functions from plugin shared objects (bn_plugin.h).  */
 #ifndef BN_FUNCTIONS_H_INCLUDED

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_namespace: named values in a hash table that owns them.  */
 #include "bn_namespace.h"
 

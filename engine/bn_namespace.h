@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_namespace: an engine's named values (what push stores and pull
     reads), one per logical engine.  */
 #ifndef BN_NAMESPACE_H_INCLUDED

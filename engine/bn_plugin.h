@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_plugin: the ABI of banyan engine function plugins, shared objects
     that add named functions clients can apply.
 

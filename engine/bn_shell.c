@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_shell: one shell command run asynchronously in a zloop (its pipes and
     exit watched through a bn_watch set).
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_shell: one shell command run asynchronously in a zloop (through a
     bn_watch set), its output streamed as it arrives, with an optional time
     limit.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_watch: an epoll set of descriptors and libzmq sockets, itself one
     item of a zloop.
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_watch: many sockets and file descriptors watched through one epoll
     set that a zloop polls as a single item, so that thousands of engines
     in one thread cost per event, not per watched socket.  */

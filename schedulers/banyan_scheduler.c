@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  banyan-scheduler: one node of the broadcast tree as its own process
     (options, settings, logging and the wait loop; the node is
     bn_bcast_node_actor). banyan-controller starts one per node in process

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_bcast_mode: the broadcast tree as its controller sees it, whatever
     runs the nodes: threads of the controller (bn_bcast_threads, in
     bn_bcast_tree) or banyan-scheduler processes (bn_bcast_processes, in

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_bcast_node: a node of the broadcast tree.
 
     A request is tracked from its arrival until every target it holds has

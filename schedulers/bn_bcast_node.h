@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_bcast_node: one node of the broadcast spanning tree (doc/wire.md 7,
     doc/broadcast.md). Root, inner node and leaf are roles of the same
     actor; each node runs its own zloop in its own thread (threads mode,

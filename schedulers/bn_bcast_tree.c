@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_bcast_tree: the broadcast tree's nodes as threads of one process.
 
     Nodes start parents first, so that a child connects to an inproc

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_bcast_tree: the broadcast tree in threads mode: one bn_bcast_node
     actor per node of a topology, linked over inproc://, inside the
     controller process; the controller runs it through bn_bcast_threads

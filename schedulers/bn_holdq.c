@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_holdq: items held per engine until the engine connects.
 
     Engines that hold items are chained in arrival order; a retry pass

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_holdq: what a relay or scheduler holds for engines that are
     registered but not yet connected to it.
 

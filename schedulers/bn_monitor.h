@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_monitor: what the schedulers tell the hub about the requests they
     pass (doc/wire.md 5.2), as direct calls inside the controller instead of
     7.1.0's monitor PUB/SUB bus. A scheduler holds one bn_monitor_t

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_monitor_link: monitor calls from another thread, as multipart
     messages [kind+queue, engine or msg_id, header, parent, metadata,
     content, buffers...] on an inproc pair. The four JSON parts are copied

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_monitor_link: a bn_monitor_t that a scheduler running in another
     thread of the controller (the broadcast tree's root node) may call: its
     calls travel over an inproc PUSH/PULL pair, sharing the messages'

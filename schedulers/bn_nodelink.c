@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_nodelink: multi-frame messages as netstring packets on a
     SOCK_SEQPACKET socket pair (one packet, one message; packets keep their
     boundaries, so a reader never reassembles).  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_nodelink: the control link between banyan-controller and one of its
     banyan-scheduler processes: multi-frame messages over an AF_UNIX
     SOCK_SEQPACKET socket pair that the process inherits.

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_reduce: one request's partial reduction at a node: lift each
     engine's result, fold partials with combine, keep who contributed and
     who failed.  */

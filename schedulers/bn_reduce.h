@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_reduce: the partial reduction of one broadcast request at one node
     (request metadata bn_reduce = "sum" | "min" | "max" | "<plugin>:<name>",
     doc/broadcast.md).

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_reduce_plugin: the ABI of reduction plugins, shared objects that
     add named reductions every broadcast node can apply to apply results
     (request metadata bn_reduce = "<plugin>:<name>").

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_reducers: a name -> reduction table with the built-ins
     (bn_reduction) and the entries of dlopen'd reduction plugins.  */
 #include "bn_reducers.h"

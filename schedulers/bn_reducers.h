@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_reducers: the reductions a broadcast node knows by name: the
     built-in sum, min and max, and those of reduction plugins
     (bn_reduce_plugin.h) loaded from shared objects, named

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_refuser: NotImplementedError answers on the task and broadcast ports.
 
     The replies are shaped so that the stock client resolves the right

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_refuser: holds the task and broadcast ports while the controller has
     no scheduler behind them, answering every request with an error reply
     the stock client matches (doc/wire.md 7.4, 8.3).  */

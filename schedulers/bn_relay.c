@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_relay: mux/control swap relays and the iopub forwarder.
 
     A request is forwarded as the frames it arrived in (bn_msg moves the

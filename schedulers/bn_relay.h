@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_relay: the controller's relays (doc/wire.md 6): mux and control swap the
     first two idents between a client-facing and an engine-facing ROUTER and
     forward the frames unchanged; iopub forwards a SUB to a PUB.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_task: the task scheduler (doc/wire.md 8), following 7.1.0's
     TaskScheduler (ipyparallel/controller/task_scheduler.py).
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_task: the task (load-balanced) scheduler (doc/wire.md 8): schemes,
     high-water mark, msg_id dependencies (after, follow), targets,
     timeouts, retries and blacklists, between a client-facing ROUTER and an

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_topology: the broadcast tree's node table, built breadth-first from
     a per-node rule (how many children a node of a given level or order
     has), so every shape shares one builder.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_topology: the shape of the broadcast spanning tree.
 
     A topology is parsed from a spec and a depth and holds a table of

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_clustertest: an in-process cluster for integration tests, a
     controller actor and banyan engine actors in a private profile folder,
     and a libbanyan client of it.  */

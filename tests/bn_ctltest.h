@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_ctltest: test helpers for the controller's Check programs: a
     controller actor in a temporary profile, a fake client and a fake engine
     speaking the wire protocol through bn_msg.  Included by one test

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_pickletest: test helpers for the pickle, serialize and apply Check
     programs: the files captured from the stock IPython Parallel 7.1.0
     serializer (tests/data/pickle) and values to compare with them.

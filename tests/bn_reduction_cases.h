@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_reduction_cases: pairs of partial reductions and what the built-in
     reductions make of them in either order; check_bn_reduction runs them
     on the reductions, check_bn_reduce through a tree node's reduction and

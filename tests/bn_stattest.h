@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_stattest: reading the controller's counters in tests, whether they
     came from its STATS actor command or from a client's bn_stats_request
     (the same object: one object of counters per actor).  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_testdir: the temporary folder a test removes with all it holds,
     without starting a shell (czmq's zdir), so that a unit test starts no
     process.  Included by test programs; everything here is static.  */

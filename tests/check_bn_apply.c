@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_apply: apply_request buffers packed and unpacked as IPython
     Parallel 7.1.0 makes and reads them (tests/data/pickle), and broken
     ones refused.  */

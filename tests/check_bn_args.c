@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_args: the daemons' flags, their settings over the config file
     and the environment, and their usage errors.  */
 #include "bn_args.h"

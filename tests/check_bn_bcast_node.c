@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_bcast_node: the broadcast tree inside a controller actor, seen
     from a fake client and fake engines on the wire: splitting, per-engine
     msg_ids, forwarded and merged replies at depths 0-3, engines lost,

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_benchcase: what a benchmark's functions read and record in
     their case: parameter values, reasons, engines per process, programs.  */
 #include "bn_benchcase.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_benchcompare: banyan-bench compare and continuous on fixed
     result files: the marks, and the exit status a CI job sees.  */
 #include "bn_benchcompare.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_benchdef: what a benchmark's definition says: its kind, unit
     and parameter grid as asv lists it.  */
 #include "bn_benchdef.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_benchresults: banyan-bench's result files, written and read
     back, with every field asv's reader needs.  */
 #include "bn_benchresults.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_benchstats: banyan-bench's median, quartiles, intervals and
     Mann-Whitney U, against values printed in statistics tables.  */
 #include "bn_benchstats.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_client: libbanyan against a scripted controller played by the
     test (every call, every error code, a controller that vanishes), and,
     with BN_STOCK_CLIENT_FILE set (tests/interop/test_libbanyan_stock.py),

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_config: settings, their sources and precedence, the config file
     format and the shipped conf/banyan.conf.  */
 #include "bn_config.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_connfile: reading stock ipcontroller 7.1.0 connection files,
     writing identical ones, and refusing bad ones without crashing.  */
 #include "bn_connfile.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_engine: banyan engines (bn_engine_actor) against a fake
     controller built here with bn_msg: registration, heartbeat, shell and
     control requests, iopub, unregistration, and bad input on every

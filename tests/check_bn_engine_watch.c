@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_engine_watch: the engine's epoll watch set (bn_watch):
     sockets and descriptors, handlers that stop early, cancelling during a
     batch, many sockets.  */

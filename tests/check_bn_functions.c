@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_functions: the engine's function table (built-ins, push/pull,
     plugins, unknown functions) and its namespace.  */
 #include "bn_functions.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_group: grouping replies by identical outcome, merging the
     groups of children, and the bn_groups metadata round trip.  */
 #include "bn_group.h"

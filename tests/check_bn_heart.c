@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_heart: the heart monitor against fake engine hearts (a SUB that
     receives pings and a DEALER that echoes them).  */
 #include "bn_ctltest.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_holdq: the hold queue for engines not connected yet, driven
     by a fake owner whose engines connect when a test says so.  */
 #include "bn_holdq.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_hub: the engine table, and the hub's registration, queries and
     notifications as a client and engines see them over tcp (the hub runs
     inside a controller actor, the way it is deployed).  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_idset: engine id sets, their syntax, folding and iteration.  */
 #include "bn_idset.h"
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_jscan: top-level fields and array elements read without a
     JSON tree agree with jansson.  */
 #include "bn_jscan.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_merged: the merged broadcast reply codec over the corpus in
     tests/data/merged (replies of every shape as the tree writes them,
     7.1.0's, and malformed ones): the reader's entries, the writer's bytes,

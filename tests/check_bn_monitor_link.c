@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_monitor_link: monitor calls made in another thread reach the
     target monitor on the loop's thread, messages and buffers intact.  */
 #include <check.h>

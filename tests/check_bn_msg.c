@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_msg: framing, lazy parsing, idents, buffers, signing on send.  */
 #include "bn_error.h"
 #include "bn_msg.h"

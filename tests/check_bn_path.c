@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_path: private folders made on demand, and finding a program
     beside the running one or in PATH, the plugins and the annotated
     defaults. The build tree has the installed layout: this test sits in

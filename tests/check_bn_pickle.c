@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_pickle: pickles decoded and encoded against bytes captured
     from Python 3.11 and the stock IPython Parallel 7.1.0 serializer
     (tests/data/pickle), hostile pickles, limits, fuzzing.  */

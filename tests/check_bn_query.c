@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_query: Mongo-style db_request queries against TaskRecords:
     each operator, dates, and malformed queries.  */
 #include <check.h>

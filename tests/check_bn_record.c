@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_record: one task record: the TaskRecord a request, its reply
     and its output make, the buffers it shares, and a record written to
     SQLite and read back.  */

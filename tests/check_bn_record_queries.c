@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_record_queries: the hub's answers to result, history, db,
     purge and resubmit requests over a set of task records, and the error
     reply of its own type that each malformed query gets.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_records: the hub's task records: what a request, its reply and
     its iopub output make of a TaskRecord, pending and per-engine counts,
     the DictDB limits, --nodb, and SQLite (kept across a restart, an

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_reduce: sum, min and max of apply results, partial reductions
     combined across tree levels, and reduction plugins.  */
 #include "bn_apply.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_reduction: the built-in reductions sum, min and max that the
     tree's nodes and the client both apply, and the call of a reduction's
     functions.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_refuser: error replies on the task and broadcast ports, shaped
     so that the stock client resolves the right futures.  */
 #include "bn_ctltest.h"

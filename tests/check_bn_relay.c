@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_relay: the mux/control swap relay and the iopub forwarder,
     driven directly (no loop) between fake clients and engines over tcp.  */
 #include "bn_ctltest.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_serialize: serialize_object and deserialize_object against
     the frames of the stock IPython Parallel 7.1.0 serializer
     (tests/data/pickle), and frames the stock one must accept.  */

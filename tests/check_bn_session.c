@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_session: signing, verification, replay rejection, ids.  */
 #define _GNU_SOURCE
 #include "bn_error.h"

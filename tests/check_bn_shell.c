@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_shell: asynchronous shell commands with streamed output, exit
     statuses, time limits and signals.  */
 #include "bn_shell.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_task: the task scheduler between a fake client and fake
     engines over tcp, driven by its own zloop in the test process.  */
 #include "bn_ctltest.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_topology: tree shapes, node tables, routing ids, engine to
     leaf mapping and target splitting.  */
 #include "bn_topology.h"

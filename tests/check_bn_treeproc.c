@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_treeproc: the process-mode supervisor against a stand-in node
     program (this test binary run with --node): start and port reports,
     the key kept off command lines, a killed node reported to its parent

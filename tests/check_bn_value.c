@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_value: the value tree, its lookups and Python's repr.  */
 #include "bn_value.h"
 

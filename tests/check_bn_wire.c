@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_wire: error content, reply types, endpoints.  */
 #include "bn_wire.h"
 

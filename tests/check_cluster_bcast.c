@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_cluster_bcast: libbanyan's broadcast view through the tree of a
     controller actor, with banyan engines as actors in this process:
     the same results as the direct view at depths 0-3, coalescing and

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_cluster_bcast_view: libbanyan's broadcast view through the real tree
     (banyan-controller's broadcast nodes, threads mode) to banyan engines,
     all run in this process as actors: the same results as the direct

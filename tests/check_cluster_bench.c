@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_cluster_bench: banyan-bench end to end: a --quick run of the
     direct-view echo at one engine (and its floor) writes a valid asv
     result file, and publish turns it into a site with plots.  */

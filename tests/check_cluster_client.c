@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_cluster_client: libbanyan against banyan's own controller and
     engines, both run in this process as actors.  */
 #include "banyan.h"

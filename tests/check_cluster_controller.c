@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_cluster_controller: the controller end to end: connection and pid
     files, a fake engine and client through every relay, error answers,
     bad input, and the banyan-controller binary (flags, signals).  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_cluster_fuzz: a controller and a banyan engine in one process take
     a storm of signed messages with mutated content, and unsigned garbage,
     on every port; then they must still answer a connection_request and

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_cluster_records: the hub's task records seen through libbanyan,
     with banyan's controller and engines run in this process as actors:
     results of other clients' requests, history, db queries, purge,

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_cluster_stats: the controller's counters as a client reads them
     (bn_client_stats, banyan's bn_stats_request) from an in-process
     cluster, with the broadcast tree's nodes as threads and as

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_cluster_treeproc: the broadcast tree in processes mode: a
     controller actor in this process running its tree as banyan-scheduler
     processes, banyan engines as actors, and a client speaking the wire.

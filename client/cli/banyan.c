@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  banyan: the command-line tool; finds the subcommand and runs it.  */
 #include "bn_clihelp.h"
 #include "bn_cliopts.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cliclient: connecting, calling and collecting for the commands.  */
 #include "bn_cliclient.h"
 #include "bn_cmd.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cliclient: what the commands that talk to a cluster share: connect
     (exit status 12 when there is no cluster), parse -t, start a call on a
     view, collect its results with progress, Ctrl-C handling and a

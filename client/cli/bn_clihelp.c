@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_clihelp: help texts, one table for --help and the man pages.
 
     The layout is fixed so that help2man.cmake can turn it into a man page:

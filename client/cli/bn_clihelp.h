@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_clihelp: the --help text of every banyan command, which is also the
     source of the man pages.  */
 #ifndef BN_CLIHELP_H_INCLUDED

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cliopts: options common to every banyan command.  */
 #include "bn_cliopts.h"
 #include "bn_clihelp.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cliopts: command-line parsing shared by every banyan command: the
     options that find a cluster (--profile, --profile-dir, --file,
     --cluster-id), --config, --timeout, --log-level, --help and --version,

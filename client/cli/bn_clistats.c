@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_clistats: the controller's counters as rows of actor, counter and
     value, for banyan stats.  */
 #include "bn_clistats.h"

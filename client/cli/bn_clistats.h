@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_clistats: the controller's counters (bn_client_stats) as banyan
     stats shows them: one row per actor, counter and value. A nested object
     gives dotted counter names ("link.delivered"), and a list of objects

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_clivalue: words as values.  */
 #include "bn_clivalue.h"
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_clivalue: command-line words as Python values for `banyan apply`: an
     integer, else a float, else a string.  */
 #ifndef BN_CLIVALUE_H_INCLUDED

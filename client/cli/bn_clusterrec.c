@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_clusterrec: the record of a started cluster, a small JSON file.  */
 #include "bn_clusterrec.h"
 #include "bn_proctable.h"

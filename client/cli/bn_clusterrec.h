@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_clusterrec: the record of a cluster started by `banyan cluster start`,
     kept in <profile_dir>/pid/ so that stop, list and clean can find its
     processes later.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cmd: the banyan subcommands, each a function of argc/argv (argv[0]
     names the command) that returns the process exit status.  */
 #ifndef BN_CMD_H_INCLUDED

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cmd_apply: banyan apply, push and pull: named functions and values
     on engines, results printed as Python reprs.  */
 #include "bn_cliclient.h"

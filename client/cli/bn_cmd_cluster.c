@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cmd_cluster: banyan cluster start, stop, list and clean.  */
 #include "bn_clihelp.h"
 #include "bn_cliopts.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cmd_engines: banyan engines, the registered engines, and banyan
     status, a summary of a cluster.  */
 #include "bn_cliclient.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cmd_px: banyan px, a shell command on engines.
 
     By default the command goes through the broadcast tree as one request:

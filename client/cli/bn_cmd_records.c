@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cmd_records: the hub's task records: banyan history (the msg_ids
     the hub remembers), banyan result MSG_ID (one request's result, sent
     by any client) and banyan purge.  */

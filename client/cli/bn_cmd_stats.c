@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cmd_stats: banyan stats [ACTOR], the counters every actor of the
     controller keeps, as a table or as JSON.  */
 #include "bn_cliclient.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_gather: groups of engines with identical output and status.
 
     Groups are found through a hash of their content, so that adding one

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_gather: groups engines whose command produced the same output and
     status, for `banyan px -b` (as clush -b gathers nodes).  */
 #ifndef BN_GATHER_H_INCLUDED

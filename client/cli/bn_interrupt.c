@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_interrupt: counting SIGINT and SIGTERM.  */
 #include "bn_interrupt.h"
 

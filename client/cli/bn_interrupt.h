@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_interrupt: counts Ctrl-C (SIGINT) and SIGTERM for commands that react
     to them in their own loops: the first Ctrl-C reports, the second
     aborts; SIGTERM counts as both.  */

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_launcher: start and stop clusters of controller and engine processes.
 
     `cluster start` forks a supervisor that leads the cluster's process

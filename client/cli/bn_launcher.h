@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_launcher: starts a cluster (a controller and engine processes under a
     supervisor, in a process group of their own) and stops one, leaving no
     process behind.  */

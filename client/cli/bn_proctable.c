@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_proctable: a snapshot of this host's processes, read from /proc.  */
 #include "bn_proctable.h"
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_proctable: a snapshot of this host's processes, read from /proc, to
     find every process of a cluster by group and by descent.  */
 #ifndef BN_PROCTABLE_H_INCLUDED

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_progress: a progress line on a terminal.  */
 #include "bn_progress.h"
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_progress: a one-line progress indicator ("registered 37/64") shown on
     a terminal only, and only once an operation has lasted a while.  */
 #ifndef BN_PROGRESS_H_INCLUDED

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_pxout: prefixed and gathered engine output.  */
 #include "bn_pxout.h"
 

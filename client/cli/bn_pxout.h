@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_pxout: how `banyan px` writes engine output: lines prefixed per
     engine, as IPython's %px does, and the headers of gathered blocks, as
     clush -b does.  */

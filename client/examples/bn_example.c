@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_example: connect to a banyan cluster, run `hostname` on every engine
     and call the engines' `echo` function, printing what each returns.
 

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  banyan.h: libbanyan, the C client of a banyan or IPython Parallel 7.1
     controller: connect, follow engines, run commands and named functions
     on them through views, and collect their results.

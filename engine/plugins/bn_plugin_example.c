@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_plugin_example: a small function plugin showing the engine plugin
     ABI (bn_plugin.h): arguments, errors, the namespace and deferral.  */
 #include "bn_plugin.h"

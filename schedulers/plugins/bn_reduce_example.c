@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_reduce_example: a small reduction plugin showing the reduction
     plugin ABI (bn_reduce_plugin.h): lift to check or transform each
     engine's result, combine to fold partials, errors of both kinds.  */

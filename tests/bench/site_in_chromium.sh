@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
 # site_in_chromium.sh BANYAN_BENCH: publish a site from a --quick run of
 # the floor and render its index and a benchmark page in headless
 # Chromium; both must load and show every plot. Exits 77 (skipped, with

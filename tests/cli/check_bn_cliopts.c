@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_cliopts: command-line parsing shared by the banyan commands,
     and the words-to-values conversion of `banyan apply`.  */
 #include "bn_cliopts.h"

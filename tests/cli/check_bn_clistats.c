@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_clistats: the controller's counters as banyan stats prints
     them: rows, the tree's nodes as actors, nested counters, selection,
     the table and the JSON.  */

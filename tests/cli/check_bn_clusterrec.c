@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_clusterrec: the record of a started cluster, and the process
     facts (bn_proctable) that tell whether it still runs.  */
 #include "bn_clusterrec.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_gather: grouping engines by identical output and status, and
     the prefixed and gathered output formats of `banyan px`.  */
 #include "bn_gather.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_progress: the progress line, shown on terminals only.  */
 #include "bn_progress.h"
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """clitest: helpers for the CLI tests: run the real banyan binaries in a
 temporary profile folder of their own, look at processes in /proc, and make
 sure nothing is left running whatever happens."""

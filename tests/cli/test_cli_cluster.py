@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CLI: cluster start / list / stop / clean through the real binaries: start
 returns once the engines are registered, a second start says 10, stop leaves
 no process of the cluster behind (not even a command an engine left

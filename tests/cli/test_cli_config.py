@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CLI: settings that take durations ("3s", "200ms", "1.5s"; a bare number
 in the setting's old unit), as a user sets them in the profile's
 banyan.conf, the environment and flags: config show lists them with their

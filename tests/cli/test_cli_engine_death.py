@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CLI: an engine process killed in the middle of a px command is reported
 (as EngineError, for its engines only) and px returns; cluster list and
 engines show the loss."""

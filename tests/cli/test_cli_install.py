@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CLI: banyan as `cmake --install` gives it. The build is installed into a
 fresh prefix; then, with only PREFIX/bin (and /usr/bin:/bin) on PATH, a
 fresh HOME and the current folder outside the source tree, a user starts

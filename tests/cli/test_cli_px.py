@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CLI: px (prefixed output, -b on identical and on differing outputs, -S,
 -q, -t, --timeout, Ctrl-C), apply, push and pull on a real cluster."""
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CLI: history, result MSG_ID and purge on a real cluster: what one
 command ran, another reads back from the hub."""
 

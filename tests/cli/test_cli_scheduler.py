@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """banyan-scheduler and banyan-controller --tree-mode processes through the
 real binaries: usage, the node processes a controller starts (the key on no
 command line), and none left once the controller is gone, however it ends."""

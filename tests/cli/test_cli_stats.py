@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CLI: banyan stats on real clusters: what px did shows in the counters of
 the broadcast tree and of the mux, in the table and as JSON, with the tree's
 nodes as threads and as banyan-scheduler processes."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CLI: what only happens on a terminal (progress lines "registered 8/8"
 and "3/4"), and cluster start --foreground, which stays until Ctrl-C and
 then stops the cluster."""

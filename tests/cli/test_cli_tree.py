@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CLI: cluster start --depth/--topology/--tree-mode, and px through the
 broadcast tree printing what px --direct prints, at several shapes, with
 the tree's nodes as threads and as banyan-scheduler processes."""

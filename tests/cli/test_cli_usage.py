@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CLI: --help, --version, usage errors and the exit statuses of commands
 run where there is no cluster; the man pages made from --help."""
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # hosts.sh: test hosts on this one machine for banyan's multi-host tests:
 # network namespaces on a bridge, each with its own hostname, a real sshd
 # and (on demand) a Slurm node, plus MPICH's mpiexec over the same ssh.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # hoststest.sh: what the test-host tests share. Source it with the servers a
 # test needs (`. hoststest.sh ssh slurm`): it exits 77 with the reason where
 # hosts cannot be made, tears the run down on exit (also on TERM or INT; a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_hosts_down.sh: `hosts down` leaves no namespace, link, daemon or
 # process behind, also of what ran on the hosts (a stray process, a running
 # Slurm job); a second run beside it gets its own names and addresses, and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_hosts_mpiexec.sh: MPICH's mpiexec (hydra) starts its proxies on three
 # test hosts over the run's ssh; each process sees its host and PMI rank.
 # The run is made with hosts.sh as a program, as a test in another

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_hosts_skip.sh: where test hosts cannot be made, a hosts test exits 77
 # (ctest's skip) and says why: run as a user other than root, and without
 # the ip command.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_hosts_slurm.sh: a real Slurm cluster on three test hosts (slurmctld
 # as "head", a slurmd in each): srun, sbatch and salloc run on h1..h3.
 . "$(dirname "$0")/hoststest.sh" ssh slurm

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_hosts_ssh.sh: three test hosts, each a real sshd: ssh to each prints
 # its hostname, a host's byte counter grows by what is sent to it, a link
 # set down cuts that host alone, and nothing a host sends can leave

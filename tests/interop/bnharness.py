@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Start banyan and stock IPython Parallel processes for interop tests.
 
 Every process runs in its own session (process group) so that cleanup

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The stock Python Client against banyan-controller with banyan-engines.
 
 Checks what a user of the stock client sees: ids, execute of a shell

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """banyan-engine against a stock IPython Parallel 7.1.0 controller, driven
 by the stock Python client: command line, waiting for the connection file,
 IPP_CONNECTION_INFO, ids, SIGTERM, execute with streamed output, apply of

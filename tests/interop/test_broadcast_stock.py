@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The stock BroadcastView (coalescing and not) through banyan's broadcast
 tree at depth 0, 1 and 2, with stock ipengines and banyan engines in the
 same cluster, against what the direct view returns and what a stock

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """libbanyan as a user gets it: installed with `cmake --install`, found
 with pkg-config, the example built outside the tree (shared and static),
 the header used from C99 and C++, then run against banyan's controller

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """libbanyan against a stock ipcontroller with two stock ipengines.
 
 Starts the stock cluster, then runs the "stock" suite of the Check

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """banyan px against a stock IPython Parallel 7.1.0 controller with banyan
 engines, at broadcast depth 0, 1 and 2: through the stock broadcast tree
 (which ignores banyan's request keys and forwards each engine's reply,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """banyan stats against a stock IPython Parallel 7.1.0 controller, whose
 hub answers banyan's bn_stats_request with hub_error: the command fails
 with "not supported by this controller", and the same command against

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """banyan-controller with two stock ipengines and the stock Python Client.
 
 Checks: engine ids, DirectView apply and execute (results, stdout through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """The task (load-balanced) scheduler against the stock 7.1.0 peers.
 
 1. banyan-controller with two stock ipengines, driven by the stock

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Regenerate the pickles check_bn_pickle reads, from the stock IPython
 Parallel 7.1.0 serializer under Python 3.11 (/usr/bin/python3 make.py).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Start banyan-controller in place of ipcontroller: translate the
 ipcontroller flags that IPython Parallel's test package and Cluster pass
 into banyan-controller's, then exec it.

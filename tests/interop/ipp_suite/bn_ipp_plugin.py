@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """pytest plugin: run IPython Parallel's own test files (Debian's copies in
 ipyparallel/tests/) with banyan-controller in place of ipcontroller.
 

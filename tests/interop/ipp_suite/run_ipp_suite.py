@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """Run IPython Parallel's own test files with pytest against
 banyan-controller (or, with --controller stock, against ipcontroller),
 through bn_ipp_plugin. Known failures are listed in xfail-<controller>.txt;
