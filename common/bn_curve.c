@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_curve: the controller's CurveZMQ keypair in the profile, and CURVE
     servers and clients.  */
 #include "bn_curve.h"

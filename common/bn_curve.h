@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_curve: CurveZMQ on the links that leave a host: the controller's
     keypair, kept in the profile's security folder as czmq certificate
     files, and the set-up of a socket as a CURVE server (the controller,

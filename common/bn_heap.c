@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_heap: an indexed binary heap.  */
 #include "bn_heap.h"
 

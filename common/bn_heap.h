@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_heap: a binary heap of items that know their place in it, so that
     one can be removed, or moved after its key changed, in O(log n): the
     task scheduler's available engines (best first) and its deadlines

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_curve: the controller's keypair in a profile (made once, kept
     private, reused, refused when others may read it or it is damaged), and
     CURVE servers and clients: a client with the server's key is served,

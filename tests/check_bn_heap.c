@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_heap: the indexed binary heap: items out in order, removed
     or moved from anywhere, and the best item a filter takes.  */
 #include "bn_heap.h"
