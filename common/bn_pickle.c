@@ -2,6 +2,7 @@
 /*  bn_pickle: the pickle subset C peers read and write.  */
 #include "bn_pickle.h"
 #include "bn_error.h"
+#include "bn_utf8.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -91,71 +92,6 @@ enum {
 #define S_BATCH 1000         //  items per APPENDS/SETITEMS/ADDITEMS
 #define S_NODE_COST 64       //  memory a copied value costs beyond data
 #define S_HIGHEST_PROTOCOL 5
-
-//  Check UTF-8 as Python's decoder with surrogatepass accepts it.
-static bool
-s_utf8_valid (const unsigned char *p, size_t size)
-{
-    size_t i = 0;
-    while (i < size) {
-        unsigned char c = p[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        size_t length;
-        uint32_t code;
-        if (c >= 0xc2 && c <= 0xdf) {
-            length = 2;
-            code = c & 0x1f;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            length = 3;
-            code = c & 0x0f;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            length = 4;
-            code = c & 0x07;
-        } else
-            return false;
-        if (size - i < length)
-            return false;
-        for (size_t k = 1; k < length; k++) {
-            if ((p[i + k] & 0xc0) != 0x80)
-                return false;
-            code = (code << 6) | (p[i + k] & 0x3f);
-        }
-        if ((length == 3 && code < 0x800) || (length == 4 && code < 0x10000) ||
-            code > 0x10ffff)
-            return false;
-        i += length;
-    }
-    return true;
-}
-
-//  Append code point `code` as UTF-8 (surrogates too) to out; returns bytes.
-static size_t
-s_utf8_put (uint32_t code, unsigned char *out)
-{
-    if (code < 0x80) {
-        out[0] = (unsigned char)code;
-        return 1;
-    }
-    if (code < 0x800) {
-        out[0] = (unsigned char)(0xc0 | (code >> 6));
-        out[1] = (unsigned char)(0x80 | (code & 0x3f));
-        return 2;
-    }
-    if (code < 0x10000) {
-        out[0] = (unsigned char)(0xe0 | (code >> 12));
-        out[1] = (unsigned char)(0x80 | ((code >> 6) & 0x3f));
-        out[2] = (unsigned char)(0x80 | (code & 0x3f));
-        return 3;
-    }
-    out[0] = (unsigned char)(0xf0 | (code >> 18));
-    out[1] = (unsigned char)(0x80 | ((code >> 12) & 0x3f));
-    out[2] = (unsigned char)(0x80 | ((code >> 6) & 0x3f));
-    out[3] = (unsigned char)(0x80 | (code & 0x3f));
-    return 4;
-}
 
 static uint64_t
 s_le (const unsigned char *p, size_t n)
@@ -592,7 +528,7 @@ s_line_index (s_reader_t *r, size_t *index_p)
 static int
 s_push_str (s_reader_t *r, const unsigned char *data, size_t size)
 {
-    if (!s_utf8_valid (data, size))
+    if (!bn_utf8_valid (data, size))
         return s_fail (r, "str is not UTF-8");
     return s_push (r, bn_value_new_strn ((const char *)data, size), 1);
 }
@@ -601,7 +537,7 @@ s_push_str (s_reader_t *r, const unsigned char *data, size_t size)
 static int
 s_push_string8 (s_reader_t *r, const unsigned char *data, size_t size)
 {
-    if (s_utf8_valid (data, size))
+    if (bn_utf8_valid (data, size))
         return s_push_str (r, data, size);
     return s_push (r, bn_value_new_bytes (data, size), 1);
 }
@@ -709,7 +645,7 @@ s_load_unicode (s_reader_t *r)
                 digits = p[1] == 'u' ? 4 : 8;
         }
         if (!digits) {
-            n += s_utf8_put (*p++, out + n);
+            n += bn_utf8_put (*p++, out + n);
             continue;
         }
         if ((size_t)(end - p) < 2 + digits) {
@@ -730,7 +666,7 @@ s_load_unicode (s_reader_t *r)
             free (out);
             return s_fail (r, "bad code point in UNICODE");
         }
-        n += s_utf8_put (code, out + n);
+        n += bn_utf8_put (code, out + n);
         p += 2 + digits;
     }
     int rc = s_push (r, bn_value_new_strn ((const char *)out, n), 1);
@@ -753,8 +689,8 @@ static int
 s_push_global (s_reader_t *r, const char *module, size_t module_size,
                const char *name, size_t name_size)
 {
-    if (!s_utf8_valid ((const unsigned char *)module, module_size) ||
-        !s_utf8_valid ((const unsigned char *)name, name_size) ||
+    if (!bn_utf8_valid ((const unsigned char *)module, module_size) ||
+        !bn_utf8_valid ((const unsigned char *)name, name_size) ||
         memchr (module, 0, module_size) || memchr (name, 0, name_size) ||
         module_size == 0 || name_size == 0)
         return s_fail (r, "bad global name");
@@ -1562,7 +1498,7 @@ static void
 s_save_cstr (s_writer_t *w, const char *text)
 {
     s_boundary (w);
-    if (!s_utf8_valid ((const unsigned char *)text, strlen (text)))
+    if (!bn_utf8_valid ((const unsigned char *)text, strlen (text)))
         w->failed = true;
     s_save_sized (w, NULL, true, text, strlen (text));
 }
@@ -1810,8 +1746,8 @@ s_save (s_writer_t *w, const bn_value_t *value)
         s_save_float (w, bn_value_float (value));
         break;
     case BN_VALUE_STR:
-        if (!s_utf8_valid ((const unsigned char *)bn_value_str (value),
-                           bn_value_str_size (value)))
+        if (!bn_utf8_valid ((const unsigned char *)bn_value_str (value),
+                            bn_value_str_size (value)))
             w->failed = true;
         s_save_sized (w, value, true, bn_value_str (value),
                       bn_value_str_size (value));

@@ -1,6 +1,7 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_value: an owned tree of the Python values pickles carry.  */
 #include "bn_value.h"
+#include "bn_utf8.h"
 
 #include <assert.h>
 #include <inttypes.h>
@@ -891,42 +892,6 @@ s_printable (uint32_t code)
     return true;
 }
 
-//  Decode one UTF-8 sequence (surrogates allowed, as pickle's
-//  surrogatepass writes them); returns its length, 0 if invalid.
-static size_t
-s_utf8_decode (const unsigned char *p, size_t size, uint32_t *code_p)
-{
-    unsigned char c = p[0];
-    size_t length;
-    uint32_t code;
-    if (c < 0x80) {
-        *code_p = c;
-        return 1;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-        length = 2;
-        code = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        length = 3;
-        code = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        length = 4;
-        code = c & 0x07;
-    } else
-        return 0;
-    if (size < length)
-        return 0;
-    for (size_t i = 1; i < length; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        code = (code << 6) | (p[i] & 0x3f);
-    }
-    if ((length == 3 && code < 0x800) || (length == 4 && code < 0x10000) ||
-        code > 0x10ffff)
-        return 0;
-    *code_p = code;
-    return length;
-}
-
 static char
 s_quote (const char *data, size_t size)
 {
@@ -945,7 +910,7 @@ s_repr_str (FILE *out, const bn_value_t *self)
     size_t i = 0;
     while (i < size) {
         uint32_t code;
-        size_t length = s_utf8_decode (p + i, size - i, &code);
+        size_t length = bn_utf8_decode (p + i, size - i, &code);
         if (length == 0) {
             //  Not UTF-8 (only C code can make such a str): show the byte.
             fprintf (out, "\\x%02x", p[i]);
