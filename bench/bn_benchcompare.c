@@ -17,6 +17,26 @@ s_is_file (const char *path)
     return stat (path, &st) == 0 && S_ISREG (st.st_mode);
 }
 
+//  Results of one commit met so far, the first kept.
+typedef struct {
+    const char *commit;
+    bn_benchresults_t *found;
+    size_t matches;
+} s_find_t;
+
+static int
+s_match (void *arg, bn_benchresults_t **results_p)
+{
+    s_find_t *find = (s_find_t *)arg;
+    const char *commit = bn_benchresults_commit (*results_p);
+    if (strncmp (commit, find->commit, strlen (find->commit)) == 0 &&
+        find->matches++ == 0) {
+        find->found = *results_p;
+        *results_p = NULL;
+    }
+    return 0;
+}
+
 bn_benchresults_t *
 bn_benchcompare_find (const char *results_dir, const char *machine,
                       const char *commit, char *err, size_t errsize)
@@ -28,58 +48,29 @@ bn_benchcompare_find (const char *results_dir, const char *machine,
         snprintf (err, errsize, "no results in %s", results_dir);
         return NULL;
     }
-    bn_benchresults_t *found = NULL;
-    size_t matches = 0;
+    s_find_t find = {commit, NULL, 0};
     struct dirent *entry;
     while ((entry = readdir (top))) {
         if (entry->d_name[0] == '.' ||
             (machine && strcmp (entry->d_name, machine) != 0))
             continue;
-        char path[4096];
+        char path[4096], prefix[9];
         snprintf (path, sizeof path, "%s/%s", results_dir, entry->d_name);
-        DIR *dir = opendir (path);
-        struct dirent *file;
-        while (dir && (file = readdir (dir))) {
-            size_t length = strlen (file->d_name);
-            if (length < 6 || strcmp (file->d_name + length - 5, ".json") ||
-                strcmp (file->d_name, "machine.json") == 0)
-                continue;
-            //  names start with the commit's first 8 characters
-            if (strncmp (file->d_name, commit,
-                         strlen (commit) < 8 ? strlen (commit) : 8) != 0)
-                continue;
-            char full[8192];
-            snprintf (full, sizeof full, "%s/%s", path, file->d_name);
-            char why[256];
-            bn_benchresults_t *results =
-                bn_benchresults_load (full, why, sizeof why);
-            if (!results)
-                continue;
-            if (strncmp (bn_benchresults_commit (results), commit,
-                         strlen (commit)) != 0) {
-                bn_benchresults_destroy (&results);
-                continue;
-            }
-            matches++;
-            if (!found)
-                found = results;
-            else
-                bn_benchresults_destroy (&results);
-        }
-        if (dir)
-            closedir (dir);
+        //  names start with the commit's first 8 characters
+        snprintf (prefix, sizeof prefix, "%s", commit);
+        bn_benchresults_each (path, prefix, s_match, &find);
     }
     closedir (top);
-    if (matches > 1) {
+    if (find.matches > 1) {
         snprintf (err, errsize,
                   "%zu result files match %s: name the machine "
                   "(--machine) or the file",
-                  matches, commit);
-        bn_benchresults_destroy (&found);
-    } else if (!found)
+                  find.matches, commit);
+        bn_benchresults_destroy (&find.found);
+    } else if (!find.found)
         snprintf (err, errsize, "no results for commit %s in %s", commit,
                   results_dir);
-    return found;
+    return find.found;
 }
 
 //  The params text of case index: "(1000, 'direct')", "" when none.

@@ -90,6 +90,21 @@ s_compare_results (const void *a, const void *b)
     return strcmp (bn_benchresults_commit (x), bn_benchresults_commit (y));
 }
 
+//  Keep results in the machine's list (bn_benchresults_fn).
+static int
+s_add_results (void *arg, bn_benchresults_t **results_p)
+{
+    s_machine_t *machine = (s_machine_t *)arg;
+    bn_benchresults_t **more =
+        realloc (machine->results, (machine->count + 1) * sizeof *more);
+    if (!more)
+        return -1;
+    machine->results = more;
+    machine->results[machine->count++] = *results_p;
+    *results_p = NULL;
+    return 0;
+}
+
 static int
 s_load_machines (s_site_t *site, const char *results_dir, char *err,
                  size_t errsize)
@@ -117,30 +132,7 @@ s_load_machines (s_site_t *site, const char *results_dir, char *err,
         machine->name = strdup (entry->d_name);
         machine->info = json_load_file (path, 0, NULL);
         snprintf (path, sizeof path, "%s/%s", results_dir, entry->d_name);
-        DIR *dir = opendir (path);
-        struct dirent *file;
-        while (dir && (file = readdir (dir))) {
-            size_t length = strlen (file->d_name);
-            if (length < 6 || strcmp (file->d_name + length - 5, ".json") ||
-                strcmp (file->d_name, "machine.json") == 0)
-                continue;
-            char full[8192], why[256];
-            snprintf (full, sizeof full, "%s/%s", path, file->d_name);
-            bn_benchresults_t *results =
-                bn_benchresults_load (full, why, sizeof why);
-            if (!results)
-                continue;
-            bn_benchresults_t **more =
-                realloc (machine->results, (machine->count + 1) * sizeof *more);
-            if (!more) {
-                bn_benchresults_destroy (&results);
-                break;
-            }
-            machine->results = more;
-            machine->results[machine->count++] = results;
-        }
-        if (dir)
-            closedir (dir);
+        bn_benchresults_each (path, NULL, s_add_results, machine);
         qsort (machine->results, machine->count, sizeof *machine->results,
                s_compare_results);
     }

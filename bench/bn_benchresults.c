@@ -5,6 +5,7 @@
 
 #include <assert.h>
 #include <czmq.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
@@ -223,6 +224,35 @@ bn_benchresults_destroy (bn_benchresults_t **self_p)
     free (self->machine);
     free (self);
     *self_p = NULL;
+}
+
+int
+bn_benchresults_each (const char *dir, const char *prefix,
+                      bn_benchresults_fn *fn, void *arg)
+{
+    assert (dir);
+    assert (fn);
+    DIR *folder = opendir (dir);
+    struct dirent *file;
+    int rc = 0;
+    while (rc == 0 && folder && (file = readdir (folder))) {
+        size_t length = strlen (file->d_name);
+        if (length < 6 || strcmp (file->d_name + length - 5, ".json") ||
+            strcmp (file->d_name, "machine.json") == 0 ||
+            (prefix && strncmp (file->d_name, prefix, strlen (prefix))))
+            continue;
+        char full[8192], why[256];
+        snprintf (full, sizeof full, "%s/%s", dir, file->d_name);
+        bn_benchresults_t *results =
+            bn_benchresults_load (full, why, sizeof why);
+        if (results) {
+            rc = fn (arg, &results);
+            bn_benchresults_destroy (&results);
+        }
+    }
+    if (folder)
+        closedir (folder);
+    return rc;
 }
 
 //  Turn a loaded row (columns named by result_columns) into our full

@@ -40,6 +40,16 @@ bn_benchresults_t *bn_benchresults_load (const char *path, char *err,
 //  Destroy; NULLs *self_p; NULL-safe.
 void bn_benchresults_destroy (bn_benchresults_t **self_p);
 
+//  Takes, or leaves to be destroyed, results read from a file; non-zero
+//  stops the reading.
+typedef int (bn_benchresults_fn) (void *arg, bn_benchresults_t **results_p);
+
+//  Call fn with each result file of the machine folder dir that loads
+//  (not machine.json; only names starting with prefix, unless NULL).
+//  Returns fn's non-zero value, or 0.
+int bn_benchresults_each (const char *dir, const char *prefix,
+                          bn_benchresults_fn *fn, void *arg);
+
 //  Write <dir>/<machine>/<commit[:8]>-<env>.json and machine.json.
 //  Returns 0, or -1 with the reason in err.
 int bn_benchresults_save (bn_benchresults_t *self, const char *dir, char *err,

@@ -107,6 +107,49 @@ START_TEST (test_usage)
 }
 END_TEST
 
+//  Counts the results it is given, keeps none; stops at stop_at.
+typedef struct {
+    int seen;
+    int stop_at;
+} s_count_t;
+
+static int
+s_count (void *arg, bn_benchresults_t **results_p)
+{
+    s_count_t *count = (s_count_t *)arg;
+    ck_assert_str_eq (bn_benchresults_machine (*results_p), "testbox");
+    return ++count->seen == count->stop_at ? 7 : 0;
+}
+
+//  The result files of a machine folder, read one by one.
+START_TEST (test_each)
+{
+    bn_benchresults_t *results = s_make (BN_BENCHRESULT_OK);
+    char err[256] = "";
+    ck_assert_int_eq (bn_benchresults_save (results, s_dir, err, sizeof err),
+                      0);
+    bn_benchresults_destroy (&results);
+    char path[512];
+    snprintf (path, sizeof path, "%s/testbox/fedcba98-banyan-dev.json", s_dir);
+    FILE *other = fopen (path, "w");
+    fputs ("not json", other);
+    fclose (other);
+    snprintf (path, sizeof path, "%s/testbox", s_dir);
+    //  machine.json and the file that does not load are left out
+    s_count_t count = {0, 0};
+    ck_assert_int_eq (bn_benchresults_each (path, NULL, s_count, &count), 0);
+    ck_assert_int_eq (count.seen, 1);
+    count = (s_count_t){0, 0};
+    ck_assert_int_eq (bn_benchresults_each (path, "fedc", s_count, &count), 0);
+    ck_assert_int_eq (count.seen, 0);
+    count = (s_count_t){0, 1};
+    ck_assert_int_eq (bn_benchresults_each (path, "0123", s_count, &count), 7);
+    ck_assert_int_eq (count.seen, 1);
+    snprintf (path, sizeof path, "%s/nobox", s_dir);
+    ck_assert_int_eq (bn_benchresults_each (path, NULL, s_count, &count), 0);
+}
+END_TEST
+
 START_TEST (test_asv_fields)
 {
     bn_benchresults_t *results = s_make (BN_BENCHRESULT_SKIPPED);
@@ -423,6 +466,7 @@ main (void)
     TCase *tc = tcase_create ("core");
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_each);
     tcase_add_test (tc, test_asv_fields);
     tcase_add_test (tc, test_benchmarks_json);
     tcase_add_test (tc, test_version_across_grids);
