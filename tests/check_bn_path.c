@@ -20,6 +20,7 @@ static char s_dir[] = "/tmp/check_bn_path.XXXXXX";
 static void
 s_setup (void)
 {
+    strcpy (s_dir, "/tmp/check_bn_path.XXXXXX");
     ck_assert_ptr_nonnull (mkdtemp (s_dir));
 }
 
@@ -27,7 +28,6 @@ static void
 s_teardown (void)
 {
     t_rmtree (s_dir);
-    strcpy (s_dir, "/tmp/check_bn_path.XXXXXX");
 }
 
 //  The permission bits of path, or -1 if it is not a folder.

@@ -11,24 +11,22 @@
 #include "bn_msgtypes.h"
 #include "bn_record.h"
 
-#define S_ENGINE "e0e0e0e0-00000000000000000000000a"
+#define S_ENGINE "e0e0e0e0-00000000000000000000000a" //  an engine uuid
 
-static bn_session_t *s_client; //  Sends requests
-static bn_session_t *s_engine; //  Sends replies and output
+//  Signs requests and replies alike (a record reads neither signature)
+static bn_session_t *s_session;
 
 static void
 s_setup (void)
 {
-    s_client = bn_session_new ("key", NULL);
-    s_engine = bn_session_new ("key", S_ENGINE);
-    ck_assert (s_client && s_engine);
+    s_session = bn_session_new ("key", NULL);
+    ck_assert_ptr_nonnull (s_session);
 }
 
 static void
 s_teardown (void)
 {
-    bn_session_destroy (&s_client);
-    bn_session_destroy (&s_engine);
+    bn_session_destroy (&s_session);
 }
 
 //  An execute_request routed from a client, with a buffer of 100 bytes
@@ -36,7 +34,7 @@ s_teardown (void)
 static bn_msg_t *
 s_request (void)
 {
-    bn_msg_t *msg = bn_msg_new (s_client, BN_MSG_EXECUTE_REQUEST);
+    bn_msg_t *msg = bn_msg_new (s_session, BN_MSG_EXECUTE_REQUEST);
     ck_assert_ptr_nonnull (msg);
     bn_msg_push_ident (msg, "client", 6);
     bn_msg_set_content (msg, json_pack ("{s:s}", "code", "echo hi"));
@@ -49,7 +47,7 @@ s_request (void)
 static bn_msg_t *
 s_reply (bn_msg_t *request)
 {
-    bn_msg_t *msg = bn_msg_new_reply (s_engine, request, BN_MSG_EXECUTE_REPLY);
+    bn_msg_t *msg = bn_msg_new_reply (s_session, request, BN_MSG_EXECUTE_REPLY);
     ck_assert_ptr_nonnull (msg);
     bn_msg_set_metadata (
         msg, json_pack ("{s:s}", "started", "2026-11-21T14:29:26.5Z"));
@@ -63,7 +61,7 @@ s_reply (bn_msg_t *request)
 static bn_msg_t *
 s_stream (bn_msg_t *request, const char *name, const char *text)
 {
-    bn_msg_t *msg = bn_msg_new_reply (s_engine, request, BN_MSG_STREAM);
+    bn_msg_t *msg = bn_msg_new_reply (s_session, request, BN_MSG_STREAM);
     ck_assert_ptr_nonnull (msg);
     bn_msg_set_content (msg,
                         json_pack ("{s:s, s:s}", "name", name, "text", text));
