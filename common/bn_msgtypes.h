@@ -60,6 +60,13 @@
 #define BN_MSG_STATS_REQUEST "bn_stats_request"
 #define BN_MSG_STATS_REPLY "bn_stats_reply"
 
+//  banyan's extension for host nodes (doc/hosts.md): a host node's own
+//  messages to the hub, and the prefix of its link id
+#define BN_MSG_HOST_REQUEST "bn_host_request"
+#define BN_MSG_HOST_REPLY "bn_host_reply"
+#define BN_MSG_HOST_ENGINES "bn_host_engines"
+#define BN_HOST_LINK_PREFIX "bn-host "
+
 //  Hub notifications
 #define BN_MSG_REGISTRATION_NOTIFICATION "registration_notification"
 #define BN_MSG_UNREGISTRATION_NOTIFICATION "unregistration_notification"

@@ -16,6 +16,7 @@
 #include "bn_bcast_tree.h"
 #include "bn_connfile.h"
 #include "bn_heart.h"
+#include "bn_hosts.h"
 #include "bn_hub.h"
 #include "bn_log.h"
 #include "bn_monitor_link.h"
@@ -86,6 +87,7 @@ typedef struct {
     bn_relay_t *mux;
     bn_relay_t *control;
     bn_relay_t *iopub;
+    bn_hosts_t *hosts;                //  Host nodes' links and their engines
     bn_task_t *task;                  //  Task scheduler, or NULL (scheme none)
     bn_refuser_t *task_refuser;       //  Task port with scheme none
     const bn_bcast_mode_t *tree_mode; //  controller.tree_mode
@@ -378,6 +380,7 @@ s_controller_destroy (s_controller_t **self_p)
     bn_relay_destroy (&self->mux);
     bn_relay_destroy (&self->control);
     bn_relay_destroy (&self->iopub);
+    bn_hosts_destroy (&self->hosts);
     bn_task_destroy (&self->task);
     bn_refuser_destroy (&self->task_refuser);
     if (self->tree_mode)
@@ -515,6 +518,7 @@ s_start_components (s_controller_t *self, int period, int misses,
                                        self->control_out.sock, self->session);
     self->iopub = bn_relay_new_forward ("iopub", self->iopub_in.sock,
                                         self->iopub_out.sock, self->session);
+    self->hosts = bn_hosts_new ();
     int scheme_id = bn_task_scheme_parse (scheme);
     if (scheme_id >= 0) {
         self->task =
@@ -536,7 +540,7 @@ s_start_components (s_controller_t *self, int period, int misses,
         self->records ? bn_monitor_link_new (bn_records_monitor (self->records))
                       : NULL;
     if (!self->loop || !self->heart || !self->mux || !self->control ||
-        !self->iopub || !self->records || !self->record_link ||
+        !self->iopub || !self->hosts || !self->records || !self->record_link ||
         s_start_tree (self))
         return -1;
     self->hub = bn_hub_new (
@@ -555,6 +559,9 @@ s_start_components (s_controller_t *self, int period, int misses,
         bn_hub_add_relay (self->hub, self->control, false))
         return -1;
     bn_hub_watch_iopub (self->hub, self->iopub);
+    bn_hub_set_hosts (self->hub, self->hosts);
+    bn_relay_set_hosts (self->mux, self->hosts);
+    bn_relay_set_hosts (self->control, self->hosts);
     bn_hub_set_records (self->hub, self->records);
     bn_hub_set_stranded_timeout (self->hub, self->stranded_timeout);
     bn_relay_set_connect_grace (self->mux, self->connect_grace);
@@ -563,6 +570,7 @@ s_start_components (s_controller_t *self, int period, int misses,
     bn_relay_set_monitor (self->iopub, bn_records_monitor (self->records));
     if (self->task) {
         bn_task_set_connect_grace (self->task, self->connect_grace);
+        bn_task_set_hosts (self->task, self->hosts);
         bn_task_set_monitor (self->task, bn_records_monitor (self->records));
         bn_hub_set_resubmit (self->hub, s_submit_task, self->task);
     }

@@ -364,6 +364,13 @@ bn_heart_pong_ready (bn_heart_t *self)
     return 0;
 }
 
+int
+bn_heart_max_misses (bn_heart_t *self)
+{
+    assert (self);
+    return self->max_misses;
+}
+
 size_t
 bn_heart_size (bn_heart_t *self)
 {

@@ -55,6 +55,9 @@ void bn_heart_ping (bn_heart_t *self);
 //  Read the pongs that are waiting; returns 0.
 int bn_heart_pong_ready (bn_heart_t *self);
 
+//  Beats a heart may miss in a row (bn_heart_new's max_misses).
+int bn_heart_max_misses (bn_heart_t *self);
+
 //  Number of monitored hearts.
 size_t bn_heart_size (bn_heart_t *self);
 

@@ -51,6 +51,7 @@ typedef struct {
     uint64_t purged;          //  Pending registrations that timed out
     uint64_t unregistrations; //  Engines unregistered
     uint64_t heart_failures;  //  ...of which by heart failure
+    uint64_t hosts_lost;      //  Host links whose heart stopped
     uint64_t send_failed;     //  Replies or notifications not sent
 } s_stats_t;
 
@@ -64,6 +65,17 @@ typedef struct {
     char *uuid;   //  Engine whose registration is pending
     void *ticket; //  zloop ticket, NULL once it fired
 } s_stall_t;
+
+//  A host node's link (doc/hosts.md).
+typedef struct {
+    bn_hub_t *hub;
+    char *link;      //  Its link id
+    char *name;      //  Its host name, for logs and errors
+    int index;       //  Order of arrival
+    bool alive;      //  Its heart has answered
+    bn_msg_t *hello; //  bn_host_request waiting for its heart, or NULL
+    void *ticket;    //  zloop ticket while waiting, NULL once it fired
+} s_host_t;
 
 typedef struct {
     bn_hub_t *hub;
@@ -105,6 +117,10 @@ struct _bn_hub_t {
     int state_timer;    //  zloop timer writing it, or -1
     zlistx_t *announce; //  json_t * contents of registration notifications
                         //  waiting for the state file
+    bn_hosts_t *hosts;  //  Links of host nodes and their engines (borrowed),
+                        //  or NULL: no host nodes
+    zhashx_t *links;    //  link id -> s_host_t
+    int next_host;      //  index of the next host node
     s_stats_t stats;
 };
 
@@ -120,6 +136,21 @@ s_stall_destroy (void **item)
         zloop_ticket_delete (stall->hub->loop, stall->ticket);
     free (stall->uuid);
     free (stall);
+    *item = NULL;
+}
+
+static void
+s_host_destroy (void **item)
+{
+    s_host_t *host = (s_host_t *)*item;
+    if (!host)
+        return;
+    if (host->ticket && host->hub->loop)
+        zloop_ticket_delete (host->hub->loop, host->ticket);
+    bn_msg_destroy (&host->hello);
+    free (host->link);
+    free (host->name);
+    free (host);
     *item = NULL;
 }
 
@@ -169,13 +200,15 @@ bn_hub_new (zsock_t *query, zsock_t *notifier, bn_session_t *session,
     self->leaving = zlistx_new ();
     self->listeners = zlistx_new ();
     self->announce = zlistx_new ();
+    self->links = zhashx_new ();
     self->state_timer = -1;
     if (!connection_info || !self->engines || !self->relays || !self->stalls ||
-        !self->leaving || !self->listeners || !self->announce) {
+        !self->leaving || !self->listeners || !self->announce || !self->links) {
         bn_hub_destroy (&self);
         return NULL;
     }
     zhashx_set_destructor (self->stalls, s_stall_destroy);
+    zhashx_set_destructor (self->links, s_host_destroy);
     zlistx_set_destructor (self->leaving, s_leaving_destroy);
     zlistx_set_destructor (self->listeners, s_listener_destroy);
     return self;
@@ -189,6 +222,7 @@ bn_hub_destroy (bn_hub_t **self_p)
     if (!self)
         return;
     zhashx_destroy (&self->stalls);
+    zhashx_destroy (&self->links);
     if (self->leaving && self->loop) {
         s_leaving_t *leaving = zlistx_first (self->leaving);
         while (leaving) {
@@ -265,6 +299,13 @@ bn_hub_set_stranded_timeout (bn_hub_t *self, int msecs)
 {
     assert (self);
     self->stranded_timeout = msecs > 0 ? msecs : 0;
+}
+
+void
+bn_hub_set_hosts (bn_hub_t *self, bn_hosts_t *hosts)
+{
+    assert (self);
+    self->hosts = hosts;
 }
 
 void
@@ -409,7 +450,8 @@ s_save_state (bn_hub_t *self)
     zstr_free (&tmp);
 }
 
-static void s_expect (bn_hub_t *self, const char *uuid, int id);
+static void s_expect (bn_hub_t *self, const char *uuid, int id,
+                      const char *via);
 
 //  Write the state file if it is behind, then send the registration
 //  notifications that waited for it.
@@ -480,7 +522,7 @@ bn_hub_set_state_file (bn_hub_t *self, const char *path, bool restore)
         zhashx_update (self->restored, json_string_value (uuid),
                        (void *)(intptr_t)(id + 1));
         bn_engine_table_set_next_id (self->engines, (int)id + 1);
-        s_expect (self, json_string_value (uuid), (int)id);
+        s_expect (self, json_string_value (uuid), (int)id, NULL);
     }
     if (json_is_integer (next) && json_integer_value (next) >= 0 &&
         json_integer_value (next) < INT32_MAX)
@@ -514,6 +556,8 @@ s_on_stall (zloop_t *loop, int timer_id, void *arg)
     if (bn_engine_table_is_pending (self->engines, uuid)) {
         int id = bn_engine_table_remove (self->engines, uuid);
         bn_heart_forget (self->heart, uuid);
+        if (self->hosts)
+            bn_hosts_unroute (self->hosts, uuid);
         self->stats.purged++;
         bn_log_warn ("hub: purged stalled registration %d:%s", id, uuid);
     }
@@ -522,9 +566,10 @@ s_on_stall (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
-//  Make uuid a pending registration with id, waiting for its heart.
+//  Make uuid a pending registration with id, waiting for its heart, or
+//  for the host node of link via (not NULL) to say it is alive.
 static void
-s_expect (bn_hub_t *self, const char *uuid, int id)
+s_expect (bn_hub_t *self, const char *uuid, int id, const char *via)
 {
     s_stall_t *stall = calloc (1, sizeof *stall);
     if (!stall || bn_engine_table_add_pending (self->engines, uuid, id) != 0) {
@@ -537,19 +582,25 @@ s_expect (bn_hub_t *self, const char *uuid, int id)
     stall->ticket =
         self->loop ? zloop_ticket (self->loop, s_on_stall, stall) : NULL;
     zhashx_update (self->stalls, uuid, stall);
-    bn_log_info ("hub: registration %d:%s pending", id, uuid);
-    bn_heart_expect (self->heart, uuid);
+    if (!via) {
+        bn_log_info ("hub: registration %d:%s pending", id, uuid);
+        bn_heart_expect (self->heart, uuid);
+    } else if (bn_hosts_route (self->hosts, uuid, via) == 0)
+        bn_log_info ("hub: registration %d:%s pending (through %s)", id, uuid,
+                     via);
+    else
+        bn_log_error ("hub: out of memory routing %s through %s", uuid, via);
 }
 
-static void
-s_on_new_heart (void *arg, const char *uuid)
+//  Finish the pending registration of uuid: the relays, the task scheduler
+//  and the listeners take the engine, and it is announced. Returns its id,
+//  or -1 if uuid is not pending.
+static int
+s_finish (bn_hub_t *self, const char *uuid)
 {
-    bn_hub_t *self = (bn_hub_t *)arg;
     int id = bn_engine_table_finish (self->engines, uuid);
-    if (id < 0) {
-        bn_heart_forget (self->heart, uuid);
-        return;
-    }
+    if (id < 0)
+        return -1;
     s_stall_end (self, uuid);
     bn_relay_t *relay = zlistx_first (self->relays);
     while (relay) {
@@ -572,10 +623,23 @@ s_on_new_heart (void *arg, const char *uuid)
                                              s_on_state_timer, self);
         if (self->state_timer < 0)
             s_state_flush (self);
-        return;
+        return id;
     }
     s_state_flush (self);
     s_notify (self, BN_MSG_REGISTRATION_NOTIFICATION, content, NULL);
+    return id;
+}
+
+static void s_host_alive (bn_hub_t *self, const char *link);
+
+static void
+s_on_new_heart (void *arg, const char *uuid)
+{
+    bn_hub_t *self = (bn_hub_t *)arg;
+    if (zhashx_lookup (self->links, uuid))
+        s_host_alive (self, uuid);
+    else if (s_finish (self, uuid) < 0)
+        bn_heart_forget (self->heart, uuid);
 }
 
 //  True if uuid is usable as an engine identity (doc/wire.md 1.5).
@@ -591,8 +655,10 @@ s_uuid_ok (const char *uuid)
     return true;
 }
 
+//  A registration_request from an engine, or through the host node of link
+//  via (not NULL).
 static void
-s_registration_request (bn_hub_t *self, bn_msg_t *request)
+s_registration_request (bn_hub_t *self, bn_msg_t *request, const char *via)
 {
     json_t *content = bn_msg_content (request);
     json_t *uuid_value = json_object_get (content, "uuid");
@@ -665,7 +731,7 @@ s_registration_request (bn_hub_t *self, bn_msg_t *request)
                                           self->connection_info));
     s_send_query (self, &reply);
 
-    s_expect (self, uuid, id);
+    s_expect (self, uuid, id, via);
 }
 
 //  --------------------------------------------------------------------------
@@ -682,6 +748,8 @@ s_fail_and_notify (bn_hub_t *self, const char *uuid, int id)
                             : NULL;
     if (self->task && bn_engine_table_id (self->engines, uuid) < 0)
         bn_task_engine_remove (self->task, uuid);
+    if (self->hosts && !bn_engine_table_has (self->engines, uuid))
+        bn_hosts_unroute (self->hosts, uuid);
     while (relay) {
         bn_relay_engine_remove (relay, uuid);
         relay = zlistx_next (self->relays);
@@ -717,6 +785,8 @@ bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
     bn_heart_forget (self->heart, copy);
     if (pending) {
         s_stall_end (self, copy);
+        if (self->hosts)
+            bn_hosts_unroute (self->hosts, copy);
         bn_log_info ("hub: pending registration %d:%s dropped (%s)", id, copy,
                      reason);
         free (copy);
@@ -760,11 +830,320 @@ bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
     return id;
 }
 
+//  --------------------------------------------------------------------------
+//  Host nodes (doc/hosts.md)
+
+//  Answer a host node's request with bn_host_reply and content (taken),
+//  addressed to the host node itself (its link, without what follows it).
+static void
+s_host_reply (bn_hub_t *self, bn_msg_t *request, json_t *content)
+{
+    size_t size;
+    const void *link = bn_msg_ident (request, 0, &size);
+    bn_msg_t *reply =
+        bn_msg_new_reply (self->session, request, BN_MSG_HOST_REPLY);
+    if (reply)
+        bn_msg_clear_idents (reply);
+    if (!reply || !content || bn_msg_push_ident (reply, link, size) != 0) {
+        json_decref (content);
+        bn_msg_destroy (&reply);
+        self->stats.send_failed++;
+        return;
+    }
+    bn_msg_set_content (reply, content);
+    s_send_query (self, &reply);
+}
+
+//  Engine uuid, which the host node of host still serves under id, is
+//  registered through it (at once: the host node vouches for its heart).
+//  Returns -1 if the engine cannot keep that id or is another link's.
+static int
+s_host_keep (bn_hub_t *self, s_host_t *host, const char *uuid, int id)
+{
+    const char *via = bn_hosts_via (self->hosts, uuid);
+    bool ours = via && streq (via, host->link);
+    if (bn_engine_table_has (self->engines, uuid)) {
+        if (!ours)
+            return -1;
+        if (bn_engine_table_is_pending (self->engines, uuid))
+            return s_finish (self, uuid) == id ? 0 : -1;
+        return bn_engine_table_id (self->engines, uuid) == id ? 0 : -1;
+    }
+    if (id < 0 || bn_engine_table_uuid (self->engines, id, true) ||
+        bn_engine_table_new_id (self->engines, id) != id)
+        return -1;
+    s_expect (self, uuid, id, host->link);
+    return s_finish (self, uuid) == id ? 0 : -1;
+}
+
+//  Answer host's waiting bn_host_request: the engines it no longer serves
+//  are lost, those it still serves are kept (or refused).
+static void
+s_host_welcome (bn_hub_t *self, s_host_t *host)
+{
+    bn_msg_t *hello = host->hello;
+    host->hello = NULL;
+    json_t *engines = json_object_get (bn_msg_content (hello), "engines");
+    zhashx_t *listed = zhashx_new ();
+    json_t *refused = json_array ();
+    json_t *had = bn_hosts_engines (self->hosts, host->link);
+    if (!listed || !refused || !had) {
+        self->stats.send_failed++;
+        goto done;
+    }
+    size_t index;
+    json_t *pair;
+    json_array_foreach (engines, index, pair) zhashx_update (
+        listed, json_string_value (json_array_get (pair, 0)), host);
+    json_t *uuid;
+    json_array_foreach (
+        had, index, uuid) if (!zhashx_lookup (listed, json_string_value (uuid)))
+        bn_hub_unregister (self, json_string_value (uuid),
+                           "no longer served by its host node");
+    json_array_foreach (engines, index, pair)
+    {
+        const char *name = json_string_value (json_array_get (pair, 0));
+        int id = (int)json_integer_value (json_array_get (pair, 1));
+        if (s_host_keep (self, host, name, id) != 0) {
+            bn_log_warn ("hub: host %s: engine %d:%s cannot come back",
+                         host->name, id, name);
+            json_array_append_new (refused, json_string (name));
+        }
+    }
+    bn_log_info ("hub: host node %s (%s) serves %zu engines", host->name,
+                 host->link,
+                 json_array_size (engines) - json_array_size (refused));
+    s_host_reply (
+        self, hello,
+        json_pack ("{s:s, s:i, s:i, s:i, s:O}", "status", BN_STATUS_OK, "index",
+                   host->index, "hb_period", self->hb_period_ms, "hb_misses",
+                   bn_heart_max_misses (self->heart), "refused", refused));
+done:
+    json_decref (had);
+    json_decref (refused);
+    zhashx_destroy (&listed);
+    bn_msg_destroy (&hello);
+}
+
+//  The heart of link answered: the host node is told it is welcome.
+static void
+s_host_alive (bn_hub_t *self, const char *link)
+{
+    s_host_t *host = zhashx_lookup (self->links, link);
+    if (!host)
+        return;
+    host->alive = true;
+    if (host->ticket && self->loop)
+        zloop_ticket_delete (self->loop, host->ticket);
+    host->ticket = NULL;
+    bn_log_info ("hub: host node %s is linked", host->name);
+    if (host->hello)
+        s_host_welcome (self, host);
+}
+
+//  Forget link, unregistering every engine behind it for reason.
+static void
+s_host_lost (bn_hub_t *self, const char *link, const char *reason)
+{
+    char *copy = strdup (link);
+    s_host_t *host = copy ? zhashx_lookup (self->links, copy) : NULL;
+    if (!host) {
+        free (copy);
+        return;
+    }
+    json_t *engines = bn_hosts_engines (self->hosts, copy);
+    bn_log_warn ("hub: host node %s lost (%s): %zu engines lost", host->name,
+                 reason, json_array_size (engines));
+    char why[300];
+    snprintf (why, sizeof why, "host node %s lost", host->name);
+    size_t index;
+    json_t *uuid;
+    json_array_foreach (
+        engines, index,
+        uuid) if (bn_hub_unregister (self, json_string_value (uuid), why) >= 0)
+        self->stats.heart_failures++;
+    json_decref (engines);
+    self->stats.hosts_lost++;
+    bn_heart_forget (self->heart, copy);
+    bn_hosts_link_remove (self->hosts, copy);
+    zhashx_delete (self->links, copy);
+    free (copy);
+}
+
+static int
+s_on_host_stall (zloop_t *loop, int timer_id, void *arg)
+{
+    s_host_t *host = (s_host_t *)arg;
+    bn_hub_t *self = host->hub;
+    host->ticket = NULL;
+    if (host->hello) {
+        char evalue[400];
+        snprintf (evalue, sizeof evalue,
+                  "no heartbeat from host node %s within %g s", host->name,
+                  self->registration_timeout);
+        self->stats.errors++;
+        s_host_reply (self, host->hello,
+                      bn_wire_error ("TimeoutError", evalue, NULL, NULL));
+    }
+    s_host_lost (self, host->link, "its heart never answered");
+    return 0;
+}
+
+//  True if engines is absent or a list of [uuid, id] pairs.
+static bool
+s_host_engines_ok (json_t *engines)
+{
+    if (!engines)
+        return true;
+    if (!json_is_array (engines))
+        return false;
+    size_t index;
+    json_t *pair;
+    json_array_foreach (engines, index, pair)
+    {
+        if (!json_is_array (pair) || json_array_size (pair) != 2 ||
+            !json_is_string (json_array_get (pair, 0)) ||
+            !s_uuid_ok (json_string_value (json_array_get (pair, 0))) ||
+            !json_is_integer (json_array_get (pair, 1)) ||
+            json_integer_value (json_array_get (pair, 1)) < 0 ||
+            json_integer_value (json_array_get (pair, 1)) >= INT32_MAX)
+            return false;
+    }
+    return true;
+}
+
+//  bn_host_request from the host node of link: say hello, or again.
+static void
+s_host_request (bn_hub_t *self, bn_msg_t *msg, const char *link)
+{
+    json_t *content = bn_msg_content (msg);
+    json_t *name = json_object_get (content, "name");
+    if (!json_is_string (name) || !*json_string_value (name) ||
+        strlen (json_string_value (name)) > S_UUID_MAX ||
+        !s_host_engines_ok (json_object_get (content, "engines"))) {
+        self->stats.bad_content++;
+        self->stats.errors++;
+        s_host_reply (self, msg,
+                      bn_wire_error ("ValueError",
+                                     BN_MSG_HOST_REQUEST
+                                     " needs a 'name' and 'engines', a list "
+                                     "of [uuid, id] pairs",
+                                     NULL, NULL));
+        return;
+    }
+    s_host_t *host = zhashx_lookup (self->links, link);
+    if (!host) {
+        host = calloc (1, sizeof *host);
+        if (host) {
+            host->hub = self;
+            host->link = strdup (link);
+            host->index = self->next_host;
+        }
+        if (!host || !host->link || bn_hosts_link_add (self->hosts, link) ||
+            zhashx_insert (self->links, link, host)) {
+            void *item = host;
+            s_host_destroy (&item);
+            self->stats.send_failed++;
+            return;
+        }
+        self->next_host++;
+    }
+    free (host->name);
+    host->name = strdup (json_string_value (name));
+    bn_msg_destroy (&host->hello);
+    host->hello = bn_msg_dup (msg);
+    if (!host->name || !host->hello) {
+        self->stats.send_failed++;
+        return;
+    }
+    bn_log_info ("hub: host node %s (%s) says hello", host->name, link);
+    if (host->alive)
+        s_host_welcome (self, host);
+    else {
+        bn_heart_expect (self->heart, link);
+        if (!host->ticket && self->loop)
+            host->ticket = zloop_ticket (self->loop, s_on_host_stall, host);
+    }
+}
+
+//  bn_host_engines from host: engines whose hearts answered or stopped.
+static void
+s_host_engines (bn_hub_t *self, bn_msg_t *msg, s_host_t *host)
+{
+    json_t *content = bn_msg_content (msg);
+    json_t *alive = json_object_get (content, "alive");
+    json_t *lost = json_object_get (content, "lost");
+    if ((alive && !json_is_array (alive)) || (lost && !json_is_array (lost))) {
+        self->stats.bad_content++;
+        bn_log_warn ("hub: host %s: bad " BN_MSG_HOST_ENGINES, host->name);
+        return;
+    }
+    char why[300];
+    snprintf (why, sizeof why, "heart failure on host %s", host->name);
+    size_t index;
+    json_t *uuid;
+    json_array_foreach (lost, index, uuid)
+    {
+        const char *via = bn_hosts_via (self->hosts, json_string_value (uuid));
+        if (via && streq (via, host->link) &&
+            bn_hub_unregister (self, json_string_value (uuid), why) >= 0)
+            self->stats.heart_failures++;
+    }
+    json_array_foreach (alive, index, uuid)
+    {
+        const char *via = bn_hosts_via (self->hosts, json_string_value (uuid));
+        if (via && streq (via, host->link))
+            s_finish (self, json_string_value (uuid));
+    }
+}
+
+static void s_dispatch (bn_hub_t *self, bn_msg_t *msg, const char *via);
+
+//  A message through a host node's link: the host node's own (one ident),
+//  or one of its engines' it passes on.
+static void
+s_from_link (bn_hub_t *self, bn_msg_t *msg)
+{
+    char *link = bn_msg_ident_strdup (msg, 0);
+    if (!link) {
+        self->stats.send_failed++;
+        return;
+    }
+    s_host_t *host = zhashx_lookup (self->links, link);
+    const char *type = bn_msg_type (msg);
+    bool own = bn_msg_nidents (msg) == 1;
+    if (own && streq (type, BN_MSG_HOST_REQUEST))
+        s_host_request (self, msg, link);
+    else if (!host) {
+        //  a link lost, or known to a controller before this one: the host
+        //  node says hello again when it hears this
+        char evalue[400];
+        snprintf (evalue, sizeof evalue, "unknown host link '%s'", link);
+        self->stats.errors++;
+        bn_log_info ("hub: %s from %s", type, evalue);
+        s_host_reply (self, msg,
+                      bn_wire_error ("KeyError", evalue, NULL, NULL));
+    } else if (!host->alive)
+        bn_log_debug ("hub: %s from host node %s before its heart", type,
+                      host->name);
+    else if (own && streq (type, BN_MSG_HOST_ENGINES))
+        s_host_engines (self, msg, host);
+    else if (own) {
+        self->stats.unsupported++;
+        s_hub_error (self, msg, "NotImplementedError",
+                     "'%.200s' is not a host node's message", type);
+    } else
+        s_dispatch (self, msg, link);
+    free (link);
+}
+
 static void
 s_on_stopped_heart (void *arg, const char *uuid)
 {
     bn_hub_t *self = (bn_hub_t *)arg;
-    if (bn_hub_unregister (self, uuid, "heart failure") >= 0)
+    if (zhashx_lookup (self->links, uuid))
+        s_host_lost (self, uuid, "heart failure");
+    else if (bn_hub_unregister (self, uuid, "heart failure") >= 0)
         self->stats.heart_failures++;
 }
 
@@ -1031,8 +1410,21 @@ s_handle_query (bn_hub_t *self, bn_msg_t *msg)
             return;
         }
     bn_log_debug ("hub: %s", type);
+    size_t size;
+    const void *first = bn_msg_ident (msg, 0, &size);
+    if (self->hosts && bn_hosts_is_link_id (first, size))
+        s_from_link (self, msg);
+    else
+        s_dispatch (self, msg, NULL);
+}
+
+//  Answer a query (through the host node of link via, or NULL).
+static void
+s_dispatch (bn_hub_t *self, bn_msg_t *msg, const char *via)
+{
+    const char *type = bn_msg_type (msg);
     if (streq (type, BN_MSG_REGISTRATION_REQUEST))
-        s_registration_request (self, msg);
+        s_registration_request (self, msg, via);
     else if (streq (type, BN_MSG_UNREGISTRATION_REQUEST))
         s_unregistration_request (self, msg);
     else if (streq (type, BN_MSG_CONNECTION_REQUEST))
@@ -1097,9 +1489,15 @@ bn_hub_stats (bn_hub_t *self)
         self->queries ? bn_record_queries_bad_content (self->queries) : 0;
     uint64_t queries_errors =
         self->queries ? bn_record_queries_errors (self->queries) : 0;
+    json_t *hosts = self->hosts ? bn_hosts_stats (self->hosts) : NULL;
+    json_int_t host_engines =
+        json_integer_value (json_object_get (hosts, "engines"));
+    json_int_t host_stray =
+        json_integer_value (json_object_get (hosts, "stray"));
+    json_decref (hosts);
     return json_pack (
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-        "s:I, s:I, s:I}",
+        "s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
         "queries", (json_int_t)s->queries, "bad_frame",
         (json_int_t)s->drops.bad_frame, "bad_signature",
         (json_int_t)s->drops.bad_signature, "replayed",
@@ -1110,8 +1508,10 @@ bn_hub_stats (bn_hub_t *self)
         (json_int_t)s->registrations, "refused", (json_int_t)s->refused,
         "purged", (json_int_t)s->purged, "unregistrations",
         (json_int_t)s->unregistrations, "heart_failures",
-        (json_int_t)s->heart_failures, "send_failed",
-        (json_int_t)s->send_failed, "engines",
+        (json_int_t)s->heart_failures, "hosts",
+        (json_int_t)zhashx_size (self->links), "hosts_lost",
+        (json_int_t)s->hosts_lost, "host_engines", host_engines, "host_stray",
+        host_stray, "send_failed", (json_int_t)s->send_failed, "engines",
         (json_int_t)bn_engine_table_size (self->engines), "pending",
         (json_int_t)zhashx_size (self->stalls));
 }

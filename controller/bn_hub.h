@@ -10,6 +10,7 @@
 #include <stdbool.h>
 
 #include "bn_heart.h"
+#include "bn_hosts.h"
 #include "bn_record_queries.h"
 #include "bn_records.h"
 #include "bn_relay.h"
@@ -49,6 +50,13 @@ int bn_hub_add_relay (bn_hub_t *self, bn_relay_t *relay, bool counts);
 //  BN_HUB_STRANDED_TIMEOUT, is controller.stranded_timeout's).
 #define BN_HUB_STRANDED_TIMEOUT 500
 void bn_hub_set_stranded_timeout (bn_hub_t *self, int msecs);
+
+//  Serve host nodes (doc/hosts.md): their bn_host_request and
+//  bn_host_engines, registrations through their links, and their hearts,
+//  keeping in hosts (borrowed; shared with the relays and the task
+//  scheduler) which engine each link serves. Without it a message through
+//  a link is taken as any other.
+void bn_hub_set_hosts (bn_hub_t *self, bn_hosts_t *hosts);
 
 //  Tell the task scheduler (borrowed) about engines as they come and go,
 //  as the relays are told; queue_request counts its tasks.

@@ -22,6 +22,7 @@
 
 #include "bn_error.h"
 #include "bn_holdq.h"
+#include "bn_hosts.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
 #include "bn_wire.h"
@@ -75,6 +76,7 @@ struct _bn_relay_t {
     void *watch_arg;
     const bn_monitor_t *monitor; //  Told of what passes (borrowed)
     bn_holdq_t *holdq;           //  Requests for engines connecting
+    bn_hosts_t *hosts;           //  Links of host nodes (borrowed), or NULL
     s_stats_t stats;
 };
 
@@ -228,6 +230,13 @@ bn_relay_set_watch (bn_relay_t *self, const char *msg_type,
     self->watch_type = strdup (msg_type);
     self->watch_fn = fn;
     self->watch_arg = arg;
+}
+
+void
+bn_relay_set_hosts (bn_relay_t *self, bn_hosts_t *hosts)
+{
+    assert (self);
+    self->hosts = hosts;
 }
 
 void
@@ -484,6 +493,11 @@ s_client_request (bn_relay_t *self, bn_msg_t *msg)
         self->monitor->request (self->monitor->arg, self->name, msg,
                                 engine->uuid);
     bn_msg_swap_idents (msg);
+    if (bn_hosts_wrap (self->hosts, msg) != 0) {
+        s_send_failed (self, engine, pending, ENOMEM);
+        bn_msg_destroy (&msg);
+        return;
+    }
     //  a young engine's request may have to wait for its connection
     if (bn_holdq_waits (self->holdq, engine->uuid)) {
         if (bn_holdq_send (self->holdq, engine->uuid, msg) == 1)
@@ -526,6 +540,14 @@ s_complete (bn_relay_t *self, s_pending_t *pending)
 static void
 s_engine_reply (bn_relay_t *self, bn_msg_t *msg)
 {
+    if (bn_hosts_unwrap (self->hosts, msg) < 0) {
+        self->stats.drops.bad_frame++;
+        bn_log_debug ("%s: dropped a message through a host link for an "
+                      "engine it does not serve",
+                      self->name);
+        bn_msg_destroy (&msg);
+        return;
+    }
     if (bn_msg_nidents (msg) < 2) {
         self->stats.drops.bad_frame++;
         bn_log_warn ("%s: dropped an engine message without two idents",

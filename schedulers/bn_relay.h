@@ -9,6 +9,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "bn_hosts.h"
 #include "bn_monitor.h"
 #include "bn_msg.h"
 #include "bn_session.h"
@@ -54,6 +55,12 @@ int bn_relay_retry (bn_relay_t *self);
 //  (forward relays only; one watch per relay).
 void bn_relay_set_watch (bn_relay_t *self, const char *msg_type,
                          bn_relay_watch_fn *fn, void *arg);
+
+//  Reach hosted engines through the links of hosts (borrowed; NULL: none),
+//  doc/hosts.md: a request to one gets its link's routing frame in front,
+//  and what comes up through a link is taken as from the engine named
+//  after it (swap relays).
+void bn_relay_set_hosts (bn_relay_t *self, bn_hosts_t *hosts);
 
 //  Report to monitor (borrowed; NULL: stop): a swap relay calls request
 //  for each request it forwards to a registered engine and reply for each

@@ -39,6 +39,7 @@
 #include "bn_error.h"
 #include "bn_heap.h"
 #include "bn_holdq.h"
+#include "bn_hosts.h"
 #include "bn_jscan.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
@@ -183,6 +184,7 @@ struct _bn_task_t {
     bn_heap_t *deadlines; //  Queued jobs with a timeout, earliest first
     int timer;            //  zloop timer for the earliest, -1 if none
     bn_holdq_t *holdq;    //  Tasks for engines not connected yet
+    bn_hosts_t *hosts;    //  Host nodes' links (borrowed), or NULL
     size_t held;          //  Jobs in it
     int64_t timer_at;     //  When that timer fires
     s_stats_t stats;
@@ -1135,7 +1137,8 @@ static int
 s_send_job (bn_task_t *self, s_job_t *job, s_engine_t *engine)
 {
     bn_msg_t *copy = bn_msg_dup (job->msg);
-    if (!copy || bn_msg_push_ident (copy, engine->uuid, engine->uuid_len)) {
+    if (!copy || bn_msg_push_ident (copy, engine->uuid, engine->uuid_len) ||
+        bn_hosts_wrap (self->hosts, copy)) {
         bn_msg_destroy (&copy);
         return ENOMEM;
     }
@@ -1664,6 +1667,13 @@ s_result (bn_task_t *self, s_job_t *job, bn_msg_t *msg)
 static void
 s_engine_reply (bn_task_t *self, bn_msg_t *msg)
 {
+    if (bn_hosts_unwrap (self->hosts, msg) < 0) {
+        self->stats.drops.bad_frame++;
+        bn_log_debug ("task: dropped a message through a host link for an "
+                      "engine it does not serve");
+        bn_msg_destroy (&msg);
+        return;
+    }
     if (bn_msg_nidents (msg) < 2) {
         self->stats.drops.bad_frame++;
         bn_log_warn ("task: dropped an engine message without two idents");
@@ -2014,6 +2024,13 @@ bn_task_attach (bn_task_t *self, zloop_t *loop)
         return -1;
     self->reading = true;
     return 0;
+}
+
+void
+bn_task_set_hosts (bn_task_t *self, bn_hosts_t *hosts)
+{
+    assert (self);
+    self->hosts = hosts;
 }
 
 void

@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "bn_hosts.h"
 #include "bn_monitor.h"
 #include "bn_msg.h"
 #include "bn_session.h"
@@ -54,6 +55,10 @@ void bn_task_destroy (bn_task_t **self_p);
 
 //  Register the socket readers and timers in loop. Returns -1 on failure.
 int bn_task_attach (bn_task_t *self, zloop_t *loop);
+
+//  Reach hosted engines through the links of hosts (borrowed; NULL: none),
+//  as the relays do (bn_relay_set_hosts, doc/hosts.md).
+void bn_task_set_hosts (bn_task_t *self, bn_hosts_t *hosts);
 
 //  Tell monitor (copied; its arg is borrowed) about requests, assignments
 //  and replies; NULL stops.

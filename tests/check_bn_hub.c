@@ -806,6 +806,384 @@ START_TEST (test_registration_burst_state)
 }
 END_TEST
 
+//  --------------------------------------------------------------------------
+//  Host nodes (doc/hosts.md): a fake host node's links to the controller
+
+typedef struct {
+    char link[64];
+    bn_session_t *session; //  the host node's own messages
+    zsock_t *query;        //  DEALER, id link -> registration
+    zsock_t *mux;          //  DEALER, id link -> engine mux port
+    zsock_t *hb_sub;       //  SUB -> hb_ping
+    zsock_t *hb_dealer;    //  DEALER, id link -> hb_pong
+} s_host_t;
+
+static s_host_t *
+s_host_new (t_controller_t *controller, const char *name)
+{
+    s_host_t *self = calloc (1, sizeof *self);
+    ck_assert_ptr_nonnull (self);
+    snprintf (self->link, sizeof self->link, BN_HOST_LINK_PREFIX "%s %08x",
+              name, (unsigned)getpid ());
+    self->session = bn_session_new (controller->key, NULL);
+    bn_connfile_t *file = controller->engine;
+    self->query = t_sock (ZMQ_DEALER, self->link);
+    t_connect (self->query, t_port (file, "registration"));
+    self->mux = t_sock (ZMQ_DEALER, self->link);
+    t_connect (self->mux, t_port (file, "mux"));
+    self->hb_sub = t_sock (ZMQ_SUB, NULL);
+    t_connect (self->hb_sub, t_port (file, "hb_ping"));
+    self->hb_dealer = t_sock (ZMQ_DEALER, self->link);
+    t_connect (self->hb_dealer, t_port (file, "hb_pong"));
+    return self;
+}
+
+static void
+s_host_destroy (s_host_t **self_p)
+{
+    s_host_t *self = *self_p;
+    zsock_destroy (&self->query);
+    zsock_destroy (&self->mux);
+    zsock_destroy (&self->hb_sub);
+    zsock_destroy (&self->hb_dealer);
+    bn_session_destroy (&self->session);
+    free (self);
+    *self_p = NULL;
+}
+
+//  Answer the controller's pings to the link.
+static void
+s_host_echo (s_host_t *self)
+{
+    zmq_msg_t frame;
+    zmq_msg_init (&frame);
+    while (zmq_msg_recv (&frame, zsock_resolve (self->hb_sub), ZMQ_DONTWAIT) >=
+           0)
+        zmq_msg_send (&frame, zsock_resolve (self->hb_dealer), 0);
+    zmq_msg_close (&frame);
+}
+
+//  The next message on the host node's query link, answering pings while
+//  it waits; NULL if none within ms.
+static bn_msg_t *
+s_host_recv (s_host_t *self, int ms)
+{
+    int64_t end = zclock_mono () + ms;
+    while (zclock_mono () < end) {
+        s_host_echo (self);
+        bn_msg_t *msg = t_recv_within (self->query, 10);
+        if (msg) {
+            ck_assert_int_eq (bn_msg_verify (msg, self->session, false), 0);
+            return msg;
+        }
+    }
+    return NULL;
+}
+
+//  The host node's own message of type with content (taken).
+static void
+s_host_says (s_host_t *self, const char *type, json_t *content)
+{
+    bn_msg_t *msg = t_msg (self->session, type, content, NULL);
+    t_send (&msg, self->query, self->session);
+}
+
+//  Say bn_host_request with engines (taken; NULL: none) and return the
+//  bn_host_reply, answering pings meanwhile.
+static bn_msg_t *
+s_host_hello (s_host_t *self, json_t *engines)
+{
+    s_host_says (self, BN_MSG_HOST_REQUEST,
+                 json_pack ("{s:s, s:o}", "name", "h1", "engines",
+                            engines ? engines : json_array ()));
+    bn_msg_t *reply = s_host_recv (self, T_TIMEOUT);
+    ck_assert_msg (reply != NULL, "no " BN_MSG_HOST_REPLY);
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_HOST_REPLY);
+    ck_assert_uint_eq (bn_msg_nidents (reply), 0);
+    return reply;
+}
+
+//  An engine of the host node registers through its link; returns its id.
+static int
+s_host_register (s_host_t *self, const char *uuid, bn_session_t *session)
+{
+    bn_msg_t *msg = t_msg (session, BN_MSG_REGISTRATION_REQUEST,
+                           json_pack ("{s:s}", "uuid", uuid), uuid);
+    t_send (&msg, self->query, session);
+    bn_msg_t *reply = s_host_recv (self, T_TIMEOUT);
+    ck_assert_ptr_nonnull (reply);
+    //  the reply comes back through the link, addressed to the engine
+    ck_assert_uint_eq (bn_msg_nidents (reply), 1);
+    ck_assert (bn_msg_ident_is (reply, 0, uuid, strlen (uuid)));
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_REGISTRATION_REPLY);
+    ck_assert_str_eq (t_content_str (reply, "status"), BN_STATUS_OK);
+    int id = (int)json_integer_value (
+        json_object_get (bn_msg_content (reply), "id"));
+    bn_msg_destroy (&reply);
+    return id;
+}
+
+//  The next message on the client's mux, answering the link's pings.
+static bn_msg_t *
+s_host_mux_reply (s_host_t *self)
+{
+    int64_t end = zclock_mono () + T_TIMEOUT;
+    while (zclock_mono () < end) {
+        s_host_echo (self);
+        bn_msg_t *reply = t_recv_within (s_client->mux, 10);
+        if (reply)
+            return reply;
+    }
+    return NULL;
+}
+
+//  Wait for a notification of type about uuid, answering the link's pings.
+static bn_msg_t *
+s_host_notification (s_host_t *self, const char *type, const char *uuid, int ms)
+{
+    int64_t end = zclock_mono () + ms;
+    while (zclock_mono () < end) {
+        s_host_echo (self);
+        bn_msg_t *note = t_notification (s_client, type, 10);
+        if (note && streq (t_content_str (note, "uuid"), uuid))
+            return note;
+        bn_msg_destroy (&note);
+    }
+    return NULL;
+}
+
+//  A controller beating every 100 ms, misses (text) allowed.
+static void
+s_host_restart (const char *misses)
+{
+    t_client_destroy (&s_client);
+    t_controller_stop (&s_ctl);
+    char setting[64];
+    snprintf (setting, sizeof setting, "controller.heartbeat_misses=%s",
+              misses);
+    s_ctl =
+        t_controller_start ("controller.heartbeat_period=100", setting, NULL);
+    s_client = t_client_new (s_ctl);
+}
+
+START_TEST (test_host_node)
+{
+    s_host_restart ("20");
+    s_host_t *host = s_host_new (s_ctl, "h1");
+    //  the host node says hello; the hub answers once the link's heart has
+    bn_msg_t *reply = s_host_hello (host, NULL);
+    ck_assert_str_eq (t_content_str (reply, "status"), BN_STATUS_OK);
+    json_t *content = bn_msg_content (reply);
+    ck_assert_int_eq (json_integer_value (json_object_get (content, "index")),
+                      0);
+    ck_assert_int_eq (
+        json_integer_value (json_object_get (content, "hb_period")), 100);
+    ck_assert_int_eq (
+        json_integer_value (json_object_get (content, "hb_misses")), 20);
+    ck_assert_uint_eq (json_array_size (json_object_get (content, "refused")),
+                       0);
+    bn_msg_destroy (&reply);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "hosts"), 1);
+
+    //  an engine registers through it, and is registered once the host node
+    //  says its heart answered
+    char uuid[40];
+    bn_session_new_id (uuid);
+    bn_session_t *engine = bn_session_new (s_ctl->key, uuid);
+    int id = s_host_register (host, uuid, engine);
+    ck_assert_int_eq (id, 0);
+    s_assert_engines (0);
+    s_host_says (host, BN_MSG_HOST_ENGINES,
+                 json_pack ("{s:[s]}", "alive", uuid));
+    bn_msg_t *note = s_host_notification (
+        host, BN_MSG_REGISTRATION_NOTIFICATION, uuid, T_TIMEOUT);
+    ck_assert_ptr_nonnull (note);
+    ck_assert_int_eq (
+        json_integer_value (json_object_get (bn_msg_content (note), "id")), id);
+    bn_msg_destroy (&note);
+    s_assert_engines (1);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "host_engines"), 1);
+
+    //  a mux request reaches it through the link, and its reply the client
+    bn_msg_t *msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, uuid);
+    char *msg_id = strdup (bn_msg_id (msg));
+    t_send (&msg, s_client->mux, s_client->session);
+    bn_msg_t *request = t_recv (host->mux);
+    ck_assert_ptr_nonnull (request);
+    ck_assert (bn_msg_ident_is (request, 0, uuid, strlen (uuid)));
+    ck_assert_str_eq (bn_msg_id (request), msg_id);
+    bn_msg_t *answer = bn_msg_new_reply (engine, request, BN_MSG_APPLY_REPLY);
+    bn_msg_set_content (answer, json_pack ("{s:s}", "status", "ok"));
+    bn_msg_destroy (&request);
+    t_send (&answer, host->mux, engine);
+    reply = s_host_mux_reply (host);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (bn_msg_parent_id (reply), msg_id);
+    ck_assert_str_eq (t_content_str (reply, "status"), BN_STATUS_OK);
+    bn_msg_destroy (&reply);
+    free (msg_id);
+
+    //  its heart stops on the host: the hub hears it at once, its pending
+    //  request fails naming it, then it is unregistered
+    msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, uuid);
+    msg_id = strdup (bn_msg_id (msg));
+    t_send (&msg, s_client->mux, s_client->session);
+    request = t_recv (host->mux);
+    ck_assert_ptr_nonnull (request);
+    bn_msg_destroy (&request);
+    int64_t start = zclock_mono ();
+    s_host_says (host, BN_MSG_HOST_ENGINES,
+                 json_pack ("{s:[s]}", "lost", uuid));
+    reply = s_host_mux_reply (host);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (bn_msg_parent_id (reply), msg_id);
+    ck_assert_str_eq (t_content_str (reply, "ename"), "EngineError");
+    char text[200];
+    snprintf (text, sizeof text, "Engine %d died", id);
+    ck_assert_msg (strstr (t_content_str (reply, "evalue"), text), "%s",
+                   t_content_str (reply, "evalue"));
+    bn_msg_destroy (&reply);
+    note = s_host_notification (host, BN_MSG_UNREGISTRATION_NOTIFICATION, uuid,
+                                T_TIMEOUT);
+    ck_assert_ptr_nonnull (note);
+    bn_msg_destroy (&note);
+    ck_assert_int_lt (zclock_mono () - start, 1500);
+    s_assert_engines (0);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "heart_failures"), 1);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "host_engines"), 0);
+    free (msg_id);
+    bn_session_destroy (&engine);
+    s_host_destroy (&host);
+}
+END_TEST
+
+START_TEST (test_host_link_lost)
+{
+    s_host_restart ("4");
+    s_host_t *host = s_host_new (s_ctl, "h1");
+    bn_msg_t *reply = s_host_hello (host, NULL);
+    bn_msg_destroy (&reply);
+    char uuid[40];
+    bn_session_new_id (uuid);
+    bn_session_t *engine = bn_session_new (s_ctl->key, uuid);
+    int id = s_host_register (host, uuid, engine);
+    s_host_says (host, BN_MSG_HOST_ENGINES,
+                 json_pack ("{s:[s]}", "alive", uuid));
+    bn_msg_t *note = s_host_notification (
+        host, BN_MSG_REGISTRATION_NOTIFICATION, uuid, T_TIMEOUT);
+    ck_assert_ptr_nonnull (note);
+    bn_msg_destroy (&note);
+
+    //  a request is pending on the engine when the link falls silent
+    bn_msg_t *msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, uuid);
+    char *msg_id = strdup (bn_msg_id (msg));
+    t_send (&msg, s_client->mux, s_client->session);
+    bn_msg_t *request = t_recv (host->mux);
+    ck_assert_ptr_nonnull (request);
+    bn_msg_destroy (&request);
+    reply = t_recv (s_client->mux);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (bn_msg_parent_id (reply), msg_id);
+    ck_assert_str_eq (t_content_str (reply, "ename"), "EngineError");
+    bn_msg_destroy (&reply);
+    note = t_notification (s_client, BN_MSG_UNREGISTRATION_NOTIFICATION,
+                           T_TIMEOUT);
+    ck_assert_ptr_nonnull (note);
+    ck_assert_str_eq (t_content_str (note, "uuid"), uuid);
+    bn_msg_destroy (&note);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "hosts_lost"), 1);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "hosts"), 0);
+    s_assert_engines (0);
+    free (msg_id);
+
+    //  the link works again: the hub no longer knows it, and says so
+    s_host_says (host, BN_MSG_HOST_ENGINES, json_object ());
+    reply = s_host_recv (host, T_TIMEOUT);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_HOST_REPLY);
+    ck_assert_str_eq (t_content_str (reply, "ename"), "KeyError");
+    bn_msg_destroy (&reply);
+
+    //  so the host node says hello again with its engine: served again,
+    //  same id and uuid
+    reply = s_host_hello (host, json_pack ("[[s, i]]", uuid, id));
+    ck_assert_str_eq (t_content_str (reply, "status"), BN_STATUS_OK);
+    ck_assert_uint_eq (
+        json_array_size (json_object_get (bn_msg_content (reply), "refused")),
+        0);
+    bn_msg_destroy (&reply);
+    note = s_host_notification (host, BN_MSG_REGISTRATION_NOTIFICATION, uuid,
+                                T_TIMEOUT);
+    ck_assert_ptr_nonnull (note);
+    ck_assert_int_eq (
+        json_integer_value (json_object_get (bn_msg_content (note), "id")), id);
+    bn_msg_destroy (&note);
+    msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, uuid);
+    t_send (&msg, s_client->mux, s_client->session);
+    request = t_recv (host->mux);
+    ck_assert_ptr_nonnull (request);
+    bn_msg_t *answer = bn_msg_new_reply (engine, request, BN_MSG_APPLY_REPLY);
+    bn_msg_set_content (answer, json_pack ("{s:s}", "status", "ok"));
+    bn_msg_destroy (&request);
+    t_send (&answer, host->mux, engine);
+    reply = s_host_mux_reply (host);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (t_content_str (reply, "status"), BN_STATUS_OK);
+    bn_msg_destroy (&reply);
+
+    //  an engine whose id another engine holds cannot come back
+    t_engine_t *other = t_engine_new (s_ctl);
+    int taken = t_engine_register (other, s_ctl, s_client, -1);
+    char stranger[40];
+    bn_session_new_id (stranger);
+    reply = s_host_hello (
+        host, json_pack ("[[s, i], [s, i]]", uuid, id, stranger, taken));
+    json_t *refused = json_object_get (bn_msg_content (reply), "refused");
+    ck_assert_uint_eq (json_array_size (refused), 1);
+    ck_assert_str_eq (json_string_value (json_array_get (refused, 0)),
+                      stranger);
+    bn_msg_destroy (&reply);
+    s_assert_engines (2);
+    t_engine_destroy (&other);
+    bn_session_destroy (&engine);
+    s_host_destroy (&host);
+}
+END_TEST
+
+START_TEST (test_host_bad_input)
+{
+    s_host_t *host = s_host_new (s_ctl, "h1");
+    //  no name, engines not pairs
+    const char *bad[] = {"{}", "{\"name\": \"h1\", \"engines\": [\"x\"]}",
+                         "{\"name\": \"h1\", \"engines\": [[\"a b\", 1]]}",
+                         "{\"name\": 3}"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        s_host_says (host, BN_MSG_HOST_REQUEST, json_loads (bad[i], 0, NULL));
+        bn_msg_t *reply = s_host_recv (host, T_TIMEOUT);
+        ck_assert_ptr_nonnull (reply);
+        ck_assert_str_eq (bn_msg_type (reply), BN_MSG_HOST_REPLY);
+        ck_assert_str_eq (t_content_str (reply, "ename"), "ValueError");
+        bn_msg_destroy (&reply);
+    }
+    //  an engine's registration through a link the hub does not know
+    char uuid[40];
+    bn_session_new_id (uuid);
+    bn_session_t *engine = bn_session_new (s_ctl->key, uuid);
+    bn_msg_t *msg = t_msg (engine, BN_MSG_REGISTRATION_REQUEST,
+                           json_pack ("{s:s}", "uuid", uuid), uuid);
+    t_send (&msg, host->query, engine);
+    bn_msg_t *reply = s_host_recv (host, T_TIMEOUT);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (bn_msg_type (reply), BN_MSG_HOST_REPLY);
+    ck_assert_str_eq (t_content_str (reply, "ename"), "KeyError");
+    bn_msg_destroy (&reply);
+    s_assert_engines (0);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "hosts"), 0);
+    bn_session_destroy (&engine);
+    s_host_destroy (&host);
+}
+END_TEST
+
 static Suite *
 s_suite (void)
 {
@@ -830,6 +1208,9 @@ s_suite (void)
     tcase_add_test (tc, test_record_queries);
     tcase_add_test (tc, test_shutdown_request);
     tcase_add_test (tc, test_bad_input);
+    tcase_add_test (tc, test_host_node);
+    tcase_add_test (tc, test_host_link_lost);
+    tcase_add_test (tc, test_host_bad_input);
     suite_add_tcase (suite, tc);
     tc = tcase_create ("engine_table");
     tcase_add_test (tc, test_table);

@@ -15,6 +15,7 @@ static zsock_t *s_client_side, *s_engine_side; //  relay sockets
 static zsock_t *s_client;                      //  client DEALER
 static zsock_t *s_engine;                      //  engine ROUTER, id uuid
 static bn_relay_t *s_relay;
+static int s_engine_port; //  the relay's engine side
 
 static void
 s_setup (void)
@@ -26,6 +27,7 @@ s_setup (void)
     s_client_side = t_bound (ZMQ_ROUTER, BN_ROUTING_MUX_IN, &client_port);
     zsock_set_router_mandatory (s_client_side, 1);
     s_engine_side = t_bound (ZMQ_ROUTER, BN_ROUTING_MUX_OUT, &engine_port);
+    s_engine_port = engine_port;
     zsock_set_router_mandatory (s_engine_side, 1);
     s_relay = bn_relay_new_swap ("mux", s_client_side, s_engine_side,
                                  s_relay_session);
@@ -667,6 +669,92 @@ s_watch (void *arg, bn_msg_t *msg)
               bn_msg_session (msg));
 }
 
+START_TEST (test_host_link)
+{
+    //  a host node's link serves engine "hosted" (doc/hosts.md); s_uuid
+    //  still connects straight to the relay
+    const char *link = BN_HOST_LINK_PREFIX "h1 0a1b2c3d";
+    const char *hosted = "5c1d3a0e-8f9b0c1d2e3f405162738495";
+    bn_session_t *hosted_session = bn_session_new (s_key, hosted);
+    bn_hosts_t *hosts = bn_hosts_new ();
+    ck_assert_ptr_nonnull (hosts);
+    bn_relay_set_hosts (s_relay, hosts);
+    ck_assert_int_eq (bn_hosts_link_add (hosts, link), 0);
+    ck_assert_int_eq (bn_hosts_route (hosts, hosted, link), 0);
+    ck_assert_int_eq (bn_relay_engine_add (s_relay, hosted, 5), 0);
+    ck_assert_int_eq (bn_relay_engine_add (s_relay, s_uuid, 0), 0);
+    zsock_t *host = t_sock (ZMQ_DEALER, link);
+    t_connect (host, s_engine_port);
+    t_wait_route (s_engine_side, link, host);
+
+    //  a request for the hosted engine reaches the link as [hosted, client,
+    //  DELIM, ...], the client's signature kept
+    char *msg_id = s_request (BN_MSG_APPLY_REQUEST, hosted);
+    s_pump_client (1);
+    bn_msg_t *request = t_recv (host);
+    ck_assert_ptr_nonnull (request);
+    ck_assert_uint_eq (bn_msg_nidents (request), 2);
+    ck_assert (bn_msg_ident_is (request, 0, hosted, strlen (hosted)));
+    ck_assert_int_eq (bn_msg_verify (request, hosted_session, true), 0);
+    ck_assert_str_eq (bn_msg_id (request), msg_id);
+
+    //  the host node passes the engine's reply up with the same idents: the
+    //  client gets it from the hosted engine
+    bn_msg_t *reply =
+        bn_msg_new_reply (hosted_session, request, BN_MSG_APPLY_REPLY);
+    bn_msg_set_content (reply, json_pack ("{s:s}", "status", "ok"));
+    bn_msg_destroy (&request);
+    t_send (&reply, host, hosted_session);
+    s_pump_engine (1);
+    bn_msg_t *got = t_recv (s_client);
+    ck_assert_ptr_nonnull (got);
+    ck_assert_uint_eq (bn_msg_nidents (got), 1);
+    ck_assert (bn_msg_ident_is (got, 0, hosted, strlen (hosted)));
+    ck_assert_str_eq (bn_msg_parent_id (got), msg_id);
+    bn_msg_destroy (&got);
+    ck_assert_uint_eq (bn_relay_queue_size (s_relay, hosted), 0);
+    ck_assert_uint_eq (bn_relay_completed_size (s_relay, hosted), 1);
+    free (msg_id);
+
+    //  the engine that connects straight to the relay is served as before
+    msg_id = s_request (BN_MSG_APPLY_REQUEST, s_uuid);
+    s_pump_client (1);
+    char *answered = s_engine_answers ();
+    ck_assert_str_eq (answered, msg_id);
+    s_pump_engine (1);
+    got = t_recv (s_client);
+    ck_assert_ptr_nonnull (got);
+    ck_assert_str_eq (bn_msg_parent_id (got), msg_id);
+    bn_msg_destroy (&got);
+    free (answered);
+    free (msg_id);
+
+    //  a link cannot answer for an engine it does not serve
+    msg_id = s_request (BN_MSG_APPLY_REQUEST, s_uuid);
+    s_pump_client (1);
+    request = t_recv (s_engine);
+    ck_assert_ptr_nonnull (request);
+    reply = bn_msg_new_reply (s_engine_session, request, BN_MSG_APPLY_REPLY);
+    bn_msg_set_content (reply, json_pack ("{s:s}", "status", "ok"));
+    bn_msg_pop_ident (reply);
+    bn_msg_push_ident (reply, s_uuid, strlen (s_uuid));
+    bn_msg_destroy (&request);
+    t_send (&reply, host, s_engine_session);
+    s_pump_engine (1);
+    ck_assert_ptr_null (t_recv_within (s_client, 100));
+    ck_assert_uint_eq (bn_relay_queue_size (s_relay, s_uuid), 1);
+    json_t *stats = bn_hosts_stats (hosts);
+    ck_assert_int_eq (json_integer_value (json_object_get (stats, "stray")), 1);
+    json_decref (stats);
+    free (msg_id);
+
+    bn_relay_set_hosts (s_relay, NULL);
+    zsock_destroy (&host);
+    bn_hosts_destroy (&hosts);
+    bn_session_destroy (&hosted_session);
+}
+END_TEST
+
 START_TEST (test_iopub)
 {
     int in_port, out_port;
@@ -774,6 +862,7 @@ s_suite (void)
     tcase_add_test (tc, test_bad_engine_input);
     tcase_add_test (tc, test_completed_ring);
     tcase_add_test (tc, test_error_reply);
+    tcase_add_test (tc, test_host_link);
     tcase_add_test (tc, test_iopub);
     suite_add_tcase (suite, tc);
     return suite;

@@ -1268,6 +1268,103 @@ START_TEST (test_never_connected)
 }
 END_TEST
 
+START_TEST (test_host_link)
+{
+    //  two engines behind a host node's link (doc/hosts.md) and one that
+    //  connects straight to the scheduler
+    s_start (BN_TASK_LEASTLOAD, 1, 1);
+    const char *link = BN_HOST_LINK_PREFIX "h1 0a1b2c3d";
+    bn_hosts_t *hosts = bn_hosts_new ();
+    bn_task_set_hosts (s_task, hosts);
+    ck_assert_int_eq (bn_hosts_link_add (hosts, link), 0);
+    zsock_t *host = t_sock (ZMQ_DEALER, link);
+    t_connect (host, s_engine_port);
+    t_wait_route (s_engine_side, link, host);
+    char hosted[2][40];
+    bn_session_t *sessions[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf (hosted[i], sizeof hosted[i],
+                  "%08x-1111111111111111111111%02d", (unsigned)getpid (), i);
+        sessions[i] = bn_session_new (s_key, hosted[i]);
+        ck_assert_int_eq (bn_hosts_route (hosts, hosted[i], link), 0);
+        ck_assert_int_eq (bn_task_engine_add (s_task, hosted[i], 10 + i), 0);
+    }
+
+    //  three tasks, one an engine (high-water mark 1): two reach the link as
+    //  [engine, client, DELIM, ...], the client's signature kept
+    char *ids[3];
+    for (int i = 0; i < 3; i++)
+        ids[i] = s_submit (NULL);
+    bn_msg_t *direct = s_take (0);
+    bn_msg_t *through[2];
+    for (int i = 0; i < 2; i++) {
+        ck_assert (s_run_until (host, T_TIMEOUT));
+        through[i] = t_recv (host);
+        ck_assert_ptr_nonnull (through[i]);
+        ck_assert_uint_eq (bn_msg_nidents (through[i]), 2);
+    }
+    //  one to each engine; the host node sends each engine's reply up as it
+    //  came
+    int first = -1;
+    for (int i = 0; i < 2; i++) {
+        int e = bn_msg_ident_is (through[i], 0, hosted[0], strlen (hosted[0]))
+                    ? 0
+                    : 1;
+        ck_assert_int_ne (e, first);
+        first = e;
+        ck_assert (
+            bn_msg_ident_is (through[i], 0, hosted[e], strlen (hosted[e])));
+        ck_assert_int_eq (bn_msg_verify (through[i], sessions[e], false), 0);
+        bn_msg_t *reply =
+            bn_msg_new_reply (sessions[e], through[i], BN_MSG_APPLY_REPLY);
+        bn_msg_set_content (reply, json_pack ("{s:s}", "status", "ok"));
+        bn_msg_set_metadata (reply, json_pack ("{s:s, s:b, s:s}", "status",
+                                               "ok", "dependencies_met", 1,
+                                               "engine", hosted[e]));
+        bn_msg_destroy (&through[i]);
+        t_send (&reply, host, sessions[e]);
+    }
+    s_answer (0, &direct, "ok");
+    zhashx_t *answered = zhashx_new ();
+    for (int i = 0; i < 3; i++) {
+        bn_msg_t *reply = s_reply ();
+        ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+        zhashx_insert (answered, bn_msg_parent_id (reply), "");
+        bn_msg_destroy (&reply);
+    }
+    for (int i = 0; i < 3; i++)
+        ck_assert_ptr_nonnull (zhashx_lookup (answered, ids[i]));
+    zhashx_destroy (&answered);
+    ck_assert_uint_eq (bn_task_engine_load (s_task, hosted[0]), 0);
+    ck_assert_uint_eq (bn_task_engine_load (s_task, hosted[1]), 0);
+
+    //  the link cannot answer for the engine of the scheduler
+    char *last = s_submit (json_pack ("{s:[s]}", "targets", s_engines[0].uuid));
+    bn_msg_t *request = s_take (0);
+    bn_msg_t *forged =
+        bn_msg_new_reply (s_engines[0].session, request, BN_MSG_APPLY_REPLY);
+    bn_msg_set_content (forged, json_pack ("{s:s}", "status", "ok"));
+    bn_msg_pop_ident (forged);
+    bn_msg_push_ident (forged, s_engines[0].uuid, strlen (s_engines[0].uuid));
+    t_send (&forged, host, s_engines[0].session);
+    ck_assert_ptr_null (s_reply_within (S_QUIET));
+    ck_assert_uint_eq (bn_task_engine_load (s_task, s_engines[0].uuid), 1);
+    s_answer (0, &request, "ok");
+    bn_msg_t *reply = s_reply ();
+    ck_assert_str_eq (bn_msg_parent_id (reply), last);
+    bn_msg_destroy (&reply);
+
+    for (int i = 0; i < 3; i++)
+        free (ids[i]);
+    free (last);
+    for (int i = 0; i < 2; i++)
+        bn_session_destroy (&sessions[i]);
+    bn_task_set_hosts (s_task, NULL);
+    zsock_destroy (&host);
+    bn_hosts_destroy (&hosts);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -1301,6 +1398,7 @@ main (void)
     tcase_add_test (tc, test_records_bound);
     tcase_add_test (tc, test_not_connected);
     tcase_add_test (tc, test_never_connected);
+    tcase_add_test (tc, test_host_link);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
