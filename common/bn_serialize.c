@@ -376,11 +376,35 @@ s_restore (bn_value_t *value, const bn_bytes_t *frames, size_t nframes,
     return 0;
 }
 
-//  uncan: a CannedBytes or CannedMemoryView gives its bytes (returned, for
-//  the caller to put in its place); a dict's values are uncanned in place.
+//  CannedObject.get_object of one with no keys and no hook (what
+//  serialize_object wraps a dict in): its obj, taken out for the caller;
+//  NULL for any other.
+static bn_value_t *
+s_canned_object (bn_value_t *value)
+{
+    bn_value_t *state = bn_value_object_state (value);
+    bn_value_t *keys = bn_value_dict_get (state, "keys");
+    bn_value_t *hook = bn_value_dict_get (state, "hook");
+    if (bn_value_type (keys) != BN_VALUE_LIST || bn_value_size (keys) != 0 ||
+        !hook || bn_value_type (hook) != BN_VALUE_NONE)
+        return NULL;
+    for (size_t i = 0; i < bn_value_size (state); i++) {
+        bn_value_t *key = bn_value_dict_key (state, i);
+        if (bn_value_str_size (key) == 3 &&
+            strcmp (bn_value_str (key), "obj") == 0)
+            return bn_value_dict_swap_value (state, i, bn_value_new_none ());
+    }
+    return NULL;
+}
+
+//  uncan: a CannedBytes or CannedMemoryView gives its bytes and a
+//  CannedObject its object (returned, for the caller to put in its
+//  place); a dict's values are uncanned in place.
 static bn_value_t *
 s_uncan (bn_value_t *value)
 {
+    if (bn_value_object_is (value, BN_SERIALIZE_CANNING, "CannedObject"))
+        return s_canned_object (value);
     if (bn_value_type (value) == BN_VALUE_DICT) {
         size_t size = bn_value_size (value);
         for (size_t i = 0; i < size; i++) {

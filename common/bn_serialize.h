@@ -27,9 +27,10 @@ typedef struct {
 //  ipyparallel.serialize.deserialize_object: decode the pickle in
 //  frames[0], put the out-of-band frames that follow into the canned
 //  objects' None buffer slots, and uncan: CannedBytes and CannedMemoryView
-//  become BYTES (also inside a top-level list, tuple, set or dict), other
-//  canned objects (Reference, CannedFunction, CannedArray with its buffers
-//  filled in) stay OBJECTs.  Stores the number of frames consumed in *used
+//  become BYTES and a CannedObject without keys or hook its object (also
+//  inside a top-level list, tuple, set or dict), other canned objects
+//  (Reference, CannedFunction, CannedArray with its buffers filled in)
+//  stay OBJECTs.  Stores the number of frames consumed in *used
 //  (when not NULL).  Returns NULL with a message in err on failure.
 bn_value_t *bn_deserialize_object (const bn_bytes_t *frames, size_t nframes,
                                    size_t *used, char *err, size_t errsize);
