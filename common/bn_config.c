@@ -898,6 +898,21 @@ bn_config_error (bn_config_t *self)
     return self->error;
 }
 
+//  The quote a string value is printed in so that the file reader reads
+//  it back (and spaces show): none when it needs none, else one it does
+//  not contain; a value that holds both is printed bare, which reads back
+//  unless it is also empty, has a '#' or blanks at its ends, or starts
+//  with a quote (none of which a config file can give it).
+static char
+s_quote_for (const char *text)
+{
+    size_t length = strlen (text);
+    if (length && !strpbrk (text, " \t#") && *text != '"' && *text != '\'' &&
+        !isspace ((unsigned char)text[length - 1]))
+        return 0;
+    return !strchr (text, '"') ? '"' : !strchr (text, '\'') ? '\'' : 0;
+}
+
 void
 bn_config_print (bn_config_t *self, FILE *file)
 {
@@ -906,9 +921,10 @@ bn_config_print (bn_config_t *self, FILE *file)
     for (int i = 0; i < S_COUNT; i++) {
         const char *text = self->values[i].text;
         int width = fprintf (file, "%s = ", s_settings[i].name);
-        if (s_settings[i].type == BN_CONFIG_STRING &&
-            (*text == 0 || strpbrk (text, " #\"'")))
-            width += fprintf (file, "\"%s\"", text);
+        char quote =
+            s_settings[i].type == BN_CONFIG_STRING ? s_quote_for (text) : 0;
+        if (quote)
+            width += fprintf (file, "%c%s%c", quote, text, quote);
         else
             width += fprintf (file, "%s", text);
         fprintf (file, "%*s# %s\n", width < 44 ? 44 - width : 1, "",
