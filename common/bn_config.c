@@ -258,8 +258,9 @@ bn_config_format_duration (int64_t msecs, char *buffer, size_t size)
         snprintf (buffer, size, "%lldm", ms / 60000);
     else if (ms % 1000 == 0)
         snprintf (buffer, size, "%llds", ms / 1000);
-    else if (ms > 1000) {
-        //  seconds with the fraction's trailing zeros dropped: 1.5s
+    else if (ms > 1000 && ms < 1000000000) {
+        //  seconds with the fraction's trailing zeros dropped: 1.5s (past
+        //  11 days such a decimal may not read back to the millisecond)
         snprintf (buffer, size, "%lld.%03llds", ms / 1000, ms % 1000);
         char *end = buffer + strlen (buffer) - 1; //  at the 's'
         while (end[-1] == '0')

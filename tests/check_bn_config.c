@@ -585,6 +585,11 @@ START_TEST (test_durations)
         ck_assert_int_eq (bn_config_parse_duration (text, 1, &back), 0);
         ck_assert_int_eq (back, shown[i].msecs);
     }
+    //  past 11 days a decimal of seconds may not read back to the ms
+    char long_text[32];
+    bn_config_format_duration (8888888888888888, long_text, sizeof long_text);
+    ck_assert_int_eq (bn_config_parse_duration (long_text, 1, &msecs), 0);
+    ck_assert_int_eq (msecs, 8888888888888888);
 
     //  as settings: canonical text, clear errors naming key and value
     bn_config_t *config = bn_config_new ();

@@ -1,7 +1,9 @@
 /*  fuzz_config: the config file reader (bn_config_load_file, banyan's own
-    ZPL parser). The input is the file. A refused file names the problem
-    and applies nothing; an accepted one prints (banyan config show) as
-    text that loads back to the same settings.  */
+    ZPL parser) and the durations its settings take. The input is the
+    file. A refused file names the problem and applies nothing; an
+    accepted one prints (banyan config show) as text that loads back to the
+    same settings; each line read as a duration formats as text that reads
+    back the same.  */
 #include "bn_config.h"
 #include "bn_fuzz.h"
 
@@ -91,9 +93,37 @@ s_check_same (bn_config_t *a, bn_config_t *b)
     }
 }
 
+//  A duration (each line of the input is tried as one) formats as text
+//  that reads back the same, in either bare unit.
+static void
+s_check_durations (const uint8_t *data, size_t size)
+{
+    char *text = bn_fuzz_text (data, size);
+    char *line = text;
+    for (int n = 0; line && n < 8; n++) {
+        char *next = strchr (line, '\n');
+        if (next)
+            *next++ = 0;
+        for (int64_t unit = 1; unit <= 1000; unit *= 1000) {
+            int64_t msecs, again;
+            if (bn_config_parse_duration (line, unit, &msecs) != 0)
+                continue;
+            BN_FUZZ_CHECK (msecs >= 0);
+            char formatted[64];
+            bn_config_format_duration (msecs, formatted, sizeof formatted);
+            BN_FUZZ_CHECK (bn_config_parse_duration (formatted, unit, &again) ==
+                           0);
+            BN_FUZZ_CHECK (again == msecs);
+        }
+        line = next;
+    }
+    free (text);
+}
+
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
+    s_check_durations (data, size);
     s_write (s_file, data, size);
     bn_config_t *config = bn_config_new ();
     BN_FUZZ_CHECK (config);
