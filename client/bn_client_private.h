@@ -116,6 +116,9 @@ bn_item_t *bn_result_add (bn_result_t *self, const char *msg_id,
                           const char *date, int engine_id, const char *uuid,
                           bn_item_kind_t kind);
 
+//  The client of the result (borrowed).
+bn_client_t *bn_result_client (bn_result_t *self);
+
 //  The item at index.
 bn_item_t *bn_result_item (bn_result_t *self, size_t index);
 

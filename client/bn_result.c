@@ -148,6 +148,13 @@ bn_result_item (bn_result_t *self, size_t index)
     return &self->items[index];
 }
 
+bn_client_t *
+bn_result_client (bn_result_t *self)
+{
+    assert (self);
+    return self->client;
+}
+
 json_t *
 bn_result_reply (bn_result_t *self, size_t index)
 {

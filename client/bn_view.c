@@ -720,29 +720,20 @@ bn_view_pull (bn_view_t *self, const bn_value_t *names, bn_result_t **result_p)
     return rc;
 }
 
-//  Send a control request of type with content (taken) to each target
-//  (all engines for a load-balanced view without targets) and wait for
-//  the replies. Returns 0 or the first error.
+//  Send a control request of type to each of ntargets targets, with
+//  contents[i] (taken; every one of them, also on failure) to targets[i],
+//  and wait for the replies. Returns 0 or the first error.
 static int
-s_control (bn_view_t *self, const char *type, json_t *content,
-           bn_item_kind_t kind, double timeout)
+s_control_to (bn_client_t *client, const char *type, bn_target_t *targets,
+              json_t **contents, size_t ntargets, bn_item_kind_t kind,
+              double timeout)
 {
-    bn_client_t *client = self->client;
-    bn_target_t *targets = NULL;
-    size_t ntargets = 0;
-    bn_msg_t **msgs = NULL;
-    bn_result_t *result = NULL;
+    bn_msg_t **msgs = calloc (ntargets ? ntargets : 1, sizeof *msgs);
+    bn_result_t *result = bn_result_new (client, ntargets);
     bn_client_lock (client);
     int rc = bn_client_state (client);
-    if (rc == 0)
-        rc = bn_client_resolve (client, self->targets, self->ntargets, &targets,
-                                &ntargets);
-    if (rc == 0) {
-        msgs = calloc (ntargets, sizeof *msgs);
-        result = bn_result_new (client, ntargets);
-        if (!msgs || !result)
-            rc = BN_ENOMEM;
-    }
+    if (rc == 0 && (!msgs || !result))
+        rc = BN_ENOMEM;
     for (size_t i = 0; rc == 0 && i < ntargets; i++) {
         bn_msg_t *msg = bn_msg_new (bn_client_tx_session (client), type);
         msgs[i] = msg;
@@ -751,7 +742,8 @@ s_control (bn_view_t *self, const char *type, json_t *content,
             rc = BN_ENOMEM;
             break;
         }
-        bn_msg_set_content (msg, json_incref (content));
+        bn_msg_set_content (msg, contents[i]);
+        contents[i] = NULL;
         bn_item_t *item = bn_result_add (
             result, bn_msg_id (msg),
             json_string_value (json_object_get (bn_msg_header (msg), "date")),
@@ -760,8 +752,8 @@ s_control (bn_view_t *self, const char *type, json_t *content,
             rc = BN_ENOMEM;
     }
     bn_client_unlock (client);
-    json_decref (content);
-    free (targets);
+    for (size_t i = 0; i < ntargets; i++)
+        json_decref (contents[i]);
     if (rc == 0)
         rc = bn_client_send (client, BN_SOCK_CONTROL, msgs, ntargets);
     else if (msgs)
@@ -774,22 +766,117 @@ s_control (bn_view_t *self, const char *type, json_t *content,
     return rc;
 }
 
+//  Send a control request of type with content (taken) to each target
+//  (all engines for a load-balanced view without targets) and wait for
+//  the replies. Returns 0 or the first error.
+static int
+s_control (bn_view_t *self, const char *type, json_t *content,
+           bn_item_kind_t kind, double timeout)
+{
+    bn_client_t *client = self->client;
+    bn_target_t *targets = NULL;
+    size_t ntargets = 0;
+    bn_client_lock (client);
+    int rc = bn_client_state (client);
+    if (rc == 0)
+        rc = bn_client_resolve (client, self->targets, self->ntargets, &targets,
+                                &ntargets);
+    bn_client_unlock (client);
+    json_t **contents =
+        rc == 0 ? calloc (ntargets + 1, sizeof *contents) : NULL;
+    if (rc == 0 && !contents)
+        rc = BN_ENOMEM;
+    if (rc == 0) {
+        for (size_t i = 0; i < ntargets; i++)
+            contents[i] = json_incref (content);
+        rc = s_control_to (client, type, targets, contents, ntargets, kind,
+                           timeout);
+    }
+    json_decref (content);
+    free (contents);
+    free (targets);
+    return rc;
+}
+
+int
+bn_result_abort (bn_result_t *self, double timeout)
+{
+    if (!self)
+        return BN_EINVAL;
+    bn_client_t *client = bn_result_client (self);
+    bn_target_t *targets = NULL;
+    size_t ntargets = 0;
+    json_t **contents = NULL;
+    json_t *anywhere = json_array (); //  ids of items without an engine
+    bn_client_lock (client);
+    int rc = bn_client_state (client);
+    if (rc == 0)
+        rc = bn_client_resolve (client, NULL, 0, &targets, &ntargets);
+    if (rc == BN_ENOENGINE)
+        rc = 0; //  nobody is left to abort anything
+    if (rc == 0) {
+        contents = calloc (ntargets + 1, sizeof *contents);
+        if (!contents || !anywhere)
+            rc = BN_ENOMEM;
+    }
+    //  Each engine hears only of its own requests, so that a broadcast
+    //  to N engines sends N short aborts, not N lists of N ids.
+    size_t count = bn_result_count (self);
+    for (size_t index = 0; rc == 0 && index < count; index++) {
+        bn_item_t *item = bn_result_item (self, index);
+        if (bn_item_replied (item) || bn_item_kind (item) != BN_ITEM_SHELL)
+            continue;
+        json_t *id = json_string (bn_item_msg_id (item));
+        const char *uuid = bn_item_engine_uuid (item);
+        json_t *list = anywhere;
+        for (size_t t = 0; uuid && t < ntargets; t++)
+            if (streq (targets[t].uuid, uuid)) {
+                if (!contents[t])
+                    contents[t] = json_array ();
+                list = contents[t];
+                break;
+            }
+        if (!id || !list || json_array_append_new (list, id) != 0)
+            rc = BN_ENOMEM;
+    }
+    bn_client_unlock (client);
+    size_t used = 0;
+    for (size_t t = 0; rc == 0 && t < ntargets; t++) {
+        json_t *ids = contents[t] ? contents[t] : json_array ();
+        contents[t] = NULL;
+        if (ids && json_array_extend (ids, anywhere) == 0 &&
+            json_array_size (ids) > 0) {
+            targets[used] = targets[t];
+            contents[used] = json_pack ("{s:o}", "msg_ids", ids);
+            if (!contents[used++])
+                rc = BN_ENOMEM;
+        } else if (!ids)
+            rc = BN_ENOMEM;
+        else
+            json_decref (ids);
+    }
+    json_decref (anywhere);
+    if (rc == 0 && used)
+        rc = s_control_to (client, BN_MSG_ABORT_REQUEST, targets, contents,
+                           used, BN_ITEM_CONTROL, timeout);
+    else
+        for (size_t t = 0; contents && t < ntargets; t++)
+            json_decref (contents[t]);
+    free (contents);
+    free (targets);
+    return rc;
+}
+
 int
 bn_view_abort (bn_view_t *self, bn_result_t *result, double timeout)
 {
     if (!self)
         return BN_EINVAL;
-    json_t *ids;
-    if (result) {
-        ids = json_array ();
-        for (size_t i = 0; ids && i < bn_result_count (result); i++)
-            json_array_append_new (ids,
-                                   json_string (bn_result_msg_id (result, i)));
-    } else {
-        bn_client_lock (self->client);
-        ids = bn_client_outstanding (self->client);
-        bn_client_unlock (self->client);
-    }
+    if (result)
+        return bn_result_abort (result, timeout);
+    bn_client_lock (self->client);
+    json_t *ids = bn_client_outstanding (self->client);
+    bn_client_unlock (self->client);
     json_t *content = ids ? json_pack ("{s:o}", "msg_ids", ids) : NULL;
     if (!content)
         return BN_ENOMEM;

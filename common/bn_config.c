@@ -135,6 +135,9 @@ static const s_setting_t s_settings[] = {
      S_DUR (S_SEC, 0, 365 * S_DAY),
      "time one execute or apply request may run (0 = no limit; a bare "
      "number is seconds)"},
+    {"engine.abort_grace", BN_CONFIG_DURATION, "1s", S_DUR (S_SEC, 0, S_DAY),
+     "time between the signals that end an aborted command: SIGINT, then "
+     "SIGTERM, then SIGKILL (a bare number is seconds)"},
     {"engine.plugins", BN_CONFIG_STRING, "", S_STR (NULL, NULL),
      "colon-separated paths of .so function plugins each engine loads"},
     {"engine.heartbeat_misses", BN_CONFIG_INT, "50", S_NUM (1, 1000000),

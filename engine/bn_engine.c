@@ -11,7 +11,11 @@
 
     One shell request runs at a time; the rest wait in a queue. Control
     requests are answered at once, even while a command runs, so abort,
-    signal and shutdown reach a busy engine.
+    signal and shutdown reach a busy engine. An abort_request naming the
+    request that runs ends it (a command's process group gets SIGINT, then
+    SIGTERM and SIGKILL a grace apart, as clush and pdsh do; a deferred
+    function stops at once) and answers it "aborted"; 7.1.0's engines only
+    skip the aborted requests still queued.
 
     execute_request: `code` runs as `/bin/sh -c code` (stdin /dev/null,
     BANYAN_ENGINE_ID and BANYAN_ENGINE_UUID in its environment); its output
@@ -70,6 +74,7 @@ typedef struct {
     zchunk_t *out;              //  stdout kept for the reply, or NULL
     zchunk_t *err;              //  stderr kept for the reply, or NULL
     bool truncated;             //  output past S_REPLY_OUTPUT_MAX dropped
+    bool aborting;              //  an abort_request is ending it
 } s_current_t;
 
 struct _bn_engine_t {
@@ -413,6 +418,24 @@ s_reply_error (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
     s_reply (self, sock, request, reply_type, content, metadata, NULL);
 }
 
+//  Reply to a shell request with status aborted (with the output it kept
+//  when it ran and wants it in the reply).
+static void
+s_reply_aborted (bn_engine_t *self, bn_msg_t *request)
+{
+    char reply_type[128];
+    if (bn_wire_reply_type (bn_msg_type (request), reply_type,
+                            sizeof reply_type))
+        snprintf (reply_type, sizeof reply_type, "error_reply");
+    const char *started =
+        request == self->current.msg ? self->current.started : "";
+    s_reply (self, self->shell, request, reply_type,
+             json_pack ("{s:s}", "status", BN_STATUS_ABORTED),
+             s_reply_metadata (self, request, BN_STATUS_ABORTED, started),
+             NULL);
+    self->stats.aborted++;
+}
+
 //  ---------------------------------------------------------------------
 //  Shell requests
 
@@ -512,6 +535,7 @@ s_output_clear (bn_engine_t *self)
     zchunk_destroy (&self->current.err);
     self->current.quiet = false;
     self->current.truncated = false;
+    self->current.aborting = false;
 }
 
 //  Keep output of the current request for its reply, up to
@@ -563,7 +587,9 @@ s_on_exit (bn_shell_t *shell, const bn_shell_status_t *status, void *arg)
         json_object_get (bn_msg_content (current->msg), "code"));
     //  Python's subprocess.returncode: negative signal numbers.
     int returncode = status->signal ? -status->signal : status->exit_code;
-    if (status->exit_code == 0 && !status->timed_out) {
+    if (current->aborting)
+        s_reply_aborted (self, current->msg);
+    else if (status->exit_code == 0 && !status->timed_out) {
         s_reply (self, self->shell, current->msg, BN_MSG_EXECUTE_REPLY,
                  json_pack ("{s:s, s:i, s:{}, s:[], s:i}", "status",
                             BN_STATUS_OK, "execution_count",
@@ -795,15 +821,7 @@ s_start (bn_engine_t *self, bn_msg_t *request)
     const char *msg_id = bn_msg_id (request);
     if (s_aborted_take (self, msg_id)) {
         //  As ipykernel: an aborted reply, and no idle status after it.
-        char reply_type[128];
-        if (bn_wire_reply_type (type, reply_type, sizeof reply_type))
-            snprintf (reply_type, sizeof reply_type, "error_reply");
-        s_reply (self, self->shell, request, reply_type,
-                 json_pack ("{s:s}", "status", BN_STATUS_ABORTED),
-                 s_reply_metadata (self, request, BN_STATUS_ABORTED,
-                                   current->started),
-                 NULL);
-        self->stats.aborted++;
+        s_reply_aborted (self, request);
         s_output_clear (self);
         bn_msg_destroy (&current->msg);
         s_next (self);
@@ -935,19 +953,49 @@ s_aborted_take (bn_engine_t *self, const char *msg_id)
     return false;
 }
 
+//  End the request that runs: its command is ended (its exit then answers
+//  the request "aborted"); a function that waits, or a command that waits
+//  for a slot, is answered "aborted" now.
+static void
+s_abort_current (bn_engine_t *self)
+{
+    s_current_t *current = &self->current;
+    if (!current->msg || current->aborting)
+        return;
+    current->aborting = true;
+    if (current->shell &&
+        bn_shell_end (current->shell, self->env->abort_grace) == 0)
+        return;
+    if (current->shell || current->timer >= 0 || self->waiting) {
+        s_reply_aborted (self, current->msg);
+        s_finish (self);
+    }
+}
+
 //  abort_request: remember msg_ids; an empty list (or null) aborts the
 //  execute_requests waiting in the queue, as ipykernel does.
 static void
 s_abort (bn_engine_t *self, bn_msg_t *request, const char *started)
 {
     json_t *ids = json_object_get (bn_msg_content (request), "msg_ids");
+    //  7.1.0's client sends one id as a bare string
+    if (json_is_string (ids))
+        ids = json_pack ("[O]", ids);
+    else
+        json_incref (ids);
+    bool current = false;
     if (json_is_array (ids) && json_array_size (ids) > 0) {
         size_t index;
         json_t *id;
+        const char *running =
+            self->current.msg ? bn_msg_id (self->current.msg) : NULL;
         json_array_foreach (ids, index, id)
         {
-            if (json_is_string (id))
-                s_aborted_add (self, json_string_value (id));
+            const char *text = json_string_value (id);
+            if (running && text && streq (text, running))
+                current = true;
+            else if (text)
+                s_aborted_add (self, text);
         }
     } else {
         bn_msg_t *queued = (bn_msg_t *)zlistx_first (self->queue);
@@ -957,9 +1005,12 @@ s_abort (bn_engine_t *self, bn_msg_t *request, const char *started)
             queued = (bn_msg_t *)zlistx_next (self->queue);
         }
     }
+    json_decref (ids);
     s_reply (self, self->control, request, BN_MSG_ABORT_REPLY,
              json_pack ("{s:s}", "status", BN_STATUS_OK),
              s_reply_metadata (self, request, BN_STATUS_OK, started), NULL);
+    if (current)
+        s_abort_current (self);
 }
 
 static void

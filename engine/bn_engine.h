@@ -51,6 +51,9 @@ typedef struct {
     double timeout;              //  seconds without a ping: controller gone
     int heartbeat_misses;        //  missed ping periods: controller gone
     double time_limit;           //  seconds a request may run, 0: no limit
+    double abort_grace;          //  seconds between the signals that end
+                                 //  an aborted command (SIGINT, SIGTERM,
+                                 //  SIGKILL)
     zcert_t *curve_cert;         //  client keys when the file has a CURVE
                                  //  server key, else NULL
     //  Commands running at once over all engines: a command holds three

@@ -377,6 +377,8 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
         bn_config_int (config, "engine.heartbeat_misses");
     self->env.time_limit =
         bn_config_msecs (config, "engine.request_time_limit") / 1000.0;
+    self->env.abort_grace =
+        bn_config_msecs (config, "engine.abort_grace") / 1000.0;
     self->functions = bn_functions_new ();
     int rc = self->functions ? 0 : -1;
     if (!rc && bn_functions_load_list (

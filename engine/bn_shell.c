@@ -53,6 +53,8 @@ struct _bn_shell_t {
     int wait_timer;            //  exit polling timer, or -1
     bool notified;             //  the timer saw the exit
     int limit_timer;           //  time limit timer, or -1
+    int end_timer;             //  bn_shell_end's SIGTERM and SIGKILL, or -1
+    int end_signals;           //  signals bn_shell_end's timer has sent
     s_pipe_t pipes[2];         //  stdout, stderr
     bool running;              //  not yet reaped
     bn_shell_status_t status;  //  how it ended
@@ -211,6 +213,10 @@ s_unwatch (bn_shell_t *self)
         zloop_timer_end (self->loop, self->limit_timer);
         self->limit_timer = -1;
     }
+    if (self->end_timer >= 0) {
+        zloop_timer_end (self->loop, self->end_timer);
+        self->end_timer = -1;
+    }
 }
 
 //  Reap the child if it has ended; then deliver the rest of its output
@@ -218,6 +224,16 @@ s_unwatch (bn_shell_t *self)
 static void
 s_check_exit (bn_shell_t *self)
 {
+    if (self->status.ended) {
+        //  While the shell is a zombie its pid cannot be reused, so its
+        //  group is still the command's: end what it left running.
+        siginfo_t info;
+        memset (&info, 0, sizeof info);
+        if (waitid (P_PID, (id_t)self->pid, &info,
+                    WEXITED | WNOHANG | WNOWAIT) == 0 &&
+            info.si_pid == self->pid)
+            kill (-self->pid, SIGKILL);
+    }
     int wstatus;
     pid_t rc;
     do
@@ -280,6 +296,21 @@ s_limit_timer (zloop_t *loop, int timer_id, void *arg)
         self->status.timed_out = true;
         kill (-self->pid, SIGKILL);
     }
+    return 0;
+}
+
+//  bn_shell_end's escalation: SIGTERM, then SIGKILL.
+static int
+s_end_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    bn_shell_t *self = (bn_shell_t *)arg;
+    if (timer_id != self->end_timer)
+        return 0;
+    self->end_signals++;
+    if (self->end_signals >= 2)
+        self->end_timer = -1; //  its last run: zloop ends it
+    if (self->running)
+        kill (-self->pid, self->end_signals == 1 ? SIGTERM : SIGKILL);
     return 0;
 }
 
@@ -416,6 +447,7 @@ bn_shell_new (bn_watch_t *watch, const char *command, const char *cwd,
     self->arg = arg;
     self->wait_timer = -1;
     self->limit_timer = -1;
+    self->end_timer = -1;
     const char *names[] = {"stdout", "stderr"};
     int fds[] = {out_pipe[0], err_pipe[0]};
     for (int i = 0; i < 2; i++) {
@@ -489,6 +521,25 @@ bn_shell_signal (bn_shell_t *self, int sig)
     if (!self->running)
         return -1;
     return kill (-self->pid, sig);
+}
+
+int
+bn_shell_end (bn_shell_t *self, double grace)
+{
+    assert (self);
+    if (!self->running)
+        return -1;
+    if (self->status.ended)
+        return 0;
+    self->status.ended = true;
+    kill (-self->pid, SIGINT);
+    double ms = grace * 1000.0;
+    self->end_timer = zloop_timer (self->loop,
+                                   ms < 1     ? 1
+                                   : ms > 1e9 ? 1000000000
+                                              : (size_t)ms,
+                                   2, s_end_timer, self);
+    return 0;
 }
 
 pid_t

@@ -18,6 +18,7 @@ typedef struct {
     int exit_code;  //  exit status if it exited, else -1
     int signal;     //  signal that killed it, else 0
     bool timed_out; //  killed because its time limit passed
+    bool ended;     //  ended by bn_shell_end
 } bn_shell_status_t;
 
 //  Called with each piece of output, as valid UTF-8 (invalid bytes become
@@ -49,6 +50,12 @@ void bn_shell_destroy (bn_shell_t **self_p);
 //  Send a signal to the command's process group; returns -1 if it has
 //  already ended or the signal cannot be sent.
 int bn_shell_signal (bn_shell_t *self, int sig);
+
+//  End the command as clush and pdsh do: SIGINT to its process group now,
+//  SIGTERM after grace seconds, SIGKILL after grace more; whatever of its
+//  group is left when the shell has gone is killed too. The exit is
+//  reported as usual, with ended set. Returns -1 if it has already ended.
+int bn_shell_end (bn_shell_t *self, double grace);
 
 //  Process id of the shell (also its process group id).
 pid_t bn_shell_pid (bn_shell_t *self);

@@ -2037,18 +2037,22 @@ START_TEST (test_abort_clear_shutdown)
     for (int i = 0; i < 2; i++)
         requests[i] = s_mock_expect (mock, mock->mux, BN_MSG_EXECUTE_REQUEST);
 
-    //  Abort this result's requests on both engines
+    //  Abort this result's requests: each engine is told of its own
     json_t *contents[2];
     ck_assert_int_eq (s_call_control (mock, view, result, 0,
                                       BN_MSG_ABORT_REQUEST, 2, contents),
                       0);
+    bool named[2] = {false, false};
     for (int i = 0; i < 2; i++) {
         json_t *ids = json_object_get (contents[i], "msg_ids");
-        ck_assert_uint_eq (json_array_size (ids), 2);
-        ck_assert_str_eq (json_string_value (json_array_get (ids, 0)),
-                          bn_result_msg_id (result, 0));
+        ck_assert_uint_eq (json_array_size (ids), 1);
+        const char *id = json_string_value (json_array_get (ids, 0));
+        for (size_t item = 0; item < 2; item++)
+            if (strcmp (id, bn_result_msg_id (result, item)) == 0)
+                named[item] = true;
         json_decref (contents[i]);
     }
+    ck_assert (named[0] && named[1]);
     //  Without a result: every outstanding shell request of the client
     ck_assert_int_eq (
         s_call_control (mock, view, NULL, 0, BN_MSG_ABORT_REQUEST, 2, contents),

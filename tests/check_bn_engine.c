@@ -935,6 +935,71 @@ START_TEST (test_queue_abort_signal)
 }
 END_TEST
 
+START_TEST (test_abort_running)
+{
+    s_fake_t *fake = s_fake;
+    s_start (fake, 1, -1, NULL);
+    s_register (fake, 1, 3000);
+    //  the running command is ended, and the one queued behind it runs
+    char run[BN_MSG_ID_SIZE], next[BN_MSG_ID_SIZE];
+    snprintf (run, sizeof run, "%s",
+              s_send (fake, fake->mux, 0, BN_MSG_EXECUTE_REQUEST,
+                      json_pack ("{s:s}", "code", "echo started; sleep 30")));
+    snprintf (next, sizeof next, "%s",
+              s_send (fake, fake->mux, 0, BN_MSG_EXECUTE_REQUEST,
+                      json_pack ("{s:s}", "code", "echo next")));
+    zclock_sleep (200);
+    int64_t start = zclock_mono ();
+    s_abort_ids (fake, json_pack ("[s]", run));
+    bn_msg_t *reply = s_reply (fake, fake->mux, 0, run, BN_MSG_EXECUTE_REPLY);
+    ck_assert_str_eq (s_status_of (reply), "aborted");
+    ck_assert_str_eq (
+        json_string_value (json_object_get (bn_msg_metadata (reply), "status")),
+        "aborted");
+    bn_msg_destroy (&reply);
+    reply = s_reply (fake, fake->mux, 0, next, BN_MSG_EXECUTE_REPLY);
+    ck_assert_str_eq (s_status_of (reply), "ok");
+    bn_msg_destroy (&reply);
+    ck_assert_int_lt (zclock_mono () - start, 2000);
+    //  it had begun: busy, its output, and idle after the aborted reply
+    char *trace = s_iopub_trace (fake, run, true);
+    ck_assert_str_eq (trace, "status:busy execute_input: stream:started\n "
+                             "status:idle");
+    free (trace);
+
+    //  a bare msg_id string, as 7.1.0's client may send, ends a deferred
+    //  function
+    const char *sleep_call[] = {"sleep", "30", NULL};
+    snprintf (run, sizeof run, "%s", s_apply (fake, 0, sleep_call, NULL));
+    zclock_sleep (100);
+    char abort_id[BN_MSG_ID_SIZE];
+    snprintf (abort_id, sizeof abort_id, "%s",
+              s_send (fake, fake->control, 0, BN_MSG_ABORT_REQUEST,
+                      json_pack ("{s:s}", "msg_ids", run)));
+    reply = s_reply (fake, fake->control, 0, abort_id, BN_MSG_ABORT_REPLY);
+    bn_msg_destroy (&reply);
+    reply = s_reply (fake, fake->mux, 0, run, BN_MSG_APPLY_REPLY);
+    ck_assert_str_eq (s_status_of (reply), "aborted");
+    bn_msg_destroy (&reply);
+
+    //  an empty list aborts what waits in the queue, not what runs
+    snprintf (run, sizeof run, "%s",
+              s_send (fake, fake->mux, 0, BN_MSG_EXECUTE_REQUEST,
+                      json_pack ("{s:s}", "code", "sleep 0.3")));
+    snprintf (next, sizeof next, "%s",
+              s_send (fake, fake->mux, 0, BN_MSG_EXECUTE_REQUEST,
+                      json_pack ("{s:s}", "code", "echo next")));
+    zclock_sleep (100);
+    s_abort_ids (fake, json_array ());
+    reply = s_reply (fake, fake->mux, 0, run, BN_MSG_EXECUTE_REPLY);
+    ck_assert_str_eq (s_status_of (reply), "ok");
+    bn_msg_destroy (&reply);
+    reply = s_reply (fake, fake->mux, 0, next, BN_MSG_EXECUTE_REPLY);
+    ck_assert_str_eq (s_status_of (reply), "aborted");
+    bn_msg_destroy (&reply);
+}
+END_TEST
+
 START_TEST (test_task_and_broadcast_routes)
 {
     s_fake_t *fake = s_fake;
@@ -1687,6 +1752,7 @@ main (void)
     tcase_add_test (tc, test_sleep_does_not_block);
     tcase_add_test (tc, test_execute_errors_and_limits);
     tcase_add_test (tc, test_queue_abort_signal);
+    tcase_add_test (tc, test_abort_running);
     tcase_add_test (tc, test_aborted_ids_bounded);
     tcase_add_test (tc, test_task_and_broadcast_routes);
     tcase_add_test (tc, test_output_in_reply);

@@ -236,6 +236,75 @@ START_TEST (test_signal_and_destroy)
 }
 END_TEST
 
+static int
+s_end (zloop_t *loop, int timer_id, void *arg)
+{
+    s_run_t *run = (s_run_t *)arg;
+    ck_assert_int_eq (bn_shell_end (run->shell, 0.3), 0);
+    //  a second call changes nothing
+    ck_assert_int_eq (bn_shell_end (run->shell, 0.3), 0);
+    return 0;
+}
+
+//  Run command, end it after 100 ms with a grace of 0.3 s, and return
+//  how long after the end it exited, in ms.
+static int64_t
+s_run_ended (s_run_t *run, const char *command)
+{
+    memset (run, 0, sizeof *run);
+    zloop_t *loop = zloop_new ();
+    bn_watch_t *watch = bn_watch_new (loop);
+    run->shell =
+        bn_shell_new (watch, command, NULL, NULL, 0, s_output, s_exit, run);
+    ck_assert_ptr_nonnull (run->shell);
+    zloop_timer (loop, 100, 1, s_end, run);
+    zloop_timer (loop, 5, 0, s_stop_when_done, run);
+    zloop_timer (loop, 10000, 1, s_deadline, NULL);
+    int64_t start = zclock_mono ();
+    zloop_start (loop);
+    bn_shell_destroy (&run->shell);
+    bn_watch_destroy (&watch);
+    zloop_destroy (&loop);
+    ck_assert_int_eq (run->exits, 1);
+    ck_assert (run->status.ended);
+    return run->exited_at - start - 100;
+}
+
+START_TEST (test_end_escalates)
+{
+    s_run_t run;
+    //  SIGINT is enough for most commands
+    int64_t took = s_run_ended (&run, "echo started; sleep 30");
+    ck_assert_int_eq (run.status.signal, SIGINT);
+    ck_assert_str_eq (run.out, "started\n");
+    ck_assert_int_lt (took, 250);
+    //  one that ignores SIGINT gets SIGTERM a grace later
+    took = s_run_ended (&run, "trap '' INT; sleep 30");
+    ck_assert_int_eq (run.status.signal, SIGTERM);
+    ck_assert_int_ge (took, 250);
+    ck_assert_int_lt (took, 550);
+    //  and SIGKILL after another
+    took = s_run_ended (&run, "trap '' INT TERM; sleep 30");
+    ck_assert_int_eq (run.status.signal, SIGKILL);
+    ck_assert_int_ge (took, 550);
+    ck_assert_int_lt (took, 2000);
+
+    //  what the shell left behind in its group goes with it
+    char marker[] = "/tmp/bn-shell-XXXXXX";
+    int fd = mkstemp (marker);
+    ck_assert_int_ge (fd, 0);
+    close (fd);
+    unlink (marker);
+    char command[256];
+    snprintf (command, sizeof command,
+              "(trap '' INT TERM; sleep 1; touch %s) & sleep 30", marker);
+    took = s_run_ended (&run, command);
+    ck_assert_int_eq (run.status.signal, SIGINT);
+    zclock_sleep (1500);
+    ck_assert_int_ne (access (marker, F_OK), 0);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -250,6 +319,7 @@ main (void)
     tcase_add_test (tc, test_working_dir_and_stdin);
     tcase_add_test (tc, test_invalid_utf8_is_replaced);
     tcase_add_test (tc, test_signal_and_destroy);
+    tcase_add_test (tc, test_end_escalates);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

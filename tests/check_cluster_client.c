@@ -239,6 +239,38 @@ START_TEST (test_abort_and_queue_status)
 }
 END_TEST
 
+START_TEST (test_result_abort_ends_running)
+{
+    s_start_cluster (2);
+    bn_client_t *client = s_client (2);
+    bn_view_kind_t kinds[] = {BN_VIEW_DIRECT, BN_VIEW_BROADCAST};
+    for (int k = 0; k < 2; k++) {
+        bn_view_t *view = bn_view_new (client, kinds[k]);
+        bn_result_t *running, *next;
+        ck_assert_int_eq (bn_view_execute (view, "sleep 30", &running), 0);
+        ck_assert_int_eq (bn_result_wait (running, 0.3), BN_ETIMEDOUT);
+        double start = zclock_usecs () / 1e6;
+        ck_assert_int_eq (bn_result_abort (running, 20), 0);
+        ck_assert_int_eq (bn_result_get (running, 20), BN_EABORTED);
+        for (size_t i = 0; i < bn_result_count (running); i++)
+            ck_assert_int_eq (bn_result_status (running, i), BN_EABORTED);
+        //  the engines are free at once, not 30 s later
+        ck_assert_int_eq (bn_view_execute (view, "echo next", &next), 0);
+        ck_assert_int_eq (bn_result_get (next, 20), 0);
+        ck_assert_str_eq (bn_result_stdout (next, 1), "next\n");
+        ck_assert (zclock_usecs () / 1e6 - start < 5);
+        //  nothing is left to abort
+        ck_assert_int_eq (bn_result_abort (next, 20), 0);
+        bn_result_destroy (&running);
+        bn_result_destroy (&next);
+        bn_view_destroy (&view);
+    }
+    ck_assert_int_eq (bn_result_abort (NULL, 1), BN_EINVAL);
+    bn_client_destroy (&client);
+    s_stop_cluster ();
+}
+END_TEST
+
 START_TEST (test_other_views)
 {
     s_start_cluster (2);
@@ -493,6 +525,7 @@ main (void)
     tcase_add_test (tc, test_push_pull_and_errors);
     tcase_add_test (tc, test_partial_results);
     tcase_add_test (tc, test_abort_and_queue_status);
+    tcase_add_test (tc, test_result_abort_ends_running);
     tcase_add_test (tc, test_other_views);
     tcase_add_test (tc, test_load_balanced);
     tcase_add_test (tc, test_engines_come_and_go);

@@ -214,7 +214,10 @@ static const s_help_t s_helps[] = {
      "followed by their stderr lines tagged \"[stderr] \" and their status\n"
      "tagged \"[status] \". On a terminal, a progress count appears after a\n"
      "second. The first Ctrl-C prints which engines are still running, the\n"
-     "second aborts their commands and exits with status 130.\n"
+     "second aborts their commands and exits with status 130. Aborting, as\n"
+     "the end of --timeout, ends the command on banyan engines as clush\n"
+     "does: its process group gets SIGINT, then SIGTERM, then SIGKILL\n"
+     "(engine.abort_grace, 1s, apart), so the engines are free at once.\n"
      "\n"
      "The command goes to the engines as one request through the\n"
      "controller's broadcast tree, which merges their replies (and with -b\n"
@@ -248,7 +251,8 @@ static const s_help_t s_helps[] = {
      "time to wait for the controller (default:\n"
      "                          client.timeout, 10s) and for the results\n"
      "                          (default: no limit); engines that have not\n"
-     "                          answered by then are reported as timed out\n"},
+     "                          answered by then are reported as timed out\n"
+     "                          and their commands aborted\n"},
 
     {"apply", "apply [OPTIONS] FUNCTION [ARGS...]",
      "call a named function on engines",

@@ -402,11 +402,11 @@ int bn_view_push (bn_view_t *self, const bn_value_t *ns,
 int bn_view_pull (bn_view_t *self, const bn_value_t *names,
                   bn_result_t **result_p);
 
-//  Ask the targets (all engines for a load-balanced view without
-//  targets) to abort the requests of result, or, when result is NULL,
-//  every request of this client still outstanding; waits for their
-//  replies. Aborted requests that had not started complete with
-//  BN_EABORTED. Returns 0, or the first error.
+//  Abort the requests of result (as bn_result_abort), or, when result is
+//  NULL, ask the targets (all engines for a load-balanced view without
+//  targets) to abort every request of this client still outstanding;
+//  waits for their replies. Aborted requests complete with BN_EABORTED.
+//  Returns 0, or the first error.
 int bn_view_abort (bn_view_t *self, bn_result_t *result, double timeout);
 
 //  Clear the targets' namespaces; waits for their replies. Returns 0, or
@@ -436,6 +436,19 @@ size_t bn_result_progress (bn_result_t *self);
 
 //  True when every item is complete.
 bool bn_result_ready (bn_result_t *self);
+
+//  Abort the requests of the result that have not been answered, as
+//  IPython Parallel's AsyncResult.abort: each engine with one of them gets
+//  an abort_request (on the control channel) naming its own, and every
+//  engine those of load-balanced tasks not yet given to one. A request
+//  still queued is dropped; one that runs on a banyan engine is ended (its
+//  command's process group gets SIGINT, then SIGTERM, then SIGKILL, the
+//  engine's engine.abort_grace apart), while a 7.1.0 engine lets it
+//  finish. Their items complete with BN_EABORTED as the replies arrive.
+//  Waits up to timeout for the engines to acknowledge (not for the
+//  aborted replies). Returns 0, or the first error (BN_ETIMEDOUT,
+//  BN_ENOCONTROLLER, BN_ECLOSED, BN_ENOMEM...).
+int bn_result_abort (bn_result_t *self, double timeout);
 
 //  Wait until every item is complete. Returns 0 (complete, whatever the
 //  outcome) or BN_ETIMEDOUT.

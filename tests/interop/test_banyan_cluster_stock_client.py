@@ -90,6 +90,44 @@ def main():
                      {0, 1, 2, 3} <= set(status) and
                      status[0]["completed"] >= 4, status)
 
+        # abort(): a queued request is dropped, as by stock engines; the
+        # running one is ended (a stock engine would let it finish), and
+        # the engine is free at once
+        engine = client[0]
+        running = engine.execute("sleep 30", block=False)
+        queued = engine.execute("echo queued", block=False)
+        bnharness.wait_until(
+            lambda: client.queue_status(targets=[0])[0]["queue"] == 2,
+            TIMEOUT, "both requests to reach engine 0")
+        engine.abort(queued, block=True)
+        started = time.monotonic()
+        running.abort()
+        name = error_name(lambda: running.get(timeout=TIMEOUT))
+        checks.check("AsyncResult.abort() of a running command ends it: "
+                     "TaskAborted (%.1f s)" % (time.monotonic() - started),
+                     name == "TaskAborted" and time.monotonic() - started < 5,
+                     name)
+        # (its turn comes once the running one is gone)
+        name = error_name(lambda: queued.get(timeout=TIMEOUT))
+        checks.check("abort() of a queued request: TaskAborted",
+                     name == "TaskAborted", name)
+        after = engine.execute("echo after", block=False)
+        after.get(timeout=5)
+        after.wait_for_output(timeout=5)
+        checks.check("the engine runs the next request at once",
+                     after.stdout == "after\n", after.stdout)
+        broadcast = client.broadcast_view(targets=[0, 1, 2])
+        running = broadcast.apply_async(Reference("sleep"), 30)
+        time.sleep(0.3)
+        started = time.monotonic()
+        broadcast.abort(running, block=True)
+        # 7.1.0's broadcast results hold the errors as values
+        values = running.get(timeout=TIMEOUT)
+        checks.check("BroadcastView.abort() ends a running function on "
+                     "every engine (%.1f s)" % (time.monotonic() - started),
+                     [type(v).__name__ for v in values] == ["TaskAborted"] * 3
+                     and time.monotonic() - started < 5, values)
+
         dead = 3
         pending = client[dead].apply_async(Reference("sleep"), 30)
         time.sleep(0.3)
