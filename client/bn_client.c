@@ -34,6 +34,14 @@
 #define S_LINGER_MS 250      //  how long unsent messages may delay destroy
 #define S_HEARTBEAT_MS 2000  //  ZMTP ping interval on the query socket
 #define S_HEARTBEAT_TTL 6000 //  no traffic this long: controller is gone
+//  Security handshakes the controller may end before a client gives up
+//  on it: one may be a controller that was closing, three is a wrong key
+//  (libzmq tries again every 100 ms)
+#define S_HANDSHAKE_REFUSALS 3
+#define S_HANDSHAKE_REFUSED                                                    \
+    (ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+#define S_HANDSHAKE_FAILED                                                     \
+    (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | S_HANDSHAKE_REFUSED)
 
 enum { S_CMD_SEND, S_CMD_STOP };
 
@@ -940,8 +948,9 @@ s_on_notification (bn_client_t *self, bn_msg_t *msg)
     return changed;
 }
 
-static bool
-s_on_monitor (bn_client_t *self)
+//  The next event of the query socket's monitor (0 if none is waiting).
+static uint16_t
+s_monitor_event (bn_client_t *self)
 {
     zmq_msg_t frame;
     zmq_msg_init (&frame);
@@ -955,7 +964,13 @@ s_on_monitor (bn_client_t *self)
             break;
     }
     zmq_msg_close (&frame);
-    if (event != ZMQ_EVENT_DISCONNECTED)
+    return event;
+}
+
+static bool
+s_on_monitor (bn_client_t *self)
+{
+    if (s_monitor_event (self) != ZMQ_EVENT_DISCONNECTED)
         return false;
     bn_log_info ("client: lost the connection to the controller");
     bn_client_lock (self);
@@ -1173,7 +1188,8 @@ s_open_sockets (bn_client_t *self, bn_connfile_t *cf)
             self->monitor = zmq_socket (self->context, ZMQ_PAIR);
             if (!self->monitor ||
                 zmq_socket_monitor (self->sockets[i], endpoint,
-                                    ZMQ_EVENT_DISCONNECTED) != 0 ||
+                                    ZMQ_EVENT_DISCONNECTED |
+                                        S_HANDSHAKE_FAILED) != 0 ||
                 zmq_connect (self->monitor, endpoint) != 0)
                 rc = BN_ENOMEM;
         }
@@ -1207,8 +1223,10 @@ s_open_pipe (bn_client_t *self)
 }
 
 //  connection_request on the query socket, before the I/O thread runs.
+//  A controller that refuses the security handshake again and again is
+//  one whose key (or lack of one) this connection file does not match.
 static int
-s_handshake (bn_client_t *self, double deadline)
+s_handshake (bn_client_t *self, double deadline, bool curve)
 {
     bn_msg_t *request = bn_msg_new (self->tx, BN_MSG_CONNECTION_REQUEST);
     if (!request)
@@ -1218,15 +1236,36 @@ s_handshake (bn_client_t *self, double deadline)
     void *query = self->sockets[BN_SOCK_QUERY];
     if (bn_msg_send (&request, query, self->tx) != 0)
         return BN_ECONNECT;
+    int refusals = 0;
     while (true) {
         double left = deadline < 0 ? -1 : deadline - zclock_usecs () / 1e6;
         if (deadline >= 0 && left <= 0)
             return BN_ETIMEDOUT;
-        zmq_pollitem_t item = {query, 0, ZMQ_POLLIN, 0};
-        int rc = zmq_poll (&item, 1, left < 0 ? -1 : (long)(left * 1000) + 1);
+        zmq_pollitem_t items[] = {{query, 0, ZMQ_POLLIN, 0},
+                                  {self->monitor, 0, ZMQ_POLLIN, 0}};
+        int rc = zmq_poll (items, 2, left < 0 ? -1 : (long)(left * 1000) + 1);
         if (rc < 0 && errno != EINTR)
             return BN_ECONNECT;
-        if (rc <= 0)
+        uint16_t event = rc > 0 && (items[1].revents & ZMQ_POLLIN)
+                             ? s_monitor_event (self)
+                             : 0;
+        //  libzmq gives up on a peer that breaks the protocol (a
+        //  mechanism other than ours); a closed connection it tries again
+        if (event & S_HANDSHAKE_REFUSED)
+            refusals = S_HANDSHAKE_REFUSALS;
+        else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+            refusals++;
+        if (refusals >= S_HANDSHAKE_REFUSALS) {
+            bn_log_warn (
+                "client: the controller refuses the connection's security "
+                "handshake: %s",
+                curve ? "its key is not the connection file's "
+                        "curve_serverkey (a stale file?)"
+                      : "it uses CURVE and the connection file has no "
+                        "curve_serverkey");
+            return BN_ECONNECT;
+        }
+        if (rc <= 0 || !(items[0].revents & ZMQ_POLLIN))
             continue;
         bn_msg_t *reply = bn_msg_recv_flags (query, ZMQ_DONTWAIT);
         if (!reply)
@@ -1305,7 +1344,8 @@ s_client_new (bn_connfile_t *cf, double deadline, int *error)
     if (rc == 0)
         rc = s_open_pipe (self);
     if (rc == 0)
-        rc = s_handshake (self, deadline);
+        rc = s_handshake (self, deadline,
+                          bn_connfile_curve_serverkey (cf) != NULL);
     if (rc == 0) {
         if (pthread_create (&self->thread, NULL, s_io_thread, self) != 0)
             rc = BN_ENOMEM;

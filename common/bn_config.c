@@ -36,6 +36,7 @@ typedef struct {
 #define S_NUM(min, max) min, max, NULL, NULL, 0
 #define S_STR(choices, alias) 0, 0, choices, alias, 0
 #define S_BOOL 0, 0, NULL, NULL, 0
+#define S_PORTS 1, 65535, NULL, NULL, 0
 //  A duration whose bare numbers are in unit ms, from min to max ms
 #define S_DUR(unit, min, max) min, max, NULL, NULL, unit
 #define S_MS 1
@@ -98,6 +99,13 @@ static const s_setting_t s_settings[] = {
      "is ms)"},
     {"controller.hwm", BN_CONFIG_INT, "0", S_NUM (0, INT_MAX),
      "high-water mark of every controller socket (0 = unlimited)"},
+    {"controller.curve", BN_CONFIG_BOOL, "false", S_BOOL,
+     "CurveZMQ on every controller socket: its keypair in the profile's "
+     "security folder, its public key in the connection files "
+     "(curve_serverkey)"},
+    {"controller.ports", BN_CONFIG_PORTS, "", S_PORTS,
+     "range LO-HI every port the controller and its tree nodes listen on "
+     "comes from (empty: any port)"},
     {"controller.reuse_files", BN_CONFIG_BOOL, "false", S_BOOL,
      "keep connection files (ports and key) on exit and reuse them"},
     {"controller.reduce_plugins", BN_CONFIG_STRING, "", S_STR (NULL, NULL),
@@ -157,6 +165,7 @@ typedef struct {
         double d;
         bool b;
         int64_t ms;
+        int range[2]; //  Ports: lowest and highest, 0 0 when unset
     } as;
     bn_config_source_t source;
     char *origin; //  "file <path>", "env BANYAN_X"; NULL = from source
@@ -361,6 +370,22 @@ s_convert (bn_config_t *self, const s_setting_t *setting, const char *text,
             return -1;
         }
         result = value->as.b ? "true" : "false";
+        break;
+    case BN_CONFIG_PORTS:
+        if (bn_config_parse_ports (text, value->as.range) ||
+            (value->as.range[0] && (value->as.range[0] < setting->min ||
+                                    value->as.range[1] > setting->max))) {
+            s_error (self,
+                     "%s: '%s' is not a port range LO-HI (%.0f..%.0f, LO <= "
+                     "HI; empty for any port)",
+                     setting->name, text, setting->min, setting->max);
+            return -1;
+        }
+        if (value->as.range[0])
+            snprintf (canonical, sizeof canonical, "%d-%d", value->as.range[0],
+                      value->as.range[1]);
+        else
+            canonical[0] = 0;
         break;
     case BN_CONFIG_STRING:
         if (setting->choices) {
@@ -864,6 +889,45 @@ int64_t
 bn_config_msecs (bn_config_t *self, const char *name)
 {
     return s_value (self, name, BN_CONFIG_DURATION)->as.ms;
+}
+
+bool
+bn_config_ports (bn_config_t *self, const char *name, int *lowest, int *highest)
+{
+    assert (lowest);
+    assert (highest);
+    const int *range = s_value (self, name, BN_CONFIG_PORTS)->as.range;
+    *lowest = range[0];
+    *highest = range[1];
+    return range[0] > 0;
+}
+
+int
+bn_config_parse_ports (const char *text, int range[2])
+{
+    assert (text);
+    range[0] = range[1] = 0;
+    if (!*text)
+        return 0;
+    const char *p = text;
+    long bounds[2];
+    for (int i = 0; i < 2; i++) {
+        if (!isdigit ((unsigned char)*p))
+            return -1;
+        char *end;
+        errno = 0;
+        bounds[i] = strtol (p, &end, 10);
+        if (errno || bounds[i] < 1 || bounds[i] > 65535)
+            return -1;
+        p = end;
+        if (i == 0 && *p++ != '-')
+            return -1;
+    }
+    if (*p || bounds[0] > bounds[1])
+        return -1;
+    range[0] = (int)bounds[0];
+    range[1] = (int)bounds[1];
+    return 0;
 }
 
 //  Text naming where the value at index came from.

@@ -25,8 +25,9 @@ typedef enum {
     BN_CONFIG_DOUBLE,
     BN_CONFIG_STRING,
     BN_CONFIG_BOOL,
-    BN_CONFIG_DURATION //  "3s", "200ms", "1.5s", "2m", "1h"; a bare number
-                       //  is in the setting's own unit (ms or s)
+    BN_CONFIG_DURATION, //  "3s", "200ms", "1.5s", "2m", "1h"; a bare number
+                        //  is in the setting's own unit (ms or s)
+    BN_CONFIG_PORTS     //  a range of TCP ports "LO-HI", or "" for any
 } bn_config_type_t;
 
 //  Create a configuration holding the built-in defaults; NULL if out of
@@ -77,6 +78,16 @@ bool bn_config_bool (bn_config_t *self, const char *name);
 //  Value of a duration setting in milliseconds; the name must be a known
 //  duration setting.
 int64_t bn_config_msecs (bn_config_t *self, const char *name);
+
+//  Value of a port range setting: true with its bounds in *lowest and
+//  *highest, or false (both 0) when it is empty; the name must be a known
+//  port range setting.
+bool bn_config_ports (bn_config_t *self, const char *name, int *lowest,
+                      int *highest);
+
+//  Read a port range "LO-HI" (1 <= LO <= HI <= 65535) into range, or ""
+//  as {0, 0}. Returns -1 if text is neither.
+int bn_config_parse_ports (const char *text, int range[2]);
 
 //  Read a duration: a non-negative number with a unit, ms, s, m or h
 //  ("3s", "200ms", "1.5s", "2m"), or without one in bare_unit_ms

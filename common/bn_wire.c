@@ -2,8 +2,10 @@
 /*  bn_wire: small shared pieces of the IPython Parallel protocol.  */
 #include "bn_wire.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,6 +75,8 @@ bn_wire_endpoint_port (const char *endpoint)
 int
 bn_wire_bind (zsock_t *sock, const char *endpoint, int wait_ms)
 {
+    if (bn_wire_endpoint_port (endpoint) <= 0)
+        wait_ms = 0;
     int64_t give_up = zclock_mono () + wait_ms;
     while (zsock_bind (sock, "%s", endpoint) < 0) {
         if (errno != EADDRINUSE || zclock_mono () >= give_up)
@@ -80,6 +84,27 @@ bn_wire_bind (zsock_t *sock, const char *endpoint, int wait_ms)
         zclock_sleep (20);
     }
     return 0;
+}
+
+int
+bn_wire_tcp_bind_endpoint (char *buf, size_t size, const char *ip, int port,
+                           int lowest, int highest)
+{
+    assert (buf);
+    assert (ip);
+    bool ranged = lowest > 0 && highest >= lowest;
+    if (port > 0 && ranged && (port < lowest || port > highest))
+        port = 0;
+    int length;
+    if (port > 0)
+        length = snprintf (buf, size, "tcp://%s:%d", ip, port);
+    else if (ranged)
+        length = snprintf (buf, size, "tcp://%s:*[%d-%d]", ip, lowest, highest);
+    else
+        //  port 0 lets the system pick: czmq's own search for "*" tries
+        //  every port from 49152 up, which is slow with many sockets
+        length = snprintf (buf, size, "tcp://%s:0", ip);
+    return length < 0 || (size_t)length >= size ? -1 : 0;
 }
 
 void

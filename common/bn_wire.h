@@ -45,7 +45,15 @@ void bn_wire_repr (json_t *value, char *buf, size_t size);
 int bn_wire_endpoint_port (const char *endpoint);
 
 //  Bind sock to endpoint, trying again for up to wait_ms while the
-//  address is in use. Returns 0, or -1 with errno set.
+//  address is in use (a fixed port only: a port picked from a range or by
+//  the system is not waited for). Returns 0, or -1 with errno set.
 int bn_wire_bind (zsock_t *sock, const char *endpoint, int wait_ms);
+
+//  The endpoint to bind a TCP socket to on ip, in buf: port when it is
+//  > 0 and within the range, else a free port of lowest..highest when a
+//  range is given (lowest > 0: czmq's "tcp://IP:*[LO-HI]"), else a port
+//  the system picks. Returns -1 if it does not fit.
+int bn_wire_tcp_bind_endpoint (char *buf, size_t size, const char *ip, int port,
+                               int lowest, int highest);
 
 #endif

@@ -18,6 +18,7 @@
 static const bn_args_setting_t s_flags[] = {
     {"--profile", "profile.name"},
     {"--ip", "controller.ip"},
+    {"--ports", "controller.ports"},
     {"--cluster-id", "cluster.id"},
     {"--depth", "controller.depth"},
     {"--topology", "controller.topology"},
@@ -59,6 +60,18 @@ s_usage (FILE *file)
         "                        (default: default)\n"
         "  --ip ADDR             address to bind every socket to, * for all\n"
         "                        (default: 127.0.0.1)\n"
+        "  --ports LO-HI         take every port the controller and its tree "
+        "nodes\n"
+        "                        listen on from LO..HI (a firewall's range; "
+        "default:\n"
+        "                        any port)\n"
+        "  --curve               CurveZMQ on every socket: the keypair in "
+        "<profile\n"
+        "                        dir>/security/banyan-controller[-ID].cert "
+        "(made\n"
+        "                        once, reused), its public key in the "
+        "connection\n"
+        "                        files as curve_serverkey\n"
         "  --cluster-id ID       name the files ipcontroller-ID-client.json "
         "and\n"
         "                        ipcontroller-ID-engine.json\n"
@@ -141,6 +154,11 @@ s_usage (FILE *file)
         "leaves\n"
         "  " S_NAME " --ip '*' --ping 1s --log-level info\n"
         "      reachable from other hosts, 1 s heartbeats, more logging\n"
+        "  " S_NAME " --ip '*' --curve --ports 60000-60099\n"
+        "      reachable from other hosts through a firewall that opens "
+        "60000-60099,\n"
+        "      encrypted; stock clients and engines need IPython Parallel "
+        "7.1+\n"
         "  ipengine --file ~/.banyan/profile_default/security/"
         "ipcontroller-engine.json\n"
         "      attach a stock IPython Parallel engine\n",
@@ -157,7 +175,7 @@ main (int argc, char **argv)
     }
     const char *profile_dir = NULL;
     const char *config_file = NULL;
-    bool reuse = false, restore = false, nodb = false;
+    bool reuse = false, restore = false, nodb = false, curve = false;
     int rc = 0;
     for (int i = 1; i < argc && rc == 0; i++) {
         const char *arg = argv[i];
@@ -175,6 +193,8 @@ main (int argc, char **argv)
         }
         if (streq (arg, "--reuse"))
             reuse = true;
+        else if (streq (arg, "--curve"))
+            curve = true;
         else if (streq (arg, "--restore"))
             restore = reuse = true;
         else if (streq (arg, "--nodb"))
@@ -202,6 +222,8 @@ main (int argc, char **argv)
                        BN_CONFIG_CMDLINE);
     if (rc == 0 && restore)
         bn_config_set (config, "controller.restore", "true", BN_CONFIG_CMDLINE);
+    if (rc == 0 && curve)
+        bn_config_set (config, "controller.curve", "true", BN_CONFIG_CMDLINE);
     if (rc == 0 && nodb)
         bn_config_set (config, "controller.db", "none", BN_CONFIG_CMDLINE);
     if (rc == 0 && bn_config_bool (config, "controller.restore"))

@@ -117,22 +117,26 @@ s_set_node (s_procs_t *self, int node, const bn_bcast_options_t *options)
     zstr_free (&connect);
     if (rc)
         return -1;
-    if (node == 0) {
-        char *endpoint =
-            zsys_sprintf ("tcp://%s:%d", options->ip, options->root_port);
-        rc = endpoint ? bn_treeproc_add_bind (self->procs, 0, "up", endpoint)
-                      : -1;
-        zstr_free (&endpoint);
-    }
+    char endpoint[300];
+    if (node == 0)
+        rc = bn_wire_tcp_bind_endpoint (
+                 endpoint, sizeof endpoint, options->ip, options->root_port,
+                 options->lowest_port, options->highest_port) ||
+             bn_treeproc_add_bind (self->procs, 0, "up", endpoint);
     int leaf = bn_topology_leaf_index (topology, node);
-    int port = leaf >= 0 && options->leaf_ports ? options->leaf_ports[leaf] : 0;
-    char *down = leaf >= 0 ? zsys_sprintf ("tcp://%s:%d", options->ip, port)
-                           : s_ipc (self, node);
-    if (rc == 0)
+    if (rc == 0 && leaf >= 0) {
+        int port = options->leaf_ports ? options->leaf_ports[leaf] : 0;
+        rc = bn_wire_tcp_bind_endpoint (endpoint, sizeof endpoint, options->ip,
+                                        port, options->lowest_port,
+                                        options->highest_port) ||
+             bn_treeproc_add_bind (self->procs, (size_t)node, "down", endpoint);
+    } else if (rc == 0) {
+        char *down = s_ipc (self, node);
         rc = down ? bn_treeproc_add_bind (self->procs, (size_t)node, "down",
                                           down)
                   : -1;
-    zstr_free (&down);
+        zstr_free (&down);
+    }
     return rc;
 }
 
@@ -161,6 +165,9 @@ s_start (bn_topology_t *topology, const char *key,
             ? bn_treeproc_new (options->program, key, nnodes, options->run_dir)
             : NULL;
     int rc = self->procs ? 0 : -1;
+    if (rc == 0 && options->curve)
+        rc = bn_treeproc_set_curve (self->procs,
+                                    zcert_secret_txt (options->curve));
     for (size_t node = 0; rc == 0 && node < nnodes; node++)
         rc = s_set_node (self, (int)node, options);
     if (rc == 0) {

@@ -15,6 +15,7 @@
 #include "bn_bcast_procs.h"
 #include "bn_bcast_tree.h"
 #include "bn_connfile.h"
+#include "bn_curve.h"
 #include "bn_heart.h"
 #include "bn_hosts.h"
 #include "bn_hub.h"
@@ -61,6 +62,8 @@ typedef struct {
     int db_flush;            //  ms between writes of records to SQLite
     char *reduce_plugins;    //  Reduction plugins the tree's nodes load
     int hwm;                 //  SNDHWM/RCVHWM of every socket
+    zcert_t *curve;          //  Our CURVE keypair, or NULL without CURVE
+    int ports[2];            //  controller.ports: lowest, highest (0: any)
     bool reuse;              //  Keep (and reuse) connection files
     char *client_path;       //  Connection files and pid file
     char *engine_path;
@@ -127,16 +130,26 @@ s_bind (s_controller_t *self, s_bound_t *bound, int type, const char *id,
         zsock_set_router_mandatory (bound->sock, 1);
     if (type == ZMQ_SUB)
         zsock_set_subscribe (bound->sock, "");
+    if (self->curve && bn_curve_server (bound->sock, self->curve)) {
+        bn_log_error ("this libzmq cannot use CURVE: %s", zmq_strerror (errno));
+        return -1;
+    }
     char endpoint[300];
-    //  port 0 lets the system pick: czmq's own search for "*" tries every
-    //  port from 49152 up, which is slow with many sockets to bind
-    snprintf (endpoint, sizeof endpoint, "tcp://%s:%d", self->ip,
-              port > 0 ? port : 0);
+    if (bn_wire_tcp_bind_endpoint (endpoint, sizeof endpoint, self->ip, port,
+                                   self->ports[0], self->ports[1])) {
+        bn_log_error ("controller.ip '%s' is too long", self->ip);
+        return -1;
+    }
     //  a port reused from the last run may be held a moment longer by a
     //  controller that is still closing
-    if (bn_wire_bind (bound->sock, endpoint,
-                      port > 0 ? BN_WIRE_REBIND_WAIT : 0) < 0) {
-        bn_log_error ("cannot bind %s: %s", endpoint, zmq_strerror (errno));
+    if (bn_wire_bind (bound->sock, endpoint, BN_WIRE_REBIND_WAIT) < 0) {
+        int error = errno;
+        if (self->ports[0] && error == EADDRINUSE)
+            bn_log_error ("cannot bind %s: no port of controller.ports "
+                          "%d-%d is free",
+                          endpoint, self->ports[0], self->ports[1]);
+        else
+            bn_log_error ("cannot bind %s: %s", endpoint, zmq_strerror (error));
         return -1;
     }
     char *last = zsock_last_endpoint (bound->sock);
@@ -167,6 +180,9 @@ s_start_tree (s_controller_t *self)
     //  $TMPDIR)
     bn_path_mkdir (self->run_dir);
     bn_bcast_options_t options = {.ip = self->ip,
+                                  .curve = self->curve,
+                                  .lowest_port = self->ports[0],
+                                  .highest_port = self->ports[1],
                                   .root_port = self->bcast_port,
                                   .leaf_ports = self->bcast_leaf_ports,
                                   .hwm = self->hwm,
@@ -273,7 +289,8 @@ s_fill_common (s_controller_t *self, bn_connfile_t *file)
             return -1;
     if (bn_connfile_set_interface (file, self->interface) ||
         bn_connfile_set_key (file, self->key) ||
-        bn_connfile_set_curve_serverkey (file, NULL))
+        bn_connfile_set_curve_serverkey (
+            file, self->curve ? zcert_public_txt (self->curve) : NULL))
         return -1;
     return 0;
 }
@@ -368,6 +385,22 @@ s_remove_files (s_controller_t *self)
     self->files_written = false;
 }
 
+//  The ports the controller binds itself (the tree's nodes bind the rest).
+#define S_OWN_PORTS 12
+static void
+s_own_ports (s_controller_t *self, s_bound_t *all[S_OWN_PORTS])
+{
+    s_bound_t *ports[] = {
+        &self->query,      &self->notifier,    &self->hb_ping,
+        &self->hb_pong,    &self->mux_in,      &self->mux_out,
+        &self->control_in, &self->control_out, &self->iopub_in,
+        &self->iopub_out,  &self->task_in,     &self->task_out,
+    };
+    static_assert (sizeof ports / sizeof ports[0] == S_OWN_PORTS,
+                   "S_OWN_PORTS counts the bound sockets");
+    memcpy (all, ports, sizeof ports);
+}
+
 static void
 s_controller_destroy (s_controller_t **self_p)
 {
@@ -388,14 +421,11 @@ s_controller_destroy (s_controller_t **self_p)
     bn_monitor_link_destroy (&self->record_link);
     bn_records_destroy (&self->records);
     zloop_destroy (&self->loop);
-    s_bound_t *all[] = {
-        &self->query,      &self->notifier,    &self->hb_ping,
-        &self->hb_pong,    &self->mux_in,      &self->mux_out,
-        &self->control_in, &self->control_out, &self->iopub_in,
-        &self->iopub_out,  &self->task_in,     &self->task_out,
-    };
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    s_bound_t *all[S_OWN_PORTS];
+    s_own_ports (self, all);
+    for (size_t i = 0; i < S_OWN_PORTS; i++)
         zsock_destroy (&all[i]->sock);
+    zcert_destroy (&self->curve);
     free (self->bcast_leaf_ports);
     free (self->scheduler_path);
     free (self->log_file);
@@ -703,6 +733,37 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
                       bn_topology_describe (self->topology), needed, limit);
         s_controller_destroy (&self);
         return NULL;
+    }
+    //  a range too small for every port fails now, not at the last bind
+    bn_config_ports (config, "controller.ports", &self->ports[0],
+                     &self->ports[1]);
+    int leaves = bn_topology_leaves (self->topology);
+    int listening = S_OWN_PORTS + 1 + leaves;
+    if (self->ports[0] && self->ports[1] - self->ports[0] + 1 < listening) {
+        bn_log_error ("controller.ports %d-%d holds %d ports; this "
+                      "controller listens on %d (%d of its own, the "
+                      "broadcast root and %d leaves)",
+                      self->ports[0], self->ports[1],
+                      self->ports[1] - self->ports[0] + 1, listening,
+                      S_OWN_PORTS, leaves);
+        s_controller_destroy (&self);
+        return NULL;
+    }
+    if (bn_config_bool (config, "controller.curve")) {
+        char *cert_path =
+            bn_curve_cert_path (args->profile_dir, self->cluster_id);
+        self->curve =
+            cert_path ? bn_curve_keypair (cert_path, err, sizeof err) : NULL;
+        if (self->curve)
+            bn_log_info ("controller: CURVE with the keypair in %s", cert_path);
+        else
+            bn_log_error ("controller: no CURVE keypair: %s",
+                          cert_path ? err : "out of memory");
+        zstr_free (&cert_path);
+        if (!self->curve) {
+            s_controller_destroy (&self);
+            return NULL;
+        }
     }
     bn_connfile_t *old_client = NULL, *old_engine = NULL;
     if (self->reuse) {

@@ -57,6 +57,7 @@ typedef struct {
 struct _bn_treeproc_t {
     char *program;
     char *key;
+    char *curve;   //  CURVE secret key (Z85) of the nodes, or NULL
     char dir[128]; //  Private folder, "" if not created
     s_node_t *nodes;
     size_t nnodes;
@@ -193,8 +194,21 @@ bn_treeproc_destroy (bn_treeproc_t **self_p)
     if (self->key)
         memset (self->key, 0, strlen (self->key));
     free (self->key);
+    if (self->curve)
+        memset (self->curve, 0, strlen (self->curve));
+    free (self->curve);
     free (self);
     *self_p = NULL;
+}
+
+int
+bn_treeproc_set_curve (bn_treeproc_t *self, const char *secret)
+{
+    assert (self);
+    assert (secret);
+    free (self->curve);
+    self->curve = strdup (secret);
+    return self->curve ? 0 : -1;
 }
 
 const char *
@@ -358,7 +372,8 @@ s_spawn (bn_treeproc_t *self, s_node_t *node)
     node->link = bn_nodelink_new (ours);
     node->state = S_STARTING;
     node->started = zclock_mono ();
-    if (!node->link || bn_nodelink_sendx (node->link, "KEY", self->key, NULL)) {
+    if (!node->link ||
+        bn_nodelink_sendx (node->link, "KEY", self->key, self->curve, NULL)) {
         bn_log_error ("tree: cannot give node %zu its key", node->index);
         s_lost (self, node, false);
         return -1;

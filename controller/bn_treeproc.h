@@ -56,6 +56,11 @@ typedef void (bn_treeproc_fn) (void *arg, size_t node, const char *event,
 bn_treeproc_t *bn_treeproc_new (const char *program, const char *key,
                                 size_t nnodes, const char *parent);
 
+//  Give the nodes the CURVE secret key (Z85) of their tcp ports, after
+//  their session key on the control link (never on a command line).
+//  Returns -1 if out of memory.
+int bn_treeproc_set_curve (bn_treeproc_t *self, const char *secret);
+
 //  Stop every process (close the links, wait up to a second, SIGKILL what
 //  is left, reap), remove the private folder, free; NULL-safe.
 void bn_treeproc_destroy (bn_treeproc_t **self_p);

@@ -15,6 +15,7 @@
 #include "bn_args.h"
 #include "bn_bcast_node.h"
 #include "bn_config.h"
+#include "bn_curve.h"
 #include "bn_log.h"
 #include "bn_monitor_link.h"
 #include "bn_nodelink.h"
@@ -86,8 +87,10 @@ s_usage (FILE *file)
            "folder only\n"
            "                        the controller's user can reach)\n"
            "  --control-fd FD       run under a controller: the session key "
-           "arrives\n"
-           "                        on FD, the bound endpoints are reported on "
+           "(and the\n"
+           "                        CURVE secret key of its tcp ports) arrive "
+           "on FD,\n"
+           "                        the bound endpoints are reported on "
            "it,\n"
            "                        engine and child events come through it, "
            "and the\n"
@@ -225,9 +228,10 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
 }
 
 //  The session key: the first message on the control link, or
-//  BANYAN_SESSION_KEY. NULL (logged) if there is none.
+//  BANYAN_SESSION_KEY. NULL (logged) if there is none. A CURVE secret key
+//  after it on the link goes to *curve.
 static char *
-s_key (bn_nodelink_t *link)
+s_key (bn_nodelink_t *link, char **curve)
 {
     if (!link) {
         const char *key = getenv ("BANYAN_SESSION_KEY");
@@ -242,6 +246,7 @@ s_key (bn_nodelink_t *link)
     char *key = command && streq (command, "KEY") ? zmsg_popstr (msg) : NULL;
     if (!key)
         bn_log_error ("no session key from the controller");
+    *curve = key ? zmsg_popstr (msg) : NULL;
     zstr_free (&command);
     zmsg_destroy (&msg);
     return key;
@@ -344,12 +349,24 @@ s_run (const s_options_t *options, bn_config_t *config)
     }
     bn_nodelink_t *link =
         options->control_fd >= 0 ? bn_nodelink_new (options->control_fd) : NULL;
-    char *key = s_key (link);
+    char *curve_secret = NULL;
+    char *key = s_key (link, &curve_secret);
+    zcert_t *curve =
+        curve_secret ? bn_curve_cert_from_secret (curve_secret) : NULL;
+    if (curve_secret && !curve) {
+        bn_log_error ("the controller's CURVE secret key is not a Z85 key");
+        memset (key, 0, strlen (key));
+        zstr_free (&key);
+    }
+    if (curve_secret)
+        memset (curve_secret, 0, strlen (curve_secret));
+    zstr_free (&curve_secret);
     int node = options->node;
     bn_bcast_node_args_t args = {
         .topology = topology,
         .node = node,
         .key = key,
+        .curve = curve,
         .up_endpoint = node == 0 ? options->bind_up : options->connect_up,
         .down_endpoint = options->bind_down,
         .deadline_ms =
@@ -423,6 +440,7 @@ s_run (const s_options_t *options, bn_config_t *config)
     if (key)
         memset (key, 0, strlen (key));
     zstr_free (&key);
+    zcert_destroy (&curve);
     bn_nodelink_destroy (&link);
     bn_topology_destroy (&topology);
     return rc;

@@ -19,6 +19,10 @@
 //  What a tree starts from (read during start only, except records).
 typedef struct {
     const char *ip;             //  address of the root and leaf ports
+    zcert_t *curve;             //  the root and leaves are CURVE servers
+                                //  with these keys; NULL: no CURVE
+    int lowest_port;            //  root and leaf ports come from lowest..
+    int highest_port;           //  highest when lowest > 0
     int root_port;              //  client-facing port, 0 = any
     const int *leaf_ports;      //  NULL, or one per leaf (0 = any)
     int hwm;                    //  high-water mark of the nodes' sockets

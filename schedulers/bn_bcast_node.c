@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "bn_curve.h"
 #include "bn_error.h"
 #include "bn_group.h"
 #include "bn_holdq.h"
@@ -1835,7 +1836,8 @@ s_node_destroy (s_node_t **self_p)
 //  A ROUTER with the node's routing id, bound or connected to endpoint;
 //  the endpoint as bound goes to *last.
 static zsock_t *
-s_socket (s_node_t *self, const char *endpoint, bool bind, int hwm, char **last)
+s_socket (s_node_t *self, const char *endpoint, bool bind, int hwm,
+          zcert_t *curve, char **last)
 {
     zsock_t *sock = zsock_new (ZMQ_ROUTER);
     if (!sock)
@@ -1853,6 +1855,13 @@ s_socket (s_node_t *self, const char *endpoint, bool bind, int hwm, char **last)
     //  S_RECONNECT_IVL instead of ZeroMQ's 100 ms (inproc never waits)
     if (!bind)
         zsock_set_reconnect_ivl (sock, S_RECONNECT_IVL);
+    //  what leaves the host is a tcp port: the client's and the engines'
+    if (bind && curve && strncmp (endpoint, "tcp://", 6) == 0 &&
+        bn_curve_server (sock, curve)) {
+        bn_log_error ("%s: this libzmq cannot use CURVE", self->id);
+        zsock_destroy (&sock);
+        return NULL;
+    }
     int rc = bind ? bn_wire_bind (sock, endpoint, BN_WIRE_REBIND_WAIT)
                   : zsock_connect (sock, "%s", endpoint);
     if (rc < 0) {
@@ -1920,10 +1929,10 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
     }
     if (args->up_endpoint)
         self->up = s_socket (self, args->up_endpoint, self->level == 0,
-                             args->hwm, &self->up_endpoint);
+                             args->hwm, args->curve, &self->up_endpoint);
     if (args->down_endpoint)
         self->down = s_socket (self, args->down_endpoint, true, args->hwm,
-                               &self->down_endpoint);
+                               args->curve, &self->down_endpoint);
     if (!self->up || !self->down) {
         bn_log_error ("%s: needs an up and a down socket", self->id);
         s_node_destroy (&self);

@@ -51,6 +51,8 @@ typedef struct {
     bn_topology_t *topology;
     int node;        //  index in topology: 0 = root, then breadth-first
     const char *key; //  session key (connection file "key")
+    zcert_t *curve;  //  a socket bound on tcp:// is a CURVE server with
+                     //  these keys; NULL: no CURVE
 
     //  Upward link. The root binds up_endpoint; other nodes connect it
     //  (the parent's down endpoint).

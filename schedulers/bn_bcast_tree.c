@@ -81,6 +81,7 @@ s_start (bn_topology_t *topology, const char *key,
             .topology = topo,
             .node = n,
             .key = key,
+            .curve = options->curve,
             .hwm = options->hwm,
             .deadline_ms = options->deadline_ms,
             .connect_grace_ms = options->connect_grace_ms,
@@ -93,14 +94,17 @@ s_start (bn_topology_t *topology, const char *key,
                            ? bn_monitor_link_sender (options->records)
                            : NULL};
         if (n == 0)
-            snprintf (up, sizeof up, "tcp://%s:%d", options->ip,
-                      options->root_port);
+            bn_wire_tcp_bind_endpoint (up, sizeof up, options->ip,
+                                       options->root_port, options->lowest_port,
+                                       options->highest_port);
         else
             snprintf (up, sizeof up, "inproc://bn-bcast-%p-%d", (void *)self,
                       bn_topology_parent (topo, n));
         if (leaf >= 0)
-            snprintf (down, sizeof down, "tcp://%s:%d", options->ip,
-                      options->leaf_ports ? options->leaf_ports[leaf] : 0);
+            bn_wire_tcp_bind_endpoint (
+                down, sizeof down, options->ip,
+                options->leaf_ports ? options->leaf_ports[leaf] : 0,
+                options->lowest_port, options->highest_port);
         else
             snprintf (down, sizeof down, "inproc://bn-bcast-%p-%d",
                       (void *)self, n);

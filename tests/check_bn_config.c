@@ -171,6 +171,12 @@ s_same_value (bn_config_t *a, bn_config_t *b, const char *name)
         return strcmp (bn_config_str (a, name), bn_config_str (b, name)) == 0;
     case BN_CONFIG_DURATION:
         return bn_config_msecs (a, name) == bn_config_msecs (b, name);
+    case BN_CONFIG_PORTS: {
+        int range_a[2], range_b[2];
+        bn_config_ports (a, name, &range_a[0], &range_a[1]);
+        bn_config_ports (b, name, &range_b[0], &range_b[1]);
+        return range_a[0] == range_b[0] && range_a[1] == range_b[1];
+    }
     }
     return false;
 }
@@ -534,6 +540,68 @@ START_TEST (test_depth_limit)
 }
 END_TEST
 
+START_TEST (test_ports)
+{
+    bn_config_t *config = bn_config_new ();
+    int lowest = -1, highest = -1;
+    //  empty by default: any port
+    ck_assert (
+        !bn_config_ports (config, "controller.ports", &lowest, &highest));
+    ck_assert_int_eq (lowest, 0);
+    ck_assert_int_eq (highest, 0);
+    ck_assert_int_eq (bn_config_type ("controller.ports"), BN_CONFIG_PORTS);
+    ck_assert_int_eq (bn_config_set (config, "controller.ports", "60000-60099",
+                                     BN_CONFIG_CMDLINE),
+                      0);
+    ck_assert (bn_config_ports (config, "controller.ports", &lowest, &highest));
+    ck_assert_int_eq (lowest, 60000);
+    ck_assert_int_eq (highest, 60099);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *stream = open_memstream (&text, &size);
+    bn_config_print (config, stream);
+    fclose (stream);
+    ck_assert_ptr_nonnull (strstr (text, "controller.ports = 60000-60099 "));
+    free (text);
+    //  one port is a range too
+    ck_assert_int_eq (
+        bn_config_set (config, "controller.ports", "7-7", BN_CONFIG_CMDLINE),
+        0);
+    ck_assert (bn_config_ports (config, "controller.ports", &lowest, &highest));
+    ck_assert_int_eq (lowest + highest, 14);
+
+    const char *bad[] = {"60000",        "60000-",  "-60000", "0-10",
+                         "10-65536",     "200-100", "1-2-3",  " 1-2",
+                         "1 - 2",        "a-b",     "+1-2",   "60000-60099x",
+                         "99999999999-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ck_assert_msg (bn_config_set (config, "controller.ports", bad[i],
+                                      BN_CONFIG_CMDLINE) == -1,
+                       "'%s' accepted", bad[i]);
+        char expected[128];
+        snprintf (expected, sizeof expected,
+                  "controller.ports: '%s' is not a port range LO-HI "
+                  "(1..65535, LO <= HI; empty for any port)",
+                  bad[i]);
+        ck_assert_str_eq (bn_config_error (config), expected);
+    }
+    //  the environment, and back to any port
+    char *env[] = {"BANYAN_CONTROLLER_PORTS=5000-5010", NULL};
+    bn_config_t *from_env = bn_config_new ();
+    ck_assert_int_eq (bn_config_load_env (from_env, env), 0);
+    ck_assert (
+        bn_config_ports (from_env, "controller.ports", &lowest, &highest));
+    ck_assert_int_eq (lowest, 5000);
+    ck_assert_int_eq (highest, 5010);
+    ck_assert_int_eq (
+        bn_config_set (from_env, "controller.ports", "", BN_CONFIG_CMDLINE), 0);
+    ck_assert (
+        !bn_config_ports (from_env, "controller.ports", &lowest, &highest));
+    bn_config_destroy (&from_env);
+    bn_config_destroy (&config);
+}
+END_TEST
+
 START_TEST (test_durations)
 {
     struct {
@@ -740,6 +808,7 @@ main (void)
     tcase_add_test (tc, test_precedence);
     tcase_add_test (tc, test_set);
     tcase_add_test (tc, test_depth_limit);
+    tcase_add_test (tc, test_ports);
     tcase_add_test (tc, test_durations);
     tcase_add_test (tc, test_profile_dir);
     tcase_add_test (tc, test_print);

@@ -82,6 +82,14 @@ s_check_same (bn_config_t *a, bn_config_t *b)
             BN_FUZZ_CHECK (bn_config_msecs (a, name) ==
                            bn_config_msecs (b, name));
             break;
+        case BN_CONFIG_PORTS: {
+            int range_a[2], range_b[2];
+            bn_config_ports (a, name, &range_a[0], &range_a[1]);
+            bn_config_ports (b, name, &range_b[0], &range_b[1]);
+            BN_FUZZ_CHECK (range_a[0] == range_b[0] &&
+                           range_a[1] == range_b[1]);
+            break;
+        }
         case BN_CONFIG_STRING:
             if (strcmp (bn_config_str (a, name), bn_config_str (b, name))) {
                 fprintf (stderr, "%s: '%s' != '%s'\n", name,
