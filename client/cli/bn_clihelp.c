@@ -122,6 +122,12 @@ static const s_help_t s_helps[] = {
      "                          controller.task_hwm, 1)\n"
      "      --ip IP             address the controller binds to (default:\n"
      "                          controller.ip, 127.0.0.1)\n"
+     "      --ports LO-HI       take every port the controller and its tree\n"
+     "                          nodes listen on from LO..HI (default:\n"
+     "                          controller.ports, any)\n"
+     "      --curve             CurveZMQ on every controller socket, its\n"
+     "                          public key in the connection files (default:\n"
+     "                          controller.curve, false)\n"
      "      --no-wait           return once the processes are started,\n"
      "                          without waiting for the engines to register\n"
      "      --daemonize         start the cluster in a session of its own, so\n"
@@ -138,7 +144,8 @@ static const s_help_t s_helps[] = {
      "  banyan cluster start -n 8\n"
      "  banyan cluster start -n 1024 -k 64 --profile-dir /tmp/big\n"
      "  banyan cluster start -n 4 --cluster-id a --depth 2\n"
-     "  banyan cluster start -n 256 --depth 2 --topology kary:16\n",
+     "  banyan cluster start -n 256 --depth 2 --topology kary:16\n"
+     "  banyan cluster start -n 8 --ip '*' --curve --ports 60000-60099\n",
      "seconds to wait for the connection file and for\n"
      "                          the engines to register (default: 60)\n"},
 

@@ -60,6 +60,8 @@ enum {
     S_OPT_SCHEME,
     S_OPT_HWM,
     S_OPT_IP,
+    S_OPT_PORTS,
+    S_OPT_CURVE,
     S_OPT_NO_WAIT,
     S_OPT_DAEMONIZE,
     S_OPT_FOREGROUND
@@ -90,6 +92,10 @@ s_start_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
     case S_OPT_IP:
         args->ip = arg;
         return bn_cliopts_set (opts, "--ip", "controller.ip", arg);
+    case S_OPT_PORTS:
+        return bn_cliopts_set (opts, "--ports", "controller.ports", arg);
+    case S_OPT_CURVE:
+        return bn_cliopts_set (opts, "--curve", "controller.curve", "true");
     case S_OPT_NO_WAIT:
         args->no_wait = true;
         return 0;
@@ -317,6 +323,8 @@ s_start (int argc, char **argv)
         {"scheme", required_argument, NULL, S_OPT_SCHEME},
         {"hwm", required_argument, NULL, S_OPT_HWM},
         {"ip", required_argument, NULL, S_OPT_IP},
+        {"ports", required_argument, NULL, S_OPT_PORTS},
+        {"curve", no_argument, NULL, S_OPT_CURVE},
         {"no-wait", no_argument, NULL, S_OPT_NO_WAIT},
         {"daemonize", no_argument, NULL, S_OPT_DAEMONIZE},
         {"foreground", no_argument, NULL, S_OPT_FOREGROUND},
@@ -397,6 +405,15 @@ s_start (int argc, char **argv)
     bn_launcher_add_controller_arg (launcher, "--ip");
     bn_launcher_add_controller_arg (launcher,
                                     bn_config_str (config, "controller.ip"));
+    int lowest, highest;
+    char ports[16];
+    if (bn_config_ports (config, "controller.ports", &lowest, &highest)) {
+        snprintf (ports, sizeof ports, "%d-%d", lowest, highest);
+        bn_launcher_add_controller_arg (launcher, "--ports");
+        bn_launcher_add_controller_arg (launcher, ports);
+    }
+    if (bn_config_bool (config, "controller.curve"))
+        bn_launcher_add_controller_arg (launcher, "--curve");
     //  Both programs get what decided this command's settings
     const char *level = bn_config_str (config, "log.level");
     const char *config_file = bn_cliopts_config_file (opts);
