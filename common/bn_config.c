@@ -48,6 +48,9 @@ static const s_setting_t s_settings[] = {
     {"controller.ip", BN_CONFIG_STRING, "127.0.0.1", S_STR (NULL, NULL),
      "IP address the controller binds to (* or 0.0.0.0 for every "
      "interface)"},
+    {"controller.location", BN_CONFIG_STRING, "", S_STR (NULL, NULL),
+     "host name or address that engines on other hosts reach the "
+     "controller by when it binds * (empty: this host's name)"},
     {"controller.depth", BN_CONFIG_INT, "1", S_NUM (0, BN_TOPOLOGY_MAX_DEPTH),
      "depth of the broadcast scheduler tree (2^depth leaf schedulers)"},
     {"controller.topology", BN_CONFIG_STRING, "kary:2", S_STR (NULL, NULL),

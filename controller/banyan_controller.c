@@ -19,6 +19,7 @@ static const bn_args_setting_t s_flags[] = {
     {"--profile", "profile.name"},
     {"--ip", "controller.ip"},
     {"--ports", "controller.ports"},
+    {"--location", "controller.location"},
     {"--cluster-id", "cluster.id"},
     {"--depth", "controller.depth"},
     {"--topology", "controller.topology"},
@@ -72,6 +73,10 @@ s_usage (FILE *file)
         "                        once, reused), its public key in the "
         "connection\n"
         "                        files as curve_serverkey\n"
+        "  --location HOST       name or address engines on other hosts "
+        "reach this\n"
+        "                        host by when --ip is * (default: the host "
+        "name)\n"
         "  --cluster-id ID       name the files ipcontroller-ID-client.json "
         "and\n"
         "                        ipcontroller-ID-engine.json\n"

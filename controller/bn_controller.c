@@ -50,6 +50,7 @@ typedef struct {
     zsock_t *pipe;   //  Actor pipe
     char *ip;        //  Bind address
     char *interface; //  "tcp://<ip>"
+    char *location;  //  Where peers on other hosts reach us ("": our name)
     char *cluster_id;
     int depth;               //  Broadcast tree depth
     bn_topology_t *topology; //  Broadcast tree shape
@@ -288,6 +289,7 @@ s_fill_common (s_controller_t *self, bn_connfile_t *file)
         if (bn_connfile_set_port (file, ports[i].name, ports[i].bound->port))
             return -1;
     if (bn_connfile_set_interface (file, self->interface) ||
+        (*self->location && bn_connfile_set_location (file, self->location)) ||
         bn_connfile_set_key (file, self->key) ||
         bn_connfile_set_curve_serverkey (
             file, self->curve ? zcert_public_txt (self->curve) : NULL))
@@ -435,6 +437,7 @@ s_controller_destroy (s_controller_t **self_p)
     bn_session_destroy (&self->session);
     free (self->key);
     free (self->ip);
+    free (self->location);
     free (self->interface);
     free (self->cluster_id);
     free (self->reduce_plugins);
@@ -669,6 +672,7 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
     self->pipe = pipe;
     self->ip = strdup (bn_config_str (config, "controller.ip"));
     self->interface = zsys_sprintf ("tcp://%s", self->ip);
+    self->location = strdup (bn_config_str (config, "controller.location"));
     self->cluster_id = strdup (bn_config_str (config, "cluster.id"));
     self->depth = bn_config_int (config, "controller.depth");
     self->tree_deadline =
@@ -717,7 +721,7 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
     //  engines that outlive us come back only to the same ports and key
     if (self->restore)
         self->reuse = true;
-    if (!self->ip || !self->interface || !self->cluster_id ||
+    if (!self->ip || !self->interface || !self->location || !self->cluster_id ||
         !self->client_path || !self->engine_path || !self->pid_path ||
         !self->tree_mode || !self->scheduler_path || !self->log_file ||
         !self->run_dir || !self->state_path || !self->db) {

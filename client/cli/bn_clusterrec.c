@@ -22,6 +22,11 @@ typedef struct {
     int count; //  Engines it runs
 } s_engine_proc_t;
 
+typedef struct {
+    pid_t pid;
+    unsigned long long starttime;
+} s_session_t;
+
 struct _bn_clusterrec_t {
     char *profile_dir;
     char *cluster_id;
@@ -37,7 +42,28 @@ struct _bn_clusterrec_t {
     s_engine_proc_t *engines;
     size_t engines_size;
     size_t engines_alloc;
+    char *launcher; //  "local", "ssh", "slurm", "mpiexec"
+    char *command;  //  The launcher's command (ssh's), or ""
+    char *job;      //  Slurm batch job id, or ""
+    char *nodes;    //  Its nodes as Slurm names them, or ""
+    s_session_t *sessions;
+    size_t sessions_size;
+    bn_clusterrec_host_t *hosts;
+    size_t hosts_size;
 };
+
+static const char *s_host_states[] = {"running", "ended", "lost", "failed"};
+
+static void
+s_host_free (bn_clusterrec_host_t *host)
+{
+    free (host->name);
+    free (host->pids);
+    free (host->step);
+    free (host->reason);
+}
+
+static void s_replace (char **field, const char *value);
 
 bn_clusterrec_t *
 bn_clusterrec_new (const char *profile_dir, const char *cluster_id)
@@ -49,9 +75,14 @@ bn_clusterrec_new (const char *profile_dir, const char *cluster_id)
     self->profile_dir = strdup (profile_dir);
     self->cluster_id = strdup (cluster_id ? cluster_id : "");
     self->profile = strdup ("");
+    self->launcher = strdup ("local");
+    self->command = strdup ("");
+    self->job = strdup ("");
+    self->nodes = strdup ("");
     self->per_process = 1;
     self->started = time (NULL);
-    if (!self->profile_dir || !self->cluster_id || !self->profile)
+    if (!self->profile_dir || !self->cluster_id || !self->profile ||
+        !self->launcher || !self->command || !self->job || !self->nodes)
         bn_clusterrec_destroy (&self);
     return self;
 }
@@ -66,9 +97,65 @@ bn_clusterrec_destroy (bn_clusterrec_t **self_p)
         free (self->cluster_id);
         free (self->profile);
         free (self->engines);
+        free (self->launcher);
+        free (self->command);
+        free (self->job);
+        free (self->nodes);
+        free (self->sessions);
+        for (size_t index = 0; index < self->hosts_size; index++)
+            s_host_free (&self->hosts[index]);
+        free (self->hosts);
         free (self);
         *self_p = NULL;
     }
+}
+
+//  The launcher's part of a record: launcher, command, job, nodes,
+//  sessions and hosts. Returns 0, or -1 if it is malformed.
+static int
+s_load_launch (bn_clusterrec_t *self, json_t *root)
+{
+    const char *launcher = "local", *command = "", *job = "", *nodes = "";
+    json_t *sessions = NULL, *hosts = NULL;
+    if (json_unpack (root, "{s?s, s?s, s?s, s?s, s?o, s?o}", "launcher",
+                     &launcher, "command", &command, "job", &job, "nodes",
+                     &nodes, "sessions", &sessions, "hosts", &hosts) != 0)
+        return -1;
+    bn_clusterrec_set_launcher (self, launcher, command);
+    bn_clusterrec_set_job (self, job);
+    bn_clusterrec_set_nodes (self, nodes);
+    size_t index;
+    json_t *item;
+    json_array_foreach (sessions, index, item)
+    {
+        json_int_t pid = 0, start = 0;
+        if (json_unpack (item, "[II]", &pid, &start) != 0 ||
+            bn_clusterrec_add_session (self, (pid_t)pid,
+                                       (unsigned long long)start) != 0)
+            return -1;
+    }
+    json_array_foreach (hosts, index, item)
+    {
+        bn_clusterrec_host_t host = {.step = "", .reason = "", .pids = ""};
+        const char *state = "running";
+        if (json_unpack (item,
+                         "{s:s, s:i, s:i, s:i, s:i, s?s, s?i, s?s, s:s, "
+                         "s?s}",
+                         "name", &host.name, "rank", &host.rank, "pgid",
+                         &host.pgid, "first", &host.first, "count", &host.count,
+                         "pids", &host.pids, "node", &host.node, "step",
+                         &host.step, "state", &state, "reason",
+                         &host.reason) != 0)
+            return -1;
+        host.state = BN_HOST_FAILED + 1;
+        for (int known = 0; known <= BN_HOST_FAILED; known++)
+            if (strcmp (state, s_host_states[known]) == 0)
+                host.state = (bn_host_state_t)known;
+        if (host.state > BN_HOST_FAILED ||
+            bn_clusterrec_add_host (self, &host) < 0)
+            return -1;
+    }
+    return 0;
 }
 
 bn_clusterrec_t *
@@ -119,6 +206,8 @@ bn_clusterrec_load (const char *path)
             }
         }
     }
+    if (self && s_load_launch (self, root) != 0)
+        bn_clusterrec_destroy (&self);
     json_decref (root);
     return self;
 }
@@ -146,8 +235,38 @@ bn_clusterrec_save (bn_clusterrec_t *self, const char *path)
         (json_int_t)self->supervisor_start, "controller_pid",
         (json_int_t)self->controller, "controller_start",
         (json_int_t)self->controller_start, "engine_procs", engines);
-    if (!root)
+    json_t *sessions = json_array ();
+    for (size_t index = 0; sessions && index < self->sessions_size; index++)
+        json_array_append_new (
+            sessions, json_pack ("[II]", (json_int_t)self->sessions[index].pid,
+                                 (json_int_t)self->sessions[index].starttime));
+    json_t *hosts = json_array ();
+    for (size_t index = 0; hosts && index < self->hosts_size; index++) {
+        bn_clusterrec_host_t *host = &self->hosts[index];
+        json_array_append_new (
+            hosts,
+            json_pack ("{s:s, s:i, s:i, s:i, s:i, s:s, s:i, s:s, s:s, s:s}",
+                       "name", host->name, "rank", host->rank, "pgid",
+                       host->pgid, "first", host->first, "count", host->count,
+                       "pids", host->pids, "node", host->node, "step",
+                       host->step, "state", s_host_states[host->state],
+                       "reason", host->reason));
+    }
+    if (root &&
+        (json_object_set_new (root, "launcher", json_string (self->launcher)) ||
+         json_object_set_new (root, "command", json_string (self->command)) ||
+         json_object_set_new (root, "job", json_string (self->job)) ||
+         json_object_set_new (root, "nodes", json_string (self->nodes)) ||
+         json_object_set_new (root, "sessions", sessions) ||
+         json_object_set_new (root, "hosts", hosts))) {
+        json_decref (root);
         return -1;
+    }
+    if (!root) {
+        json_decref (sessions);
+        json_decref (hosts);
+        return -1;
+    }
     char *temp = zsys_sprintf ("%s.%d.tmp", path, (int)getpid ());
     int rc = temp ? json_dump_file (root, temp, JSON_COMPACT) : -1;
     json_decref (root);
@@ -316,6 +435,165 @@ bn_clusterrec_add_engines (bn_clusterrec_t *self, pid_t pid,
     return 0;
 }
 
+void
+bn_clusterrec_set_launcher (bn_clusterrec_t *self, const char *launcher,
+                            const char *command)
+{
+    assert (self);
+    s_replace (&self->launcher, launcher ? launcher : "local");
+    s_replace (&self->command, command);
+}
+
+const char *
+bn_clusterrec_launcher (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->launcher;
+}
+
+const char *
+bn_clusterrec_command (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->command;
+}
+
+void
+bn_clusterrec_set_job (bn_clusterrec_t *self, const char *job)
+{
+    assert (self);
+    s_replace (&self->job, job);
+}
+
+const char *
+bn_clusterrec_job (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->job;
+}
+
+void
+bn_clusterrec_set_nodes (bn_clusterrec_t *self, const char *nodes)
+{
+    assert (self);
+    s_replace (&self->nodes, nodes);
+}
+
+const char *
+bn_clusterrec_nodes (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->nodes;
+}
+
+int
+bn_clusterrec_add_session (bn_clusterrec_t *self, pid_t pid,
+                           unsigned long long starttime)
+{
+    assert (self);
+    s_session_t *sessions =
+        realloc (self->sessions, (self->sessions_size + 1) * sizeof *sessions);
+    if (!sessions)
+        return -1;
+    self->sessions = sessions;
+    self->sessions[self->sessions_size++] = (s_session_t){pid, starttime};
+    return 0;
+}
+
+size_t
+bn_clusterrec_sessions (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->sessions_size;
+}
+
+int
+bn_clusterrec_session (bn_clusterrec_t *self, size_t index, pid_t *pid,
+                       unsigned long long *starttime)
+{
+    assert (self);
+    if (index >= self->sessions_size)
+        return -1;
+    if (pid)
+        *pid = self->sessions[index].pid;
+    if (starttime)
+        *starttime = self->sessions[index].starttime;
+    return 0;
+}
+
+int
+bn_clusterrec_add_host (bn_clusterrec_t *self, const bn_clusterrec_host_t *host)
+{
+    assert (self);
+    assert (host && host->name);
+    bn_clusterrec_host_t copy = *host;
+    copy.name = strdup (host->name);
+    copy.pids = strdup (host->pids ? host->pids : "");
+    copy.step = strdup (host->step ? host->step : "");
+    copy.reason = strdup (host->reason ? host->reason : "");
+    size_t index = 0;
+    while (index < self->hosts_size &&
+           !(self->hosts[index].rank == host->rank &&
+             strcmp (self->hosts[index].name, host->name) == 0))
+        index++;
+    bn_clusterrec_host_t *hosts = self->hosts;
+    if (index == self->hosts_size)
+        hosts = realloc (self->hosts, (self->hosts_size + 1) * sizeof *hosts);
+    if (!copy.name || !copy.pids || !copy.step || !copy.reason || !hosts) {
+        s_host_free (&copy);
+        return -1;
+    }
+    self->hosts = hosts;
+    if (index == self->hosts_size)
+        self->hosts_size++;
+    else
+        s_host_free (&self->hosts[index]);
+    self->hosts[index] = copy;
+    return (int)index;
+}
+
+size_t
+bn_clusterrec_hosts (bn_clusterrec_t *self)
+{
+    assert (self);
+    return self->hosts_size;
+}
+
+const bn_clusterrec_host_t *
+bn_clusterrec_host (bn_clusterrec_t *self, size_t index)
+{
+    assert (self);
+    return index < self->hosts_size ? &self->hosts[index] : NULL;
+}
+
+void
+bn_clusterrec_set_host_state (bn_clusterrec_t *self, size_t index,
+                              bn_host_state_t state, const char *reason)
+{
+    assert (self);
+    if (index >= self->hosts_size)
+        return;
+    self->hosts[index].state = state;
+    if (reason)
+        s_replace (&self->hosts[index].reason, reason);
+}
+
+size_t
+bn_clusterrec_hosts_in (bn_clusterrec_t *self, bn_host_state_t state)
+{
+    assert (self);
+    size_t count = 0;
+    for (size_t index = 0; index < self->hosts_size; index++)
+        count += self->hosts[index].state == state;
+    return count;
+}
+
+const char *
+bn_clusterrec_host_state_name (bn_host_state_t state)
+{
+    return state <= BN_HOST_FAILED ? s_host_states[state] : "unknown";
+}
+
 const char *
 bn_clusterrec_profile_dir (bn_clusterrec_t *self)
 {
@@ -436,6 +714,10 @@ bn_clusterrec_state (bn_clusterrec_t *self, size_t *live_engine_procs)
             live++;
     if (live_engine_procs)
         *live_engine_procs = live;
+    for (size_t index = 0; index < self->sessions_size; index++)
+        if (bn_proctable_alive (self->sessions[index].pid,
+                                self->sessions[index].starttime))
+            live++;
     if (self->controller &&
         bn_proctable_alive (self->controller, self->controller_start))
         return BN_CLUSTER_RUNNING;

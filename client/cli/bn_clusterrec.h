@@ -19,6 +19,29 @@ typedef enum {
     BN_CLUSTER_STALE     //  None of its processes is alive
 } bn_cluster_state_t;
 
+//  How an engine host of a remote launcher is doing.
+typedef enum {
+    BN_HOST_RUNNING, //  It reported its engines
+    BN_HOST_ENDED,   //  Its engines ended, or were ended
+    BN_HOST_LOST,    //  Its session ended without saying so: its engines
+                     //  may still run
+    BN_HOST_FAILED   //  It never started its engines (unreachable...)
+} bn_host_state_t;
+
+//  An engine host, as its report line gave it.
+typedef struct {
+    char *name;            //  Its host name (or as --hosts named it)
+    int rank;              //  Its place among the hosts (-1 if unknown)
+    int pgid;              //  Process group of its host script there
+    int first;             //  Engine ids first..first+count-1
+    int count;             //  Engines it started
+    char *pids;            //  Their processes there, "123,124"
+    int node;              //  Its host node's pid there, 0 if none
+    char *step;            //  Slurm step "JOB.STEP" that runs it, or ""
+    bn_host_state_t state; //  How it is doing
+    char *reason;          //  Why it failed or was lost, or ""
+} bn_clusterrec_host_t;
+
 //  Create a record of a cluster in profile_dir with cluster_id ("" for
 //  none), started now. Returns NULL if out of memory.
 bn_clusterrec_t *bn_clusterrec_new (const char *profile_dir,
@@ -70,6 +93,46 @@ void bn_clusterrec_set_controller (bn_clusterrec_t *self, pid_t pid,
 int bn_clusterrec_add_engines (bn_clusterrec_t *self, pid_t pid,
                                unsigned long long starttime, int first,
                                int count);
+
+//  The launcher ("local" unless set) and the command it runs (ssh's, for
+//  `cluster stop` to reach the hosts again; "" for none).
+void bn_clusterrec_set_launcher (bn_clusterrec_t *self, const char *launcher,
+                                 const char *command);
+const char *bn_clusterrec_launcher (bn_clusterrec_t *self);
+const char *bn_clusterrec_command (bn_clusterrec_t *self);
+
+//  The Slurm batch job that runs the engines ("" for none), and the nodes
+//  Slurm gave it ("h[1-3]", "" until known).
+void bn_clusterrec_set_job (bn_clusterrec_t *self, const char *job);
+const char *bn_clusterrec_job (bn_clusterrec_t *self);
+void bn_clusterrec_set_nodes (bn_clusterrec_t *self, const char *nodes);
+const char *bn_clusterrec_nodes (bn_clusterrec_t *self);
+
+//  Record a launch process here (an ssh client, srun, mpiexec), which the
+//  supervisor runs. Returns 0, or -1 if out of memory.
+int bn_clusterrec_add_session (bn_clusterrec_t *self, pid_t pid,
+                               unsigned long long starttime);
+size_t bn_clusterrec_sessions (bn_clusterrec_t *self);
+//  The index'th launch process; -1 if index is out of range.
+int bn_clusterrec_session (bn_clusterrec_t *self, size_t index, pid_t *pid,
+                           unsigned long long *starttime);
+
+//  Record an engine host (copied); returns its index, or -1 if out of
+//  memory. A host of that name and rank already recorded is replaced.
+int bn_clusterrec_add_host (bn_clusterrec_t *self,
+                            const bn_clusterrec_host_t *host);
+size_t bn_clusterrec_hosts (bn_clusterrec_t *self);
+//  The index'th host, borrowed; NULL if index is out of range.
+const bn_clusterrec_host_t *bn_clusterrec_host (bn_clusterrec_t *self,
+                                                size_t index);
+//  Set the index'th host's state and reason (NULL: keep it).
+void bn_clusterrec_set_host_state (bn_clusterrec_t *self, size_t index,
+                                   bn_host_state_t state, const char *reason);
+//  Hosts in state.
+size_t bn_clusterrec_hosts_in (bn_clusterrec_t *self, bn_host_state_t state);
+
+//  "running", "ended", "lost" or "failed".
+const char *bn_clusterrec_host_state_name (bn_host_state_t state);
 
 //  Getters. The process group of the cluster is the supervisor's pid.
 const char *bn_clusterrec_profile_dir (bn_clusterrec_t *self);

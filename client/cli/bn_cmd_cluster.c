@@ -6,6 +6,7 @@
 #include "bn_cmd.h"
 #include "bn_connfile.h"
 #include "bn_interrupt.h"
+#include "bn_launch.h"
 #include "bn_launcher.h"
 #include "bn_path.h"
 #include "bn_progress.h"
@@ -27,6 +28,8 @@
 //  Seconds `cluster stop` waits before SIGKILL unless --timeout says: the
 //  supervisor's own stop takes up to 7 s when processes linger
 #define S_STOP_GRACE 10.0
+//  The same for a remote cluster
+#define S_REMOTE_STOP_GRACE 30.0
 
 //  Operands where a command takes none are a usage error.
 static int
@@ -44,13 +47,19 @@ s_no_operands (bn_cliopts_t *opts, int argc, char **argv, int first)
 
 typedef struct {
     long n;
-    long per_process;
+    long per_process; //  -1 if not given
     const char *depth;
     const char *ip;
     bool no_wait;
     bool daemonize;
     bool foreground;
     bool quiet;
+    bool dry_run;
+    const char *launcher;
+    const char *hosts;
+    const char *location;
+    const char *batch_template;
+    bn_launch_plan_t plan;
 } s_start_args_t;
 
 enum {
@@ -64,7 +73,19 @@ enum {
     S_OPT_CURVE,
     S_OPT_NO_WAIT,
     S_OPT_DAEMONIZE,
-    S_OPT_FOREGROUND
+    S_OPT_FOREGROUND,
+    S_OPT_LAUNCHER,
+    S_OPT_HOSTS,
+    S_OPT_PER_HOST,
+    S_OPT_MIN_HOSTS,
+    S_OPT_SSH_CMD,
+    S_OPT_MPIEXEC_CMD,
+    S_OPT_REMOTE_PREFIX,
+    S_OPT_ENGINE_CMD,
+    S_OPT_BATCH_TEMPLATE,
+    S_OPT_HOST_NODE,
+    S_OPT_LOCATION,
+    S_OPT_DRY_RUN
 };
 
 static int
@@ -108,9 +129,132 @@ s_start_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
     case 'q':
         args->quiet = true;
         return 0;
+    case S_OPT_LAUNCHER:
+        args->launcher = arg;
+        return 0;
+    case S_OPT_HOSTS:
+        args->hosts = arg;
+        return 0;
+    case S_OPT_PER_HOST: {
+        long value;
+        int rc = bn_cliopts_int (opts, "--engines-per-host", arg, 1, 1000000,
+                                 &value);
+        args->plan.per_host = (int)value;
+        return rc;
+    }
+    case S_OPT_MIN_HOSTS: {
+        long value;
+        int rc = bn_cliopts_int (opts, "--min-hosts", arg, 1, 1000000, &value);
+        args->plan.min_hosts = (int)value;
+        return rc;
+    }
+    case S_OPT_SSH_CMD:
+        args->plan.ssh_cmd = arg;
+        return 0;
+    case S_OPT_MPIEXEC_CMD:
+        args->plan.mpiexec_cmd = arg;
+        return 0;
+    case S_OPT_REMOTE_PREFIX:
+        args->plan.remote_prefix = arg;
+        return 0;
+    case S_OPT_ENGINE_CMD:
+        args->plan.engine_cmd = arg;
+        return 0;
+    case S_OPT_BATCH_TEMPLATE:
+        args->batch_template = arg;
+        return 0;
+    case S_OPT_HOST_NODE:
+        args->plan.host_node = true;
+        return 0;
+    case S_OPT_LOCATION:
+        args->location = arg;
+        return bn_cliopts_set (opts, "--location", "controller.location", arg);
+    case S_OPT_DRY_RUN:
+        args->dry_run = true;
+        return 0;
     default:
         return -1;
     }
+}
+
+//  True for an address or name that only this host answers on.
+static bool
+s_loopback (const char *host)
+{
+    return strncmp (host, "127.", 4) == 0 || strcmp (host, "localhost") == 0 ||
+           strcmp (host, "::1") == 0;
+}
+
+//  What --launcher and its options ask for, checked and completed in
+//  args->plan. Returns 0, or -1 after a usage error.
+static int
+s_plan (bn_cliopts_t *opts, s_start_args_t *args, const bn_launch_ops_t **ops_p,
+        zlist_t **hosts_p)
+{
+    const char *name = args->launcher ? args->launcher : "local";
+    const bn_launch_ops_t *ops = bn_launch_find (name);
+    if (!ops) {
+        bn_cliopts_usage_error (opts, "--launcher: no launcher '%s' (%s)", name,
+                                bn_launch_names ());
+        return -1;
+    }
+    char error[512] = "";
+    if (args->hosts) {
+        *hosts_p = bn_launch_hosts (args->hosts, error, sizeof error);
+        if (!*hosts_p) {
+            bn_cliopts_usage_error (opts, "--hosts: %s", error);
+            return -1;
+        }
+    }
+    bn_launch_plan_t *plan = &args->plan;
+    if (args->batch_template) {
+        char *text = NULL;
+        FILE *file = fopen (args->batch_template, "r");
+        if (file) {
+            size_t size = 0;
+            if (getdelim (&text, &size, 0, file) < 0) {
+                free (text);
+                text = NULL;
+            }
+            fclose (file);
+        }
+        if (!text) {
+            bn_cliopts_usage_error (opts, "--batch-template: cannot read %s",
+                                    args->batch_template);
+            return -1;
+        }
+        plan->batch_template = text;
+    }
+    plan->profile_dir = bn_cliopts_profile_dir (opts);
+    plan->cluster_id = bn_cliopts_cluster_id (opts);
+    plan->n = (int)args->n;
+    plan->per_process =
+        args->per_process > 0 ? (int)args->per_process : (ops->remote ? 0 : 1);
+    plan->hosts = *hosts_p;
+    if (ops->prepare (plan, error, sizeof error) != 0) {
+        bn_cliopts_usage_error (opts, "%s", error);
+        return -1;
+    }
+    //  Engines on other hosts cannot reach a loopback address
+    const char *ip = bn_config_str (bn_cliopts_config (opts), "controller.ip");
+    if (ops->remote && plan->nhosts > 0 && s_loopback (ip)) {
+        const char *far = NULL;
+        for (char *host = plan->hosts ? zlist_first (plan->hosts) : NULL;
+             host && !far; host = zlist_next (plan->hosts))
+            if (!s_loopback (host))
+                far = host;
+        if (far || !plan->hosts) {
+            bn_cliopts_usage_error (
+                opts,
+                "the controller would listen on %s only, which engines on %s "
+                "cannot reach: give --ip ADDR (an address of this host that "
+                "they reach, or '*')",
+                ip, far ? far : "other hosts");
+            return -1;
+        }
+    }
+    *ops_p = ops;
+    return 0;
 }
 
 //  Exit status 10 with the reason if a cluster or controller of this
@@ -151,17 +295,30 @@ s_check_not_running (bn_cliopts_t *opts)
 
 static void
 s_print_started (bn_cliopts_t *opts, s_start_args_t *args,
-                 bn_launcher_t *launcher, double elapsed)
+                 const bn_launch_ops_t *ops, bn_launcher_t *launcher,
+                 double elapsed)
 {
     const char *selection = bn_cliopts_selection (opts);
-    if (args->no_wait)
-        printf ("Cluster starting: %ld engines (process group %d); they "
-                "register in the background.\n",
-                args->n, (int)bn_launcher_pgid (launcher));
+    zlist_t *warnings = bn_launcher_warnings (launcher);
+    for (char *warning = zlist_first (warnings); warning;
+         warning = zlist_next (warnings))
+        bn_cliopts_error (opts, "warning: %s", warning);
+    int n = bn_launcher_engines (launcher);
+    int hosts = bn_launcher_hosts (launcher);
+    char where[96] = "";
+    if (ops->remote)
+        snprintf (where, sizeof where, " on %d host%s (%s;", hosts,
+                  hosts == 1 ? "" : "s", ops->name);
     else
-        printf ("Cluster started: %ld engine%s registered in %.2f s "
-                "(process group %d).\n",
-                args->n, args->n == 1 ? "" : "s", elapsed,
+        snprintf (where, sizeof where, " (");
+    if (args->no_wait)
+        printf ("Cluster starting: %d engines%s process group %d); they "
+                "register in the background.\n",
+                n, where, (int)bn_launcher_pgid (launcher));
+    else
+        printf ("Cluster started: %d engine%s registered in %.2f s%s "
+                "process group %d).\n",
+                n, n == 1 ? "" : "s", elapsed, where,
                 (int)bn_launcher_pgid (launcher));
     printf ("Connection file: %s\n", bn_cliopts_client_file (opts));
     printf ("Use it:   banyan px%s hostname\n", selection);
@@ -313,7 +470,11 @@ s_start (int argc, char **argv)
         "cluster start", BN_CLIOPTS_CLUSTER | BN_CLIOPTS_PERMUTE);
     if (!opts)
         return BN_EXIT_FAILURE;
-    s_start_args_t args = {.n = -1, .per_process = 1};
+    s_start_args_t args = {.n = -1, .per_process = -1};
+    const bn_launch_ops_t *ops = NULL;
+    zlist_t *hosts = NULL;
+    zlist_t *engine_args = NULL;
+    char *controller = NULL, *engine = NULL, *scheduler = NULL;
     static const struct option options[] = {
         {"n", required_argument, NULL, 'n'},
         {"engines-per-process", required_argument, NULL, 'k'},
@@ -329,6 +490,18 @@ s_start (int argc, char **argv)
         {"daemonize", no_argument, NULL, S_OPT_DAEMONIZE},
         {"foreground", no_argument, NULL, S_OPT_FOREGROUND},
         {"quiet", no_argument, NULL, 'q'},
+        {"launcher", required_argument, NULL, S_OPT_LAUNCHER},
+        {"hosts", required_argument, NULL, S_OPT_HOSTS},
+        {"engines-per-host", required_argument, NULL, S_OPT_PER_HOST},
+        {"min-hosts", required_argument, NULL, S_OPT_MIN_HOSTS},
+        {"ssh-cmd", required_argument, NULL, S_OPT_SSH_CMD},
+        {"mpiexec-cmd", required_argument, NULL, S_OPT_MPIEXEC_CMD},
+        {"remote-prefix", required_argument, NULL, S_OPT_REMOTE_PREFIX},
+        {"engine-cmd", required_argument, NULL, S_OPT_ENGINE_CMD},
+        {"batch-template", required_argument, NULL, S_OPT_BATCH_TEMPLATE},
+        {"host-node", no_argument, NULL, S_OPT_HOST_NODE},
+        {"location", required_argument, NULL, S_OPT_LOCATION},
+        {"dry-run", no_argument, NULL, S_OPT_DRY_RUN},
         {NULL, 0, NULL, 0}};
     int first = bn_cliopts_parse (opts, argc, argv, "n:k:q", options,
                                   s_start_option, &args);
@@ -346,36 +519,42 @@ s_start (int argc, char **argv)
                                       "--no-wait");
         goto done;
     }
-    status = s_check_not_running (opts);
-    if (status != BN_EXIT_OK)
+    if (s_plan (opts, &args, &ops, &hosts) != 0)
         goto done;
+    if (!args.dry_run) {
+        status = s_check_not_running (opts);
+        if (status != BN_EXIT_OK)
+            goto done;
+    }
 
     status = BN_EXIT_FAILURE;
-    char *controller = bn_path_program ("banyan-controller");
-    char *engine = bn_path_program ("banyan-engine");
-    if (!controller || !engine) {
+    controller = bn_path_program ("banyan-controller");
+    engine = bn_path_program ("banyan-engine");
+    scheduler =
+        args.plan.host_node ? bn_path_program ("banyan-scheduler") : NULL;
+    if (!controller || !engine || (args.plan.host_node && !scheduler)) {
         bn_cliopts_error (opts, "cannot find %s next to banyan or on PATH",
-                          controller ? "banyan-engine" : "banyan-controller");
-        free (controller);
-        free (engine);
+                          !controller ? "banyan-controller"
+                          : !engine   ? "banyan-engine"
+                                      : "banyan-scheduler");
         goto done;
     }
     bn_config_t *config = bn_cliopts_config (opts);
     bn_launcher_t *launcher = bn_launcher_new (bn_cliopts_profile_dir (opts),
                                                bn_cliopts_cluster_id (opts));
-    if (!launcher) {
-        free (controller);
-        free (engine);
+    engine_args = zlist_new ();
+    if (!launcher || !engine_args) {
+        bn_launcher_destroy (&launcher);
         goto done;
     }
     bn_launcher_set_programs (launcher, controller, engine);
-    free (controller);
-    free (engine);
     //  A profile given by folder has no name to show in `cluster list`
     bool by_folder = strstr (bn_cliopts_selection (opts), "--profile-dir");
     bn_launcher_set_profile (
         launcher, by_folder ? "" : bn_config_str (config, "profile.name"));
-    bn_launcher_set_engines (launcher, (int)args.n, (int)args.per_process);
+    bn_launcher_set_engines (launcher, (int)args.n,
+                             args.plan.per_process > 0 ? args.plan.per_process
+                                                       : 1);
     bn_launcher_set_daemonize (launcher, args.daemonize);
     char depth[16];
     snprintf (depth, sizeof depth, "%d",
@@ -397,6 +576,11 @@ s_start (int argc, char **argv)
             bn_launcher_add_controller_arg (launcher,
                                             bn_config_str (config, tree[i][1]));
         }
+    if (*bn_config_str (config, "controller.location")) {
+        bn_launcher_add_controller_arg (launcher, "--location");
+        bn_launcher_add_controller_arg (
+            launcher, bn_config_str (config, "controller.location"));
+    }
     char task_hwm[16];
     snprintf (task_hwm, sizeof task_hwm, "%d",
               bn_config_int (config, "controller.task_hwm"));
@@ -419,18 +603,29 @@ s_start (int argc, char **argv)
     const char *config_file = bn_cliopts_config_file (opts);
     bn_launcher_add_controller_arg (launcher, "--log-level");
     bn_launcher_add_controller_arg (launcher, level);
-    bn_launcher_add_engine_arg (launcher, "--log-level");
-    bn_launcher_add_engine_arg (launcher, level);
+    zlist_append (engine_args, "--log-level");
+    zlist_append (engine_args, (void *)level);
     if (config_file) {
         bn_launcher_add_controller_arg (launcher, "--config");
         bn_launcher_add_controller_arg (launcher, config_file);
-        bn_launcher_add_engine_arg (launcher, "--config");
-        bn_launcher_add_engine_arg (launcher, config_file);
+        zlist_append (engine_args, "--config");
+        zlist_append (engine_args, (void *)config_file);
     }
+    args.plan.engine = engine;
+    args.plan.scheduler = scheduler;
+    args.plan.log_level = level;
+    args.plan.engine_args = engine_args;
+    bn_launcher_set_launch (launcher, ops, &args.plan);
     double timeout = bn_cliopts_timeout_given (opts) ? bn_cliopts_timeout (opts)
                                                      : S_START_TIMEOUT;
     bn_launcher_set_timeout (launcher, timeout);
 
+    if (args.dry_run) {
+        status = bn_launcher_print (launcher, stdout) == 0 ? BN_EXIT_OK
+                                                           : BN_EXIT_FAILURE;
+        bn_launcher_destroy (&launcher);
+        goto done;
+    }
     bn_interrupt_install ();
     double start = zclock_usecs () / 1e6;
     double deadline = start + timeout;
@@ -441,13 +636,13 @@ s_start (int argc, char **argv)
         goto done;
     }
     const char *problem = NULL;
-    char reason[256] = "";
+    char reason[1024] = "";
     if (s_wait_for_file (launcher, bn_cliopts_client_file (opts), deadline,
                          &problem) == 0 &&
         s_wait_for_engine_procs (launcher, deadline, &problem) == 0) {
-        if (!args.no_wait &&
-            s_wait_for_registration (opts, launcher, args.n, deadline, reason,
-                                     sizeof reason) != 0)
+        if (!args.no_wait && s_wait_for_registration (
+                                 opts, launcher, bn_launcher_engines (launcher),
+                                 deadline, reason, sizeof reason) != 0)
             problem = reason;
     }
     if (problem) {
@@ -460,12 +655,18 @@ s_start (int argc, char **argv)
         }
     } else {
         if (!args.quiet || args.foreground)
-            s_print_started (opts, &args, launcher,
+            s_print_started (opts, &args, ops, launcher,
                              zclock_usecs () / 1e6 - start);
         status = args.foreground ? s_foreground (opts, launcher) : BN_EXIT_OK;
     }
     bn_launcher_destroy (&launcher);
 done:
+    free (controller);
+    free (engine);
+    free (scheduler);
+    zlist_destroy (&hosts);
+    zlist_destroy (&engine_args);
+    free ((char *)args.plan.batch_template);
     bn_cliopts_destroy (&opts);
     return status;
 }
@@ -519,6 +720,15 @@ s_stop (int argc, char **argv)
     const char *cluster_id = bn_cliopts_cluster_id (opts);
     double grace = bn_cliopts_timeout_given (opts) ? bn_cliopts_timeout (opts)
                                                    : S_STOP_GRACE;
+    //  A remote cluster's supervisor ends its hosts first, which may take
+    //  a while (an ssh kill, scancel)
+    char *path = bn_clusterrec_path (profile_dir, cluster_id);
+    bn_clusterrec_t *record = path ? bn_clusterrec_load (path) : NULL;
+    free (path);
+    if (record && !bn_cliopts_timeout_given (opts) &&
+        strcmp (bn_clusterrec_launcher (record), "local") != 0)
+        grace = S_REMOTE_STOP_GRACE;
+    bn_clusterrec_destroy (&record);
     bool reuse =
         bn_config_bool (bn_cliopts_config (opts), "controller.reuse_files");
     int count = 0;
@@ -631,6 +841,67 @@ s_controller_ids (const char *profile_dir)
     return ids;
 }
 
+//  Where a cluster's engines run, for `cluster list`: "-" for a local one;
+//  the hosts that run them, those lost or failed, the Slurm job.
+static void
+s_list_hosts (bn_clusterrec_t *record, char *text, size_t size)
+{
+    snprintf (text, size, "-");
+    if (strcmp (bn_clusterrec_launcher (record), "local") == 0)
+        return;
+    size_t used = 0;
+    text[0] = 0;
+    const bn_host_state_t order[] = {BN_HOST_RUNNING, BN_HOST_ENDED,
+                                     BN_HOST_LOST, BN_HOST_FAILED};
+    //  In rank order, whatever order they reported in
+    size_t count = bn_clusterrec_hosts (record);
+    size_t *order_of = calloc (count + 1, sizeof *order_of);
+    for (size_t index = 0; order_of && index < count; index++) {
+        size_t at = index;
+        while (at > 0 && bn_clusterrec_host (record, order_of[at - 1])->rank >
+                             bn_clusterrec_host (record, index)->rank) {
+            order_of[at] = order_of[at - 1];
+            at--;
+        }
+        order_of[at] = index;
+    }
+    const char *step = "";
+    for (size_t which = 0; order_of && which < 4; which++) {
+        bool first = true;
+        for (size_t place = 0; place < count; place++) {
+            const bn_clusterrec_host_t *host =
+                bn_clusterrec_host (record, order_of[place]);
+            if (host->state != order[which])
+                continue;
+            if (*host->step)
+                step = host->step;
+            const char *lead = first ? (used ? " " : "") : ",";
+            if (first && order[which] != BN_HOST_RUNNING)
+                used += (size_t)snprintf (
+                    text + used, used < size ? size - used : 0, "%s%s:", lead,
+                    bn_clusterrec_host_state_name (order[which]));
+            else
+                used += (size_t)snprintf (
+                    text + used, used < size ? size - used : 0, "%s", lead);
+            used += (size_t)snprintf (
+                text + used, used < size ? size - used : 0, "%s", host->name);
+            first = false;
+        }
+    }
+    free (order_of);
+    const char *job = bn_clusterrec_job (record);
+    const char *nodes = bn_clusterrec_nodes (record);
+    if (*job)
+        used += (size_t)snprintf (text + used, used < size ? size - used : 0,
+                                  "%sjob %s%s%s", used ? " " : "", job,
+                                  *nodes ? ": " : "", nodes);
+    else if (*step)
+        used += (size_t)snprintf (text + used, used < size ? size - used : 0,
+                                  " (step %s)", step);
+    if (!used)
+        snprintf (text, size, "-");
+}
+
 static void
 s_list_profile (const char *profile_dir, bool *any)
 {
@@ -643,18 +914,23 @@ s_list_profile (const char *profile_dir, bool *any)
             continue;
         size_t live = 0;
         bn_cluster_state_t state = bn_clusterrec_state (record, &live);
-        char procs[32], started[32] = "-";
+        char procs[32], started[32] = "-", hosts[256];
         snprintf (procs, sizeof procs, "%zu/%zu", live,
                   bn_clusterrec_engine_procs (record));
+        bool local = strcmp (bn_clusterrec_launcher (record), "local") == 0;
+        if (!local)
+            snprintf (procs, sizeof procs, "-");
+        s_list_hosts (record, hosts, sizeof hosts);
         time_t when = bn_clusterrec_started (record);
         struct tm tm;
         if (when && localtime_r (&when, &tm))
             strftime (started, sizeof started, "%Y-%m-%d %H:%M:%S", &tm);
         const char *profile = bn_clusterrec_profile (record);
-        printf ("%-16s %-16s %-8s %7d %9s %7d  %s\n",
+        printf ("%-16s %-16s %-8s %7d %9s %7d  %-19s  %-8s %s\n",
                 *profile ? profile : profile_dir, *id ? id : "''",
                 bn_clusterrec_state_name (state), bn_clusterrec_n (record),
-                procs, (int)bn_clusterrec_pgid (record), started);
+                procs, (int)bn_clusterrec_pgid (record), started,
+                bn_clusterrec_launcher (record), hosts);
         *any = true;
         bn_clusterrec_destroy (&record);
     }
@@ -667,9 +943,9 @@ s_list_profile (const char *profile_dir, bool *any)
         free (path);
         if (recorded || bn_clusterrec_controller_pid (profile_dir, id) <= 0)
             continue;
-        printf ("%-16s %-16s %-8s %7s %9s %7s  %s\n", profile_dir,
-                *id ? id : "''", "running", "-", "-", "-",
-                "- (controller only)");
+        printf ("%-16s %-16s %-8s %7s %9s %7s  %-19s  %-8s %s\n", profile_dir,
+                *id ? id : "''", "running", "-", "-", "-", "-", "-",
+                "(controller only)");
         *any = true;
     }
     zlist_destroy (&controllers);
@@ -687,8 +963,9 @@ s_list (int argc, char **argv)
     int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
     if (first >= 0 && s_no_operands (opts, argc, argv, first) == 0) {
         zlist_t *dirs = s_profile_dirs (opts);
-        printf ("%-16s %-16s %-8s %7s %9s %7s  %s\n", "PROFILE", "CLUSTER ID",
-                "STATE", "ENGINES", "PROCESSES", "PGID", "STARTED");
+        printf ("%-16s %-16s %-8s %7s %9s %7s  %-19s  %-8s %s\n", "PROFILE",
+                "CLUSTER ID", "STATE", "ENGINES", "PROCESSES", "PGID",
+                "STARTED", "LAUNCHER", "HOSTS");
         bool any = false;
         for (char *dir = dirs ? zlist_first (dirs) : NULL; dir;
              dir = zlist_next (dirs))
@@ -718,9 +995,10 @@ s_remove (const char *path, bool quiet, int *removed)
 static void
 s_clean_id (const char *profile_dir, const char *id, bool quiet, int *removed)
 {
-    char *paths[8] = {NULL};
+    char *paths[9] = {NULL};
     bool named = *id;
     paths[0] = bn_clusterrec_path (profile_dir, id);
+    paths[7] = bn_launcher_batch_path (profile_dir, id);
     paths[1] = bn_clusterrec_controller_pidfile (profile_dir, id);
     paths[2] = bn_connfile_path (profile_dir, id, BN_CONNFILE_CLIENT);
     paths[3] = bn_connfile_path (profile_dir, id, BN_CONNFILE_ENGINE);
@@ -729,7 +1007,7 @@ s_clean_id (const char *profile_dir, const char *id, bool quiet, int *removed)
         paths[4 + index] =
             zsys_sprintf ("%s/log/banyan-%s%s%s.log", profile_dir, logs[index],
                           named ? "-" : "", named ? id : "");
-    for (int index = 0; index < 7; index++) {
+    for (int index = 0; index < 8; index++) {
         s_remove (paths[index], quiet, removed);
         free (paths[index]);
     }

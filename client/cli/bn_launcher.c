@@ -15,11 +15,13 @@
 #include "bn_connfile.h"
 #include "bn_log.h"
 #include "bn_proctable.h"
+#include "bn_remote.h"
 
 #include <assert.h>
 #include <czmq.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <jansson.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -27,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +43,12 @@
 #define S_KILL_WAIT 5.0
 //  Seconds `cluster start` gives a failed cluster to end
 #define S_ABORT_GRACE 3.0
+//  Seconds the hosts of a remote launch get to end their engines when the
+//  cluster stops, before the launcher's own stop (ssh kill, scancel)
+#define S_REMOTE_GRACE 6.0
+//  Seconds before the start's deadline by which the hosts that did not
+//  report count as failed, so that `cluster start` can name them
+#define S_HOST_MARGIN 2.0
 
 struct _bn_launcher_t {
     char *profile_dir;
@@ -59,6 +68,11 @@ struct _bn_launcher_t {
     size_t line_size;
     char *problem;
     bool engines_started;
+    const bn_launch_ops_t *ops; //  The launcher (local unless set)
+    bn_launch_plan_t plan;      //  What it starts from
+    int engines;                //  Engines started, once started
+    int hosts;                  //  Hosts they run on
+    zlist_t *warnings;          //  What went wrong but not fatally
 };
 
 bn_launcher_t *
@@ -74,15 +88,19 @@ bn_launcher_new (const char *profile_dir, const char *cluster_id)
     self->problem = strdup ("");
     self->controller_args = zlist_new ();
     self->engine_args = zlist_new ();
+    self->warnings = zlist_new ();
     self->per_process = 1;
     self->timeout = 30;
     self->event_fd = -1;
+    self->ops = &bn_launch_local;
     if (!self->profile_dir || !self->cluster_id || !self->profile ||
-        !self->problem || !self->controller_args || !self->engine_args)
+        !self->problem || !self->controller_args || !self->engine_args ||
+        !self->warnings)
         bn_launcher_destroy (&self);
     else {
         zlist_autofree (self->controller_args);
         zlist_autofree (self->engine_args);
+        zlist_autofree (self->warnings);
     }
     return self;
 }
@@ -103,6 +121,7 @@ bn_launcher_destroy (bn_launcher_t **self_p)
         free (self->engine_path);
         zlist_destroy (&self->controller_args);
         zlist_destroy (&self->engine_args);
+        zlist_destroy (&self->warnings);
         free (self);
         *self_p = NULL;
     }
@@ -175,6 +194,89 @@ bn_launcher_add_engine_arg (bn_launcher_t *self, const char *arg)
     return zlist_append (self->engine_args, (void *)arg);
 }
 
+void
+bn_launcher_set_launch (bn_launcher_t *self, const bn_launch_ops_t *ops,
+                        const bn_launch_plan_t *plan)
+{
+    assert (self);
+    assert (ops && plan);
+    self->ops = ops;
+    self->plan = *plan;
+    self->n = plan->n;
+    self->per_process = plan->per_process > 0 ? plan->per_process : 1;
+}
+
+//  The plan of a local launch that nobody set: from the engines, the
+//  programs and the engine arguments.
+static const bn_launch_plan_t *
+s_plan (bn_launcher_t *self)
+{
+    if (!self->plan.profile_dir) {
+        self->plan.profile_dir = self->profile_dir;
+        self->plan.cluster_id = self->cluster_id;
+        self->plan.n = self->n;
+        self->plan.per_process = self->per_process;
+        self->plan.engine = self->engine_path;
+        self->plan.engine_args = self->engine_args;
+        self->plan.nhosts = self->n > 0 ? 1 : 0;
+        self->plan.engines_per_host = self->n;
+    }
+    return &self->plan;
+}
+
+char **
+bn_launcher_controller_argv (bn_launcher_t *self)
+{
+    assert (self);
+    size_t extra = zlist_size (self->controller_args);
+    char **argv = calloc (extra + 6, sizeof *argv);
+    if (!argv)
+        return NULL;
+    size_t argc = 0;
+    argv[argc++] = self->controller_path;
+    argv[argc++] = "--profile-dir";
+    argv[argc++] = self->profile_dir;
+    if (*self->cluster_id) {
+        argv[argc++] = "--cluster-id";
+        argv[argc++] = self->cluster_id;
+    }
+    for (char *arg = zlist_first (self->controller_args); arg;
+         arg = zlist_next (self->controller_args))
+        argv[argc++] = arg;
+    return argv;
+}
+
+int
+bn_launcher_print (bn_launcher_t *self, FILE *out)
+{
+    assert (self);
+    char **argv = bn_launcher_controller_argv (self);
+    int rc = argv ? bn_launch_print (self->ops, s_plan (self), argv, out) : -1;
+    free (argv);
+    return rc;
+}
+
+int
+bn_launcher_engines (bn_launcher_t *self)
+{
+    assert (self);
+    return self->engines;
+}
+
+int
+bn_launcher_hosts (bn_launcher_t *self)
+{
+    assert (self);
+    return self->hosts;
+}
+
+zlist_t *
+bn_launcher_warnings (bn_launcher_t *self)
+{
+    assert (self);
+    return self->warnings;
+}
+
 char *
 bn_launcher_log_path (bn_launcher_t *self, const char *part)
 {
@@ -195,6 +297,9 @@ typedef struct {
     pid_t controller;
     bool controller_failed; //  The controller ended on its own
     char *engine_file;
+    int signal_fd;       //  SIGCHLD, SIGTERM and SIGINT as they come
+    bn_remote_t *remote; //  A remote launch, or NULL
+    int engines_log;     //  Its engines' output, or -1
 } s_supervisor_t;
 
 //  Tell the waiting `cluster start`; once it has gone, stop telling.
@@ -217,19 +322,6 @@ s_event (s_supervisor_t *self, const char *format, ...)
         close (self->event_fd);
         self->event_fd = -1;
     }
-}
-
-//  "exited with status 1" or "killed by signal 9 (Killed)"
-static void
-s_describe_status (int status, char *text, size_t size)
-{
-    if (WIFEXITED (status))
-        snprintf (text, size, "exited with status %d", WEXITSTATUS (status));
-    else if (WIFSIGNALED (status))
-        snprintf (text, size, "killed by signal %d (%s)", WTERMSIG (status),
-                  strsignal (WTERMSIG (status)));
-    else
-        snprintf (text, size, "ended with wait status %d", status);
 }
 
 //  "banyan-controller (pid 12)" or "banyan-engine (pid 13, engines 0-3)";
@@ -267,7 +359,7 @@ s_on_reap (pid_t pid, int status, void *arg)
     char what[128], how[128];
     if (!s_describe_process (self, pid, what, sizeof what))
         return;
-    s_describe_status (status, how, sizeof how);
+    bn_proctable_describe_status (status, how, sizeof how);
     bn_log_info ("%s %s", what, how);
 }
 
@@ -281,9 +373,12 @@ s_reap (s_supervisor_t *self, bool stopping)
     pid_t pid;
     while ((pid = waitpid (-1, &status, WNOHANG)) > 0) {
         char what[128], how[128];
+        if (self->remote &&
+            bn_remote_reaped (self->remote, pid, status, stopping))
+            continue;
         if (!s_describe_process (self, pid, what, sizeof what))
             continue;
-        s_describe_status (status, how, sizeof how);
+        bn_proctable_describe_status (status, how, sizeof how);
         if (stopping)
             bn_log_info ("%s %s", what, how);
         else {
@@ -300,13 +395,26 @@ s_reap (s_supervisor_t *self, bool stopping)
     return down;
 }
 
-//  Wait up to ms for a signal in set; returns it, or 0.
+//  Wait up to ms for a signal or a remote launch's output (which is read
+//  on the way); returns the signal, or 0.
 static int
-s_wait_signal (const sigset_t *set, int ms)
+s_wait (s_supervisor_t *self, int ms)
 {
-    struct timespec timeout = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    int sig = sigtimedwait (set, NULL, &timeout);
-    return sig > 0 ? sig : 0;
+    struct pollfd items[256];
+    items[0] = (struct pollfd){self->signal_fd, POLLIN, 0};
+    size_t count = 1;
+    if (self->remote)
+        count += bn_remote_pollfds (self->remote, items + 1, 255);
+    if (poll (items, count, ms) <= 0)
+        return 0;
+    if (self->remote)
+        bn_remote_read (self->remote);
+    if (!(items[0].revents & POLLIN))
+        return 0;
+    struct signalfd_siginfo info;
+    if (read (self->signal_fd, &info, sizeof info) != sizeof info)
+        return 0;
+    return (int)info.ssi_signo;
 }
 
 //  Open a log file for a child's stdout and stderr.
@@ -368,28 +476,13 @@ static pid_t
 s_start_controller (s_supervisor_t *self)
 {
     bn_launcher_t *launcher = self->launcher;
-    size_t extra = zlist_size (launcher->controller_args);
-    char **argv = calloc (extra + 6, sizeof *argv);
+    char **argv = bn_launcher_controller_argv (launcher);
     char *log_path = bn_launcher_log_path (launcher, "controller");
     int log_fd = log_path ? s_open_log (log_path, true) : -1;
     if (log_fd < 0)
         bn_log_warn ("cannot open %s: %s", log_path ? log_path : "log",
                      strerror (errno));
-    pid_t pid = -1;
-    if (argv) {
-        size_t argc = 0;
-        argv[argc++] = launcher->controller_path;
-        argv[argc++] = "--profile-dir";
-        argv[argc++] = launcher->profile_dir;
-        if (*launcher->cluster_id) {
-            argv[argc++] = "--cluster-id";
-            argv[argc++] = launcher->cluster_id;
-        }
-        for (char *arg = zlist_first (launcher->controller_args); arg;
-             arg = zlist_next (launcher->controller_args))
-            argv[argc++] = arg;
-        pid = s_spawn (self, argv, log_fd);
-    }
+    pid_t pid = argv ? s_spawn (self, argv, log_fd) : -1;
     if (log_fd >= 0)
         close (log_fd);
     free (log_path);
@@ -397,6 +490,7 @@ s_start_controller (s_supervisor_t *self)
     return pid;
 }
 
+//  Start the local engine processes, one a command of the local launcher.
 static int
 s_start_engines (s_supervisor_t *self)
 {
@@ -407,47 +501,76 @@ s_start_engines (s_supervisor_t *self)
         bn_log_warn ("cannot open %s: %s", log_path ? log_path : "log",
                      strerror (errno));
     free (log_path);
-    size_t extra = zlist_size (launcher->engine_args);
-    char **argv = calloc (extra + 8, sizeof *argv);
-    if (!argv) {
+    zlistx_t *commands = launcher->ops->commands (s_plan (launcher));
+    if (!commands) {
         if (log_fd >= 0)
             close (log_fd);
         s_event (self, "error out of memory");
         return -1;
     }
     int rc = 0;
-    for (int first = 0; first < launcher->n; first += launcher->per_process) {
-        int count = launcher->n - first < launcher->per_process
-                        ? launcher->n - first
-                        : launcher->per_process;
-        char count_text[16], first_text[16];
-        snprintf (count_text, sizeof count_text, "%d", count);
-        snprintf (first_text, sizeof first_text, "%d", first);
-        size_t argc = 0;
-        argv[argc++] = launcher->engine_path;
-        argv[argc++] = "--file";
-        argv[argc++] = self->engine_file;
-        argv[argc++] = "--count";
-        argv[argc++] = count_text;
-        argv[argc++] = "--id";
-        argv[argc++] = first_text;
-        for (char *arg = zlist_first (launcher->engine_args); arg;
-             arg = zlist_next (launcher->engine_args))
-            argv[argc++] = arg;
-        argv[argc] = NULL;
-        pid_t pid = s_spawn (self, argv, log_fd);
+    for (bn_launch_cmd_t *command = zlistx_first (commands); command;
+         command = zlistx_next (commands)) {
+        pid_t pid = s_spawn (self, command->argv, log_fd);
         if (pid < 0) {
             s_event (self, "error cannot fork: %s", strerror (errno));
             rc = -1;
             break;
         }
-        bn_clusterrec_add_engines (self->record, pid, s_starttime (pid), first,
-                                   count);
+        bn_clusterrec_add_engines (self->record, pid, s_starttime (pid),
+                                   command->first, command->count);
     }
-    free (argv);
+    zlistx_destroy (&commands);
     if (log_fd >= 0)
         close (log_fd);
     s_save (self);
+    if (rc == 0)
+        s_event (self, "engines %zu %d %d",
+                 bn_clusterrec_engine_procs (self->record), launcher->n,
+                 launcher->n > 0 ? 1 : 0);
+    return rc;
+}
+
+static void
+s_remote_event (void *arg, const char *line)
+{
+    s_event (arg, "%s", line);
+}
+
+static void
+s_remote_save (void *arg)
+{
+    s_save (arg);
+}
+
+//  Start the engines on the hosts, giving them the engine connection file
+//  as one line of JSON.
+static int
+s_start_remote (s_supervisor_t *self, double deadline)
+{
+    bn_launcher_t *launcher = self->launcher;
+    json_error_t error;
+    json_t *file = json_load_file (self->engine_file, 0, &error);
+    char *info = file ? json_dumps (file, JSON_COMPACT) : NULL;
+    json_decref (file);
+    if (!info) {
+        s_event (self, "error cannot read %s: %s", self->engine_file,
+                 error.text);
+        return -1;
+    }
+    char *log_path = bn_launcher_log_path (launcher, "engines");
+    self->engines_log = log_path ? s_open_log (log_path, true) : -1;
+    free (log_path);
+    bn_remote_hooks_t hooks = {s_remote_event, s_remote_save, self};
+    self->remote = bn_remote_new (launcher->ops, &launcher->plan, self->record,
+                                  self->engines_log, hooks);
+    int64_t until =
+        zclock_mono () +
+        (int64_t)((deadline - S_HOST_MARGIN - zclock_usecs () / 1e6) * 1000);
+    int rc = self->remote ? bn_remote_start (self->remote, info, until) : -1;
+    if (!self->remote)
+        s_event (self, "error out of memory");
+    free (info);
     return rc;
 }
 
@@ -504,7 +627,9 @@ s_supervise (bn_launcher_t *launcher, int event_fd)
     signal (SIGPIPE, SIG_IGN);
     prctl (PR_SET_CHILD_SUBREAPER, 1);
 
-    s_supervisor_t self = {.launcher = launcher, .event_fd = event_fd};
+    s_supervisor_t self = {
+        .launcher = launcher, .event_fd = event_fd, .engines_log = -1};
+    self.signal_fd = signalfd (-1, &set, SFD_CLOEXEC);
     bn_log_set_default_ident ("supervisor");
     bn_log_set_level (BN_LOG_INFO);
     char *log_path = bn_launcher_log_path (launcher, "cluster");
@@ -530,14 +655,27 @@ s_supervise (bn_launcher_t *launcher, int event_fd)
         s_event (&self, "error out of memory");
         _exit (1);
     }
+    if (self.signal_fd < 0) {
+        s_event (&self, "error cannot watch signals: %s", strerror (errno));
+        _exit (1);
+    }
+    const bn_launch_plan_t *plan = s_plan (launcher);
+    bool remote = launcher->ops->remote;
+    bn_clusterrec_set_launcher (self.record, launcher->ops->name,
+                                plan->ssh_cmd ? plan->ssh_cmd : "");
     bn_clusterrec_set_profile (self.record, launcher->profile);
     bn_clusterrec_set_engines (self.record, launcher->n, launcher->per_process);
     bn_clusterrec_set_daemonized (self.record, launcher->daemonize);
     bn_clusterrec_set_supervisor (self.record, getpid (),
                                   s_starttime (getpid ()));
     s_save (&self);
-    bn_log_info ("starting %d engines, %d per process, in %s", launcher->n,
-                 launcher->per_process, launcher->profile_dir);
+    if (remote)
+        bn_log_info ("starting %d engines, %d a host on %d hosts by %s, in %s",
+                     launcher->n, plan->engines_per_host, plan->nhosts,
+                     launcher->ops->name, launcher->profile_dir);
+    else
+        bn_log_info ("starting %d engines, %d per process, in %s", launcher->n,
+                     launcher->per_process, launcher->profile_dir);
 
     self.controller = s_start_controller (&self);
     if (self.controller < 0) {
@@ -552,15 +690,18 @@ s_supervise (bn_launcher_t *launcher, int event_fd)
     //  Engines need the controller's engine connection file
     bool stopping = false;
     double deadline = zclock_usecs () / 1e6 + launcher->timeout;
-    bool engines = launcher->n == 0;
+    bool engines = launcher->n == 0 && !remote;
+    if (engines)
+        s_event (&self, "engines 0 0 0");
     while (!stopping && !engines) {
-        int sig = s_wait_signal (&set, 20);
+        int sig = s_wait (&self, 20);
         if (sig == SIGTERM || sig == SIGINT)
             stopping = true;
         else if (s_reap (&self, false))
             stopping = true;
         else if (access (self.engine_file, F_OK) == 0) {
-            if (s_start_engines (&self) != 0)
+            if ((remote ? s_start_remote (&self, deadline)
+                        : s_start_engines (&self)) != 0)
                 stopping = true;
             engines = true;
         } else if (zclock_usecs () / 1e6 > deadline) {
@@ -571,19 +712,24 @@ s_supervise (bn_launcher_t *launcher, int event_fd)
             stopping = true;
         }
     }
-    if (!stopping)
-        s_event (&self, "engines %zu",
-                 bn_clusterrec_engine_procs (self.record));
 
     while (!stopping) {
-        int sig = s_wait_signal (&set, 1000);
+        int sig = s_wait (&self, self.remote ? 200 : 1000);
         if (sig == SIGTERM || sig == SIGINT) {
             bn_log_info ("stopping on signal %d", sig);
             stopping = true;
         } else if (s_reap (&self, false)) {
             bn_log_error ("the controller is gone: stopping the cluster");
             stopping = true;
+        } else if (self.remote) {
+            bn_remote_tick (self.remote);
+            if (bn_remote_state (self.remote) < 0)
+                stopping = true;
         }
+    }
+    if (self.remote) {
+        s_reap (&self, true);
+        bn_remote_stop (self.remote, S_REMOTE_GRACE);
     }
     s_reap (&self, true);
     s_teardown (&self);
@@ -668,9 +814,18 @@ s_handle_event (bn_launcher_t *self, const char *line)
         return -1;
     }
     if (strncmp (line, "engines ", 8) == 0) {
+        //  "engines PROCESSES ENGINES HOSTS"
+        int procs = 0;
+        if (sscanf (line + 8, "%d %d %d", &procs, &self->engines,
+                    &self->hosts) != 3) {
+            self->engines = self->n;
+            self->hosts = self->n > 0;
+        }
         self->engines_started = true;
         return 1;
     }
+    if (strncmp (line, "warning ", 8) == 0)
+        zlist_append (self->warnings, (void *)(line + 8));
     return 0;
 }
 
@@ -748,12 +903,23 @@ s_unlink (const char *path)
     return path && unlink (path) == 0 ? 1 : 0;
 }
 
+char *
+bn_launcher_batch_path (const char *profile_dir, const char *cluster_id)
+{
+    bool named = cluster_id && *cluster_id;
+    return zsys_sprintf ("%s/pid/banyan-sbatch%s%s.sh", profile_dir,
+                         named ? "-" : "", named ? cluster_id : "");
+}
+
 int
 bn_launcher_remove_files (const char *profile_dir, const char *cluster_id,
                           bool keep_connection_files)
 {
     int removed = 0;
     char *path = bn_clusterrec_path (profile_dir, cluster_id);
+    removed += s_unlink (path);
+    free (path);
+    path = bn_launcher_batch_path (profile_dir, cluster_id);
     removed += s_unlink (path);
     free (path);
     if (bn_clusterrec_controller_pid (profile_dir, cluster_id) > 0)
@@ -789,7 +955,8 @@ bn_launcher_stop (const char *profile_dir, const char *cluster_id, double grace,
     //  are ours; a group id is only used if its leader is ours, because a
     //  stale group id may name someone else's group by now.
     size_t procs = bn_clusterrec_engine_procs (record);
-    pid_t *roots = calloc (procs + 2, sizeof *roots);
+    size_t sessions = bn_clusterrec_sessions (record);
+    pid_t *roots = calloc (procs + sessions + 2, sizeof *roots);
     size_t nroots = 0;
     pid_t pgid = 0;
     if (roots) {
@@ -807,6 +974,13 @@ bn_launcher_stop (const char *profile_dir, const char *cluster_id, double grace,
             pid_t pid;
             unsigned long long start;
             bn_clusterrec_engine_proc (record, index, &pid, &start, NULL, NULL);
+            if (bn_proctable_alive (pid, start))
+                roots[nroots++] = pid;
+        }
+        for (size_t index = 0; index < sessions; index++) {
+            pid_t pid;
+            unsigned long long start;
+            bn_clusterrec_session (record, index, &pid, &start);
             if (bn_proctable_alive (pid, start))
                 roots[nroots++] = pid;
         }
@@ -829,6 +1003,29 @@ bn_launcher_stop (const char *profile_dir, const char *cluster_id, double grace,
         }
     }
     free (roots);
+    //  What still runs on the hosts: the supervisor ended it if it could,
+    //  and wrote down what it could not
+    const bn_launch_ops_t *ops =
+        bn_launch_find (bn_clusterrec_launcher (record));
+    if (rc != -1 && ops && ops->stop) {
+        path = bn_clusterrec_path (profile_dir, cluster_id);
+        bn_clusterrec_t *now = path ? bn_clusterrec_load (path) : NULL;
+        free (path);
+        bn_clusterrec_t *which = now ? now : record;
+        if (*bn_clusterrec_job (which) ||
+            bn_clusterrec_hosts_in (which, BN_HOST_RUNNING) ||
+            bn_clusterrec_hosts_in (which, BN_HOST_LOST)) {
+            int told = ops->stop (which, grace, stderr);
+            if (told < 0)
+                rc = -1;
+            else if (told > 0) {
+                rc = BN_LAUNCHER_STOPPED;
+                if (count)
+                    *count += told;
+            }
+        }
+        bn_clusterrec_destroy (&now);
+    }
     if (rc != -1)
         bn_launcher_remove_files (profile_dir, cluster_id,
                                   keep_connection_files);

@@ -5,7 +5,11 @@
 #ifndef BN_LAUNCHER_H_INCLUDED
 #define BN_LAUNCHER_H_INCLUDED
 
+#include "bn_launch.h"
+
+#include <czmq.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 typedef struct _bn_launcher_t bn_launcher_t;
@@ -29,6 +33,30 @@ void bn_launcher_set_profile (bn_launcher_t *self, const char *profile);
 
 //  Start n engines, per_process of them in each banyan-engine process.
 void bn_launcher_set_engines (bn_launcher_t *self, int n, int per_process);
+
+//  Start the engines with launcher ops from plan (copied; its strings and
+//  lists are borrowed until the supervisor has started) instead of as
+//  local processes from bn_launcher_set_engines.
+void bn_launcher_set_launch (bn_launcher_t *self, const bn_launch_ops_t *ops,
+                             const bn_launch_plan_t *plan);
+
+//  The controller's command line, NULL-terminated; the caller frees the
+//  array, not the words. NULL if out of memory.
+char **bn_launcher_controller_argv (bn_launcher_t *self);
+
+//  Print what bn_launcher_start would run (--dry-run). Returns 0, or -1 if
+//  out of memory.
+int bn_launcher_print (bn_launcher_t *self, FILE *out);
+
+//  Once bn_launcher_poll said the engines were started: how many were,
+//  and on how many hosts (fewer than asked when --min-hosts let hosts
+//  fail).
+int bn_launcher_engines (bn_launcher_t *self);
+int bn_launcher_hosts (bn_launcher_t *self);
+
+//  What went wrong without stopping the start ("host h3: ssh: connect to
+//  host h3 port 22: No route to host"), strings the launcher owns.
+zlist_t *bn_launcher_warnings (bn_launcher_t *self);
 
 //  Start the cluster in a session of its own instead of a process group
 //  of the caller's session.
@@ -80,7 +108,9 @@ char *bn_launcher_log_path (bn_launcher_t *self, const char *part);
 int bn_launcher_abort (bn_launcher_t *self);
 
 //  Stop the recorded cluster of profile_dir and cluster_id: SIGTERM to its
-//  process group and every descendant, SIGKILL after grace seconds, and
+//  process group and every descendant, SIGKILL after grace seconds, then
+//  the launcher's stop for what still runs on its hosts (ssh kill of each
+//  host's process group, scancel), and
 //  remove its record, controller pid file and (unless
 //  keep_connection_files) connection files. The number of processes
 //  signalled goes to *count (may be NULL). Returns BN_LAUNCHER_STOPPED,
@@ -88,6 +118,11 @@ int bn_launcher_abort (bn_launcher_t *self);
 //  would not end.
 int bn_launcher_stop (const char *profile_dir, const char *cluster_id,
                       double grace, bool keep_connection_files, int *count);
+
+//  Path of the batch script the slurm launcher submits,
+//  "<profile_dir>/pid/banyan-sbatch[-<cluster_id>].sh", malloc'd; NULL if
+//  out of memory.
+char *bn_launcher_batch_path (const char *profile_dir, const char *cluster_id);
 
 //  Remove a stale cluster's files: its record, and the controller pid file
 //  and connection files unless a controller still runs for that cluster

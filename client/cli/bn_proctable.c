@@ -100,6 +100,18 @@ s_compare_pid (const void *a, const void *b)
     return (left > right) - (left < right);
 }
 
+void
+bn_proctable_describe_status (int status, char *text, size_t size)
+{
+    if (WIFEXITED (status))
+        snprintf (text, size, "exited with status %d", WEXITSTATUS (status));
+    else if (WIFSIGNALED (status))
+        snprintf (text, size, "killed by signal %d (%s)", WTERMSIG (status),
+                  strsignal (WTERMSIG (status)));
+    else
+        snprintf (text, size, "ended with wait status %d", status);
+}
+
 bn_proctable_t *
 bn_proctable_new (void)
 {

@@ -30,6 +30,10 @@ int bn_proctable_stat (pid_t pid, bn_procinfo_t *info);
 //  starttime; starttime 0 accepts any start time.
 bool bn_proctable_alive (pid_t pid, unsigned long long starttime);
 
+//  What a wait status says: "exited with status 1" or "killed by signal 9
+//  (Killed)".
+void bn_proctable_describe_status (int status, char *text, size_t size);
+
 //  Take a snapshot of every process. Returns NULL if /proc cannot be read
 //  or out of memory.
 bn_proctable_t *bn_proctable_new (void);
