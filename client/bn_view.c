@@ -722,11 +722,13 @@ bn_view_pull (bn_view_t *self, const bn_value_t *names, bn_result_t **result_p)
 
 //  Send a control request of type to each of ntargets targets, with
 //  contents[i] (taken; every one of them, also on failure) to targets[i],
-//  and wait for the replies. Returns 0 or the first error.
+//  and wait for the replies. Returns 0 or the first error. With result_p,
+//  waits for them all (up to timeout) and gives the result instead:
+//  returns 0, or an error sending.
 static int
 s_control_to (bn_client_t *client, const char *type, bn_target_t *targets,
               json_t **contents, size_t ntargets, bn_item_kind_t kind,
-              double timeout)
+              double timeout, bn_result_t **result_p)
 {
     bn_msg_t **msgs = calloc (ntargets ? ntargets : 1, sizeof *msgs);
     bn_result_t *result = bn_result_new (client, ntargets);
@@ -760,6 +762,11 @@ s_control_to (bn_client_t *client, const char *type, bn_target_t *targets,
         for (size_t i = 0; i < ntargets; i++)
             bn_msg_destroy (&msgs[i]);
     free (msgs);
+    if (rc == 0 && result_p) {
+        bn_result_wait (result, timeout);
+        *result_p = result;
+        return 0;
+    }
     if (rc == 0)
         rc = bn_result_get (result, timeout);
     bn_result_destroy (&result);
@@ -771,7 +778,7 @@ s_control_to (bn_client_t *client, const char *type, bn_target_t *targets,
 //  the replies. Returns 0 or the first error.
 static int
 s_control (bn_view_t *self, const char *type, json_t *content,
-           bn_item_kind_t kind, double timeout)
+           bn_item_kind_t kind, double timeout, bn_result_t **result_p)
 {
     bn_client_t *client = self->client;
     bn_target_t *targets = NULL;
@@ -790,7 +797,7 @@ s_control (bn_view_t *self, const char *type, json_t *content,
         for (size_t i = 0; i < ntargets; i++)
             contents[i] = json_incref (content);
         rc = s_control_to (client, type, targets, contents, ntargets, kind,
-                           timeout);
+                           timeout, result_p);
     }
     json_decref (content);
     free (contents);
@@ -858,7 +865,7 @@ bn_result_abort (bn_result_t *self, double timeout)
     json_decref (anywhere);
     if (rc == 0 && used)
         rc = s_control_to (client, BN_MSG_ABORT_REQUEST, targets, contents,
-                           used, BN_ITEM_CONTROL, timeout);
+                           used, BN_ITEM_CONTROL, timeout, NULL);
     else
         for (size_t t = 0; contents && t < ntargets; t++)
             json_decref (contents[t]);
@@ -881,7 +888,21 @@ bn_view_abort (bn_view_t *self, bn_result_t *result, double timeout)
     if (!content)
         return BN_ENOMEM;
     return s_control (self, BN_MSG_ABORT_REQUEST, content, BN_ITEM_CONTROL,
-                      timeout);
+                      timeout, NULL);
+}
+
+int
+bn_view_kernel_info (bn_view_t *self, double timeout, bn_result_t **result_p)
+{
+    if (result_p)
+        *result_p = NULL;
+    if (!self || !result_p)
+        return BN_EINVAL;
+    json_t *content = json_object ();
+    if (!content)
+        return BN_ENOMEM;
+    return s_control (self, BN_MSG_KERNEL_INFO_REQUEST, content,
+                      BN_ITEM_CONTROL, timeout, result_p);
 }
 
 int
@@ -893,7 +914,7 @@ bn_view_clear (bn_view_t *self, double timeout)
     if (!content)
         return BN_ENOMEM;
     return s_control (self, BN_MSG_CLEAR_REQUEST, content, BN_ITEM_CONTROL,
-                      timeout);
+                      timeout, NULL);
 }
 
 int
@@ -905,5 +926,5 @@ bn_view_shutdown (bn_view_t *self, double timeout)
     if (!content)
         return BN_ENOMEM;
     return s_control (self, BN_MSG_SHUTDOWN_REQUEST, content, BN_ITEM_SHUTDOWN,
-                      timeout);
+                      timeout, NULL);
 }

@@ -75,6 +75,7 @@ typedef struct {
     zchunk_t *err;              //  stderr kept for the reply, or NULL
     bool truncated;             //  output past S_REPLY_OUTPUT_MAX dropped
     bool aborting;              //  an abort_request is ending it
+    char function[128];         //  a deferred apply's function, or ""
 } s_current_t;
 
 struct _bn_engine_t {
@@ -536,6 +537,7 @@ s_output_clear (bn_engine_t *self)
     self->current.quiet = false;
     self->current.truncated = false;
     self->current.aborting = false;
+    self->current.function[0] = 0;
 }
 
 //  Keep output of the current request for its reply, up to
@@ -764,6 +766,11 @@ s_apply (bn_engine_t *self, bn_msg_t *request)
         apply.args = NULL; //  taken by the call
         apply.kwargs = NULL;
     }
+    //  what kernel_info says runs, while it is deferred
+    bool global = apply.module && apply.kind != BN_APPLY_REFERENCE;
+    snprintf (current->function, sizeof current->function, "%s%s%s",
+              global ? apply.module : "", global ? "." : "",
+              apply.name ? apply.name : "?");
     bn_apply_clear (&apply);
     if (rc) {
         s_reply_error (self, self->shell, request, current->started, "apply",
@@ -789,12 +796,38 @@ s_apply (bn_engine_t *self, bn_msg_t *request)
     s_finish (self);
 }
 
+//  What the engine is doing, for kernel_info_reply: the request that runs
+//  (its msg_id, type, when it began, and its command or function), or
+//  null.
+static json_t *
+s_running (bn_engine_t *self)
+{
+    s_current_t *current = &self->current;
+    if (!current->msg)
+        return json_null ();
+    json_t *running = json_pack (
+        "{s:s, s:s, s:s}", "msg_id", bn_msg_id (current->msg), "msg_type",
+        bn_msg_type (current->msg), "started", current->started);
+    json_t *code = json_object_get (bn_msg_content (current->msg), "code");
+    if (running && json_is_string (code) &&
+        streq (bn_msg_type (current->msg), BN_MSG_EXECUTE_REQUEST))
+        json_object_set (running, "code", code);
+    else if (running && current->function[0])
+        json_object_set_new (running, "function",
+                             json_string (current->function));
+    return running ? running : json_null ();
+}
+
+//  kernel_info_reply; banyan's keys bn_running (s_running) and bn_queued
+//  (shell requests waiting behind it) say what the engine is busy with,
+//  which a control request learns at once.
 static void
 s_kernel_info (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
                const char *started)
 {
     s_reply (self, sock, request, BN_MSG_KERNEL_INFO_REPLY,
-             json_pack ("{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:[]}",
+             json_pack ("{s:s, s:s, s:s, s:s, s:{s:s, s:s, s:s}, s:s, s:[], "
+                        "s:o, s:I}",
                         "status", BN_STATUS_OK, "protocol_version",
                         BN_PROTOCOL_VERSION, "implementation", "banyan",
                         "implementation_version", BANYAN_VERSION,
@@ -802,7 +835,9 @@ s_kernel_info (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
                         "file_extension", ".sh", "banner",
                         "banyan engine: execute runs /bin/sh -c, apply runs "
                         "named C functions",
-                        "help_links"),
+                        "help_links", "bn_running",
+                        sock == self->control ? s_running (self) : json_null (),
+                        "bn_queued", (json_int_t)zlistx_size (self->queue)),
              s_reply_metadata (self, request, BN_STATUS_OK, started), NULL);
 }
 

@@ -949,9 +949,28 @@ START_TEST (test_abort_running)
               s_send (fake, fake->mux, 0, BN_MSG_EXECUTE_REQUEST,
                       json_pack ("{s:s}", "code", "echo next")));
     zclock_sleep (200);
+    //  the control channel says what runs, and what waits behind it
+    char info[BN_MSG_ID_SIZE];
+    snprintf (info, sizeof info, "%s",
+              s_send (fake, fake->control, 0, BN_MSG_KERNEL_INFO_REQUEST,
+                      json_object ()));
+    bn_msg_t *reply =
+        s_reply (fake, fake->control, 0, info, BN_MSG_KERNEL_INFO_REPLY);
+    json_t *running = json_object_get (bn_msg_content (reply), "bn_running");
+    ck_assert_str_eq (json_string_value (json_object_get (running, "msg_id")),
+                      run);
+    ck_assert_str_eq (json_string_value (json_object_get (running, "code")),
+                      "echo started; sleep 30");
+    ck_assert_str_eq (json_string_value (json_object_get (running, "msg_type")),
+                      BN_MSG_EXECUTE_REQUEST);
+    ck_assert (json_is_string (json_object_get (running, "started")));
+    ck_assert_int_eq (json_integer_value (json_object_get (
+                          bn_msg_content (reply), "bn_queued")),
+                      1);
+    bn_msg_destroy (&reply);
     int64_t start = zclock_mono ();
     s_abort_ids (fake, json_pack ("[s]", run));
-    bn_msg_t *reply = s_reply (fake, fake->mux, 0, run, BN_MSG_EXECUTE_REPLY);
+    reply = s_reply (fake, fake->mux, 0, run, BN_MSG_EXECUTE_REPLY);
     ck_assert_str_eq (s_status_of (reply), "aborted");
     ck_assert_str_eq (
         json_string_value (json_object_get (bn_msg_metadata (reply), "status")),
@@ -972,6 +991,14 @@ START_TEST (test_abort_running)
     const char *sleep_call[] = {"sleep", "30", NULL};
     snprintf (run, sizeof run, "%s", s_apply (fake, 0, sleep_call, NULL));
     zclock_sleep (100);
+    snprintf (info, sizeof info, "%s",
+              s_send (fake, fake->control, 0, BN_MSG_KERNEL_INFO_REQUEST,
+                      json_object ()));
+    reply = s_reply (fake, fake->control, 0, info, BN_MSG_KERNEL_INFO_REPLY);
+    running = json_object_get (bn_msg_content (reply), "bn_running");
+    ck_assert_str_eq (json_string_value (json_object_get (running, "function")),
+                      "sleep");
+    bn_msg_destroy (&reply);
     char abort_id[BN_MSG_ID_SIZE];
     snprintf (abort_id, sizeof abort_id, "%s",
               s_send (fake, fake->control, 0, BN_MSG_ABORT_REQUEST,
@@ -996,6 +1023,14 @@ START_TEST (test_abort_running)
     bn_msg_destroy (&reply);
     reply = s_reply (fake, fake->mux, 0, next, BN_MSG_EXECUTE_REPLY);
     ck_assert_str_eq (s_status_of (reply), "aborted");
+    bn_msg_destroy (&reply);
+    //  idle
+    snprintf (info, sizeof info, "%s",
+              s_send (fake, fake->control, 0, BN_MSG_KERNEL_INFO_REQUEST,
+                      json_object ()));
+    reply = s_reply (fake, fake->control, 0, info, BN_MSG_KERNEL_INFO_REPLY);
+    ck_assert (
+        json_is_null (json_object_get (bn_msg_content (reply), "bn_running")));
     bn_msg_destroy (&reply);
 }
 END_TEST

@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <czmq.h>
+#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -249,6 +250,29 @@ START_TEST (test_result_abort_ends_running)
         bn_result_t *running, *next;
         ck_assert_int_eq (bn_view_execute (view, "sleep 30", &running), 0);
         ck_assert_int_eq (bn_result_wait (running, 0.3), BN_ETIMEDOUT);
+        //  each engine says what it runs, at once
+        bn_view_t *direct = bn_view_new (client, BN_VIEW_DIRECT);
+        bn_result_t *info;
+        ck_assert_int_eq (bn_view_kernel_info (direct, 20, &info), 0);
+        ck_assert_uint_eq (bn_result_count (info), 2);
+        for (size_t i = 0; i < 2; i++) {
+            ck_assert_int_eq (bn_result_status (info, i), 0);
+            json_t *content = json_loads (bn_result_content (info, i), 0, NULL);
+            json_t *run = json_object_get (content, "bn_running");
+            ck_assert_str_eq (json_string_value (json_object_get (run, "code")),
+                              "sleep 30");
+            //  the same request as the result's item of that engine
+            const char *msg_id =
+                json_string_value (json_object_get (run, "msg_id"));
+            size_t item = bn_result_engine_id (running, 0) ==
+                                  bn_result_engine_id (info, i)
+                              ? 0
+                              : 1;
+            ck_assert_str_eq (msg_id, bn_result_msg_id (running, item));
+            json_decref (content);
+        }
+        bn_result_destroy (&info);
+        bn_view_destroy (&direct);
         double start = zclock_usecs () / 1e6;
         ck_assert_int_eq (bn_result_abort (running, 20), 0);
         ck_assert_int_eq (bn_result_get (running, 20), BN_EABORTED);

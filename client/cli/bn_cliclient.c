@@ -1,6 +1,7 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cliclient: connecting, calling and collecting for the commands.  */
 #include "bn_cliclient.h"
+#include "bn_activity.h"
 #include "bn_cmd.h"
 #include "bn_interrupt.h"
 #include "bn_progress.h"
@@ -15,6 +16,10 @@
 
 //  Seconds to wait for abort replies
 #define S_ABORT_TIMEOUT 2.0
+//  Seconds a call waits on a terminal before it looks for earlier work
+//  it waits behind, and the time engines get to say what they run
+#define S_BEHIND_AFTER 1.0
+#define S_BEHIND_TIMEOUT 1.0
 
 bn_client_t *
 bn_cliclient_connect (bn_cliopts_t *opts, int *status)
@@ -161,11 +166,73 @@ s_pending (bn_result_t *result)
     return pending;
 }
 
+//  Say which of the engines result still waits for are busy with
+//  earlier work, and with what (as they say it: banyan engines).
+static void
+s_report_behind (bn_cliopts_t *opts, bn_client_t *client, bn_result_t *result)
+{
+    bn_idset_t *pending = s_pending (result);
+    bn_activity_t *activity =
+        pending && bn_idset_count (pending)
+            ? bn_activity_new (client, pending, S_BEHIND_TIMEOUT, NULL)
+            : NULL;
+    zhashx_t *ours = zhashx_new ();
+    zhashx_t *behind = zhashx_new (); //  what they run -> engines
+    zlistx_t *order = zlistx_new ();  //  what they run, first seen first
+    if (!activity || !ours || !behind || !order)
+        goto done;
+    zhashx_set_destructor (behind, (czmq_destructor *)bn_idset_destroy);
+    zlistx_set_duplicator (order, (czmq_duplicator *)strdup);
+    zlistx_set_destructor (order, (czmq_destructor *)zstr_free);
+    for (size_t index = 0; index < bn_result_count (result); index++)
+        zhashx_insert (ours, bn_result_msg_id (result, index), (void *)1);
+    for (int id = bn_idset_first (pending); id >= 0;
+         id = bn_idset_next (pending, id)) {
+        const char *msg_id = bn_activity_msg_id (activity, id);
+        if (!msg_id || zhashx_lookup (ours, msg_id))
+            continue;
+        const char *what = bn_activity_what (activity, id);
+        char since[32], key[600];
+        if (bn_activity_since (activity, id, since, sizeof since, NULL))
+            snprintf (key, sizeof key, "%.500s (since %s)",
+                      *what ? what : "a request", since);
+        else
+            snprintf (key, sizeof key, "%.500s", *what ? what : "a request");
+        bn_idset_t *engines = zhashx_lookup (behind, key);
+        if (!engines) {
+            engines = bn_idset_new ();
+            if (!engines || zhashx_insert (behind, key, engines) != 0) {
+                bn_idset_destroy (&engines);
+                goto done;
+            }
+            zlistx_add_end (order, key);
+        }
+        bn_idset_add (engines, id);
+    }
+    for (const char *key = zlistx_first (order); key;
+         key = zlistx_next (order)) {
+        char *set = bn_idset_format (zhashx_lookup (behind, key));
+        bn_cliopts_error (opts,
+                          "%s busy with earlier work: %s; this waits "
+                          "behind it",
+                          set ? set : "engines", key);
+        free (set);
+    }
+done:
+    zlistx_destroy (&order);
+    zhashx_destroy (&behind);
+    zhashx_destroy (&ours);
+    bn_activity_destroy (&activity);
+    bn_idset_destroy (&pending);
+}
+
 int
-bn_cliclient_collect (bn_cliopts_t *opts, bn_view_t *view, bn_result_t *result,
-                      double timeout, bn_cliclient_item_fn *on_item, void *data)
+bn_cliclient_collect (bn_cliopts_t *opts, bn_client_t *client,
+                      bn_result_t *result, double timeout,
+                      bn_cliclient_item_fn *on_item, void *data)
 {
     assert (opts);
+    assert (client);
     assert (result);
     assert (on_item);
     bn_interrupt_install ();
@@ -175,6 +242,8 @@ bn_cliclient_collect (bn_cliopts_t *opts, bn_view_t *view, bn_result_t *result,
     double deadline = timeout >= 0 ? zclock_usecs () / 1e6 + timeout : -1;
     int interrupts = 0;
     int status = BN_EXIT_OK;
+    double behind_at =
+        isatty (fileno (stderr)) ? zclock_usecs () / 1e6 + S_BEHIND_AFTER : -1;
     while (true) {
         int index = bn_result_next (result, 0.1);
         if (index == BN_ENOENT)
@@ -185,6 +254,12 @@ bn_cliclient_collect (bn_cliopts_t *opts, bn_view_t *view, bn_result_t *result,
             if (handed)
                 handed[index] = true;
             on_item (result, (size_t)index, false, data);
+        }
+        if (behind_at >= 0 && zclock_usecs () / 1e6 > behind_at) {
+            behind_at = -1;
+            if (progress)
+                bn_progress_clear (progress);
+            s_report_behind (opts, client, result);
         }
         if (progress)
             bn_progress_update (progress, bn_result_progress (result), count);
@@ -197,8 +272,7 @@ bn_cliclient_collect (bn_cliopts_t *opts, bn_view_t *view, bn_result_t *result,
             char *text = pending ? bn_idset_format (pending) : NULL;
             if (interrupts >= 2) {
                 bn_cliopts_error (opts, "aborting %s", text ? text : "");
-                if (view)
-                    bn_view_abort (view, result, S_ABORT_TIMEOUT);
+                bn_result_abort (result, S_ABORT_TIMEOUT);
                 status = BN_EXIT_INTERRUPTED;
             } else
                 bn_cliopts_error (opts,
@@ -213,8 +287,7 @@ bn_cliclient_collect (bn_cliopts_t *opts, bn_view_t *view, bn_result_t *result,
         if (deadline >= 0 && zclock_usecs () / 1e6 > deadline) {
             if (progress)
                 bn_progress_clear (progress);
-            if (view)
-                bn_view_abort (view, result, S_ABORT_TIMEOUT);
+            bn_result_abort (result, S_ABORT_TIMEOUT);
             for (size_t item = 0; item < count; item++)
                 if (handed && !handed[item] &&
                     bn_result_status (result, item) == BN_ENOTREADY)

@@ -47,13 +47,14 @@ int bn_cliclient_call (bn_cliopts_t *opts, bn_client_t *client,
 typedef void (bn_cliclient_item_fn) (bn_result_t *result, size_t index,
                                      bool timed_out, void *data);
 
-//  Wait for every item of result, handing each to on_item as it
-//  completes. Shows "12/16" on a terminal after a second. timeout < 0
-//  waits without limit; items still pending then are handed over as
-//  timed out (and asked to abort). The first Ctrl-C prints the engines
-//  still running; the second asks them to abort and returns 130. Returns
-//  0, or 130.
-int bn_cliclient_collect (bn_cliopts_t *opts, bn_view_t *view,
+//  Wait for every item of result (a call on client), handing each to
+//  on_item as it completes. On a terminal, shows "12/16" after a second
+//  and says which engines are busy with earlier work that this call waits
+//  behind. timeout < 0 waits without limit; items still pending then are
+//  handed over as timed out (and aborted). The first Ctrl-C prints the
+//  engines still running; the second aborts them and returns 130.
+//  Returns 0, or 130.
+int bn_cliclient_collect (bn_cliopts_t *opts, bn_client_t *client,
                           bn_result_t *result, double timeout,
                           bn_cliclient_item_fn *on_item, void *data);
 

@@ -257,9 +257,14 @@ static const s_help_t s_helps[] = {
 
     {"engines", "engines [OPTIONS]", "list the registered engines",
      "Prints one line per registered engine: id, uuid, host, pid, state\n"
-     "and queue length. The controller tells uuids and queues; host and pid\n"
-     "are known for engines of a cluster started by 'banyan cluster start'\n"
-     "on this host, and shown as '-' otherwise.\n",
+     "(idle, busy, or gone when its process has died), the requests\n"
+     "queued behind the one it runs, and what it runs (a command, or a\n"
+     "function as name()) since when (local time). Busy engines say what\n"
+     "they run themselves (banyan engines, asked on the control channel,\n"
+     "which they answer at once); for 7.1.0 engines the state and queue\n"
+     "are the controller's counts of direct requests and tasks. Host and\n"
+     "pid are known for engines of a cluster started by 'banyan cluster\n"
+     "start' on this host, and shown as '-' otherwise.\n",
      "  -t, --targets SET       list only these engines, e.g. 0-7,12\n", true,
      true, S_COMMON_EXIT,
      "  banyan engines\n"
@@ -377,8 +382,10 @@ static const s_help_t s_helps[] = {
 
     {"status", "status [OPTIONS]", "summary of a cluster",
      "Prints whether the controller answers, how many engines are\n"
-     "registered, their queues (tasks queued, running and completed), and\n"
-     "what the cluster's record says about its processes.\n",
+     "registered, their queues (tasks queued, running and completed), the\n"
+     "busy engines grouped by what they run and since when (as 'banyan\n"
+     "engines' shows it), and what the cluster's record says about its\n"
+     "processes.\n",
      NULL, true, true, S_COMMON_EXIT,
      "  banyan status\n"
      "  banyan status --profile-dir /tmp/p\n",

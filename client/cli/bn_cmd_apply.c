@@ -179,7 +179,7 @@ s_run (int argc, char **argv, const char *command, int flags, bool takes_gather,
         double timeout = bn_cliopts_timeout_given (self.opts)
                              ? bn_cliopts_timeout (self.opts)
                              : -1;
-        status = bn_cliclient_collect (self.opts, view, result, timeout,
+        status = bn_cliclient_collect (self.opts, client, result, timeout,
                                        s_on_item, &self);
         if (status == BN_EXIT_OK) {
             if (self.gathered)

@@ -1,6 +1,7 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cmd_engines: banyan engines, the registered engines, and banyan
     status, a summary of a cluster.  */
+#include "bn_activity.h"
 #include "bn_cliclient.h"
 #include "bn_cliopts.h"
 #include "bn_clusterrec.h"
@@ -14,6 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+//  Seconds engines get to say what they run: a live engine answers a
+//  control request at once, even while busy.
+#define S_ACTIVITY_TIMEOUT 1.0
 
 //  The record of the cluster the options select, if this host started it
 //  and the client file is that cluster's; NULL otherwise.
@@ -87,13 +92,22 @@ bn_cmd_engines (int argc, char **argv)
         bn_client_queue_status (client, ids, bn_cliopts_timeout (opts), &queues,
                                 &nqueues, NULL) != 0)
         queues = NULL;
+    double timeout = bn_cliopts_timeout (opts);
+    bn_activity_t *activity =
+        ids && bn_idset_count (ids)
+            ? bn_activity_new (client, ids,
+                               timeout > 0 && timeout < S_ACTIVITY_TIMEOUT
+                                   ? timeout
+                                   : S_ACTIVITY_TIMEOUT,
+                               NULL)
+            : NULL;
     bn_clusterrec_t *record = s_record (opts);
     char host[256] = "-";
     if (record)
         gethostname (host, sizeof host);
 
-    printf ("%-5s %-36s %-16s %-8s %-8s %s\n", "ID", "UUID", "HOST", "PID",
-            "STATE", "QUEUE");
+    printf ("%-5s %-36s %-16s %-8s %-8s %-5s %-8s %s\n", "ID", "UUID", "HOST",
+            "PID", "STATE", "QUEUE", "SINCE", "RUNNING");
     for (int id = ids ? bn_idset_first (ids) : -1; id >= 0;
          id = bn_idset_next (ids, id)) {
         char uuid[64] = "-";
@@ -106,25 +120,135 @@ bn_cmd_engines (int argc, char **argv)
             if (!bn_proctable_alive (engine_pid, 0))
                 state = "gone";
         }
-        for (size_t index = 0; queues && index < nqueues; index++)
-            if (queues[index].engine_id == id) {
-                int waiting = queues[index].queue + queues[index].tasks;
-                snprintf (queue, sizeof queue, "%d", waiting);
-                if (strcmp (state, "gone") != 0)
-                    state = waiting ? "busy" : "idle";
-            }
-        printf ("%-5d %-36s %-16s %-8s %-8s %s\n", id, uuid,
-                engine_pid > 0 ? host : "-", pid, state, queue);
+        char since[32] = "-";
+        const char *what = "-";
+        if (activity && bn_activity_known (activity, id)) {
+            //  what the engine says it runs
+            snprintf (queue, sizeof queue, "%d",
+                      bn_activity_queued (activity, id));
+            if (bn_activity_msg_id (activity, id)) {
+                state = "busy";
+                what = bn_activity_what (activity, id);
+                if (!bn_activity_since (activity, id, since, sizeof since,
+                                        NULL))
+                    snprintf (since, sizeof since, "-");
+            } else
+                state = "idle";
+        } else
+            //  what the hub counts (direct requests and tasks)
+            for (size_t index = 0; queues && index < nqueues; index++)
+                if (queues[index].engine_id == id) {
+                    int waiting = queues[index].queue + queues[index].tasks;
+                    snprintf (queue, sizeof queue, "%d",
+                              waiting > 0 ? waiting - 1 : 0);
+                    if (strcmp (state, "gone") != 0)
+                        state = waiting ? "busy" : "idle";
+                }
+        printf ("%-5d %-36s %-16s %-8s %-8s %-5s %-8s %s\n", id, uuid,
+                engine_pid > 0 ? host : "-", pid, state, queue, since, what);
     }
     if (!ids || bn_idset_count (ids) == 0)
         fprintf (stderr, "banyan engines: no engines are registered\n");
     free (queues);
+    bn_activity_destroy (&activity);
     bn_clusterrec_destroy (&record);
     bn_idset_destroy (&ids);
     bn_idset_destroy (&targets);
     bn_client_destroy (&client);
     bn_cliopts_destroy (&opts);
     return BN_EXIT_OK;
+}
+
+//  One thing engines run, for status.
+typedef struct {
+    bn_idset_t *engines; //  that run it
+    char since[32];      //  when the first of them began
+    double age;          //  and how long ago, in seconds
+} s_busy_t;
+
+static void
+s_busy_destroy (void **item)
+{
+    s_busy_t *busy = *item;
+    if (busy) {
+        bn_idset_destroy (&busy->engines);
+        free (busy);
+        *item = NULL;
+    }
+}
+
+//  Print the engines that are busy, grouped by what they run, as their
+//  engines say; nothing for engines that do not say (7.1.0's).
+static void
+s_print_busy (bn_client_t *client, bn_idset_t *ids, double timeout)
+{
+    bn_activity_t *activity = bn_activity_new (
+        client, ids,
+        timeout > 0 && timeout < S_ACTIVITY_TIMEOUT ? timeout
+                                                    : S_ACTIVITY_TIMEOUT,
+        NULL);
+    zhashx_t *running = zhashx_new ();
+    zlistx_t *order = zlistx_new (); //  what they run, first seen first
+    if (!activity || !running || !order) {
+        bn_activity_destroy (&activity);
+        zhashx_destroy (&running);
+        zlistx_destroy (&order);
+        return;
+    }
+    zhashx_set_destructor (running, s_busy_destroy);
+    zlistx_set_duplicator (order, (czmq_duplicator *)strdup);
+    zlistx_set_destructor (order, (czmq_destructor *)zstr_free);
+    size_t idle = 0, silent = 0;
+    for (int id = bn_idset_first (ids); id >= 0; id = bn_idset_next (ids, id)) {
+        if (!bn_activity_known (activity, id)) {
+            silent++;
+            continue;
+        }
+        const char *what = bn_activity_what (activity, id);
+        if (!what) {
+            idle++;
+            continue;
+        }
+        s_busy_t *busy = zhashx_lookup (running, what);
+        if (!busy) {
+            busy = calloc (1, sizeof *busy);
+            if (!busy || !(busy->engines = bn_idset_new ())) {
+                free (busy);
+                break;
+            }
+            busy->age = -1;
+            zhashx_insert (running, what, busy);
+            zlistx_add_end (order, (void *)what);
+        }
+        bn_idset_add (busy->engines, id);
+        char since[32];
+        double age;
+        if (bn_activity_since (activity, id, since, sizeof since, &age) &&
+            age > busy->age) {
+            busy->age = age;
+            snprintf (busy->since, sizeof busy->since, "%s", since);
+        }
+    }
+    size_t nbusy = bn_idset_count (ids) - idle - silent;
+    if (silent)
+        printf ("busy:            %zu engine%s running, %zu idle, %zu not "
+                "saying (7.1.0 engines do not tell)\n",
+                nbusy, nbusy == 1 ? "" : "s", idle, silent);
+    else
+        printf ("busy:            %zu engine%s running, %zu idle\n", nbusy,
+                nbusy == 1 ? "" : "s", idle);
+    for (const char *what = zlistx_first (order); what;
+         what = zlistx_next (order)) {
+        s_busy_t *busy = zhashx_lookup (running, what);
+        char *set = bn_idset_format (busy->engines);
+        printf ("                 %s: %s (since %s, %.0f s)\n", set ? set : "?",
+                *what ? what : "?", *busy->since ? busy->since : "?",
+                busy->age);
+        free (set);
+    }
+    zlistx_destroy (&order);
+    zhashx_destroy (&running);
+    bn_activity_destroy (&activity);
 }
 
 int
@@ -194,6 +318,8 @@ bn_cmd_status (int argc, char **argv)
                 queued, tasks, unassigned, completed);
     } else
         printf ("queues:          unknown (%s)\n", bn_strerror (rc));
+    if (ids && bn_idset_count (ids))
+        s_print_busy (client, ids, bn_cliopts_timeout (opts));
     free (queues);
     bn_idset_destroy (&ids);
     bn_client_destroy (&client);

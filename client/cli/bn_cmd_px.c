@@ -191,7 +191,7 @@ bn_cmd_px (int argc, char **argv)
         double timeout = bn_cliopts_timeout_given (self.opts)
                              ? bn_cliopts_timeout (self.opts)
                              : -1;
-        status = bn_cliclient_collect (self.opts, view, result, timeout,
+        status = bn_cliclient_collect (self.opts, client, result, timeout,
                                        s_on_item, &self);
         if (status == BN_EXIT_OK && self.unsupported &&
             bn_idset_count (self.unsupported)) {
@@ -202,8 +202,8 @@ bn_cmd_px (int argc, char **argv)
             if (bn_cliclient_call (self.opts, client, again,
                                    BN_CLICLIENT_DIRECT, s_execute, &call, &view,
                                    &result) == 0)
-                status = bn_cliclient_collect (self.opts, view, result, timeout,
-                                               s_on_item, &self);
+                status = bn_cliclient_collect (self.opts, client, result,
+                                               timeout, s_on_item, &self);
             else
                 status = BN_EXIT_FAILURE;
             bn_idset_destroy (&again);

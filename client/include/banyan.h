@@ -409,6 +409,20 @@ int bn_view_pull (bn_view_t *self, const bn_value_t *names,
 //  Returns 0, or the first error.
 int bn_view_abort (bn_view_t *self, bn_result_t *result, double timeout);
 
+//  Ask the targets (all engines for a load-balanced view without
+//  targets) for their kernel_info on the control channel, which an engine
+//  answers at once, even while it runs a request. Waits up to timeout for
+//  the replies; on success *result_p is a new result with one item per
+//  target, whose content (bn_result_content) is the kernel_info_reply, or
+//  BN_ENOTREADY for an engine that did not answer in time. A banyan
+//  engine's reply says what it is busy with: "bn_running", the request it
+//  runs ({"msg_id", "msg_type", "started"} and its "code" or
+//  "function"), or null, and "bn_queued", the requests waiting behind it.
+//  Returns 0, BN_EINVAL, BN_ENOENGINE, BN_ENOCONTROLLER, BN_ECLOSED or
+//  BN_ENOMEM.
+int bn_view_kernel_info (bn_view_t *self, double timeout,
+                         bn_result_t **result_p);
+
 //  Clear the targets' namespaces; waits for their replies. Returns 0, or
 //  the first error.
 int bn_view_clear (bn_view_t *self, double timeout);

@@ -5,6 +5,8 @@ sure nothing is left running whatever happens."""
 
 import json
 import os
+import pty
+import select
 import shutil
 import signal
 import subprocess
@@ -49,6 +51,36 @@ def run(args, timeout=60, env=None, input=None):
                           stdin=None if input is not None else subprocess.DEVNULL)
     proc.elapsed = time.monotonic() - start
     return proc
+
+
+def run_on_terminal(args, timeout=60):
+    """Run banyan with stdout and stderr on a pseudo-terminal; return
+    (status, everything it wrote)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([BANYAN] + args, stdin=subprocess.DEVNULL,
+                            stdout=slave, stderr=slave)
+    os.close(slave)
+    output = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            output += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    try:
+        status = proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        status = proc.wait()
+    return status, output.decode(errors="replace")
 
 
 def describe(proc):

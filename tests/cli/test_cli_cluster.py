@@ -35,7 +35,8 @@ with Profile("cluster") as profile:
     engines = run(["engines"] + profile.args())
     lines = engines.stdout.splitlines()
     check(engines.returncode == 0 and len(lines) == 5
-          and lines[0].split() == ["ID", "UUID", "HOST", "PID", "STATE", "QUEUE"],
+          and lines[0].split() == ["ID", "UUID", "HOST", "PID", "STATE", "QUEUE",
+                                   "SINCE", "RUNNING"],
           "engines lists 4 engines", describe(engines))
     pids = {int(line.split()[3]) for line in lines[1:]}
     check(pids == set(profile.engine_pids()),

@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """CLI: when px gives up (--timeout, a second Ctrl-C) the engines' commands
 are ended, whatever they do with SIGINT and SIGTERM, and the next px runs at
-once instead of waiting behind them."""
+once instead of waiting behind them; engines and status show what each
+engine runs and since when, and a px that waits behind earlier work says
+so on a terminal."""
 
 import signal
 import subprocess
 import time
 
 from clitest import (BANYAN, Profile, check, cmdline, describe, finish, run,
-                     tree, wait_until)
+                     run_on_terminal, tree, wait_until)
 
 
 def sleepers(profile, marker):
@@ -81,6 +83,37 @@ with Profile("stop") as profile:
               and again.elapsed < 3,
               f"{name}: the next px runs at once ({again.elapsed:.1f} s)",
               describe(again))
+
+    # busy engines are visible
+    earlier = subprocess.Popen([BANYAN, "px", "--direct", "-t", "1-2"] + px
+                               + ["sleep 4.5"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    wait_until(lambda: len(sleepers(profile, "sleep 4.5")) >= 2, 10)
+    engines = run(["engines"] + px)
+    rows = {line.split()[0]: line.split() for line in engines.stdout.splitlines()}
+    check(engines.returncode == 0
+          and rows.get("ID", [])[-3:] == ["QUEUE", "SINCE", "RUNNING"]
+          and rows["1"][4:6] == ["busy", "0"] and rows["2"][4] == "busy"
+          and rows["1"][7:] == ["sleep", "4.5"]
+          and len(rows["1"][6]) == 8 and rows["1"][6].count(":") == 2
+          and rows["0"][4:] == ["idle", "0", "-", "-"],
+          "engines: which engines are busy, with what, since when",
+          describe(engines))
+    status = run(["status"] + px)
+    check(status.returncode == 0
+          and "busy:            2 engines running, 2 idle" in status.stdout
+          and "engines[1-2] (2): sleep 4.5 (since " in status.stdout,
+          "status: the busy engines, grouped by what they run",
+          describe(status))
+    code, output = run_on_terminal(["px"] + px + ["echo waited"])
+    check(code == 0 and output.count("waited") == 4
+          and "engines[1-2] (2) busy with earlier work: sleep 4.5 (since "
+          in output and "this waits behind it" in output,
+          "a px behind earlier work says so on a terminal", repr(output))
+    earlier.wait(timeout=30)
+    quick = run(["px"] + px + ["echo quick"])
+    check(quick.returncode == 0 and "busy" not in quick.stderr,
+          "not on a terminal it says nothing", describe(quick))
 
     run(["cluster", "stop"] + profile.args(), timeout=60)
 finish()

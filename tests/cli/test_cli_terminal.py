@@ -3,45 +3,12 @@
 and "3/4"), and cluster start --foreground, which stays until Ctrl-C and
 then stops the cluster."""
 
-import os
-import pty
 import re
-import select
 import signal
 import subprocess
-import time
 
-from clitest import BANYAN, Profile, check, finish, run, tree, wait_until
-
-
-def run_on_terminal(args, timeout=60):
-    """Run banyan with stdout and stderr on a pseudo-terminal; return
-    (status, everything it wrote)."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([BANYAN] + args, stdin=subprocess.DEVNULL,
-                            stdout=slave, stderr=slave)
-    os.close(slave)
-    output = b""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.1)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            output += chunk
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    try:
-        status = proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        status = proc.wait()
-    return status, output.decode(errors="replace")
+from clitest import (BANYAN, Profile, check, finish, run, run_on_terminal,
+                     tree, wait_until)
 
 
 with Profile("terminal") as profile:
