@@ -15,7 +15,8 @@ The seeds of each harness are then cut from those messages:
   query         [query, records...]: each db_request's query and whole
                 TaskRecords from the db_replies
   connfile      the connection files the controller wrote
-  bcast_reply   merged broadcast replies (metadata.broadcast_targets)
+  bcast_reply   merged broadcast replies (broadcast_targets, bn_groups,
+                bn_reduced): their four parts and buffers
 
 to which go the pickles and buffer lists of tests/data/pickle (made by
 Python's serializer) and hand-made seeds of the text formats (idset,
@@ -173,6 +174,18 @@ def traffic(client, stock, banyan):
     quietly(lambda: lv.map_sync(abs, [-1, -2, -3]))
     quietly(lambda: lv.apply_sync(fail))
 
+    # banyan's merged shapes (doc/broadcast.md), asked for in the request
+    # metadata; the stock client does not read them, the recorder does
+    for extra in ({"bn_group": True}, {"bn_reduce": "sum"},
+                  {"bn_group": True, "bn_output": "reply"},
+                  {"bn_levels": ["merge", "forward"]}):
+        view = client.broadcast_view(is_coalescing=True)
+        init = view._init_metadata
+        view._init_metadata = (lambda targets, init=init, extra=extra:
+                               dict(init(targets), **extra))
+        for f, args in ((sum, [[1, 2]]), (abs, ["x"]), (os.getpid, [])):
+            quietly(lambda: view.apply_async(f, *args).wait(3))
+
     for coalescing in (False, True):
         view = client.broadcast_view(is_coalescing=coalescing)
         quietly(lambda: view.apply_sync(sum, [1, 2, 3]))
@@ -316,8 +329,7 @@ def cut(raw, connection_files):
         content = loads(jsons[3]) or {}
         if "broadcast_targets" in metadata or "bn_groups" in metadata \
                 or "bn_reduced" in metadata:
-            corpora["bcast_reply"].add(pack_frames(idents + [DELIM, b""]
-                                                   + jsons + buffers))
+            corpora["bcast_reply"].add(pack_frames(jsons + buffers))
         if msg_type == "db_request":
             queries.append(content.get("query"))
         if msg_type == "db_reply":
