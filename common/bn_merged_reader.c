@@ -111,6 +111,30 @@ s_array (bn_jscan_slice_t value, const char **at, const char **end)
     return 0;
 }
 
+//  True if at (inside md) is in the top-level object itself, not in a
+//  value nested in it: a walk of the text before the spliced lists, the
+//  short base metadata a node wrote them after.
+static bool
+s_top_level (const char *md, const char *at)
+{
+    int depth = 0;
+    bool quoted = false;
+    for (const char *c = md; c < at; c++) {
+        if (quoted) {
+            if (*c == '\\')
+                c++;
+            else if (*c == '"')
+                quoted = false;
+        } else if (*c == '"')
+            quoted = true;
+        else if (*c == '{' || *c == '[')
+            depth++;
+        else if (*c == '}' || *c == ']')
+            depth--;
+    }
+    return depth == 1 && !quoted;
+}
+
 //  Open the targets shape: the spliced lists when a node wrote them, else
 //  the lists wherever they are in the metadata.
 static void
@@ -123,7 +147,8 @@ s_open_targets (bn_merged_reader_t *self)
                               ? memmem (mark, (size_t)(md_end - mark),
                                         S_REPLIES_MARK, strlen (S_REPLIES_MARK))
                               : NULL;
-    if (replies && md_end - md >= 2 && md_end[-1] == '}' && md_end[-2] == ']') {
+    if (replies && md_end - md >= 2 && md_end[-1] == '}' && md_end[-2] == ']' &&
+        s_top_level (md, mark)) {
         self->spliced = true;
         self->at = mark + strlen (S_TARGETS_MARK);
         self->end = replies + 1;
@@ -494,6 +519,9 @@ s_next_target (bn_merged_reader_t *self, bn_merged_entry_t *entry)
         return s_fail (self, "%s and %s differ in length", BN_BCAST_TARGETS,
                        BN_BCAST_REPLIES);
     if (rc == 0) {
+        if (self->spliced && self->at != self->end)
+            return s_fail (self, "text follows the spliced %s",
+                           BN_BCAST_TARGETS);
         if (self->spliced && self->replies != self->replies_end)
             return s_fail (self, "text follows the spliced %s",
                            BN_BCAST_REPLIES);
