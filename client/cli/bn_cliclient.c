@@ -226,6 +226,55 @@ done:
     bn_idset_destroy (&pending);
 }
 
+//  Items that completed (or timed out) and wait to be handed over, so
+//  that they go out in engine order.
+typedef struct {
+    size_t index;   //  item
+    int id;         //  its engine
+    bool timed_out; //  it did not complete in time
+} s_ready_t;
+
+typedef struct {
+    bn_result_t *result;
+    bool *handed;     //  per item: taken already
+    s_ready_t *ready; //  taken, not yet handed over
+    size_t nready;
+    bn_cliclient_item_fn *on_item;
+    void *data;
+} s_collect_t;
+
+static void
+s_take (s_collect_t *self, size_t index, bool timed_out)
+{
+    if (self->handed[index])
+        return;
+    self->handed[index] = true;
+    s_ready_t *ready = &self->ready[self->nready++];
+    ready->index = index;
+    ready->id = bn_result_engine_id (self->result, index);
+    ready->timed_out = timed_out;
+}
+
+static int
+s_compare_ready (const void *a, const void *b)
+{
+    const s_ready_t *left = a, *right = b;
+    if (left->id != right->id)
+        return (left->id > right->id) - (left->id < right->id);
+    return (left->index > right->index) - (left->index < right->index);
+}
+
+//  Hand what was taken over, in engine order (as %px prints).
+static void
+s_flush (s_collect_t *self)
+{
+    qsort (self->ready, self->nready, sizeof *self->ready, s_compare_ready);
+    for (size_t i = 0; i < self->nready; i++)
+        self->on_item (self->result, self->ready[i].index,
+                       self->ready[i].timed_out, self->data);
+    self->nready = 0;
+}
+
 int
 bn_cliclient_collect (bn_cliopts_t *opts, bn_client_t *client,
                       bn_result_t *result, double timeout,
@@ -237,7 +286,22 @@ bn_cliclient_collect (bn_cliopts_t *opts, bn_client_t *client,
     assert (on_item);
     bn_interrupt_install ();
     size_t count = bn_result_count (result);
-    bool *handed = calloc (count + 1, sizeof *handed);
+    s_collect_t self = {result,
+                        calloc (count + 1, sizeof *self.handed),
+                        calloc (count + 1, sizeof *self.ready),
+                        0,
+                        on_item,
+                        data};
+    if (!self.handed || !self.ready) {
+        free (self.handed);
+        free (self.ready);
+        bn_cliopts_error (opts, "out of memory");
+        return BN_EXIT_FAILURE;
+    }
+    //  On a terminal what completes is printed as it comes, a batch at a
+    //  time (what arrived together: one release of the tree's merging
+    //  nodes), each in engine order; otherwise all of it at the end.
+    bool stream = isatty (fileno (stdout));
     bn_progress_t *progress = bn_progress_new (stderr, "", 1.0);
     double deadline = timeout >= 0 ? zclock_usecs () / 1e6 + timeout : -1;
     int interrupts = 0;
@@ -246,15 +310,17 @@ bn_cliclient_collect (bn_cliopts_t *opts, bn_client_t *client,
         isatty (fileno (stderr)) ? zclock_usecs () / 1e6 + S_BEHIND_AFTER : -1;
     while (true) {
         int index = bn_result_next (result, 0.1);
-        if (index == BN_ENOENT)
-            break;
-        if (index >= 0) {
+        while (index >= 0) {
+            s_take (&self, (size_t)index, false);
+            index = bn_result_next (result, 0);
+        }
+        if (stream && self.nready) {
             if (progress)
                 bn_progress_clear (progress);
-            if (handed)
-                handed[index] = true;
-            on_item (result, (size_t)index, false, data);
+            s_flush (&self);
         }
+        if (index == BN_ENOENT)
+            break;
         if (behind_at >= 0 && zclock_usecs () / 1e6 > behind_at) {
             behind_at = -1;
             if (progress)
@@ -288,20 +354,20 @@ bn_cliclient_collect (bn_cliopts_t *opts, bn_client_t *client,
             if (progress)
                 bn_progress_clear (progress);
             bn_result_abort (result, S_ABORT_TIMEOUT);
-            for (size_t item = 0; item < count; item++)
-                if (handed && !handed[item] &&
-                    bn_result_status (result, item) == BN_ENOTREADY)
-                    on_item (result, item, true, data);
-            //  Items that completed during the abort still count
+            //  Items that completed during the abort still count; the
+            //  rest timed out
             while ((index = bn_result_next (result, 0)) >= 0)
-                if (handed && !handed[index] &&
-                    bn_result_status (result, (size_t)index) != BN_ENOTREADY)
-                    on_item (result, (size_t)index, false, data);
+                s_take (&self, (size_t)index, false);
+            for (size_t item = 0; item < count; item++)
+                if (bn_result_status (result, item) == BN_ENOTREADY)
+                    s_take (&self, item, true);
             break;
         }
     }
     bn_progress_destroy (&progress);
-    free (handed);
+    s_flush (&self);
+    free (self.handed);
+    free (self.ready);
     return status;
 }
 

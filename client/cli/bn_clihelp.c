@@ -277,7 +277,11 @@ static const s_help_t s_helps[] = {
      "is prefixed with the engine that wrote it, as IPython's %px does:\n"
      "\"[stdout:3] ...\" on stdout, \"[stderr:3] ...\" and, for a command\n"
      "that failed, \"[status:3] exited with exit code 2\" on stderr. An\n"
-     "engine's output is printed when its command has ended.\n"
+     "engine's output is printed when its command has ended, in engine\n"
+     "order: on a terminal as it arrives, a batch at a time (what the\n"
+     "broadcast tree releases together, every 0.2 s), each batch in engine\n"
+     "order; otherwise, when every engine has answered, all of it in\n"
+     "engine order, as %px prints it.\n"
      "\n"
      "With -b, engines whose output and status are identical are printed\n"
      "once, as clush -b does, under a header naming them:\n"
@@ -336,7 +340,8 @@ static const s_help_t s_helps[] = {
      "sleep, or one from a plugin) with ARGS: an argument that reads as an\n"
      "integer is passed as an int, one that reads as a number as a float,\n"
      "anything else as a string. Prints each engine's result as a Python\n"
-     "repr, \"[3] 42\", or with -b grouped as px -b does.\n",
+     "repr, \"[3] 42\", in engine order as px does, or with -b grouped as\n"
+     "px -b does.\n",
      "  -t, --targets SET       engines to call, e.g. 0-7,12 (default: all)\n"
      "  -b, --gather            group engines with identical results\n"
      "  -q, --quiet             print no status lines, only results\n"

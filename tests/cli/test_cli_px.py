@@ -16,20 +16,23 @@ with Profile("px") as profile:
     check(start.returncode == 0, "cluster start -n 4", describe(start))
     px = profile.args()
 
-    plain = run(["px"] + px + ["echo out $BANYAN_ENGINE_ID; echo err >&2"])
+    # engines finish in reverse order; the output is in engine order all
+    # the same, as %px prints it
+    reverse = "sleep 0.$((3 - BANYAN_ENGINE_ID))"
+    plain = run(["px"] + px + [reverse + "; echo out $BANYAN_ENGINE_ID; "
+                               "echo err >&2"])
     check(plain.returncode == 0
-          and sorted(plain.stdout.splitlines())
+          and plain.stdout.splitlines()
           == [f"[stdout:{i}] out {i}" for i in range(4)]
-          and sorted(plain.stderr.splitlines())
+          and plain.stderr.splitlines()
           == [f"[stderr:{i}] err" for i in range(4)],
-          "px prefixes each line with its engine, stdout and stderr apart",
-          describe(plain))
+          "px prefixes each line with its engine, stdout and stderr apart, "
+          "in engine order", describe(plain))
 
     direct = run(["px", "--direct"] + px
-                 + ["echo out $BANYAN_ENGINE_ID; echo err >&2"])
-    check(direct.returncode == 0
-          and sorted(direct.stdout.splitlines()) == sorted(plain.stdout.splitlines())
-          and sorted(direct.stderr.splitlines()) == sorted(plain.stderr.splitlines()),
+                 + [reverse + "; echo out $BANYAN_ENGINE_ID; echo err >&2"])
+    check(direct.returncode == 0 and direct.stdout == plain.stdout
+          and direct.stderr == plain.stderr,
           "px --direct (one request per engine) prints what px through the "
           "broadcast tree prints", describe(direct))
 
@@ -128,10 +131,10 @@ with Profile("px") as profile:
 
     apply = run(["apply"] + px + ["echo", "42", "hi", "-1.5"])
     check(apply.returncode == 0
-          and sorted(apply.stdout.splitlines())
+          and apply.stdout.splitlines()
           == [f"[{i}] (42, 'hi', -1.5)" for i in range(4)],
-          "apply echo: ints, strings and floats, results as Python reprs",
-          describe(apply))
+          "apply echo: ints, strings and floats, results as Python reprs, in "
+          "engine order", describe(apply))
     summed = run(["apply", "-b"] + px + ["sum", "1", "2", "3"])
     check(summed.returncode == 0 and summed.stdout == HEADER.format("0-3", 4) + "6\n",
           "apply -b sum", describe(summed))
@@ -152,10 +155,13 @@ with Profile("px") as profile:
           "pull -b NAME gives the bytes back", describe(pull))
     stdin_push = run(["push", "-t", "2", "note", "-"] + px, input="from stdin")
     pull = run(["pull", "note"] + px)
-    check(stdin_push.returncode == 0 and "[2] b'from stdin'" in pull.stdout
-          and pull.returncode == 1 and "NameError" in pull.stderr,
-          "push - reads stdin; pull of a name some engines lack: status 1",
-          describe(pull))
+    check(stdin_push.returncode == 0 and pull.stdout == "[2] b'from stdin'\n"
+          and pull.returncode == 1
+          and [line.split(" ")[0] for line in pull.stderr.splitlines()]
+          == ["[status:0]", "[status:1]", "[status:3]"]
+          and "NameError" in pull.stderr,
+          "push - reads stdin; pull of a name some engines lack: status 1, "
+          "in engine order", describe(pull))
 
     run(["cluster", "stop"] + profile.args(), timeout=60)
 finish()

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """CLI: what only happens on a terminal (progress lines "registered 8/8"
-and "3/4"), and cluster start --foreground, which stays until Ctrl-C and
+and "3/4", output streamed a batch at a time), and cluster start --foreground, which stays until Ctrl-C and
 then stops the cluster."""
 
 import re
@@ -24,6 +24,16 @@ with Profile("terminal") as profile:
     check(status == 0 and "\r7/8" in output,
           "px on a terminal shows '7/8' while one engine is still running",
           repr(output))
+    # on a terminal output streams a release of the tree at a time, each
+    # in engine order
+    status, output = run_on_terminal(
+        ["px", "-t", "0-3"] + profile.args()
+        + ["case $BANYAN_ENGINE_ID in 0|1) sleep 1;; 2) sleep 0.05;; esac; "
+           "echo e$BANYAN_ENGINE_ID"])
+    order = re.findall(r"\[stdout:(\d)\] e", output)
+    check(status == 0 and order == ["2", "3", "0", "1"],
+          "px on a terminal prints what finished first first, each batch in "
+          "engine order", repr(output))
     status, output = run_on_terminal(["px"] + profile.args() + ["true"])
     check(status == 0 and "/8" not in output,
           "a px that ends within a second shows no progress", repr(output))

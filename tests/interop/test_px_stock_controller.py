@@ -40,11 +40,9 @@ def main():
                 "depth %d: px through the stock tree prints what --direct "
                 "prints" % depth,
                 tree.returncode == direct.returncode == 1
-                and sorted(tree.stdout.splitlines())
-                == sorted(direct.stdout.splitlines())
+                and tree.stdout.splitlines() == direct.stdout.splitlines()
                 == ["[stdout:%d] out %d" % (i, i) for i in range(COUNT)]
-                and sorted(tree.stderr.splitlines())
-                == sorted(direct.stderr.splitlines()),
+                and tree.stderr == direct.stderr,
                 "%r\n%r" % (tree, direct))
             gathered = px(cluster, "-b", "echo $((BANYAN_ENGINE_ID % 2))")
             checks.check(
