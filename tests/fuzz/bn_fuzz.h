@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_fuzz: what the libFuzzer harnesses share: the entry points, a check
     that aborts with its condition (libFuzzer and the replay driver both
     report an abort as a failure), and the frame list format of inputs

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_fuzz_replay: the main of a harness built without libFuzzer: runs
     each file named (or each file in each folder named) through the
     harness once, as `harness -runs=0 DIR...` does under libFuzzer, so

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_fuzz_value: what the pickle and value harnesses know of the values
     bn_pickle_encode refuses.  */
 #ifndef BN_FUZZ_VALUE_H_INCLUDED

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Remake the seed corpora of tests/fuzz from real traffic.
 
 Runs banyan-controller (from a dev build) with stock ipengines (Debian's

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  fuzz_bcast_reply: the merged broadcast reply as the tree's nodes, the
     records and the client read it (bn_merged_reader), in its three
     shapes: broadcast_targets with bn_replies (or 7.1.0's targets alone),

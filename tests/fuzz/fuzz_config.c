@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  fuzz_config: the config file reader (bn_config_load_file, banyan's own
     ZPL parser) and the durations its settings take. The input is the
     file. A refused file names the problem and applies nothing; an

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  fuzz_connfile: connection files (bn_connfile), which engines and
     clients read from the controller's profile or from
     $IPP_CONNECTION_INFO. The input is the file's text. The text and the

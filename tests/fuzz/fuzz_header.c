@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  fuzz_header: the scanner that reads header and metadata fields without
     building a JSON tree (bn_jscan), on which every relay, the engine, the
     records and the merged reply codec decide. The input is one JSON part

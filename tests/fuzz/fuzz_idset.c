@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  fuzz_idset: engine id sets in pdsh syntax (bn_idset_parse), as a user
     types them after --targets and as tree nodes read them from bn_groups
     and bn_reduced. A second parser written here from the documented

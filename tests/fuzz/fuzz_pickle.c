@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  fuzz_pickle: the pickle subset (bn_pickle_decode) that reads what
     Python peers pickle: apply arguments and results, pushed values. The
     input is one pickle. A refused pickle leaves an error text; a decoded

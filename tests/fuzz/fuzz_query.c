@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  fuzz_query: the hub's db_request queries (bn_query), Mongo-style
     operators a client sends, matched against TaskRecords. The input is a
     JSON array: the query, then records (a seed pairs a captured query

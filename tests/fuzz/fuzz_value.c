@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  fuzz_value: the value codec above the pickle subset: ipyparallel's
     deserialize_object over a list of buffers (canned objects, out-of-band
     buffers put back), unpack_apply_message (f, info, args, kwargs) as an

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  fuzz_wire: the wire codec as a peer's frames reach it (bn_msg_recv):
     the search for the delimiter, the split into idents, signature, the
     four JSON parts and buffers, the HMAC check with replay refusal, and
