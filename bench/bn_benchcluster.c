@@ -28,6 +28,7 @@ struct _bn_benchcluster_t {
     int depth;                    //  controller --depth, or -1
     int per_process;              //  engines per banyan-engine process
     char *tree_mode;              //  controller --tree-mode, or NULL
+    bool curve;                   //  controller --curve
     char *topology;               //  controller --topology, or NULL
     bn_launcher_t *launcher;      //  banyan stack
     pid_t spawned[S_MAX_SPAWNED]; //  peer and mixed stacks' processes
@@ -132,6 +133,12 @@ bn_benchcluster_set_topology (bn_benchcluster_t *self, const char *topology)
 }
 
 void
+bn_benchcluster_set_curve (bn_benchcluster_t *self, bool curve)
+{
+    self->curve = curve;
+}
+
+void
 bn_benchcluster_set_per_process (bn_benchcluster_t *self, int k)
 {
     self->per_process = k > 0 ? k : 1;
@@ -225,6 +232,8 @@ s_start_banyan (bn_benchcluster_t *self, double deadline)
         bn_launcher_add_controller_arg (self->launcher, "--tree-mode");
         bn_launcher_add_controller_arg (self->launcher, self->tree_mode);
     }
+    if (self->curve)
+        bn_launcher_add_controller_arg (self->launcher, "--curve");
     if (self->topology) {
         char engines[24];
         snprintf (engines, sizeof engines, "%d", self->engines);

@@ -10,6 +10,7 @@
 #include "banyan.h"
 #include "bn_benchcase.h"
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 typedef enum {
@@ -41,6 +42,9 @@ void bn_benchcluster_set_tree_mode (bn_benchcluster_t *self, const char *mode);
 //  telling the controller how many engines to expect (for auto).
 void bn_benchcluster_set_topology (bn_benchcluster_t *self,
                                    const char *topology);
+
+//  CurveZMQ on the controller's sockets (banyan-controller --curve).
+void bn_benchcluster_set_curve (bn_benchcluster_t *self, bool curve);
 
 //  Engines per banyan-engine process (default: the case's rule).
 void bn_benchcluster_set_per_process (bn_benchcluster_t *self, int k);

@@ -91,6 +91,10 @@ s_setup (bn_benchcase_t *c, bn_view_kind_t kind, int coalescing,
     }
     if (bn_benchcase_str (c, "tree_mode", mode, sizeof mode))
         bn_benchcluster_set_tree_mode (self->cluster, mode);
+    //  curve.*: the same echo with CURVE on the controller's sockets or not
+    char curve[8] = "";
+    if (bn_benchcase_str (c, "curve", curve, sizeof curve))
+        bn_benchcluster_set_curve (self->cluster, strcmp (curve, "on") == 0);
     if (bn_benchcluster_start (self->cluster, 60 + engines / 8.0) != 0)
         return BN_BENCH_FAIL;
     self->client = bn_benchcluster_client (self->cluster);
