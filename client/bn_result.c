@@ -3,12 +3,11 @@
     task), filled in by the client's I/O thread as replies and output
     arrive, read by the caller once complete.
 
-    Every field of an item is written with the client's lock held and
-    never again once the item is complete, so accessors take the lock
-    only to see that the item is complete and then read without it.  */
-#include "bn_client_private.h"
-#include "bn_log.h"
-#include "bn_msgtypes.h"
+    Items are written with the tracker's lock held and never again once
+    complete, so accessors take the lock only to see that an item is
+    complete and then read without it.  */
+#include "bn_result_private.h"
+
 #include "bn_reduction.h"
 
 #include <assert.h>
@@ -16,72 +15,38 @@
 #include <stdlib.h>
 #include <string.h>
 
-//  Growing text (stdout or stderr).
-typedef struct {
-    char *data; //  NUL-terminated, or NULL when empty
-    size_t len; //  bytes used
-    size_t cap; //  bytes allocated
-} s_text_t;
-
-struct _bn_item_t {
-    bn_result_t *result;  //  owner
-    size_t index;         //  place in the result
-    bn_item_kind_t kind;  //  what the request is
-    char *msg_id;         //  the request's msg_id
-    char *engine_uuid;    //  engine, once known
-    int engine_id;        //  its id, or -1
-    bool replied;         //  the reply (or a failure) has been recorded
-    bool idle;            //  the engine reported idle for the request
-    bool complete;        //  nothing more will change
-    int status;           //  0 or a BN_E* code
-    char *submitted;      //  request date
-    char *started;        //  reply metadata.started
-    char *completed;      //  reply header.date
-    json_t *content;      //  reply content
-    char *content_text;   //  the same as JSON, made on demand
-    bn_value_t *value;    //  decoded apply result
-    char *execute_result; //  text/plain of execute_result
-    int execution_count;  //  from an execute_reply, or -1
-    char *ename;          //  exception name of a failure
-    char *evalue;         //  exception value
-    char *traceback;      //  traceback lines joined by newlines
-    s_text_t out;         //  stdout
-    s_text_t err;         //  stderr
-    json_t *hops;         //  bn_hops of the reply's message, or NULL
-    int group;            //  group it arrived in, or -1
-    bn_msg_t *raw;        //  a hub query's reply (buffers shared)
-};
-
 struct _bn_result_t {
-    bn_client_t *client;         //  reference held
-    bn_item_t *items;            //  capacity items, count in use
-    size_t count;                //  items in use
-    size_t capacity;             //  items allocated
-    size_t *order;               //  indexes in completion order
-    size_t ncomplete;            //  complete items
-    size_t handed;               //  items handed out by bn_result_next
-    double sent;                 //  clock when the first item was added
-    double done;                 //  clock when the last item completed
-    bool output_in_reply;        //  the request asked for bn_output: "reply"
-    size_t messages;             //  reply messages received
-    bn_idset_t **groups;         //  engines of each group, in arrival order
-    size_t ngroups;              //  groups in use
-    char *reduced_op;            //  reduction the tree reported, or NULL
-    bn_value_t **parts;          //  reduced values as they came
-    size_t nparts;               //  entries in parts
-    bn_value_t *combined;        //  their combination, or NULL
-    bool uncombinable;           //  parts that this library cannot combine
-    bn_idset_t *reduced_engines; //  contributors, or NULL
-    bn_idset_t *reduced_failed;  //  failed engines, or NULL
+    bn_tracker_t *tracker;         //  reference held
+    bn_client_t *client;           //  where it came from (reference), or NULL
+    bn_result_release_fn *release; //  how to drop that reference
+    bn_item_t **items;             //  capacity items, count in use
+    size_t count;                  //  items in use
+    size_t capacity;               //  items allocated
+    size_t *order;                 //  indexes in completion order
+    size_t ncomplete;              //  complete items
+    size_t handed;                 //  items handed out by bn_result_next
+    double sent;                   //  clock when the first item was added
+    double done;                   //  clock when the last item completed
+    bool output_in_reply;          //  the request asked for bn_output: "reply"
+    size_t messages;               //  reply messages received
+    bn_idset_t **groups;           //  engines of each group, in arrival order
+    size_t ngroups;                //  groups in use
+    char *reduced_op;              //  reduction the tree reported, or NULL
+    bn_value_t **parts;            //  reduced values as they came
+    size_t nparts;                 //  entries in parts
+    bn_value_t *combined;          //  their combination, or NULL
+    bool uncombinable;             //  parts that this library cannot combine
+    bn_idset_t *reduced_engines;   //  contributors, or NULL
+    bn_idset_t *reduced_failed;    //  failed engines, or NULL
 };
 
 //  -------------------------------------------------------------------
 //  Internal API
 
 bn_result_t *
-bn_result_new (bn_client_t *client, size_t capacity)
+bn_result_new (bn_tracker_t *tracker, size_t capacity)
 {
-    assert (client);
+    assert (tracker);
     bn_result_t *self = calloc (1, sizeof *self);
     if (!self)
         return NULL;
@@ -94,9 +59,17 @@ bn_result_new (bn_client_t *client, size_t capacity)
         return NULL;
     }
     self->capacity = capacity;
-    self->client = client;
-    bn_client_ref (client);
+    self->tracker = tracker;
+    bn_tracker_ref (tracker);
     return self;
+}
+
+//  An item completed (bn_item_done_fn): it comes next in completion order.
+static void
+s_item_done (bn_result_t *self, size_t index)
+{
+    self->order[self->ncomplete++] = index;
+    self->done = zclock_usecs () / 1e6;
 }
 
 bn_item_t *
@@ -107,24 +80,12 @@ bn_result_add (bn_result_t *self, const char *msg_id, const char *date,
     assert (msg_id);
     if (self->count == self->capacity)
         return NULL;
-    bn_item_t *item = &self->items[self->count];
-    item->msg_id = strdup (msg_id);
-    item->submitted = date ? strdup (date) : NULL;
-    item->engine_uuid = uuid ? strdup (uuid) : NULL;
-    if (!item->msg_id || (date && !item->submitted) ||
-        (uuid && !item->engine_uuid)) {
-        free (item->msg_id);
-        free (item->submitted);
-        free (item->engine_uuid);
-        memset (item, 0, sizeof *item);
+    bn_item_t *item =
+        bn_item_new (msg_id, date, engine_id, uuid, kind, self->output_in_reply,
+                     s_item_done, self, self->count);
+    if (!item)
         return NULL;
-    }
-    item->result = self;
-    item->index = self->count;
-    item->kind = kind;
-    item->engine_id = engine_id;
-    item->execution_count = -1;
-    item->group = -1;
+    self->items[self->count] = item;
     if (self->count == 0)
         self->sent = zclock_usecs () / 1e6;
     self->count++;
@@ -135,8 +96,8 @@ bn_msg_t *
 bn_result_reply_msg (bn_result_t *self, size_t index)
 {
     assert (self);
-    return index < self->count && self->items[index].complete
-               ? self->items[index].raw
+    return index < self->count && bn_item_complete (self->items[index])
+               ? bn_item_raw (self->items[index])
                : NULL;
 }
 
@@ -145,7 +106,17 @@ bn_result_item (bn_result_t *self, size_t index)
 {
     assert (self);
     assert (index < self->count);
-    return &self->items[index];
+    return self->items[index];
+}
+
+void
+bn_result_set_client (bn_result_t *self, bn_client_t *client,
+                      bn_result_release_fn *release)
+{
+    assert (self);
+    assert (!self->client);
+    self->client = client;
+    self->release = release;
 }
 
 bn_client_t *
@@ -161,10 +132,10 @@ bn_result_reply (bn_result_t *self, size_t index)
     assert (self);
     if (index >= self->count)
         return NULL;
-    bn_item_t *item = &self->items[index];
-    bn_client_lock (self->client);
-    json_t *content = item->complete ? item->content : NULL;
-    bn_client_unlock (self->client);
+    bn_item_t *item = self->items[index];
+    bn_tracker_lock (self->tracker);
+    json_t *content = bn_item_complete (item) ? bn_item_content (item) : NULL;
+    bn_tracker_unlock (self->tracker);
     return content;
 }
 
@@ -173,13 +144,6 @@ bn_result_set_output_in_reply (bn_result_t *self, bool in_reply)
 {
     assert (self);
     self->output_in_reply = in_reply;
-}
-
-bool
-bn_result_output_in_reply (bn_result_t *self)
-{
-    assert (self);
-    return self->output_in_reply;
 }
 
 void
@@ -264,309 +228,6 @@ bn_result_add_reduced (bn_result_t *self, const char *op, bn_value_t *value,
     return 0;
 }
 
-bn_result_t *
-bn_item_result (bn_item_t *self)
-{
-    return self->result;
-}
-
-void
-bn_item_set_group (bn_item_t *self, int group)
-{
-    self->group = group;
-}
-
-const char *
-bn_item_msg_id (bn_item_t *self)
-{
-    return self->msg_id;
-}
-
-const char *
-bn_item_engine_uuid (bn_item_t *self)
-{
-    return self->engine_uuid;
-}
-
-bool
-bn_item_replied (bn_item_t *self)
-{
-    return self->replied;
-}
-
-bool
-bn_item_complete (bn_item_t *self)
-{
-    return self->complete;
-}
-
-bn_item_kind_t
-bn_item_kind (bn_item_t *self)
-{
-    return self->kind;
-}
-
-static bool
-s_complete (bn_item_t *self)
-{
-    assert (!self->complete);
-    self->complete = true;
-    bn_result_t *result = self->result;
-    result->order[result->ncomplete++] = self->index;
-    result->done = zclock_usecs () / 1e6;
-    return true;
-}
-
-static char *
-s_strdup_json (json_t *value)
-{
-    const char *text = json_string_value (value);
-    return text ? strdup (text) : NULL;
-}
-
-static void
-s_set_error (bn_item_t *self, int code, const char *ename, const char *evalue)
-{
-    self->status = code;
-    free (self->ename);
-    free (self->evalue);
-    self->ename = strdup (ename ? ename : "Error");
-    self->evalue = strdup (evalue ? evalue : "");
-}
-
-//  Traceback lines joined by newlines (lines that end in one keep it).
-static char *
-s_join_traceback (json_t *lines)
-{
-    size_t size = 1;
-    size_t index;
-    json_t *line;
-    json_array_foreach (lines, index, line) size +=
-        json_string_length (line) + 1;
-    char *text = malloc (size);
-    if (!text)
-        return NULL;
-    size_t at = 0;
-    json_array_foreach (lines, index, line)
-    {
-        const char *piece = json_string_value (line);
-        if (!piece)
-            continue;
-        size_t len = json_string_length (line);
-        memcpy (text + at, piece, len);
-        at += len;
-        if (len == 0 || piece[len - 1] != '\n')
-            text[at++] = '\n';
-    }
-    //  No newline after the last line
-    if (at > 0 && text[at - 1] == '\n')
-        at--;
-    text[at] = 0;
-    return text;
-}
-
-bool
-bn_item_on_reply (bn_item_t *self, bn_msg_t *msg, bn_value_t *value,
-                  int decode_error, const char *why, int engine_id)
-{
-    json_t *content = bn_msg_content (msg);
-    json_t *metadata = bn_msg_metadata (msg);
-    bn_reply_t reply = {
-        .type = bn_msg_type (msg),
-        .content = content,
-        .started = json_string_value (json_object_get (metadata, "started")),
-        .completed =
-            json_string_value (json_object_get (bn_msg_header (msg), "date")),
-        .out = json_string_value (json_object_get (content, "bn_stdout")),
-        .err = json_string_value (json_object_get (content, "bn_stderr")),
-        .value = value,
-        .decode_error = decode_error,
-        .why = why,
-        .hops = json_object_get (metadata, "bn_hops"),
-        .uuid = json_string_value (json_object_get (metadata, "engine")),
-        .engine_id = engine_id};
-    //  a hub query's answer may carry buffers (result_reply, db_reply)
-    if (self->kind == BN_ITEM_QUERY && !self->replied && !self->raw)
-        self->raw = bn_msg_dup (msg);
-    return bn_item_on_entry (self, &reply);
-}
-
-static int s_append (s_text_t *text, const char *data, size_t len);
-
-bool
-bn_item_on_entry (bn_item_t *self, bn_reply_t *reply)
-{
-    bn_value_t *value = reply->value;
-    reply->value = NULL;
-    if (self->replied || self->complete) {
-        bn_value_destroy (&value);
-        return false;
-    }
-    json_t *content = reply->content;
-    const char *status =
-        json_string_value (json_object_get (content, "status"));
-    //  The Python client ignores these too: a resubmitted task's reply
-    //  comes to the hub, not to us.
-    if (status && strcmp (status, "resubmitted") == 0) {
-        bn_value_destroy (&value);
-        return false;
-    }
-    if (!self->engine_uuid) {
-        self->engine_uuid = reply->uuid ? strdup (reply->uuid) : NULL;
-        self->engine_id = reply->engine_id;
-    }
-    free (self->started);
-    self->started = reply->started ? strdup (reply->started) : NULL;
-    free (self->completed);
-    self->completed = reply->completed ? strdup (reply->completed) : NULL;
-    json_decref (self->content);
-    self->content = json_incref (content);
-    json_decref (self->hops);
-    self->hops = json_is_array (reply->hops) ? json_incref (reply->hops) : NULL;
-    json_t *count = json_object_get (content, "execution_count");
-    if (json_is_integer (count))
-        self->execution_count = (int)json_integer_value (count);
-    //  Output that came inside the reply is all of it: no iopub follows.
-    //  When the request asked for it there (bn_output), a reply without
-    //  it had none (the tree leaves out empty texts); a stock engine
-    //  ignores bn_output, and its iopub output counts as far as it came
-    //  before its reply.
-    if (reply->out || reply->err || reply->no_output ||
-        self->result->output_in_reply) {
-        if ((reply->out &&
-             s_append (&self->out, reply->out, strlen (reply->out)) != 0) ||
-            (reply->err &&
-             s_append (&self->err, reply->err, strlen (reply->err)) != 0))
-            bn_log_warn ("client: out of memory for output");
-        self->idle = true;
-    }
-
-    bool output = false;
-    if (!status)
-        s_set_error (self, BN_EPROTO, "ProtocolError",
-                     "the reply has no status");
-    else if (strcmp (status, BN_STATUS_OK) == 0) {
-        output = true;
-        if (reply->decode_error)
-            s_set_error (self, reply->decode_error, "UnpicklingError",
-                         reply->why);
-        self->value = value;
-        value = NULL;
-    } else if (strcmp (status, BN_STATUS_ABORTED) == 0)
-        s_set_error (self, BN_EABORTED, "TaskAborted", self->msg_id);
-    else if (strcmp (status, BN_STATUS_ERROR) == 0) {
-        const char *ename =
-            json_string_value (json_object_get (content, "ename"));
-        json_t *info = json_object_get (content, "engine_info");
-        bool from_engine = json_is_object (info) && json_object_size (info);
-        //  A controller without a scheduler for this view says so itself
-        //  (no engine_info); an engine's NotImplementedError stays remote.
-        //  EngineError is how the hub, a scheduler or a stopping engine
-        //  report a request stranded on an engine that went away.
-        int code = BN_EREMOTE;
-        if (ename && strcmp (ename, "EngineError") == 0)
-            code = BN_EENGINEDIED;
-        else if (ename && !from_engine &&
-                 strcmp (ename, "NotImplementedError") == 0)
-            code = BN_ENOTSUP;
-        s_set_error (self, code, ename,
-                     json_string_value (json_object_get (content, "evalue")));
-        json_t *traceback = json_object_get (content, "traceback");
-        if (json_is_array (traceback))
-            self->traceback = s_join_traceback (traceback);
-        //  A failure the engine itself reports comes with output; one
-        //  from the hub or a scheduler (no engine_info) does not.
-        output = from_engine;
-    } else
-        s_set_error (self, BN_EPROTO, "ProtocolError", status);
-    bn_value_destroy (&value);
-    self->replied = true;
-    if (self->kind != BN_ITEM_SHELL || !output || self->idle)
-        return s_complete (self);
-    return false;
-}
-
-static int
-s_append (s_text_t *text, const char *data, size_t len)
-{
-    if (text->len + len + 1 > text->cap) {
-        size_t cap = text->cap ? text->cap * 2 : 256;
-        while (cap < text->len + len + 1)
-            cap *= 2;
-        char *bigger = realloc (text->data, cap);
-        if (!bigger)
-            return -1;
-        text->data = bigger;
-        text->cap = cap;
-    }
-    memcpy (text->data + text->len, data, len);
-    text->len += len;
-    text->data[text->len] = 0;
-    return 0;
-}
-
-bool
-bn_item_on_iopub (bn_item_t *self, const char *msg_type, json_t *content)
-{
-    if (self->complete)
-        return false;
-    if (strcmp (msg_type, BN_MSG_STREAM) == 0) {
-        const char *name =
-            json_string_value (json_object_get (content, "name"));
-        json_t *text = json_object_get (content, "text");
-        if (name && json_is_string (text)) {
-            s_text_t *into =
-                strcmp (name, "stderr") == 0 ? &self->err : &self->out;
-            if (s_append (into, json_string_value (text),
-                          json_string_length (text)) != 0)
-                bn_log_warn ("client: out of memory for output");
-        }
-    } else if (strcmp (msg_type, BN_MSG_EXECUTE_RESULT) == 0) {
-        json_t *data = json_object_get (content, "data");
-        char *plain = s_strdup_json (json_object_get (data, "text/plain"));
-        if (plain) {
-            free (self->execute_result);
-            self->execute_result = plain;
-        }
-    } else if (strcmp (msg_type, BN_MSG_STATUS) == 0) {
-        const char *state =
-            json_string_value (json_object_get (content, "execution_state"));
-        if (state && strcmp (state, "idle") == 0) {
-            self->idle = true;
-            if (self->replied)
-                return s_complete (self);
-        }
-    }
-    return false;
-}
-
-bool
-bn_item_fail (bn_item_t *self, int code, const char *ename, const char *evalue)
-{
-    if (self->complete)
-        return false;
-    if (!self->replied) {
-        s_set_error (self, code, ename, evalue);
-        self->replied = true;
-    }
-    return s_complete (self);
-}
-
-bool
-bn_item_engine_died (bn_item_t *self, int id)
-{
-    if (self->complete || self->kind == BN_ITEM_QUERY)
-        return false;
-    if (self->kind == BN_ITEM_SHUTDOWN) {
-        self->replied = true;
-        return s_complete (self);
-    }
-    char evalue[256];
-    snprintf (evalue, sizeof evalue, "Engine %d died while running task '%s'",
-              id, self->msg_id);
-    return bn_item_fail (self, BN_EENGINEDIED, "EngineError", evalue);
-}
-
 //  -------------------------------------------------------------------
 //  Public API
 
@@ -577,30 +238,13 @@ bn_result_destroy (bn_result_t **self_p)
         return;
     bn_result_t *self = *self_p;
     *self_p = NULL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     for (size_t i = 0; i < self->count; i++)
-        if (!self->items[i].complete)
-            bn_client_untrack (self->client, &self->items[i]);
-    bn_client_unlock (self->client);
-    for (size_t i = 0; i < self->count; i++) {
-        bn_item_t *item = &self->items[i];
-        free (item->msg_id);
-        free (item->engine_uuid);
-        free (item->submitted);
-        free (item->started);
-        free (item->completed);
-        json_decref (item->content);
-        free (item->content_text);
-        bn_value_destroy (&item->value);
-        free (item->execute_result);
-        free (item->ename);
-        free (item->evalue);
-        free (item->traceback);
-        free (item->out.data);
-        free (item->err.data);
-        json_decref (item->hops);
-        bn_msg_destroy (&item->raw);
-    }
+        if (!bn_item_complete (self->items[i]))
+            bn_tracker_untrack (self->tracker, self->items[i]);
+    bn_tracker_unlock (self->tracker);
+    for (size_t i = 0; i < self->count; i++)
+        bn_item_destroy (&self->items[i]);
     for (size_t i = 0; i < self->ngroups; i++)
         bn_idset_destroy (&self->groups[i]);
     free (self->groups);
@@ -613,7 +257,9 @@ bn_result_destroy (bn_result_t **self_p)
     bn_idset_destroy (&self->reduced_failed);
     free (self->items);
     free (self->order);
-    bn_client_unref (&self->client);
+    bn_tracker_unref (&self->tracker);
+    if (self->release)
+        self->release (&self->client);
     free (self);
 }
 
@@ -628,9 +274,9 @@ bn_result_progress (bn_result_t *self)
 {
     if (!self)
         return 0;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     size_t done = self->ncomplete;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return done;
 }
 
@@ -645,12 +291,12 @@ bn_result_wait (bn_result_t *self, double timeout)
 {
     if (!self)
         return BN_EINVAL;
-    double deadline = bn_client_deadline (timeout);
+    double deadline = bn_tracker_deadline (timeout);
     int rc = 0;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     while (self->ncomplete < self->count && rc == 0)
-        rc = bn_client_wait_change (self->client, deadline);
-    bn_client_unlock (self->client);
+        rc = bn_tracker_wait_change (self->tracker, deadline);
+    bn_tracker_unlock (self->tracker);
     return rc;
 }
 
@@ -661,8 +307,8 @@ bn_result_get (bn_result_t *self, double timeout)
     if (rc != 0)
         return rc;
     for (size_t i = 0; i < self->count; i++)
-        if (self->items[i].status != 0)
-            return self->items[i].status;
+        if (bn_item_status (self->items[i]) != 0)
+            return bn_item_status (self->items[i]);
     return 0;
 }
 
@@ -671,9 +317,9 @@ bn_result_next (bn_result_t *self, double timeout)
 {
     if (!self)
         return BN_EINVAL;
-    double deadline = bn_client_deadline (timeout);
+    double deadline = bn_tracker_deadline (timeout);
     int rc = 0;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     while (true) {
         if (self->handed < self->ncomplete) {
             rc = (int)self->order[self->handed++];
@@ -683,11 +329,11 @@ bn_result_next (bn_result_t *self, double timeout)
             rc = BN_ENOENT;
             break;
         }
-        rc = bn_client_wait_change (self->client, deadline);
+        rc = bn_tracker_wait_change (self->tracker, deadline);
         if (rc != 0)
             break;
     }
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return rc;
 }
 
@@ -696,10 +342,10 @@ bn_result_elapsed (bn_result_t *self)
 {
     if (!self || self->count == 0)
         return 0;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     double end =
         self->ncomplete == self->count ? self->done : zclock_usecs () / 1e6;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return end - self->sent;
 }
 
@@ -709,17 +355,18 @@ s_complete_item (bn_result_t *self, size_t index)
 {
     if (!self || index >= self->count)
         return NULL;
-    bn_item_t *item = &self->items[index];
-    bn_client_lock (self->client);
-    bool complete = item->complete;
-    bn_client_unlock (self->client);
+    bn_item_t *item = self->items[index];
+    bn_tracker_lock (self->tracker);
+    bool complete = bn_item_complete (item);
+    bn_tracker_unlock (self->tracker);
     return complete ? item : NULL;
 }
 
 const char *
 bn_result_msg_id (bn_result_t *self, size_t index)
 {
-    return self && index < self->count ? self->items[index].msg_id : NULL;
+    return self && index < self->count ? bn_item_msg_id (self->items[index])
+                                       : NULL;
 }
 
 int
@@ -728,7 +375,7 @@ bn_result_status (bn_result_t *self, size_t index)
     if (!self || index >= self->count)
         return BN_EINVAL;
     bn_item_t *item = s_complete_item (self, index);
-    return item ? item->status : BN_ENOTREADY;
+    return item ? bn_item_status (item) : BN_ENOTREADY;
 }
 
 int
@@ -736,9 +383,9 @@ bn_result_engine_id (bn_result_t *self, size_t index)
 {
     if (!self || index >= self->count)
         return -1;
-    bn_client_lock (self->client);
-    int id = self->items[index].engine_id;
-    bn_client_unlock (self->client);
+    bn_tracker_lock (self->tracker);
+    int id = bn_item_engine_id (self->items[index]);
+    bn_tracker_unlock (self->tracker);
     return id;
 }
 
@@ -747,100 +394,100 @@ bn_result_engine_uuid (bn_result_t *self, size_t index)
 {
     if (!self || index >= self->count)
         return NULL;
-    bn_client_lock (self->client);
-    const char *uuid = self->items[index].engine_uuid;
-    bn_client_unlock (self->client);
+    bn_tracker_lock (self->tracker);
+    const char *uuid = bn_item_engine_uuid (self->items[index]);
+    bn_tracker_unlock (self->tracker);
     return uuid;
 }
 
 const char *
 bn_result_submitted (bn_result_t *self, size_t index)
 {
-    return self && index < self->count ? self->items[index].submitted : NULL;
+    return self && index < self->count ? bn_item_submitted (self->items[index])
+                                       : NULL;
 }
 
 const char *
 bn_result_started (bn_result_t *self, size_t index)
 {
     bn_item_t *item = s_complete_item (self, index);
-    return item ? item->started : NULL;
+    return item ? bn_item_started (item) : NULL;
 }
 
 const char *
 bn_result_completed (bn_result_t *self, size_t index)
 {
     bn_item_t *item = s_complete_item (self, index);
-    return item ? item->completed : NULL;
+    return item ? bn_item_completed (item) : NULL;
 }
 
 const char *
 bn_result_stdout (bn_result_t *self, size_t index)
 {
     bn_item_t *item = s_complete_item (self, index);
-    return item ? (item->out.data ? item->out.data : "") : NULL;
+    return item ? bn_item_stdout (item) : NULL;
 }
 
 const char *
 bn_result_stderr (bn_result_t *self, size_t index)
 {
     bn_item_t *item = s_complete_item (self, index);
-    return item ? (item->err.data ? item->err.data : "") : NULL;
+    return item ? bn_item_stderr (item) : NULL;
 }
 
 const bn_value_t *
 bn_result_value (bn_result_t *self, size_t index)
 {
     bn_item_t *item = s_complete_item (self, index);
-    return item ? item->value : NULL;
+    return item ? bn_item_value (item) : NULL;
 }
 
 const char *
 bn_result_execute_result (bn_result_t *self, size_t index)
 {
     bn_item_t *item = s_complete_item (self, index);
-    return item ? item->execute_result : NULL;
+    return item ? bn_item_execute_result (item) : NULL;
 }
 
 int
 bn_result_execution_count (bn_result_t *self, size_t index)
 {
     bn_item_t *item = s_complete_item (self, index);
-    return item ? item->execution_count : -1;
+    return item ? bn_item_execution_count (item) : -1;
 }
 
 const char *
 bn_result_ename (bn_result_t *self, size_t index)
 {
     bn_item_t *item = s_complete_item (self, index);
-    return item && item->status ? item->ename : NULL;
+    return item && bn_item_status (item) ? bn_item_ename (item) : NULL;
 }
 
 const char *
 bn_result_evalue (bn_result_t *self, size_t index)
 {
     bn_item_t *item = s_complete_item (self, index);
-    return item && item->status ? item->evalue : NULL;
+    return item && bn_item_status (item) ? bn_item_evalue (item) : NULL;
 }
 
 const char *
 bn_result_traceback (bn_result_t *self, size_t index)
 {
     bn_item_t *item = s_complete_item (self, index);
-    return item && item->status ? item->traceback : NULL;
+    return item && bn_item_status (item) ? bn_item_traceback (item) : NULL;
 }
 
 const char *
 bn_result_content (bn_result_t *self, size_t index)
 {
     bn_item_t *item = s_complete_item (self, index);
-    if (!item || !item->content)
+    if (!item)
         return NULL;
     //  Made once, under the lock, so that concurrent callers agree.
-    bn_client_lock (self->client);
-    if (!item->content_text)
-        item->content_text = json_dumps (item->content, JSON_COMPACT);
-    bn_client_unlock (self->client);
-    return item->content_text;
+    bn_tracker_lock (self->tracker);
+    const char *text = bn_item_content_text (item);
+    bn_tracker_unlock (self->tracker);
+    return text;
 }
 
 size_t
@@ -848,9 +495,9 @@ bn_result_messages (bn_result_t *self)
 {
     if (!self)
         return 0;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     size_t messages = self->messages;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return messages;
 }
 
@@ -859,9 +506,9 @@ bn_result_group_count (bn_result_t *self)
 {
     if (!self)
         return 0;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     size_t count = self->ngroups;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return count;
 }
 
@@ -870,9 +517,9 @@ bn_result_group_engines (bn_result_t *self, size_t group)
 {
     if (!self)
         return NULL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     bn_idset_t *engines = group < self->ngroups ? self->groups[group] : NULL;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return engines;
 }
 
@@ -881,9 +528,9 @@ bn_result_group_of (bn_result_t *self, size_t index)
 {
     if (!self || index >= self->count)
         return -1;
-    bn_client_lock (self->client);
-    int group = self->items[index].group;
-    bn_client_unlock (self->client);
+    bn_tracker_lock (self->tracker);
+    int group = bn_item_group (self->items[index]);
+    bn_tracker_unlock (self->tracker);
     return group;
 }
 
@@ -892,11 +539,11 @@ bn_result_reduced (bn_result_t *self)
 {
     if (!bn_result_ready (self))
         return NULL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     const bn_value_t *value = self->nparts == 1    ? self->parts[0]
                               : self->uncombinable ? NULL
                                                    : self->combined;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return value;
 }
 
@@ -905,9 +552,9 @@ bn_result_reduced_op (bn_result_t *self)
 {
     if (!self)
         return NULL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     const char *op = self->reduced_op;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return op;
 }
 
@@ -916,9 +563,9 @@ bn_result_reduced_count (bn_result_t *self)
 {
     if (!self)
         return 0;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     size_t count = self->nparts;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return count;
 }
 
@@ -927,9 +574,9 @@ bn_result_reduced_part (bn_result_t *self, size_t part)
 {
     if (!self)
         return NULL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     const bn_value_t *value = part < self->nparts ? self->parts[part] : NULL;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return value;
 }
 
@@ -939,11 +586,11 @@ s_reduced_set (bn_result_t *self, bn_idset_t **set_p)
 {
     if (!self)
         return NULL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     if (!*set_p)
         *set_p = bn_idset_new ();
     bn_idset_t *set = *set_p;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return set;
 }
 
@@ -963,7 +610,7 @@ size_t
 bn_result_hop_count (bn_result_t *self, size_t index)
 {
     bn_item_t *item = s_complete_item (self, index);
-    return item && item->hops ? json_array_size (item->hops) : 0;
+    return item ? json_array_size (bn_item_hops (item)) : 0;
 }
 
 int
@@ -975,7 +622,7 @@ bn_result_hop (bn_result_t *self, size_t index, size_t hop, const char **node,
     bn_item_t *item = s_complete_item (self, index);
     if (!item)
         return BN_ENOTREADY;
-    json_t *entry = item->hops ? json_array_get (item->hops, hop) : NULL;
+    json_t *entry = json_array_get (bn_item_hops (item), hop);
     if (!json_is_object (entry))
         return BN_EINVAL;
     if (node)

@@ -24,12 +24,13 @@ typedef struct {
 } s_dep_t;
 
 struct _bn_view_t {
-    bn_client_t *client; //  reference held
-    bn_view_kind_t kind; //  direct, broadcast or load-balanced
-    int *targets;        //  engine ids, or NULL for all engines
-    size_t ntargets;     //  entries in targets
-    bool coalescing;     //  broadcast: merge replies in the tree
-    bool silent;         //  execute_request silent flag
+    bn_client_t *client;   //  reference held
+    bn_tracker_t *tracker; //  the client's: its lock guards the settings
+    bn_view_kind_t kind;   //  direct, broadcast or load-balanced
+    int *targets;          //  engine ids, or NULL for all engines
+    size_t ntargets;       //  entries in targets
+    bool coalescing;       //  broadcast: merge replies in the tree
+    bool silent;           //  execute_request silent flag
     //  Broadcast tree options (doc/broadcast.md's bn_* request metadata)
     bn_level_t levels[S_MAX_LEVELS]; //  per-level mode
     size_t nlevels;                  //  0: the tree's default
@@ -74,6 +75,7 @@ bn_view_new (bn_client_t *client, bn_view_kind_t kind)
     if (!self)
         return NULL;
     self->client = client;
+    self->tracker = bn_client_tracker (client);
     self->kind = kind;
     self->silent = true;
     bn_client_ref (client);
@@ -106,11 +108,11 @@ bn_view_kind (bn_view_t *self)
 static void
 s_set_targets (bn_view_t *self, int *ids, size_t count)
 {
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     free (self->targets);
     self->targets = ids;
     self->ntargets = count;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
 }
 
 int
@@ -156,9 +158,9 @@ bn_view_set_coalescing (bn_view_t *self, bool coalescing)
 {
     if (!self || self->kind != BN_VIEW_BROADCAST)
         return BN_EINVAL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     self->coalescing = coalescing;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return 0;
 }
 
@@ -171,11 +173,11 @@ bn_view_set_levels (bn_view_t *self, const bn_level_t *levels, size_t count)
     for (size_t i = 0; i < count; i++)
         if (levels[i] != BN_LEVEL_MERGE && levels[i] != BN_LEVEL_FORWARD)
             return BN_EINVAL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     if (count)
         memcpy (self->levels, levels, count * sizeof *levels);
     self->nlevels = count;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return 0;
 }
 
@@ -187,10 +189,10 @@ bn_view_set_release (bn_view_t *self, bn_release_t mode, int window_ms)
          mode != BN_RELEASE_NONE) ||
         (mode == BN_RELEASE_WINDOW && window_ms <= 0))
         return BN_EINVAL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     self->release = mode;
     self->window_ms = mode == BN_RELEASE_WINDOW ? window_ms : 0;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return 0;
 }
 
@@ -199,9 +201,9 @@ bn_view_set_group (bn_view_t *self, bool group)
 {
     if (!self || self->kind != BN_VIEW_BROADCAST)
         return BN_EINVAL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     self->group = group;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return 0;
 }
 
@@ -228,9 +230,9 @@ bn_view_set_reduce (bn_view_t *self, const char *op)
     if (!self || self->kind != BN_VIEW_BROADCAST ||
         (op && *op && !s_valid_op (op)))
         return BN_EINVAL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     snprintf (self->reduce, sizeof self->reduce, "%s", op ? op : "");
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return 0;
 }
 
@@ -239,9 +241,9 @@ bn_view_set_deadline_ms (bn_view_t *self, int deadline_ms)
 {
     if (!self || self->kind != BN_VIEW_BROADCAST || deadline_ms < 0)
         return BN_EINVAL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     self->deadline_ms = deadline_ms;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return 0;
 }
 
@@ -250,9 +252,9 @@ bn_view_set_timestamps (bn_view_t *self, bool timestamps)
 {
     if (!self || self->kind != BN_VIEW_BROADCAST)
         return BN_EINVAL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     self->timestamps = timestamps;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return 0;
 }
 
@@ -261,9 +263,9 @@ bn_view_set_output_in_reply (bn_view_t *self, bool in_reply)
 {
     if (!self || self->kind != BN_VIEW_BROADCAST)
         return BN_EINVAL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     self->output_in_reply = in_reply;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return 0;
 }
 
@@ -272,9 +274,9 @@ bn_view_set_silent (bn_view_t *self, bool silent)
 {
     if (!self)
         return BN_EINVAL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     self->silent = silent;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return 0;
 }
 
@@ -299,10 +301,10 @@ s_set_dep (bn_view_t *self, s_dep_t *dep, const char *const *msg_ids,
             return BN_ENOMEM;
         }
     }
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     s_dep_t old = *dep;
     *dep = next;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     s_dep_clear (&old);
     return 0;
 }
@@ -372,9 +374,9 @@ bn_view_set_timeout (bn_view_t *self, double seconds)
     if (!self || self->kind != BN_VIEW_LOAD_BALANCED || !(seconds >= 0) ||
         seconds > 1e9)
         return BN_EINVAL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     self->timeout = seconds;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return 0;
 }
 
@@ -383,9 +385,9 @@ bn_view_set_retries (bn_view_t *self, int retries)
 {
     if (!self || self->kind != BN_VIEW_LOAD_BALANCED || retries < 0)
         return BN_EINVAL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     self->retries = retries;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     return 0;
 }
 
@@ -510,13 +512,13 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
     bn_sock_t sock = s_socket_of (self->kind);
     *result_p = NULL;
     bn_msg_t *first = NULL;
-    bn_client_lock (client);
-    int rc = bn_client_state (client);
+    bn_tracker_lock (bn_client_tracker (client));
+    int rc = bn_tracker_state (bn_client_tracker (client));
     if (rc == 0 && !bn_client_has_port (client, sock))
         rc = BN_ENOTSUP;
     if (rc == 0 && !(first = bn_msg_new (bn_client_tx_session (client), type)))
         rc = BN_ENOMEM;
-    bn_client_unlock (client);
+    bn_tracker_unlock (bn_client_tracker (client));
     //  Pickling may be long: done without the lock, once for every target
     if (rc == 0 && apply)
         rc = s_pack (first, apply);
@@ -526,22 +528,22 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
     bn_msg_t **msgs = NULL;
     size_t nmsgs = 0;
     bn_result_t *result = NULL;
-    bn_client_lock (client);
+    bn_tracker_lock (bn_client_tracker (client));
     if (rc == 0)
-        rc = bn_client_state (client);
+        rc = bn_tracker_state (bn_client_tracker (client));
     if (rc == 0) {
         bool all = !self->targets;
         if (self->kind == BN_VIEW_LOAD_BALANCED && all)
             rc = 0;
         else
-            rc = bn_client_resolve (client, self->targets, self->ntargets,
-                                    &targets, &ntargets);
+            rc = bn_engines_resolve (bn_client_engines (client), self->targets,
+                                     self->ntargets, &targets, &ntargets);
     }
     size_t nitems = self->kind == BN_VIEW_LOAD_BALANCED ? 1 : ntargets;
     nmsgs = self->kind == BN_VIEW_DIRECT ? ntargets : 1;
     if (rc == 0) {
         msgs = calloc (nmsgs, sizeof *msgs);
-        result = bn_result_new (client, nitems);
+        result = bn_client_result_new (client, nitems);
         if (!msgs || !result)
             rc = BN_ENOMEM;
         else if (self->kind == BN_VIEW_BROADCAST)
@@ -593,10 +595,10 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
                 ? bn_result_add (result, msg_id, date, -1, NULL, BN_ITEM_SHELL)
                 : bn_result_add (result, msg_id, date, targets[i].id,
                                  targets[i].uuid, BN_ITEM_SHELL);
-        if (!item || bn_client_track (client, item) != 0)
+        if (!item || bn_tracker_track (bn_client_tracker (client), item) != 0)
             rc = BN_ENOMEM;
     }
-    bn_client_unlock (client);
+    bn_tracker_unlock (bn_client_tracker (client));
     json_decref (content);
     free (targets);
     bn_msg_destroy (&first);
@@ -619,9 +621,9 @@ bn_view_execute (bn_view_t *self, const char *code, bn_result_t **result_p)
 {
     if (!self || !code || !result_p)
         return BN_EINVAL;
-    bn_client_lock (self->client);
+    bn_tracker_lock (self->tracker);
     bool silent = self->silent;
-    bn_client_unlock (self->client);
+    bn_tracker_unlock (self->tracker);
     json_t *content = json_pack ("{s:s, s:b, s:{}}", "code", code, "silent",
                                  silent, "user_expressions");
     if (!content) {
@@ -731,9 +733,9 @@ s_control_to (bn_client_t *client, const char *type, bn_target_t *targets,
               double timeout, bn_result_t **result_p)
 {
     bn_msg_t **msgs = calloc (ntargets ? ntargets : 1, sizeof *msgs);
-    bn_result_t *result = bn_result_new (client, ntargets);
-    bn_client_lock (client);
-    int rc = bn_client_state (client);
+    bn_result_t *result = bn_client_result_new (client, ntargets);
+    bn_tracker_lock (bn_client_tracker (client));
+    int rc = bn_tracker_state (bn_client_tracker (client));
     if (rc == 0 && (!msgs || !result))
         rc = BN_ENOMEM;
     for (size_t i = 0; rc == 0 && i < ntargets; i++) {
@@ -750,10 +752,10 @@ s_control_to (bn_client_t *client, const char *type, bn_target_t *targets,
             result, bn_msg_id (msg),
             json_string_value (json_object_get (bn_msg_header (msg), "date")),
             targets[i].id, targets[i].uuid, kind);
-        if (!item || bn_client_track (client, item) != 0)
+        if (!item || bn_tracker_track (bn_client_tracker (client), item) != 0)
             rc = BN_ENOMEM;
     }
-    bn_client_unlock (client);
+    bn_tracker_unlock (bn_client_tracker (client));
     for (size_t i = 0; i < ntargets; i++)
         json_decref (contents[i]);
     if (rc == 0)
@@ -783,12 +785,12 @@ s_control (bn_view_t *self, const char *type, json_t *content,
     bn_client_t *client = self->client;
     bn_target_t *targets = NULL;
     size_t ntargets = 0;
-    bn_client_lock (client);
-    int rc = bn_client_state (client);
+    bn_tracker_lock (bn_client_tracker (client));
+    int rc = bn_tracker_state (bn_client_tracker (client));
     if (rc == 0)
-        rc = bn_client_resolve (client, self->targets, self->ntargets, &targets,
-                                &ntargets);
-    bn_client_unlock (client);
+        rc = bn_engines_resolve (bn_client_engines (client), self->targets,
+                                 self->ntargets, &targets, &ntargets);
+    bn_tracker_unlock (bn_client_tracker (client));
     json_t **contents =
         rc == 0 ? calloc (ntargets + 1, sizeof *contents) : NULL;
     if (rc == 0 && !contents)
@@ -811,14 +813,17 @@ bn_result_abort (bn_result_t *self, double timeout)
     if (!self)
         return BN_EINVAL;
     bn_client_t *client = bn_result_client (self);
+    if (!client)
+        return BN_EINVAL;
     bn_target_t *targets = NULL;
     size_t ntargets = 0;
     json_t **contents = NULL;
     json_t *anywhere = json_array (); //  ids of items without an engine
-    bn_client_lock (client);
-    int rc = bn_client_state (client);
+    bn_tracker_lock (bn_client_tracker (client));
+    int rc = bn_tracker_state (bn_client_tracker (client));
     if (rc == 0)
-        rc = bn_client_resolve (client, NULL, 0, &targets, &ntargets);
+        rc = bn_engines_resolve (bn_client_engines (client), NULL, 0, &targets,
+                                 &ntargets);
     if (rc == BN_ENOENGINE)
         rc = 0; //  nobody is left to abort anything
     if (rc == 0) {
@@ -846,7 +851,7 @@ bn_result_abort (bn_result_t *self, double timeout)
         if (!id || !list || json_array_append_new (list, id) != 0)
             rc = BN_ENOMEM;
     }
-    bn_client_unlock (client);
+    bn_tracker_unlock (bn_client_tracker (client));
     size_t used = 0;
     for (size_t t = 0; rc == 0 && t < ntargets; t++) {
         json_t *ids = contents[t] ? contents[t] : json_array ();
@@ -881,9 +886,9 @@ bn_view_abort (bn_view_t *self, bn_result_t *result, double timeout)
         return BN_EINVAL;
     if (result)
         return bn_result_abort (result, timeout);
-    bn_client_lock (self->client);
-    json_t *ids = bn_client_outstanding (self->client);
-    bn_client_unlock (self->client);
+    bn_tracker_lock (self->tracker);
+    json_t *ids = bn_tracker_outstanding (self->tracker);
+    bn_tracker_unlock (self->tracker);
     json_t *content = ids ? json_pack ("{s:o}", "msg_ids", ids) : NULL;
     if (!content)
         return BN_ENOMEM;

@@ -451,19 +451,19 @@ bn_group_add_merged (bn_group_t *self, bn_msg_t *merged, char *err,
             bn_error_set (err, errsize,
                           "%s[%zu] names an engine that already has a reply",
                           BN_BCAST_GROUPS, index);
-            rc = -2;
+            rc = -3;
         } else if (bn_group_add_set (staged, group.engines, &outcome)) {
             bn_error_set (err, errsize, "out of memory");
-            rc = -2;
+            rc = -3;
         }
         json_decref (content);
         free (out);
         free (errtext);
-        if (rc == -2)
+        if (rc == -3)
             break;
         index++;
     }
-    if (rc == -1)
+    if (rc == -1 || rc == -2)
         bn_error_set (err, errsize, "%s", bn_merged_reader_error (reader));
     if (rc == 0) {
         rc = bn_group_merge (self, staged);

@@ -49,6 +49,8 @@ struct _bn_merged_reader_t {
     char error[192];                  //  why malformed
     const char *at;                   //  next element of the main list
     const char *end;                  //  end of the main list's text
+    const char *targets;              //  targets: the list's '[' (spliced)
+    const char *replies_list;         //  bn_replies' '[' (spliced)
     const char *replies;              //  next bn_replies element, or NULL
     const char *replies_end;          //  end of bn_replies' text
     bool contributors;                //  reduced: the contributors are next
@@ -76,6 +78,21 @@ s_fail (bn_merged_reader_t *self, const char *format, ...)
     }
     self->state = -1;
     return -1;
+}
+
+//  The current entry is malformed but the entries after it can be read:
+//  keep the reason; returns -2.
+static int s_skip (bn_merged_reader_t *self, const char *format, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
+static int
+s_skip (bn_merged_reader_t *self, const char *format, ...)
+{
+    va_list args;
+    va_start (args, format);
+    vsnprintf (self->error, sizeof self->error, format, args);
+    va_end (args);
+    return -2;
 }
 
 //  A quoted key in the metadata text, a look without parsing.
@@ -150,6 +167,8 @@ s_open_targets (bn_merged_reader_t *self)
     if (replies && md_end - md >= 2 && md_end[-1] == '}' && md_end[-2] == ']' &&
         s_top_level (md, mark)) {
         self->spliced = true;
+        self->targets = mark + strlen (S_TARGETS_MARK) - 1;
+        self->replies_list = replies + strlen (S_REPLIES_MARK) - 1;
         self->at = mark + strlen (S_TARGETS_MARK);
         self->end = replies + 1;
         self->replies = replies + strlen (S_REPLIES_MARK);
@@ -256,7 +275,7 @@ const char *
 bn_merged_reader_error (bn_merged_reader_t *self)
 {
     assert (self);
-    return self->state < 0 ? self->error : "";
+    return self->error;
 }
 
 bool
@@ -309,8 +328,9 @@ s_engines (bn_merged_reader_t *self, bn_jscan_slice_t value)
 }
 
 //  Fill entry from an entry object (text) and its fields (walked with
-//  s_entry_keys): status, buffer count (required: with_count), engines.
-//  Returns 0, or -1 after s_fail.
+//  s_entry_keys): buffer count (required: with_count), status, engines.
+//  Returns 1; -2 (after s_skip) if the entry is malformed but says its
+//  buffers, so that the next can be read; -1 (after s_fail) if not.
 static int
 s_entry_fields (bn_merged_reader_t *self, bn_jscan_slice_t text,
                 const bn_jscan_slice_t *fields, bn_merged_entry_t *entry,
@@ -322,23 +342,23 @@ s_entry_fields (bn_merged_reader_t *self, bn_jscan_slice_t text,
     entry->content = fields[S_CONTENT];
     entry->out = fields[S_OUT];
     entry->err = fields[S_ERR];
-    if (fields[S_CONTENT].data && *fields[S_CONTENT].data != '{')
-        return s_fail (self, "%s's content is not an object", what);
-    if (fields[S_STATUS].data &&
-        bn_jscan_unescape (fields[S_STATUS], self->status,
-                           sizeof self->status) < 0)
-        return s_fail (self, "%s's status is not a short string", what);
-    if (!fields[S_STATUS].data)
-        return s_fail (self, "%s has no status", what);
     if (fields[S_NBUFFERS].data) {
         if (s_count (fields[S_NBUFFERS], &entry->nbuffers) != 0)
             return s_fail (self, "%s's nbuffers is not a count", what);
         entry->sized = true;
     } else if (with_count)
         return s_fail (self, "%s has no nbuffers", what);
+    bn_idset_destroy (&self->engines);
     if (fields[S_ENGINES].data && s_engines (self, fields[S_ENGINES]) != 0)
-        return s_fail (self, "%s's engines are not an engine set", what);
-    return 0;
+        return s_skip (self, "%s's engines are not an engine set", what);
+    if (fields[S_CONTENT].data && *fields[S_CONTENT].data != '{')
+        return s_skip (self, "%s's content is not an object", what);
+    if (!fields[S_STATUS].data)
+        return s_skip (self, "%s has no status", what);
+    if (bn_jscan_unescape (fields[S_STATUS], self->status,
+                           sizeof self->status) < 0)
+        return s_skip (self, "%s's status is not a short string", what);
+    return 1;
 }
 
 //  A target as the writer writes it, ["uuid",eid] with a uuid that needs
@@ -522,9 +542,19 @@ s_next_target (bn_merged_reader_t *self, bn_merged_entry_t *entry)
         if (self->spliced && self->at != self->end)
             return s_fail (self, "text follows the spliced %s",
                            BN_BCAST_TARGETS);
-        if (self->spliced && self->replies != self->replies_end)
-            return s_fail (self, "text follows the spliced %s",
-                           BN_BCAST_REPLIES);
+        //  keys after the lists: they were a node's spliced lists only if
+        //  a walk of the metadata finds them where they were read
+        if (self->spliced && self->replies != self->replies_end) {
+            const char *keys[] = {BN_BCAST_TARGETS, BN_BCAST_REPLIES};
+            bn_jscan_slice_t lists[2];
+            if (bn_jscan_object (self->md, self->md_len, keys, 2, lists,
+                                 NULL) != 0 ||
+                lists[0].data != self->targets ||
+                lists[1].data != self->replies_list)
+                return s_fail (self, "%s and %s are not the metadata's",
+                               BN_BCAST_TARGETS, BN_BCAST_REPLIES);
+            self->spliced = false;
+        }
         return s_end (self);
     }
     if (fast)
@@ -536,7 +566,7 @@ s_next_target (bn_merged_reader_t *self, bn_merged_entry_t *entry)
     char what[64 + BN_MERGED_UUID_MAX];
     snprintf (what, sizeof what, "the %s entry of %s", BN_BCAST_REPLIES,
               self->uuid);
-    return s_entry_fields (self, reply, fields, entry, what, false) ? -1 : 1;
+    return s_entry_fields (self, reply, fields, entry, what, false);
 }
 
 static int
@@ -547,15 +577,21 @@ s_next_group (bn_merged_reader_t *self, bn_merged_entry_t *entry)
                                    fields, &group);
     if (rc == 0)
         return s_end (self);
-    bn_idset_destroy (&self->engines);
-    if (rc < 0 ||
-        s_entry_fields (self, group, fields, entry, "a group", true) != 0 ||
-        !self->engines || bn_idset_count (self->engines) == 0) {
-        //  a group is right or wrong as a whole
+    if (rc < 0)
+        return s_fail (self, "%s[%zu] is malformed", BN_BCAST_GROUPS,
+                       self->index);
+    rc = s_entry_fields (self, group, fields, entry, "a group", true);
+    if (rc == 1 && (!self->engines || bn_idset_count (self->engines) == 0))
+        rc = -2;
+    if (rc == -1) {
         self->state = 1;
         return s_fail (self, "%s[%zu] is malformed", BN_BCAST_GROUPS,
                        self->index);
     }
+    //  a group is right or wrong as a whole
+    if (rc == -2)
+        return s_skip (self, "%s[%zu] is malformed", BN_BCAST_GROUPS,
+                       self->index);
     return 1;
 }
 
@@ -581,19 +617,22 @@ s_next_reduced (bn_merged_reader_t *self, bn_merged_entry_t *entry)
     if (rc == 0)
         return s_end (self);
     //  the contributors came first
-    if (rc < 0 || s_engines (self, fields[S_ENGINES]) != 0 ||
-        bn_idset_count (self->engines) == 0 || !fields[S_CONTENT].data ||
-        *fields[S_CONTENT].data != '{')
+    if (rc < 0)
         return s_fail (self, "%s.failed[%zu] is malformed", BN_BCAST_REDUCED,
                        self->index - 1);
     entry->failure = true;
+    entry->sized = true;
+    entry->nbuffers = 0;
+    if (s_engines (self, fields[S_ENGINES]) != 0 ||
+        bn_idset_count (self->engines) == 0 || !fields[S_CONTENT].data ||
+        *fields[S_CONTENT].data != '{')
+        return s_skip (self, "%s.failed[%zu] is malformed", BN_BCAST_REDUCED,
+                       self->index - 1);
     entry->text = failure;
     entry->content = fields[S_CONTENT];
     if (bn_jscan_string (fields[S_CONTENT].data, fields[S_CONTENT].size,
                          "status", self->status, sizeof self->status) < 0)
         snprintf (self->status, sizeof self->status, "%s", BN_STATUS_ERROR);
-    entry->sized = true;
-    entry->nbuffers = 0;
     return 1;
 }
 
@@ -602,46 +641,51 @@ bn_merged_reader_next (bn_merged_reader_t *self, bn_merged_entry_t *entry)
 {
     assert (self);
     assert (entry);
-    if (self->state <= 0)
-        return self->state;
     memset (entry, 0, sizeof *entry);
     entry->eid = -1;
+    if (self->state <= 0)
+        return self->state;
     self->status[0] = 0;
     int rc = self->shape == BN_MERGED_TARGETS   ? s_next_target (self, entry)
              : self->shape == BN_MERGED_GROUPS  ? s_next_group (self, entry)
              : self->shape == BN_MERGED_REDUCED ? s_next_reduced (self, entry)
                                                 : -1;
-    if (rc != 1)
+    if (rc != 1 && rc != -2)
         return rc;
+    //  an entry, well-formed or not, takes its buffers
     if (!entry->status)
         entry->status = self->status;
     entry->ok = strcmp (entry->status, BN_STATUS_OK) == 0;
     entry->engines = entry->uuid ? NULL : self->engines;
     entry->first = self->buffer;
-    if (entry->sized) {
-        if (entry->nbuffers > self->nbuffers - self->buffer)
-            return self->shape == BN_MERGED_GROUPS
-                       ? s_fail (self, "%s[%zu] is malformed", BN_BCAST_GROUPS,
-                                 self->index)
-                       : s_fail (self,
-                                 "merged reply's entries name more than its "
-                                 "%zu buffers",
-                                 self->nbuffers);
-        self->buffer += entry->nbuffers;
-    } else
-        self->sized = false;
     self->index++;
-    return 1;
+    if (!entry->sized) {
+        self->sized = false;
+        return rc;
+    }
+    if (entry->nbuffers > self->nbuffers - self->buffer) {
+        entry->nbuffers = self->nbuffers - self->buffer;
+        rc = self->shape == BN_MERGED_GROUPS
+                 ? s_skip (self, "%s[%zu] is malformed", BN_BCAST_GROUPS,
+                           self->index - 1)
+                 : s_skip (self,
+                           "merged reply's entries name more than its %zu "
+                           "buffers",
+                           self->nbuffers);
+    }
+    self->buffer += entry->nbuffers;
+    return rc;
 }
 
 json_t *
-bn_merged_base (bn_msg_t *msg)
+bn_merged_base (bn_msg_t *msg, bool spliced)
 {
     assert (msg);
     size_t len;
     const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
-    const char *mark =
-        md ? memmem (md, len, S_TARGETS_MARK, strlen (S_TARGETS_MARK)) : NULL;
+    const char *mark = spliced && md ? memmem (md, len, S_TARGETS_MARK,
+                                               strlen (S_TARGETS_MARK))
+                                     : NULL;
     if (mark) {
         //  the part before the spliced lists, closed
         size_t head = (size_t)(mark - md);

@@ -17,7 +17,9 @@
         if (rc < 0)
             ... bn_merged_reader_error (reader) ...
         bn_merged_reader_destroy (&reader);
-*/
+
+    A reader that can do without a malformed entry (the client, which
+    drops it and counts it) calls next again after -2.  */
 #ifndef BN_MERGED_READER_H_INCLUDED
 #define BN_MERGED_READER_H_INCLUDED
 
@@ -73,16 +75,20 @@ void bn_merged_reader_destroy (bn_merged_reader_t **self_p);
 //  The message's shape.
 bn_merged_shape_t bn_merged_reader_shape (bn_merged_reader_t *self);
 
-//  Read the next entry into *entry. Returns 1, 0 past the last one (the
-//  entries named every buffer), or -1 if the reply is malformed there
-//  (bn_merged_reader_error says how; further calls return -1).
+//  Read the next entry into *entry. Returns 1; 0 past the last one (the
+//  entries named every buffer); -2 if this entry is malformed but the
+//  next can be read (*entry holds what could be read of it: its engines
+//  or uuid when they are well-formed, its buffers, clipped to the
+//  message's); -1 if the reply is malformed there (further calls return
+//  -1). bn_merged_reader_error says how.
 int bn_merged_reader_next (bn_merged_reader_t *self, bn_merged_entry_t *entry);
 
-//  Why the reader stopped with -1 ("" before).
+//  Why the last entry (-2) or the reply (-1) was malformed ("" before).
 const char *bn_merged_reader_error (bn_merged_reader_t *self);
 
 //  True if the entries are read through the text a merging node spliced
-//  in (no walk of the rest of the metadata).
+//  in last (no walk of the rest of the metadata); known for sure once
+//  they are all read.
 bool bn_merged_reader_spliced (bn_merged_reader_t *self);
 
 //  bn_reduced's op, NULL for other shapes (valid while the reader is).
@@ -93,11 +99,13 @@ const char *bn_merged_reader_op (bn_merged_reader_t *self);
 json_t *bn_merged_reader_reduce_error (bn_merged_reader_t *self);
 
 //  The metadata of a merged reply without the keys of its entries, as a
-//  new JSON object a node builds its own merged reply on: the part before
-//  the spliced keys when a node spliced them (only that much is parsed),
-//  else a copy of the parsed metadata without them. For another message,
-//  a copy of its metadata; NULL if it has none or memory runs out.
-json_t *bn_merged_base (bn_msg_t *msg);
+//  new JSON object (a node builds its own merged reply on it): when
+//  spliced (a reader of msg found its lists spliced in last:
+//  bn_merged_reader_spliced once it has read them all), only the part
+//  before them is parsed; else a copy of the parsed metadata without
+//  them. For another message, a copy of its metadata. NULL if it has
+//  none or memory runs out.
+json_t *bn_merged_base (bn_msg_t *msg, bool spliced);
 
 //  The number of engines a merged reply answers for (its targets, or the
 //  engines of its sets; 0 for a malformed one), or -1 if msg is not a

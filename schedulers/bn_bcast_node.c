@@ -97,6 +97,7 @@ typedef struct {
     size_t unreleased;           //  slots done, not yet sent (merging)
     zhashx_t *by_uuid;           //  uuid -> slot index + 1
     bn_msg_t *last;              //  last reply received (merging)
+    bool last_spliced;           //  it is a child's, read as spliced
     void *timed;                 //  handle in the node's timed list, or NULL
     bn_group_t *group;           //  bn_group: outcomes grouped (merging)
     bn_reduce_t *reduce;         //  bn_reduce: the partial reduction (merging)
@@ -495,7 +496,8 @@ s_send_merged (s_node_t *self, s_request_t *req, int partial)
     bn_msg_copy_idents (out, req->request);
     //  the last reply's metadata without its entries (a child's spliced
     //  lists are not parsed)
-    json_t *metadata = req->last ? bn_merged_base (req->last) : NULL;
+    json_t *metadata =
+        req->last ? bn_merged_base (req->last, req->last_spliced) : NULL;
     if (!metadata)
         metadata = json_object ();
     json_object_del (metadata, BN_BCAST_HOPS);
@@ -1263,7 +1265,7 @@ typedef struct {
 //  malformed (then nothing changed).
 static int
 s_take_merged (s_node_t *self, s_request_t *req, bn_msg_t *msg, char *err,
-               size_t errsize)
+               size_t errsize, bool *spliced)
 {
     bn_merged_reader_t *reader = bn_merged_reader_new (msg);
     size_t count = 0, cap = 16;
@@ -1305,7 +1307,8 @@ s_take_merged (s_node_t *self, s_request_t *req, bn_msg_t *msg, char *err,
         free (pieces);
         return -1;
     }
-    if (bn_merged_reader_spliced (reader))
+    *spliced = bn_merged_reader_spliced (reader);
+    if (*spliced)
         self->stats.spliced++;
     bn_merged_reader_destroy (&reader);
     int filled = 0;
@@ -1471,10 +1474,13 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
     bn_msg_pop_ident (msg);
     int rc = 0;
     char err[256] = "";
+    bool spliced = false;
     if (!req->merge) {
         //  forward as it came
         if (plain)
-            rc = s_take_merged (self, req, msg, err, sizeof err) < 0 ? -1 : 0;
+            rc = s_take_merged (self, req, msg, err, sizeof err, &spliced) < 0
+                     ? -1
+                     : 0;
         else if (merged)
             rc = s_take_sets (req, msg, err, sizeof err);
         else {
@@ -1517,7 +1523,8 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
             req->owed--;
         }
     } else if (plain)
-        rc = s_take_merged (self, req, msg, err, sizeof err) < 0 ? -1 : 0;
+        rc = s_take_merged (self, req, msg, err, sizeof err, &spliced) < 0 ? -1
+                                                                           : 0;
     else if (merged) {
         rc = -1;
         snprintf (err, sizeof err, "a merged message of another shape");
@@ -1538,6 +1545,7 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
     bn_msg_clear_buffers (msg);
     bn_msg_destroy (&req->last);
     req->last = msg;
+    req->last_spliced = spliced;
     *msg_p = NULL;
     s_progress (self, req);
 }

@@ -2,18 +2,23 @@
 /*  check_bn_merged: the merged broadcast reply codec over the corpus in
     tests/data/merged (replies of every shape as the tree writes them,
     7.1.0's, and malformed ones): the reader's entries, the writer's bytes,
-    and what the records make of each reply.
+    and what the hub's records and the client's decoding make of each
+    reply.
 
     A corpus file has one line per part, a tab after its name: about,
     header, parent, metadata, content, buffer (hex, one per buffer), then
-    what the reply must read as: `entry <uuid or engines> <eid> <status>
-    <first buffer> <nbuffers or ->` per entry, or `error <text>`; `engines
-    <n>` (bn_merged_engines); `spliced yes|no` for the targets shape.  */
+    what the reply must read as, in order: `entry <uuid or engines> <eid>
+    <status> <first buffer> <nbuffers or ->` per entry, and `error <text>`
+    for a malformed entry read past or, with a `fatal` line, the place the
+    reader stops at; `engines <n>` (bn_merged_engines); `spliced yes|no`
+    for the targets shape.  */
 #include "bn_merged_reader.h"
 #include "bn_merged_writer.h"
 #include "bn_monitor.h"
 #include "bn_msgtypes.h"
 #include "bn_records.h"
+#include "bn_replies.h"
+#include "bn_result_private.h"
 #include "bn_session.h"
 
 #include <check.h>
@@ -31,7 +36,8 @@ typedef struct {
     char *name;        //  file name
     zlist_t *lines;    //  its lines, split at the first tab: "key\tvalue"
     bn_msg_t *msg;     //  the reply
-    const char *error; //  the reader error it must give, or NULL
+    const char *error; //  the (first) reader error it must give, or NULL
+    bool fatal;        //  the reader stops at it
     int engines;       //  what bn_merged_engines must say
     int spliced;       //  1 yes, 0 no, -1 not said
 } s_case_t;
@@ -86,6 +92,7 @@ s_case_load (const char *name)
             free (bytes);
         }
     self->error = s_value (self, "error");
+    self->fatal = s_value (self, "fatal") != NULL;
     const char *engines = s_value (self, "engines");
     ck_assert_msg (engines != NULL, "%s has no engines line", name);
     self->engines = atoi (engines);
@@ -122,8 +129,19 @@ s_entry_line (const bn_merged_entry_t *entry)
     return line;
 }
 
-//  A reader of corpus file name, stepped through; checks every entry
-//  against the file's entry lines and the end against its error line.
+//  The next line of c that is an entry or an error, from *line on.
+static char *
+s_expected (s_case_t *c, char *line)
+{
+    while (line && strncmp (line, "entry\t", 6) != 0 &&
+           strncmp (line, "error\t", 6) != 0)
+        line = zlist_next (c->lines);
+    return line;
+}
+
+//  A reader of corpus file c, stepped through to its end: every entry it
+//  reads, and every malformed entry it goes past (-2) or stops at (-1),
+//  against the file's entry and error lines in order.
 static void
 s_check_reader (s_case_t *c)
 {
@@ -131,34 +149,36 @@ s_check_reader (s_case_t *c)
     ck_assert_ptr_nonnull (reader);
     bn_merged_entry_t entry;
     int rc;
-    char *expected = zlist_first (c->lines);
-    while ((rc = bn_merged_reader_next (reader, &entry)) == 1) {
-        while (expected && strncmp (expected, "entry\t", 6) != 0)
-            expected = zlist_next (c->lines);
-        ck_assert_msg (expected != NULL, "%s: an entry too many", c->name);
-        char *line = s_entry_line (&entry);
-        ck_assert_msg (strcmp (line, expected + 6) == 0,
-                       "%s: entry\n  %s\nnot\n  %s", c->name, line,
-                       expected + 6);
-        ck_assert (entry.ok == (strcmp (entry.status, BN_STATUS_OK) == 0));
-        free (line);
-        expected = zlist_next (c->lines);
+    char *expected = s_expected (c, zlist_first (c->lines));
+    while ((rc = bn_merged_reader_next (reader, &entry)) != 0) {
+        ck_assert_msg (expected != NULL, "%s: read %d past the end", c->name,
+                       rc);
+        if (rc == 1) {
+            char *line = s_entry_line (&entry);
+            ck_assert_msg (strcmp (line, expected + 6) == 0 &&
+                               strncmp (expected, "entry", 5) == 0,
+                           "%s: entry\n  %s\nnot\n  %s", c->name, line,
+                           expected);
+            ck_assert (entry.ok == (strcmp (entry.status, BN_STATUS_OK) == 0));
+            free (line);
+        } else
+            ck_assert_msg (
+                strncmp (expected, "error", 5) == 0 &&
+                    strcmp (bn_merged_reader_error (reader), expected + 6) == 0,
+                "%s: error %d '%s', not %s", c->name, rc,
+                bn_merged_reader_error (reader), expected);
+        expected = s_expected (c, zlist_next (c->lines));
+        if (rc == -1)
+            break;
     }
-    if (c->error) {
-        ck_assert_msg (rc == -1, "%s: read without error", c->name);
-        ck_assert_str_eq (bn_merged_reader_error (reader), c->error);
+    ck_assert_msg (expected == NULL, "%s: %s not read", c->name, expected);
+    if (rc == -1)
         //  a reader that failed stays failed
         ck_assert_int_eq (bn_merged_reader_next (reader, &entry), -1);
-    } else {
-        ck_assert_msg (rc == 0, "%s: %s", c->name,
-                       bn_merged_reader_error (reader));
-        ck_assert_str_eq (bn_merged_reader_error (reader), "");
-        while (expected && strncmp (expected, "entry\t", 6) != 0)
-            expected = zlist_next (c->lines);
-        ck_assert_msg (expected == NULL, "%s: entry %s not read", c->name,
-                       expected);
+    else
         ck_assert_int_eq (bn_merged_reader_next (reader, &entry), 0);
-    }
+    ck_assert_msg ((rc == -1) == (c->error && c->fatal), "%s: ends with %d",
+                   c->name, rc);
     if (c->spliced >= 0)
         ck_assert_msg (bn_merged_reader_spliced (reader) == (c->spliced == 1),
                        "%s: spliced is %d", c->name,
@@ -269,9 +289,14 @@ START_TEST (test_writer)
             json_decref (content);
         }
         ck_assert_str_eq (bn_merged_reader_error (reader), "");
-        json_t *base = bn_merged_base (c->msg);
+        //  the part before the spliced lists is the rest of the metadata
+        json_t *base = bn_merged_base (c->msg, true);
         ck_assert_ptr_nonnull (base);
         ck_assert_ptr_null (json_object_get (base, BN_BCAST_TARGETS));
+        json_t *walked = bn_merged_base (c->msg, false);
+        ck_assert (json_equal (base, walked));
+        ck_assert_ptr_null (json_object_get (walked, BN_BCAST_REPLIES));
+        json_decref (walked);
         bn_msg_t *out = bn_msg_dup (c->msg);
         ck_assert_uint_eq (bn_merged_writer_count (writer), entries);
         ck_assert_int_eq (bn_merged_writer_finish (writer, base, out), 0);
@@ -452,6 +477,165 @@ START_TEST (test_records)
 }
 END_TEST
 
+//  bn_replies_drop_fn: count what the client dropped.
+static void
+s_count_drop (void *arg, const char *why)
+{
+    (void)why;
+    (*(size_t *)arg)++;
+}
+
+//  The JSON status and ename an engine's item must end with, from the
+//  metadata as jansson reads it: its bn_replies entry or group, or the
+//  reduced contributors or failure naming it; NULL status when the reply
+//  does not name it.
+static void
+s_expected_outcome (json_t *md, json_t *content, int index, int eid,
+                    const char **status, const char **ename)
+{
+    *status = NULL;
+    *ename = NULL;
+    json_t *entry = NULL;
+    json_t *replies = json_object_get (md, BN_BCAST_REPLIES);
+    if (json_object_get (md, BN_BCAST_TARGETS)) {
+        entry = json_array_get (replies, (size_t)index);
+        if (!replies) {
+            *status = json_string_value (json_object_get (content, "status"));
+            *ename = json_string_value (json_object_get (content, "ename"));
+            return;
+        }
+    }
+    json_t *list = json_object_get (md, BN_BCAST_GROUPS);
+    json_t *reduced = json_object_get (md, BN_BCAST_REDUCED);
+    if (reduced) {
+        bn_idset_t *ids = bn_idset_parse (
+            json_string_value (json_object_get (reduced, "engines")));
+        if (bn_idset_contains (ids, eid))
+            *status = BN_STATUS_OK;
+        bn_idset_destroy (&ids);
+        list = json_object_get (reduced, "failed");
+    }
+    size_t i;
+    json_t *set;
+    json_array_foreach (list, i, set)
+    {
+        bn_idset_t *ids = bn_idset_parse (
+            json_string_value (json_object_get (set, "engines")));
+        if (bn_idset_contains (ids, eid))
+            entry = set;
+        bn_idset_destroy (&ids);
+    }
+    if (!entry)
+        return;
+    json_t *error = json_object_get (entry, "content");
+    *status = json_string_value (json_object_get (entry, "status"));
+    if (!*status)
+        *status = json_string_value (json_object_get (error, "status"));
+    *ename = json_string_value (json_object_get (error, "ename"));
+    if (!*status && json_is_integer (json_object_get (entry, "nbuffers"))) {
+        //  an entry without a status is a protocol error of its engine
+        *status = BN_STATUS_ERROR;
+        *ename = "ProtocolError";
+    }
+}
+
+//  The client's decoding (bn_replies, as libbanyan's I/O thread hands it a
+//  broadcast reply): every engine a well-formed reply names gets its
+//  outcome, a reply the reader stops at completes nothing and is dropped.
+START_TEST (test_client)
+{
+    size_t decoded = 0;
+    for (size_t i = 0; i < s_nnames; i++) {
+        s_case_t *c = s_case_load (s_names[i]);
+        json_t *md = bn_msg_metadata (c->msg);
+        const char *original =
+            json_string_value (json_object_get (md, "original_msg_id"));
+        if (c->engines < 0 || !original) {
+            s_case_destroy (&c);
+            continue;
+        }
+        //  the engines it names: targets' uuids and ids, or the sets'
+        //  ids as engine-<id>
+        bn_tracker_t *tracker = bn_tracker_new ();
+        bn_engines_t *engines = bn_engines_new ();
+        int ids[64];
+        char uuids[64][BN_UUID_SIZE];
+        int n = 0;
+        json_t *targets = json_object_get (md, BN_BCAST_TARGETS);
+        size_t index;
+        json_t *target;
+        json_array_foreach (targets, index, target)
+        {
+            json_t *uuid =
+                json_is_array (target) ? json_array_get (target, 0) : target;
+            if (!json_is_string (uuid) || n == 64)
+                continue;
+            ids[n] = json_is_array (target)
+                         ? (int)json_integer_value (json_array_get (target, 1))
+                         : n;
+            snprintf (uuids[n], BN_UUID_SIZE, "%s", json_string_value (uuid));
+            n++;
+        }
+        if (!targets)
+            for (int id = 0; id < c->engines && n < 64; id++, n++) {
+                ids[n] = id;
+                snprintf (uuids[n], BN_UUID_SIZE, "engine-%d", id);
+            }
+        bn_result_t *result = bn_result_new (tracker, (size_t)n);
+        bn_result_set_output_in_reply (result, true);
+        for (int e = 0; e < n; e++) {
+            bn_engines_add (engines, ids[e], uuids[e]);
+            char msg_id[256];
+            snprintf (msg_id, sizeof msg_id, "%s_%s", original, uuids[e]);
+            bn_item_t *item = bn_result_add (result, msg_id, NULL, ids[e],
+                                             uuids[e], BN_ITEM_SHELL);
+            ck_assert_int_eq (bn_tracker_track (tracker, item), 0);
+        }
+        size_t drops = 0;
+        bn_replies_on_reply (tracker, engines, c->msg, true, s_count_drop,
+                             &drops);
+        for (int e = 0; e < n; e++) {
+            const char *status, *ename;
+            s_expected_outcome (md, bn_msg_content (c->msg), e, ids[e], &status,
+                                &ename);
+            int got = bn_result_status (result, (size_t)e);
+            if (c->fatal || !status) {
+                //  not delivered: the engine still waits
+                ck_assert_msg (got == BN_ENOTREADY, "%s: engine %d got %d",
+                               c->name, ids[e], got);
+                continue;
+            }
+            if (strcmp (status, BN_STATUS_OK) == 0)
+                //  the corpus's buffers are the tree tests' raw bytes or
+                //  pickles: a value, or an error that says it does not
+                //  decode
+                ck_assert_msg (got == 0 || got == BN_EPICKLE,
+                               "%s: engine %d got %d", c->name, ids[e], got);
+            else {
+                ck_assert_msg (got != 0 && got != BN_ENOTREADY,
+                               "%s: engine %d got %d", c->name, ids[e], got);
+                if (ename)
+                    ck_assert_str_eq (bn_result_ename (result, (size_t)e),
+                                      ename);
+            }
+        }
+        if (c->fatal)
+            ck_assert_msg (drops == 1, "%s: %zu drops", c->name, drops);
+        if (json_object_get (md, BN_BCAST_REDUCED) && !c->error)
+            ck_assert_str_eq (
+                bn_result_reduced_op (result),
+                json_string_value (json_object_get (
+                    json_object_get (md, BN_BCAST_REDUCED), "op")));
+        bn_result_destroy (&result);
+        bn_engines_destroy (&engines);
+        bn_tracker_unref (&tracker);
+        s_case_destroy (&c);
+        decoded++;
+    }
+    ck_assert_uint_ge (decoded, 20);
+}
+END_TEST
+
 static int
 s_compare_names (const void *a, const void *b)
 {
@@ -484,6 +668,7 @@ main (void)
     tcase_add_test (tc, test_escapes);
     tcase_add_test (tc, test_sets_writer);
     tcase_add_test (tc, test_records);
+    tcase_add_test (tc, test_client);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

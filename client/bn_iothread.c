@@ -1,0 +1,426 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
+/*  bn_iothread: the thread that owns a client's sockets.
+
+    User threads build messages with the tracker's lock held (the tx
+    session numbers them), then pass them over the inproc pipe; this
+    thread signs and sends them with its own session (same key and id), so
+    that the replay history of the rx session is only ever touched here.  */
+#define _GNU_SOURCE //  memmem
+#include "bn_iothread.h"
+
+#include "bn_log.h"
+#include "bn_msgtypes.h"
+#include "bn_replies.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#define S_BATCH 256     //  messages read from one socket per turn
+#define S_LINGER_MS 250 //  how long unsent messages may delay destroy
+
+enum { S_CMD_SEND, S_CMD_STOP };
+
+//  What user threads pass to the thread over the pipe.
+typedef struct {
+    int op;          //  S_CMD_SEND or S_CMD_STOP
+    bn_sock_t sock;  //  socket to send on
+    size_t count;    //  messages
+    bn_msg_t **msgs; //  malloc'd array of messages, owned by the command
+} s_cmd_t;
+
+struct _bn_iothread_t {
+    bn_iothread_args_t args;   //  sockets, session, tracker, engines
+    size_t session_len;        //  strlen of args.session_id
+    void *pipe_back;           //  PAIR the thread reads commands from
+    void *pipe;                //  PAIR user threads write commands to
+    pthread_mutex_t pipe_lock; //  guards pipe and pipe_closed
+    bool pipe_closed;          //  no more commands can be sent
+    pthread_t thread;          //  the thread
+};
+
+static void
+s_drop (bn_iothread_t *self, const char *why)
+{
+    atomic_fetch_add (self->args.dropped, 1);
+    bn_log_debug ("client: dropped a message: %s", why);
+}
+
+//  bn_replies_drop_fn: count and log what bn_replies dropped.
+static void
+s_dropped (void *arg, const char *why)
+{
+    s_drop ((bn_iothread_t *)arg, why);
+}
+
+//  The reply types a request socket gets.
+static bool
+s_is_reply_for (bn_sock_t sock, const char *type)
+{
+    if (sock == BN_SOCK_MUX || sock == BN_SOCK_TASK ||
+        sock == BN_SOCK_BROADCAST)
+        return strcmp (type, BN_MSG_APPLY_REPLY) == 0 ||
+               strcmp (type, BN_MSG_EXECUTE_REPLY) == 0;
+    return true;
+}
+
+static bool
+s_on_reply (bn_iothread_t *self, bn_msg_t *msg, bn_sock_t sock)
+{
+    int rc = bn_msg_verify (msg, self->args.rx, true);
+    if (rc != 0) {
+        s_drop (self, bn_strerror (rc));
+        return false;
+    }
+    const char *type = bn_msg_type (msg);
+    if (type && !s_is_reply_for (sock, type)) {
+        s_drop (self, type);
+        return false;
+    }
+    return bn_replies_on_reply (self->args.tracker, self->args.engines, msg,
+                                sock == BN_SOCK_BROADCAST, s_dropped, self);
+}
+
+static bool
+s_on_iopub (bn_iothread_t *self, bn_msg_t *msg)
+{
+    //  Most output belongs to other clients: a cheap look for our session
+    //  id in the parent header before the signature check and parsing.
+    size_t size = 0;
+    const void *parent = bn_msg_part_data (msg, BN_PART_PARENT, &size);
+    if (!parent ||
+        !memmem (parent, size, self->args.session_id, self->session_len))
+        return false;
+    int rc = bn_msg_verify (msg, self->args.rx, true);
+    if (rc != 0) {
+        s_drop (self, bn_strerror (rc));
+        return false;
+    }
+    json_t *parent_header = bn_msg_parent (msg);
+    const char *session =
+        json_string_value (json_object_get (parent_header, "session"));
+    const char *msg_id = bn_msg_parent_id (msg);
+    const char *type = bn_msg_type (msg);
+    json_t *content = bn_msg_content (msg);
+    if (!session || strcmp (session, self->args.session_id) != 0 || !msg_id ||
+        !type || !content)
+        return false;
+    bn_tracker_t *tracker = self->args.tracker;
+    bool changed = false;
+    bn_tracker_lock (tracker);
+    bn_item_t *item = bn_tracker_find (tracker, msg_id);
+    if (item && bn_item_on_iopub (item, type, content)) {
+        bn_tracker_untrack (tracker, item);
+        changed = true;
+    }
+    bn_tracker_unlock (tracker);
+    return changed;
+}
+
+static bool
+s_on_notification (bn_iothread_t *self, bn_msg_t *msg)
+{
+    int rc = bn_msg_verify (msg, self->args.rx, true);
+    if (rc != 0) {
+        s_drop (self, bn_strerror (rc));
+        return false;
+    }
+    const char *type = bn_msg_type (msg);
+    json_t *content = bn_msg_content (msg);
+    if (!type || !content) {
+        s_drop (self, "notification without type or content");
+        return false;
+    }
+    json_t *id = json_object_get (content, "id");
+    const char *uuid = json_string_value (json_object_get (content, "uuid"));
+    bn_tracker_t *tracker = self->args.tracker;
+    bool changed = false;
+    bn_tracker_lock (tracker);
+    if (strcmp (type, BN_MSG_REGISTRATION_NOTIFICATION) == 0) {
+        if (json_is_integer (id) &&
+            bn_engines_add (self->args.engines, (int)json_integer_value (id),
+                            uuid) == 0)
+            changed = true;
+        else
+            s_drop (self, "bad registration_notification");
+    } else if (strcmp (type, BN_MSG_UNREGISTRATION_NOTIFICATION) == 0) {
+        int eid = json_is_integer (id) ? (int)json_integer_value (id) : -1;
+        if (json_is_string (id))
+            eid = atoi (json_string_value (id));
+        char *gone = bn_engines_remove (self->args.engines, eid);
+        if (gone) {
+            //  settle the requests still waiting on it
+            bn_tracker_engine_died (tracker, gone, eid);
+            changed = true;
+        }
+        free (gone);
+    } else if (strcmp (type, BN_MSG_SHUTDOWN_NOTIFICATION) == 0) {
+        bn_log_info ("client: the controller is shutting down");
+        bn_tracker_close (tracker, BN_ENOCONTROLLER);
+        changed = true;
+    } else
+        s_drop (self, type);
+    bn_tracker_unlock (tracker);
+    return changed;
+}
+
+uint16_t
+bn_iothread_monitor_event (void *monitor)
+{
+    assert (monitor);
+    zmq_msg_t frame;
+    zmq_msg_init (&frame);
+    uint16_t event = 0;
+    bool first = true;
+    while (zmq_msg_recv (&frame, monitor, ZMQ_DONTWAIT) >= 0) {
+        if (first && zmq_msg_size (&frame) >= sizeof event)
+            memcpy (&event, zmq_msg_data (&frame), sizeof event);
+        first = false;
+        if (!zmq_msg_more (&frame))
+            break;
+    }
+    zmq_msg_close (&frame);
+    return event;
+}
+
+static bool
+s_on_monitor (bn_iothread_t *self)
+{
+    if (bn_iothread_monitor_event (self->args.monitor) !=
+        ZMQ_EVENT_DISCONNECTED)
+        return false;
+    bn_log_info ("client: lost the connection to the controller");
+    bn_tracker_lock (self->args.tracker);
+    bn_tracker_close (self->args.tracker, BN_ENOCONTROLLER);
+    bn_tracker_unlock (self->args.tracker);
+    return true;
+}
+
+//  Run commands from the pipe; returns true on STOP.
+static bool
+s_on_pipe (bn_iothread_t *self)
+{
+    s_cmd_t cmd;
+    while (zmq_recv (self->pipe_back, &cmd, sizeof cmd, ZMQ_DONTWAIT) ==
+           sizeof cmd) {
+        if (cmd.op == S_CMD_STOP)
+            return true;
+        void *socket = self->args.sockets[cmd.sock];
+        for (size_t i = 0; i < cmd.count; i++) {
+            if (!socket) {
+                bn_msg_destroy (&cmd.msgs[i]);
+                continue;
+            }
+            if (bn_msg_send_flags (&cmd.msgs[i], socket, self->args.rx,
+                                   ZMQ_DONTWAIT) != 0)
+                bn_log_warn ("client: cannot send a request: %s",
+                             zmq_strerror (errno));
+        }
+        free (cmd.msgs);
+    }
+    return false;
+}
+
+static void
+s_close_socket (void **socket_p, int linger)
+{
+    if (!*socket_p)
+        return;
+    zmq_setsockopt (*socket_p, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_close (*socket_p);
+    *socket_p = NULL;
+}
+
+static void *
+s_run (void *arg)
+{
+    bn_iothread_t *self = arg;
+    bn_log_set_ident ("client");
+    //  Within one turn replies are read before output, notifications and
+    //  connection events, so that a reply that arrived together with the
+    //  news of its engine's (or the controller's) end still counts.
+    enum { P_IOPUB = BN_SOCK_COUNT, P_NOTIFY, P_MONITOR, P_PIPE, P_ALL };
+    zmq_pollitem_t items[P_ALL];
+    memset (items, 0, sizeof items);
+    void *sockets[P_ALL];
+    for (int i = 0; i < BN_SOCK_COUNT; i++)
+        sockets[i] = self->args.sockets[i];
+    sockets[P_IOPUB] = self->args.iopub;
+    sockets[P_NOTIFY] = self->args.notification;
+    sockets[P_MONITOR] = self->args.monitor;
+    sockets[P_PIPE] = self->pipe_back;
+    int n = 0;
+    int kind[P_ALL];
+    for (int i = 0; i < P_ALL; i++)
+        if (sockets[i]) {
+            items[n].socket = sockets[i];
+            items[n].events = ZMQ_POLLIN;
+            kind[n++] = i;
+        }
+    bool stop = false;
+    while (!stop) {
+        if (zmq_poll (items, n, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        bool changed = false;
+        for (int i = 0; i < n; i++) {
+            if (!(items[i].revents & ZMQ_POLLIN))
+                continue;
+            if (kind[i] == P_PIPE) {
+                stop = s_on_pipe (self);
+                continue;
+            }
+            if (kind[i] == P_MONITOR) {
+                changed |= s_on_monitor (self);
+                continue;
+            }
+            for (int k = 0; k < S_BATCH; k++) {
+                bn_msg_t *msg =
+                    bn_msg_recv_flags (items[i].socket, ZMQ_DONTWAIT);
+                if (!msg)
+                    break;
+                if (kind[i] == P_IOPUB)
+                    changed |= s_on_iopub (self, msg);
+                else if (kind[i] == P_NOTIFY)
+                    changed |= s_on_notification (self, msg);
+                else
+                    changed |= s_on_reply (self, msg, (bn_sock_t)kind[i]);
+                bn_msg_destroy (&msg);
+            }
+        }
+        if (changed) {
+            bn_tracker_lock (self->args.tracker);
+            bn_tracker_changed (self->args.tracker);
+            bn_tracker_unlock (self->args.tracker);
+        }
+    }
+    bn_tracker_lock (self->args.tracker);
+    int linger = bn_tracker_state (self->args.tracker) == BN_ENOCONTROLLER
+                     ? 0
+                     : S_LINGER_MS;
+    bn_tracker_unlock (self->args.tracker);
+    for (int i = 0; i < BN_SOCK_COUNT; i++)
+        s_close_socket (&self->args.sockets[i], linger);
+    s_close_socket (&self->args.iopub, 0);
+    s_close_socket (&self->args.notification, 0);
+    s_close_socket (&self->args.monitor, 0);
+    s_close_socket (&self->pipe_back, 0);
+    return NULL;
+}
+
+//  The inproc pipe between user threads and the thread.
+static int
+s_open_pipe (bn_iothread_t *self)
+{
+    char endpoint[64];
+    snprintf (endpoint, sizeof endpoint, "inproc://bn-client-pipe-%p",
+              (void *)self);
+    self->pipe_back = zmq_socket (self->args.context, ZMQ_PAIR);
+    self->pipe = zmq_socket (self->args.context, ZMQ_PAIR);
+    if (!self->pipe_back || !self->pipe)
+        return -1;
+    int zero = 0;
+    zmq_setsockopt (self->pipe, ZMQ_SNDHWM, &zero, sizeof zero);
+    zmq_setsockopt (self->pipe_back, ZMQ_RCVHWM, &zero, sizeof zero);
+    if (zmq_bind (self->pipe_back, endpoint) != 0 ||
+        zmq_connect (self->pipe, endpoint) != 0)
+        return -1;
+    return 0;
+}
+
+bn_iothread_t *
+bn_iothread_new (bn_iothread_args_t *args)
+{
+    assert (args);
+    assert (args->context && args->rx && args->tracker && args->engines);
+    assert (args->session_id && args->dropped);
+    bn_iothread_t *self = calloc (1, sizeof *self);
+    if (!self)
+        return NULL;
+    self->args = *args;
+    self->session_len = strlen (args->session_id);
+    pthread_mutex_init (&self->pipe_lock, NULL);
+    if (s_open_pipe (self) != 0 ||
+        pthread_create (&self->thread, NULL, s_run, self) != 0) {
+        s_close_socket (&self->pipe, 0);
+        s_close_socket (&self->pipe_back, 0);
+        pthread_mutex_destroy (&self->pipe_lock);
+        free (self);
+        return NULL;
+    }
+    //  the thread has them now
+    memset (args->sockets, 0, sizeof args->sockets);
+    args->iopub = args->notification = args->monitor = NULL;
+    args->rx = NULL;
+    return self;
+}
+
+void
+bn_iothread_stop (bn_iothread_t *self)
+{
+    assert (self);
+    pthread_mutex_lock (&self->pipe_lock);
+    bool running = !self->pipe_closed;
+    if (running) {
+        s_cmd_t stop = {S_CMD_STOP, 0, 0, NULL};
+        zmq_send (self->pipe, &stop, sizeof stop, 0);
+        self->pipe_closed = true;
+    }
+    pthread_mutex_unlock (&self->pipe_lock);
+    if (!running)
+        return;
+    //  No command can follow the STOP (pipe_closed is set with it), and
+    //  the thread runs every command before it, so none is lost.
+    pthread_join (self->thread, NULL);
+    pthread_mutex_lock (&self->pipe_lock);
+    s_close_socket (&self->pipe, 0);
+    pthread_mutex_unlock (&self->pipe_lock);
+}
+
+void
+bn_iothread_destroy (bn_iothread_t **self_p)
+{
+    assert (self_p);
+    bn_iothread_t *self = *self_p;
+    if (!self)
+        return;
+    *self_p = NULL;
+    bn_iothread_stop (self);
+    bn_session_destroy (&self->args.rx);
+    pthread_mutex_destroy (&self->pipe_lock);
+    free (self);
+}
+
+int
+bn_iothread_send (bn_iothread_t *self, bn_sock_t sock, bn_msg_t **msgs,
+                  size_t count)
+{
+    assert (self);
+    assert (sock < BN_SOCK_COUNT);
+    s_cmd_t cmd = {S_CMD_SEND, sock, count, NULL};
+    cmd.msgs = malloc (count * sizeof *cmd.msgs);
+    int rc = cmd.msgs ? 0 : BN_ENOMEM;
+    if (cmd.msgs)
+        memcpy (cmd.msgs, msgs, count * sizeof *msgs);
+    if (rc == 0) {
+        pthread_mutex_lock (&self->pipe_lock);
+        if (self->pipe_closed)
+            rc = BN_ECLOSED;
+        else if (zmq_send (self->pipe, &cmd, sizeof cmd, 0) != sizeof cmd)
+            rc = BN_EIO;
+        pthread_mutex_unlock (&self->pipe_lock);
+    }
+    if (rc != 0) {
+        for (size_t i = 0; i < count; i++)
+            bn_msg_destroy (&msgs[i]);
+        free (cmd.msgs);
+    } else
+        memset (msgs, 0, count * sizeof *msgs);
+    return rc;
+}
