@@ -430,7 +430,7 @@ s_broadcast_metadata (bn_view_t *self, json_t *targets)
         return NULL;
     int rc = 0;
     if (merge_by_levels)
-        rc |= json_object_set_new (metadata, "bn_levels",
+        rc |= json_object_set_new (metadata, BN_BCAST_LEVELS,
                                    json_pack ("[s]", "merge"));
     if (self->nlevels) {
         json_t *levels = json_array ();
@@ -439,29 +439,29 @@ s_broadcast_metadata (bn_view_t *self, json_t *targets)
                 levels,
                 json_string (self->levels[i] == BN_LEVEL_MERGE ? "merge"
                                                                : "forward"));
-        rc |= json_object_set_new (metadata, "bn_levels", levels);
+        rc |= json_object_set_new (metadata, BN_BCAST_LEVELS, levels);
     }
     if (self->release != BN_RELEASE_ALL)
         rc |= json_object_set_new (
-            metadata, "bn_release",
+            metadata, BN_BCAST_RELEASE,
             json_string (self->release == BN_RELEASE_WINDOW ? "window"
                                                             : "none"));
     if (self->release == BN_RELEASE_WINDOW)
-        rc |= json_object_set_new (metadata, "bn_window_ms",
+        rc |= json_object_set_new (metadata, BN_BCAST_WINDOW,
                                    json_integer (self->window_ms));
     if (self->group)
-        rc |= json_object_set_new (metadata, "bn_group", json_true ());
+        rc |= json_object_set_new (metadata, BN_BCAST_GROUP, json_true ());
     if (self->reduce[0])
-        rc |= json_object_set_new (metadata, "bn_reduce",
+        rc |= json_object_set_new (metadata, BN_BCAST_REDUCE,
                                    json_string (self->reduce));
     if (self->deadline_ms > 0)
-        rc |= json_object_set_new (metadata, "bn_deadline_ms",
+        rc |= json_object_set_new (metadata, BN_BCAST_DEADLINE,
                                    json_integer (self->deadline_ms));
     if (self->timestamps)
-        rc |= json_object_set_new (metadata, "bn_timestamps", json_true ());
+        rc |= json_object_set_new (metadata, BN_BCAST_TIMESTAMPS, json_true ());
     if (self->output_in_reply)
-        rc |=
-            json_object_set_new (metadata, "bn_output", json_string ("reply"));
+        rc |= json_object_set_new (metadata, BN_BCAST_OUTPUT,
+                                   json_string ("reply"));
     if (rc != 0)
         json_decref (metadata);
     return rc == 0 ? metadata : NULL;

@@ -57,7 +57,7 @@ extern char **environ;
 #define S_DEFAULT_HB_MS 3000         //  hb_period when the reply gives none
 #define S_MAX_HB_MS 86400000         //  longest hb_period taken (a day)
 #define S_TIMELIMIT_KEY "time_limit" //  request metadata, seconds
-#define S_OUTPUT_KEY "bn_output"     //  request metadata: "reply"
+#define S_OUTPUT_KEY BN_BCAST_OUTPUT //  request metadata: "reply"
 #define S_REPLY_OUTPUT_MAX (16 * 1024 * 1024) //  bytes kept per stream
 #define S_ENGINE_ID_VAR "BANYAN_ENGINE_ID"
 #define S_ENGINE_UUID_VAR "BANYAN_ENGINE_UUID"

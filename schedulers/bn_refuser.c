@@ -166,8 +166,7 @@ s_refuse_broadcast (bn_refuser_t *self, bn_msg_t *request)
         if (reply) {
             s_broadcast_metadata (reply, original, coalescing);
             if (coalescing && s_targets_ok (targets)) {
-                json_object_set_new (bn_msg_metadata (reply),
-                                     "broadcast_targets",
+                json_object_set_new (bn_msg_metadata (reply), BN_BCAST_TARGETS,
                                      json_deep_copy (targets));
                 bn_msg_touch (reply, BN_PART_METADATA);
             }
