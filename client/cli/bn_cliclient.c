@@ -14,8 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-//  Seconds to wait for abort replies
+//  Seconds to wait for abort replies, and then for the aborted requests'
+//  replies
 #define S_ABORT_TIMEOUT 2.0
+#define S_ABORTED_WAIT 0.5
 //  Seconds a call waits on a terminal before it looks for earlier work
 //  it waits behind, and the time engines get to say what they run
 #define S_BEHIND_AFTER 1.0
@@ -353,11 +355,16 @@ bn_cliclient_collect (bn_cliopts_t *opts, bn_client_t *client,
         if (deadline >= 0 && zclock_usecs () / 1e6 > deadline) {
             if (progress)
                 bn_progress_clear (progress);
-            bn_result_abort (result, S_ABORT_TIMEOUT);
+            //  (a moment for the aborted replies, which carry what the
+            //  commands wrote before they were ended)
+            if (bn_result_abort (result, S_ABORT_TIMEOUT) == 0)
+                bn_result_wait (result, S_ABORTED_WAIT);
             //  Items that completed during the abort still count; the
-            //  rest timed out
+            //  rest timed out, those the abort ended too
             while ((index = bn_result_next (result, 0)) >= 0)
-                s_take (&self, (size_t)index, false);
+                s_take (&self, (size_t)index,
+                        bn_result_status (result, (size_t)index) ==
+                            BN_EABORTED);
             for (size_t item = 0; item < count; item++)
                 if (bn_result_status (result, item) == BN_ENOTREADY)
                     s_take (&self, item, true);

@@ -104,7 +104,7 @@ s_on_item (bn_result_t *result, size_t index, bool timed_out, void *data)
         repr = value ? bn_value_repr (value)
                      : strdup ("<a value this client cannot decode>");
     }
-    const char *out = timed_out ? "" : bn_result_stdout (result, index);
+    const char *out = bn_result_stdout (result, index);
     out = out ? out : "";
     if (self->gather) {
         //  A value is what groups engines; its text ends the block

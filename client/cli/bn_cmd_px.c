@@ -120,8 +120,9 @@ s_on_item (bn_result_t *result, size_t index, bool timed_out, void *data)
     if (failed)
         self->failed = true;
     int id = bn_result_engine_id (result, index);
-    const char *out = timed_out ? "" : bn_result_stdout (result, index);
-    const char *err = timed_out ? "" : bn_result_stderr (result, index);
+    //  (what a command that timed out wrote before the abort ended it)
+    const char *out = bn_result_stdout (result, index);
+    const char *err = bn_result_stderr (result, index);
     out = out ? out : "";
     err = err ? err : "";
     if (self->gather) {
