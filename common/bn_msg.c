@@ -872,9 +872,11 @@ s_send_frame (zmq_msg_t *frame, void *socket, int flags)
     return 0;
 }
 
-int
-bn_msg_send_flags (bn_msg_t **self_p, void *socket, bn_session_t *session,
-                   int flags)
+//  Send *self_p; with keep, a message none of whose frames went is left to
+//  the caller.
+static int
+s_send (bn_msg_t **self_p, void *socket, bn_session_t *session, int flags,
+        bool keep)
 {
     assert (self_p);
     assert (socket);
@@ -895,9 +897,13 @@ bn_msg_send_flags (bn_msg_t **self_p, void *socket, bn_session_t *session,
         self->signed_ok = true;
     }
     if (rc == 0) {
-        for (size_t i = 0; i < self->nidents && rc == 0; i++)
+        for (size_t i = 0; i < self->nidents && rc == 0; i++) {
             rc = s_send_frame (&self->idents[i], socket,
                                ZMQ_SNDMORE | (i == 0 ? flags : 0));
+            //  the first frame did not go: nothing did
+            if (rc != 0 && i == 0 && keep)
+                return -1;
+        }
         if (rc == 0) {
             zmq_msg_t delim;
             zmq_msg_init_size (&delim, BN_DELIM_SIZE);
@@ -919,6 +925,22 @@ bn_msg_send_flags (bn_msg_t **self_p, void *socket, bn_session_t *session,
     bn_msg_destroy (self_p);
     errno = error;
     return rc;
+}
+
+int
+bn_msg_send_flags (bn_msg_t **self_p, void *socket, bn_session_t *session,
+                   int flags)
+{
+    return s_send (self_p, socket, session, flags, false);
+}
+
+int
+bn_msg_send_routed (bn_msg_t **self_p, void *socket, bn_session_t *session,
+                    int flags)
+{
+    assert (self_p && *self_p);
+    assert (bn_msg_nidents (*self_p) > 0);
+    return s_send (self_p, socket, session, flags, true);
 }
 
 int

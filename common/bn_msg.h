@@ -172,6 +172,13 @@ int bn_msg_send (bn_msg_t **self_p, void *socket, bn_session_t *session);
 int bn_msg_send_flags (bn_msg_t **self_p, void *socket, bn_session_t *session,
                        int flags);
 
+//  As bn_msg_send_flags, for a message with idents, except that when its
+//  first ident cannot go (ROUTER_MANDATORY's EHOSTUNREACH, EAGAIN) nothing
+//  went and the message is left to the caller (*self_p kept, -1, errno
+//  set), who can still answer it.
+int bn_msg_send_routed (bn_msg_t **self_p, void *socket, bn_session_t *session,
+                        int flags);
+
 //  Total bytes on the wire (idents, delimiter, signature, parts, buffers).
 size_t bn_msg_size (bn_msg_t *self);
 

@@ -2,7 +2,9 @@
 /*  banyan-scheduler: one node of the broadcast tree as its own process
     (options, settings, logging and the wait loop; the node is
     bn_bcast_node_actor). banyan-controller starts one per node in process
-    mode (bn_treeproc) and talks to it over --control-fd.  */
+    mode (bn_treeproc) and talks to it over --control-fd. With --host it is
+    a host node instead (doc/hosts.md; bn_hostnode_actor), which a launcher
+    starts on each engine host.  */
 #include <czmq.h>
 #include <errno.h>
 #include <signal.h>
@@ -15,7 +17,9 @@
 #include "bn_args.h"
 #include "bn_bcast_node.h"
 #include "bn_config.h"
+#include "bn_connfile.h"
 #include "bn_curve.h"
+#include "bn_hostnode.h"
 #include "bn_log.h"
 #include "bn_monitor_link.h"
 #include "bn_nodelink.h"
@@ -37,6 +41,9 @@ static void
 s_usage (FILE *file)
 {
     fputs ("Usage: " S_NAME " --node I [OPTION]...\n"
+           "  or:  " S_NAME " --host [--file F] [--profile-dir D] "
+           "[--host-name NAME]\n"
+           "                         [--ip ADDR] [OPTION]...\n"
            "Run one node of a banyan broadcast tree: it takes broadcast "
            "requests\n"
            "from above (clients at the root, its parent node elsewhere), sends "
@@ -96,6 +103,31 @@ s_usage (FILE *file)
            "and the\n"
            "                        node exits when FD closes (its controller "
            "is gone)\n"
+           "\n"
+           "Host node (doc/hosts.md):\n"
+           "  --host                run as the host node of this host's "
+           "engines: they\n"
+           "                        register, beat and are served through it, "
+           "and it\n"
+           "                        is their broadcast leaf; the controller's "
+           "engine\n"
+           "                        connection info comes from "
+           "BANYAN_CONNECTION_INFO\n"
+           "                        (its JSON, or a path) or --file\n"
+           "  --file F              read the controller's engine connection "
+           "file F\n"
+           "  --profile-dir D       write the host-local connection file into\n"
+           "                        D/security/ (default: the profile's "
+           "folder)\n"
+           "  --host-name NAME      the name the hub knows this host by "
+           "(default: the\n"
+           "                        host name)\n"
+           "  --ip ADDR             the address engines connect to (default\n"
+           "                        127.0.0.1: only this host's)\n"
+           "  Once the hub has accepted it, it writes the host-local file and "
+           "prints its\n"
+           "  path on standard output; engines of the host use that file.\n"
+           "\n"
            "  --log-level LEVEL     error, warn, info or debug (log.level)\n"
            "  --log-file FILE       append log lines to FILE (log.file)\n"
            "  -h, --help            show this help and exit\n"
@@ -106,9 +138,13 @@ s_usage (FILE *file)
            "line.\n"
            "Log lines carry the ident bcast.I.\n"
            "\n"
-           "Exit status: 0 when stopped (its controller gone, SIGTERM), 1 on a "
-           "start-up\n"
-           "error, 2 on a usage error.\n",
+           "Exit status: 0 when stopped (its controller gone, SIGTERM; a host "
+           "node also\n"
+           "on SIGINT), 1 on a start-up error (for a host node also: the hub "
+           "refused it\n"
+           "or did not answer within controller.registration_timeout), 2 on a "
+           "usage\n"
+           "error.\n",
            file);
 }
 
@@ -122,6 +158,11 @@ typedef struct {
     int control_fd;
     bool trusted;
     const char *monitor;
+    bool host;               //  a host node (doc/hosts.md)
+    const char *file;        //  host: the controller's engine file
+    const char *profile_dir; //  host: where its connection file goes
+    const char *host_name;   //  host: its name for the hub
+    const char *ip;          //  host: the engines' address
 } s_options_t;
 
 //  Parse argv into options and config; returns 0, 1 (help/version shown)
@@ -153,6 +194,10 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
             options->trusted = true;
             continue;
         }
+        if (streq (arg, "--host")) {
+            options->host = true;
+            continue;
+        }
         if (streq (arg, "--version")) {
             bn_args_version (S_NAME);
             return 1;
@@ -174,6 +219,18 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
         else if ((value = bn_args_flag_value (argc, argv, &i, "--monitor",
                                               &missing)))
             options->monitor = value;
+        else if ((value =
+                      bn_args_flag_value (argc, argv, &i, "--file", &missing)))
+            options->file = value;
+        else if ((value = bn_args_flag_value (argc, argv, &i, "--profile-dir",
+                                              &missing)))
+            options->profile_dir = value;
+        else if ((value = bn_args_flag_value (argc, argv, &i, "--host-name",
+                                              &missing)))
+            options->host_name = value;
+        else if ((value =
+                      bn_args_flag_value (argc, argv, &i, "--ip", &missing)))
+            options->ip = value;
         else if ((value = bn_args_flag_value (argc, argv, &i, "--depth",
                                               &missing))) {
             if ((options->depth =
@@ -213,6 +270,21 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
         else
             return bn_args_usage_error (S_NAME, "unknown option '%s'", arg);
     }
+    if (options->host) {
+        if (options->node >= 0 || options->bind_up || options->bind_down ||
+            options->connect_up || options->control_fd >= 0 ||
+            options->monitor || options->trusted)
+            return bn_args_usage_error (
+                S_NAME, "%s",
+                "--host takes no --node, --bind, --connect, --control-fd, "
+                "--monitor or --trusted-links");
+        return 0;
+    }
+    if (options->file || options->profile_dir || options->host_name ||
+        options->ip)
+        return bn_args_usage_error (
+            S_NAME, "%s",
+            "--file, --profile-dir, --host-name and --ip go with --host");
     if (options->node < 0)
         return bn_args_usage_error (S_NAME, "%s", "--node is required");
     if (!options->bind_down)
@@ -446,6 +518,92 @@ s_run (const s_options_t *options, bn_config_t *config)
     return rc;
 }
 
+//  The controller's engine connection info: the file --file names, else
+//  BANYAN_CONNECTION_INFO (its JSON, or a path). NULL (logged) if none.
+static char *
+s_connection_info (const s_options_t *options)
+{
+    const char *given = getenv ("BANYAN_CONNECTION_INFO");
+    const char *path = options->file;
+    if (!path && given && *given != '{')
+        path = given;
+    if (!path && !given) {
+        bn_log_error ("no connection info: set BANYAN_CONNECTION_INFO or "
+                      "give --file");
+        return NULL;
+    }
+    if (!path)
+        return strdup (given);
+    zfile_t *file = zfile_new (NULL, path);
+    zchunk_t *chunk =
+        file && zfile_input (file) == 0 ? zfile_read (file, 1 << 20, 0) : NULL;
+    char *text = chunk ? zchunk_strdup (chunk) : NULL;
+    if (!text)
+        bn_log_error ("cannot read the connection file %s", path);
+    zchunk_destroy (&chunk);
+    zfile_destroy (&file);
+    return text;
+}
+
+//  Run as a host node until a signal; the exit code.
+static int
+s_run_host (const s_options_t *options, bn_config_t *config)
+{
+    char *info = s_connection_info (options);
+    char *dir = options->profile_dir ? strdup (options->profile_dir)
+                                     : bn_config_profile_dir (config, NULL);
+    char *path =
+        dir ? bn_connfile_path (dir, bn_config_str (config, "cluster.id"),
+                                BN_CONNFILE_ENGINE)
+            : NULL;
+    const char *plugins = bn_config_str (config, "controller.reduce_plugins");
+    bn_hostnode_args_t args = {.connection_info = info,
+                               .name = options->host_name,
+                               .ip = options->ip,
+                               .connfile_path = path,
+                               .registration_timeout_ms = (int)bn_config_msecs (
+                                   config, "controller.registration_timeout"),
+                               .connect_grace_ms = (int)bn_config_msecs (
+                                   config, "controller.connect_grace"),
+                               .hwm = bn_config_int (config, "controller.hwm"),
+                               .reduce_plugins = *plugins ? plugins : NULL,
+                               .status = -1};
+    zactor_t *actor =
+        info && path ? zactor_new (bn_hostnode_actor, &args) : NULL;
+    int rc = actor && args.status == 0 ? 0 : 1;
+    bool ready = false;
+    while (rc == 0 && !s_stop) {
+        zmq_pollitem_t item = {zsock_resolve (actor), 0, ZMQ_POLLIN, 0};
+        if (zmq_poll (&item, 1, 1000) < 0 && errno != EINTR)
+            break;
+        if (!(item.revents & ZMQ_POLLIN))
+            continue;
+        char *event = NULL, *detail = NULL;
+        zstr_recvx (actor, &event, &detail, NULL);
+        if (event && streq (event, "READY") && detail && !ready) {
+            ready = true;
+            printf ("%s\n", detail);
+            fflush (stdout);
+        } else if (event && streq (event, "FAILED")) {
+            bn_log_error ("host node: %s", detail ? detail : "failed");
+            rc = 1;
+        } else if (!event) {
+            rc = 1;
+        }
+        zstr_free (&event);
+        zstr_free (&detail);
+    }
+    if (rc == 0)
+        bn_log_info ("host node: stopping");
+    zactor_destroy (&actor);
+    if (info)
+        memset (info, 0, strlen (info));
+    free (info);
+    free (path);
+    free (dir);
+    return rc;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -463,7 +621,10 @@ main (int argc, char **argv)
         return rc == 1 ? 0 : rc;
     }
     char ident[64];
-    snprintf (ident, sizeof ident, "bcast.%d", options.node);
+    if (options.host)
+        snprintf (ident, sizeof ident, "host");
+    else
+        snprintf (ident, sizeof ident, "bcast.%d", options.node);
     if (bn_args_log (config, ident) != 0) {
         fprintf (stderr, S_NAME ": cannot open log file %s\n",
                  bn_config_str (config, "log.file"));
@@ -480,7 +641,8 @@ main (int argc, char **argv)
     if (options.control_fd >= 0)
         action.sa_handler = SIG_IGN;
     sigaction (SIGINT, &action, NULL);
-    rc = s_run (&options, config);
+    rc =
+        options.host ? s_run_host (&options, config) : s_run (&options, config);
     bn_config_destroy (&config);
     return rc;
 }

@@ -1892,7 +1892,9 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
     self->pipe = pipe;
     self->topology = args->topology;
     self->node = args->node;
-    self->id = strdup (bn_topology_routing_id (self->topology, self->node));
+    self->id = strdup (
+        args->routing_id ? args->routing_id
+                         : bn_topology_routing_id (self->topology, self->node));
     self->level = bn_topology_level (self->topology, self->node);
     self->nchildren =
         (size_t)bn_topology_nchildren (self->topology, self->node);

@@ -49,10 +49,12 @@ typedef struct {
     //  from the topology, which the nodes of one process share (it is only
     //  read).
     bn_topology_t *topology;
-    int node;        //  index in topology: 0 = root, then breadth-first
-    const char *key; //  session key (connection file "key")
-    zcert_t *curve;  //  a socket bound on tcp:// is a CURVE server with
-                     //  these keys; NULL: no CURVE
+    int node;               //  index in topology: 0 = root, then breadth-first
+    const char *key;        //  session key (connection file "key")
+    const char *routing_id; //  NULL: the topology's; a host node's leaf
+                            //  (doc/hosts.md) has a name of its own
+    zcert_t *curve;         //  a socket bound on tcp:// is a CURVE server with
+                            //  these keys; NULL: no CURVE
 
     //  Upward link. The root binds up_endpoint; other nodes connect it
     //  (the parent's down endpoint).

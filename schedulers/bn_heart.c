@@ -54,6 +54,7 @@ struct _bn_heart_t {
     int64_t fast_due;   //  When it fires (zclock_mono)
     bn_heart_fn *on_new;
     bn_heart_fn *on_stopped;
+    bn_heart_peer_fn *on_peer;
     void *arg;
     s_stats_t stats;
 };
@@ -134,6 +135,13 @@ bn_heart_set_handlers (bn_heart_t *self, bn_heart_fn *on_new,
     self->on_new = on_new;
     self->on_stopped = on_stopped;
     self->arg = arg;
+}
+
+void
+bn_heart_set_peer_handler (bn_heart_t *self, bn_heart_peer_fn *on_peer)
+{
+    assert (self);
+    self->on_peer = on_peer;
 }
 
 static int
@@ -321,6 +329,8 @@ s_pong (bn_heart_t *self, zmq_msg_t *id, zmq_msg_t *ping)
     zhashx_delete (self->expected, key);
     zhashx_insert (self->hearts, key, heart);
     self->stats.new_hearts++;
+    if (self->on_peer)
+        self->on_peer (self->arg, key, zmq_msg_get (ping, ZMQ_SRCFD));
     if (self->on_new)
         self->on_new (self->arg, key);
 }

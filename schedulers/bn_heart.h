@@ -34,6 +34,14 @@ void bn_heart_destroy (bn_heart_t **self_p);
 void bn_heart_set_handlers (bn_heart_t *self, bn_heart_fn *on_new,
                             bn_heart_fn *on_stopped, void *arg);
 
+//  Called, before on_new, with a new heart's id and the file descriptor
+//  its first pong came in on (libzmq's ZMQ_SRCFD; -1 if unknown), for an
+//  owner that watches the pong socket's connections close.
+typedef void (bn_heart_peer_fn) (void *arg, const char *heart, int fd);
+
+//  Set the handler of new hearts' connections (arg as set_handlers').
+void bn_heart_set_peer_handler (bn_heart_t *self, bn_heart_peer_fn *on_peer);
+
 //  Start beating in loop and read pongs there. Returns -1 on failure.
 int bn_heart_attach (bn_heart_t *self, zloop_t *loop);
 

@@ -1,0 +1,394 @@
+/*  check_cluster_hosts: engines behind a host node (doc/hosts.md), with the
+    controller, the host node and the engines as actors of this process and
+    a libbanyan client: what a client sees of engines on another host.  */
+#include "banyan.h"
+#include "bn_ctltest.h"
+#include "bn_engine_actor.h"
+#include "bn_hostnode.h"
+
+static char s_dir[256];        //  the controller's profile folder
+static char s_host_dir[300];   //  the host node's
+static bn_config_t *s_config;  //  settings of the controller and engines
+static zactor_t *s_controller; //  the controller
+static zactor_t *s_host;       //  the host node
+static char *s_host_file;      //  its connection file
+
+//  The text of file path (caller frees).
+static char *
+s_slurp (const char *path)
+{
+    FILE *file = fopen (path, "r");
+    ck_assert_ptr_nonnull (file);
+    char *text = NULL;
+    size_t size = 0;
+    ck_assert_int_gt (getdelim (&text, &size, 0, file), 0);
+    fclose (file);
+    return text;
+}
+
+//  Start a host node for the controller, from the JSON of its engine file,
+//  and wait until it says READY.
+static void
+s_start_host (const char *engine_file)
+{
+    char *info = s_slurp (engine_file);
+    snprintf (s_host_dir, sizeof s_host_dir, "%s/h1", s_dir);
+    char path[400];
+    snprintf (path, sizeof path, "%s/security/ipcontroller-engine.json",
+              s_host_dir);
+    bn_hostnode_args_t args = {.connection_info = info,
+                               .name = "h1",
+                               .connfile_path = path,
+                               .registration_timeout_ms = 10000,
+                               .connect_grace_ms = 3000,
+                               .status = -1};
+    s_host = zactor_new (bn_hostnode_actor, &args);
+    free (info);
+    ck_assert_ptr_nonnull (s_host);
+    ck_assert_int_eq (args.status, 0);
+    zpoller_t *poller = zpoller_new (s_host, NULL);
+    ck_assert_ptr_nonnull (zpoller_wait (poller, 10000));
+    zpoller_destroy (&poller);
+    char *ready = NULL;
+    zstr_recvx (s_host, &ready, &s_host_file, NULL);
+    ck_assert_str_eq (ready, "READY");
+    ck_assert_str_eq (s_host_file, path);
+    zstr_free (&ready);
+}
+
+//  A controller beating every period ms, misses allowed, and a host node.
+static void
+s_start (const char *period, const char *misses)
+{
+    snprintf (s_dir, sizeof s_dir, "/tmp/bn-check-cluster-hosts-XXXXXX");
+    ck_assert_ptr_nonnull (mkdtemp (s_dir));
+    s_config = bn_config_new ();
+    ck_assert_int_eq (bn_config_set (s_config, "controller.heartbeat_period",
+                                     period, BN_CONFIG_CMDLINE),
+                      0);
+    ck_assert_int_eq (bn_config_set (s_config, "controller.heartbeat_misses",
+                                     misses, BN_CONFIG_CMDLINE),
+                      0);
+    bn_controller_args_t args = {s_config, s_dir, 0};
+    s_controller = zactor_new (bn_controller_actor, &args);
+    ck_assert_ptr_nonnull (s_controller);
+    ck_assert_int_eq (args.status, 0);
+    zstr_send (s_controller, "CONNFILES");
+    char *client_file = NULL, *engine_file = NULL;
+    zstr_recvx (s_controller, &client_file, &engine_file, NULL);
+    ck_assert_ptr_nonnull (engine_file);
+    s_start_host (engine_file);
+    zstr_free (&client_file);
+    zstr_free (&engine_file);
+}
+
+//  count banyan engines connected to the host node, registered.
+static zactor_t *
+s_start_engines (int count)
+{
+    bn_engine_args_t args = {s_host_file, NULL, s_config, count, -1, s_dir};
+    zactor_t *engines = zactor_new (bn_engine_actor, &args);
+    ck_assert_ptr_nonnull (engines);
+    zstr_sendx (engines, "WAIT", "20000", NULL);
+    char *answer = zstr_recv (engines);
+    ck_assert_str_eq (answer, "OK");
+    zstr_free (&answer);
+    return engines;
+}
+
+static void
+s_stop (void)
+{
+    zactor_destroy (&s_host);
+    zactor_destroy (&s_controller);
+    bn_config_destroy (&s_config);
+    zstr_free (&s_host_file);
+    char command[300];
+    snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
+    ck_assert_int_eq (system (command), 0);
+}
+
+static bn_client_t *
+s_client (size_t engines)
+{
+    int rc;
+    bn_client_t *client = bn_client_new (s_dir, 10, &rc);
+    ck_assert_msg (client != NULL, "cannot connect: %s", bn_strerror (rc));
+    ck_assert_int_eq (bn_client_wait_for_engines (client, engines, 20), 0);
+    return client;
+}
+
+//  One counter of the controller's actor as the client reads it.
+static json_int_t
+s_stat (bn_client_t *client, const char *actor, const char *counter)
+{
+    char *text = NULL;
+    ck_assert_int_eq (bn_client_stats (client, 10, &text), 0);
+    json_t *stats = json_loads (text, 0, NULL);
+    free (text);
+    json_int_t value = t_counter (stats, actor, counter);
+    json_decref (stats);
+    return value;
+}
+
+//  One counter of the host node.
+static json_int_t
+s_host_stat (const char *counter)
+{
+    zstr_send (s_host, "STATS");
+    char *text = zstr_recv (s_host);
+    json_t *stats = json_loads (text, 0, NULL);
+    zstr_free (&text);
+    json_t *value = json_object_get (stats, counter);
+    ck_assert_msg (json_is_integer (value), "no host counter %s", counter);
+    json_int_t result = json_integer_value (value);
+    json_decref (stats);
+    return result;
+}
+
+//  A tuple of one argument (taken).
+static bn_value_t *
+s_args1 (bn_value_t *value)
+{
+    bn_value_t *args = bn_value_new_tuple ();
+    ck_assert_int_eq (bn_value_append (args, value), 0);
+    return args;
+}
+
+//  Wait until the client knows count engines.
+static void
+s_wait_count (bn_client_t *client, size_t count, int ms)
+{
+    int64_t end = zclock_mono () + ms;
+    while (bn_client_engine_count (client) != count && zclock_mono () < end)
+        zclock_sleep (5);
+    ck_assert_uint_eq (bn_client_engine_count (client), count);
+}
+
+START_TEST (test_usage)
+{
+    //  a controller, a host node, and four engines on the node's host
+    s_start ("100", "50");
+    zactor_t *engines = s_start_engines (4);
+    bn_client_t *client = s_client (4);
+    ck_assert_int_eq (s_stat (client, "hub", "hosts"), 1);
+    ck_assert_int_eq (s_stat (client, "hub", "host_engines"), 4);
+    ck_assert_int_eq (s_host_stat ("engines"), 4);
+
+    //  direct requests reach every engine, and their output comes back
+    bn_view_t *direct = bn_view_new (client, BN_VIEW_DIRECT);
+    bn_result_t *result = NULL;
+    ck_assert_int_eq (bn_view_execute (direct, "echo hi", &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    ck_assert_uint_eq (bn_result_count (result), 4);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_str_eq (bn_result_stdout (result, i), "hi\n");
+    bn_result_destroy (&result);
+    ck_assert_int_gt (s_host_stat ("iopub"), 0);
+
+    //  an apply with arguments, and its value
+    bn_value_t *args = s_args1 (bn_value_new_int (42));
+    ck_assert_int_eq (bn_view_apply (direct, "echo", args, NULL, &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    for (size_t i = 0; i < 4; i++)
+        ck_assert_int_eq (bn_value_int (bn_result_value (result, i)), 42);
+    bn_result_destroy (&result);
+
+    //  load-balanced tasks run on them too
+    bn_view_t *lb = bn_view_new (client, BN_VIEW_LOAD_BALANCED);
+    bn_result_t *tasks[8];
+    for (int n = 0; n < 8; n++)
+        ck_assert_int_eq (bn_view_apply (lb, "echo", args, NULL, &tasks[n]), 0);
+    for (int n = 0; n < 8; n++) {
+        ck_assert_int_eq (bn_result_get (tasks[n], 20), 0);
+        ck_assert_int_eq (bn_value_int (bn_result_value (tasks[n], 0)), 42);
+        bn_result_destroy (&tasks[n]);
+    }
+    bn_value_destroy (&args);
+
+    //  control requests reach them: a queued request is aborted
+    int one = 0;
+    bn_view_t *single = bn_view_new (client, BN_VIEW_DIRECT);
+    ck_assert_int_eq (bn_view_set_target_list (single, &one, 1), 0);
+    bn_result_t *busy = NULL, *queued = NULL;
+    ck_assert_int_eq (bn_view_execute (single, "sleep 0.5", &busy), 0);
+    ck_assert_int_eq (bn_view_execute (single, "echo never", &queued), 0);
+    ck_assert_int_eq (bn_view_abort (single, queued, 10), 0);
+    ck_assert_int_eq (bn_result_get (queued, 20), BN_EABORTED);
+    ck_assert_int_eq (bn_result_get (busy, 20), 0);
+    bn_result_destroy (&busy);
+    bn_result_destroy (&queued);
+    bn_view_destroy (&single);
+    ck_assert_int_gt (s_host_stat ("down"), 0);
+    ck_assert_int_gt (s_host_stat ("up"), 0);
+    ck_assert_int_eq (s_host_stat ("bad_signature"), 0);
+
+    bn_view_destroy (&lb);
+    bn_view_destroy (&direct);
+    bn_client_destroy (&client);
+    zactor_destroy (&engines);
+    s_stop ();
+}
+END_TEST
+
+//  A stock-like engine of the host node made of sockets, which can die
+//  without a word.
+typedef struct {
+    char uuid[40];
+    int id;
+    bn_session_t *session;
+    zsock_t *reg, *shell, *hb_sub, *hb_dealer;
+} s_fake_t;
+
+static s_fake_t *
+s_fake_new (void)
+{
+    s_fake_t *self = calloc (1, sizeof *self);
+    char err[256] = "";
+    bn_connfile_t *file = bn_connfile_load (s_host_file, err, sizeof err);
+    ck_assert_msg (file != NULL, "%s", err);
+    bn_session_new_id (self->uuid);
+    self->session = bn_session_new (bn_connfile_key (file), self->uuid);
+    self->reg = t_sock (ZMQ_DEALER, self->uuid);
+    t_connect (self->reg, t_port (file, "registration"));
+    bn_msg_t *msg = t_msg (self->session, BN_MSG_REGISTRATION_REQUEST,
+                           json_pack ("{s:s}", "uuid", self->uuid), NULL);
+    t_send (&msg, self->reg, self->session);
+    bn_msg_t *reply = t_recv (self->reg);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_int_eq (bn_msg_verify (reply, self->session, true), 0);
+    ck_assert_str_eq (t_content_str (reply, "status"), BN_STATUS_OK);
+    self->id = (int)json_integer_value (
+        json_object_get (bn_msg_content (reply), "id"));
+    bn_msg_destroy (&reply);
+    self->shell = t_sock (ZMQ_ROUTER, self->uuid);
+    t_connect (self->shell, t_port (file, "mux"));
+    t_connect (self->shell, t_port (file, "task"));
+    t_connect (self->shell, bn_connfile_broadcast (file, 0));
+    self->hb_sub = t_sock (ZMQ_SUB, NULL);
+    t_connect (self->hb_sub, t_port (file, "hb_ping"));
+    self->hb_dealer = t_sock (ZMQ_DEALER, self->uuid);
+    t_connect (self->hb_dealer, t_port (file, "hb_pong"));
+    bn_connfile_destroy (&file);
+    return self;
+}
+
+static void
+s_fake_echo (s_fake_t *self)
+{
+    zmq_msg_t frame;
+    zmq_msg_init (&frame);
+    while (zmq_msg_recv (&frame, zsock_resolve (self->hb_sub), ZMQ_DONTWAIT) >=
+           0)
+        zmq_msg_send (&frame, zsock_resolve (self->hb_dealer), 0);
+    zmq_msg_close (&frame);
+}
+
+//  The engine dies: its sockets close, nothing said.
+static void
+s_fake_die (s_fake_t **self_p)
+{
+    s_fake_t *self = *self_p;
+    zsock_destroy (&self->reg);
+    zsock_destroy (&self->shell);
+    zsock_destroy (&self->hb_sub);
+    zsock_destroy (&self->hb_dealer);
+    bn_session_destroy (&self->session);
+    free (self);
+    *self_p = NULL;
+}
+
+START_TEST (test_engine_killed)
+{
+    //  heartbeats would take 5 s to notice: the host node sees the engine's
+    //  connection close and the hub hears of it at once
+    s_start ("100", "50");
+    zactor_t *engines = s_start_engines (1);
+    bn_client_t *client = s_client (1);
+    s_fake_t *fake = s_fake_new ();
+    int64_t end = zclock_mono () + 10000;
+    while (bn_client_engine_count (client) < 2 && zclock_mono () < end) {
+        s_fake_echo (fake);
+        zclock_sleep (5);
+    }
+    ck_assert_uint_eq (bn_client_engine_count (client), 2);
+
+    //  a request is running on it when it dies
+    bn_view_t *direct = bn_view_new (client, BN_VIEW_DIRECT);
+    ck_assert_int_eq (bn_view_set_target_list (direct, &fake->id, 1), 0);
+    bn_result_t *result = NULL;
+    ck_assert_int_eq (bn_view_execute (direct, "sleep 10", &result), 0);
+    bn_msg_t *request = t_recv_within (fake->shell, 5000);
+    ck_assert_msg (request != NULL, "the request did not reach the engine");
+    bn_msg_destroy (&request);
+    int id = fake->id;
+    int64_t start = zclock_mono ();
+    s_fake_die (&fake);
+    ck_assert_int_eq (bn_result_get (result, 20), BN_EENGINEDIED);
+    char text[64];
+    snprintf (text, sizeof text, "Engine %d", id);
+    ck_assert_msg (strstr (bn_result_evalue (result, 0), text), "%s",
+                   bn_result_evalue (result, 0));
+    s_wait_count (client, 1, 5000);
+    ck_assert_int_lt (zclock_mono () - start, 3000);
+    ck_assert_int_eq (s_host_stat ("closed"), 1);
+    ck_assert_int_eq (s_stat (client, "hub", "heart_failures"), 1);
+    bn_result_destroy (&result);
+
+    //  the other engine goes on
+    bn_view_t *all = bn_view_new (client, BN_VIEW_DIRECT);
+    ck_assert_int_eq (bn_view_execute (all, "true", &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    ck_assert_uint_eq (bn_result_count (result), 1);
+    bn_result_destroy (&result);
+    bn_view_destroy (&all);
+    bn_view_destroy (&direct);
+    bn_client_destroy (&client);
+    zactor_destroy (&engines);
+    s_stop ();
+}
+END_TEST
+
+START_TEST (test_host_killed)
+{
+    //  the host node goes away: its link's heart stops, so do its engines
+    s_start ("100", "5");
+    zactor_t *engines = s_start_engines (2);
+    bn_client_t *client = s_client (2);
+    bn_view_t *direct = bn_view_new (client, BN_VIEW_DIRECT);
+    bn_result_t *result = NULL;
+    ck_assert_int_eq (bn_view_execute (direct, "sleep 10", &result), 0);
+    zclock_sleep (200);
+    int64_t start = zclock_mono ();
+    zactor_destroy (&s_host);
+    ck_assert_int_eq (bn_result_get (result, 20), BN_EENGINEDIED);
+    for (size_t i = 0; i < 2; i++)
+        ck_assert_str_eq (bn_result_ename (result, i), "EngineError");
+    s_wait_count (client, 0, 5000);
+    ck_assert_int_lt (zclock_mono () - start, 5000);
+    ck_assert_int_eq (s_stat (client, "hub", "hosts_lost"), 1);
+    ck_assert_int_eq (s_stat (client, "hub", "hosts"), 0);
+    bn_result_destroy (&result);
+    bn_view_destroy (&direct);
+    bn_client_destroy (&client);
+    zactor_destroy (&engines);
+    s_stop ();
+}
+END_TEST
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("cluster_hosts");
+    TCase *tc = tcase_create ("hosts");
+    tcase_set_timeout (tc, 60);
+    tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_engine_killed);
+    tcase_add_test (tc, test_host_killed);
+    suite_add_tcase (suite, tc);
+    SRunner *runner = srunner_create (suite);
+    srunner_run_all (runner, CK_NORMAL);
+    int failed = srunner_ntests_failed (runner);
+    srunner_free (runner);
+    return failed ? 1 : 0;
+}
