@@ -170,6 +170,10 @@ bn_reduction_builtin (const char *name)
 }
 
 //  call->error: keep the first exception in the caller's error.
+static void s_call_error (bn_reduce_call_t *call, const char *ename,
+                          const char *format, ...)
+    __attribute__ ((format (printf, 3, 4)));
+
 static void
 s_call_error (bn_reduce_call_t *call, const char *ename, const char *format,
               ...)
