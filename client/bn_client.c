@@ -26,14 +26,6 @@
 
 #define S_HEARTBEAT_MS 2000  //  ZMTP ping interval on the query socket
 #define S_HEARTBEAT_TTL 6000 //  no traffic this long: controller is gone
-//  Security handshakes the controller may end before a client gives up
-//  on it: one may be a controller that was closing, three is a wrong key
-//  (libzmq tries again every 100 ms)
-#define S_HANDSHAKE_REFUSALS 3
-#define S_HANDSHAKE_REFUSED                                                    \
-    (ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-#define S_HANDSHAKE_FAILED                                                     \
-    (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | S_HANDSHAKE_REFUSED)
 
 struct _bn_client_t {
     atomic_int refs;              //  the client and its views
@@ -244,7 +236,7 @@ s_open_sockets (bn_client_t *self, bn_connfile_t *cf)
             if (!self->io.monitor ||
                 zmq_socket_monitor (self->io.sockets[i], endpoint,
                                     ZMQ_EVENT_DISCONNECTED |
-                                        S_HANDSHAKE_FAILED) != 0 ||
+                                        BN_CURVE_HANDSHAKE_EVENTS) != 0 ||
                 zmq_connect (self->io.monitor, endpoint) != 0)
                 rc = BN_ENOMEM;
         }
@@ -282,23 +274,12 @@ s_handshake (bn_client_t *self, double deadline, bool curve)
         int rc = zmq_poll (items, 2, left < 0 ? -1 : (long)(left * 1000) + 1);
         if (rc < 0 && errno != EINTR)
             return BN_ECONNECT;
-        uint16_t event = rc > 0 && (items[1].revents & ZMQ_POLLIN)
-                             ? bn_iothread_monitor_event (self->io.monitor)
-                             : 0;
-        //  libzmq gives up on a peer that breaks the protocol (a
-        //  mechanism other than ours); a closed connection it tries again
-        if (event & S_HANDSHAKE_REFUSED)
-            refusals = S_HANDSHAKE_REFUSALS;
-        else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
-            refusals++;
-        if (refusals >= S_HANDSHAKE_REFUSALS) {
-            bn_log_warn (
-                "client: the controller refuses the connection's security "
-                "handshake: %s",
-                curve ? "its key is not the connection file's "
-                        "curve_serverkey (a stale file?)"
-                      : "it uses CURVE and the connection file has no "
-                        "curve_serverkey");
+        if (rc > 0 && (items[1].revents & ZMQ_POLLIN) &&
+            bn_curve_refused (&refusals,
+                              bn_iothread_monitor_event (self->io.monitor))) {
+            bn_log_warn ("client: the controller refuses the connection's "
+                         "security handshake: %s",
+                         bn_curve_refusal (curve));
             return BN_ECONNECT;
         }
         if (rc <= 0 || !(items[0].revents & ZMQ_POLLIN))

@@ -15,6 +15,9 @@
 #include "bn_error.h"
 #include "bn_path.h"
 
+//  Closed handshakes in a row that mean a refused key
+#define S_REFUSALS 3
+
 char *
 bn_curve_cert_path (const char *profile_dir, const char *cluster_id)
 {
@@ -141,6 +144,29 @@ bn_curve_keypair (const char *path, char *err, size_t errsize)
     }
     zstr_free (&secret_path);
     return cert;
+}
+
+bool
+bn_curve_refused (int *refusals, int event)
+{
+    assert (refusals);
+    if (event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+        *refusals = 0;
+    else if (event & (ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                      ZMQ_EVENT_HANDSHAKE_FAILED_AUTH))
+        *refusals = S_REFUSALS;
+    else if (event == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL)
+        *refusals += 1;
+    return *refusals >= S_REFUSALS;
+}
+
+const char *
+bn_curve_refusal (bool curve)
+{
+    return curve ? "its key is not the connection file's curve_serverkey (a "
+                   "stale file?)"
+                 : "it uses CURVE and the connection file has no "
+                   "curve_serverkey";
 }
 
 int

@@ -48,4 +48,24 @@ int bn_curve_server (void *socket, zcert_t *cert);
 //  Returns -1 if serverkey is not a Z85 key or libzmq refuses the keys.
 int bn_curve_client (void *socket, zcert_t *cert, const char *serverkey);
 
+//  The monitor events (zmq_socket_monitor) a peer watches to tell a server
+//  that refuses its security handshake from one that is not up yet.
+#define BN_CURVE_HANDSHAKE_EVENTS                                              \
+    (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |                                    \
+     ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |   \
+     ZMQ_EVENT_HANDSHAKE_SUCCEEDED)
+
+//  Count a monitor event of a socket connecting to a server in *refusals
+//  (0 at first). True once the server has refused enough handshakes that
+//  this peer's key, or its lack of one, is wrong: at once for a broken
+//  protocol (a mechanism other than the server's, after which libzmq does
+//  not try again), after three closed handshakes (one may be a server
+//  that was closing; libzmq tries again every 100 ms). A handshake that
+//  succeeds starts the count again.
+bool bn_curve_refused (int *refusals, int event);
+
+//  Why a server refuses a peer's handshakes, in words, for a connection
+//  file with a curve_serverkey (curve) or without one.
+const char *bn_curve_refusal (bool curve);
+
 #endif

@@ -39,6 +39,8 @@ typedef struct {
     zsock_t *iopub;      //  shared PUB
     zsock_t *ping;       //  shared heartbeat SUB
     zsock_t *unregister; //  shared DEALER for unregistration_request
+    zsock_t *handshakes; //  its monitor until a handshake succeeds
+    int refusals;        //  handshakes the controller refused (bn_curve)
     zlistx_t *waiting;   //  engines waiting to start a command
     zsock_t *wake[2];    //  PAIR: the tick timer pokes [0]
     bn_functions_t *functions;
@@ -134,6 +136,36 @@ s_tick (zloop_t *loop, zsock_t *sock, void *arg)
     for (int i = 0; i < self->count; i++)
         bn_engine_tick (self->engines[i], now);
     s_check_wait (self, now);
+    return 0;
+}
+
+//  The registration port's handshakes: watched until one succeeds; when
+//  the controller refuses them, the engines still registering stop now
+//  with the reason instead of at their registration timeout.
+static int
+s_handshake_event (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    s_actor_t *self = (s_actor_t *)arg;
+    zmsg_t *msg = zmsg_recv (sock);
+    zframe_t *first = msg ? zmsg_first (msg) : NULL;
+    uint16_t event = 0;
+    if (first && zframe_size (first) >= sizeof event)
+        memcpy (&event, zframe_data (first), sizeof event);
+    zmsg_destroy (&msg);
+    bool refused = bn_curve_refused (&self->refusals, event);
+    if (refused || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+        zmq_socket_monitor (zsock_resolve (self->unregister), NULL, 0);
+        zloop_reader_end (loop, sock);
+    }
+    if (refused) {
+        bn_log_error (
+            "the controller refuses the engines' security handshake: %s",
+            bn_curve_refusal (bn_connfile_curve_serverkey (self->connfile) !=
+                              NULL));
+        for (int i = 0; i < self->count; i++)
+            if (bn_engine_state (self->engines[i]) == BN_ENGINE_REGISTERING)
+                bn_engine_stop (self->engines[i], BN_ENGINE_EXIT_REGISTRATION);
+    }
     return 0;
 }
 
@@ -268,6 +300,9 @@ s_actor_destroy (s_actor_t *self)
         zsock_destroy (&self->ping);
     zsock_destroy (&self->wake[0]);
     zsock_destroy (&self->wake[1]);
+    if (self->handshakes && self->unregister)
+        zmq_socket_monitor (zsock_resolve (self->unregister), NULL, 0);
+    zsock_destroy (&self->handshakes);
     //  Let the last iopub messages and unregistrations go out.
     if (self->iopub) {
         zsock_set_linger (self->iopub, 1000);
@@ -293,10 +328,11 @@ s_same (const void *item1, const void *item2)
     return item1 == item2 ? 0 : item1 < item2 ? -1 : 1;
 }
 
-//  A socket the engines share, connected to the URL of key; NULL (logged)
-//  on failure.
+//  A socket the engines share, connected to the URL of key, its
+//  handshakes reported to monitor when given; NULL (logged) on failure.
 static zsock_t *
-s_shared_socket (s_actor_t *self, int type, const char *key)
+s_shared_socket (s_actor_t *self, int type, const char *key,
+                 const char *monitor)
 {
     char *url = bn_connfile_url (self->connfile, key);
     zsock_t *sock = url ? zsock_new (type) : NULL;
@@ -308,6 +344,10 @@ s_shared_socket (s_actor_t *self, int type, const char *key)
         if (self->curve_cert &&
             bn_curve_client (sock, self->curve_cert,
                              bn_connfile_curve_serverkey (self->connfile)))
+            zsock_destroy (&sock);
+        if (sock && monitor &&
+            zmq_socket_monitor (zsock_resolve (sock), monitor,
+                                BN_CURVE_HANDSHAKE_EVENTS))
             zsock_destroy (&sock);
         if (sock && zsock_connect (sock, "%s", url))
             zsock_destroy (&sock);
@@ -428,11 +468,22 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     zlistx_set_comparator (self->waiting, s_same);
     self->loop = zloop_new ();
     self->watch = self->loop ? bn_watch_new (self->loop) : NULL;
-    self->iopub = s_shared_socket (self, ZMQ_PUB, "iopub");
-    self->ping = s_shared_socket (self, ZMQ_SUB, "hb_ping");
-    self->unregister = s_shared_socket (self, ZMQ_DEALER, "registration");
+    self->iopub = s_shared_socket (self, ZMQ_PUB, "iopub", NULL);
+    self->ping = s_shared_socket (self, ZMQ_SUB, "hb_ping", NULL);
+    //  the registration port's handshakes tell a controller that refuses
+    //  our key from one not up yet
+    char *monitor =
+        zsys_sprintf ("inproc://bn-engine-handshakes-%p", (void *)self);
+    self->handshakes = monitor ? zsock_new (ZMQ_PAIR) : NULL;
+    self->unregister =
+        self->handshakes
+            ? s_shared_socket (self, ZMQ_DEALER, "registration", monitor)
+            : NULL;
+    if (self->unregister && zsock_connect (self->handshakes, "%s", monitor))
+        zsock_destroy (&self->handshakes);
+    zstr_free (&monitor);
     if (!self->loop || !self->watch || !self->iopub || !self->ping ||
-        !self->unregister)
+        !self->unregister || !self->handshakes)
         return -1;
 
     self->env.loop = self->loop;
@@ -470,6 +521,7 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     if (rc)
         return -1;
     zloop_reader (self->loop, self->ping, s_ping_event, self);
+    zloop_reader (self->loop, self->handshakes, s_handshake_event, self);
     zloop_reader (self->loop, self->pipe, s_pipe_event, self);
     zloop_reader (self->loop, self->wake[1], s_tick, self);
     zloop_timer (self->loop, S_TICK_MS, 0, s_tick_timer, self);

@@ -191,6 +191,34 @@ START_TEST (test_keys)
 }
 END_TEST
 
+START_TEST (test_refused)
+{
+    //  closed handshakes: the third in a row is a refusal; one that
+    //  succeeds starts the count again
+    int refusals = 0;
+    ck_assert (
+        !bn_curve_refused (&refusals, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL));
+    ck_assert (!bn_curve_refused (&refusals, ZMQ_EVENT_DISCONNECTED));
+    ck_assert (
+        !bn_curve_refused (&refusals, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL));
+    ck_assert (!bn_curve_refused (&refusals, ZMQ_EVENT_HANDSHAKE_SUCCEEDED));
+    ck_assert (
+        !bn_curve_refused (&refusals, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL));
+    ck_assert (
+        !bn_curve_refused (&refusals, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL));
+    ck_assert (
+        bn_curve_refused (&refusals, ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL));
+    //  a broken protocol (another mechanism) at once
+    refusals = 0;
+    ck_assert (
+        bn_curve_refused (&refusals, ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL));
+    refusals = 0;
+    ck_assert (bn_curve_refused (&refusals, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH));
+    ck_assert (strstr (bn_curve_refusal (true), "curve_serverkey"));
+    ck_assert (strstr (bn_curve_refusal (false), "no curve_serverkey"));
+}
+END_TEST
+
 START_TEST (test_keypair_refused)
 {
     char *path = bn_curve_cert_path (s_dir, NULL);
@@ -245,6 +273,7 @@ main (void)
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_wrong_serverkey);
     tcase_add_test (tc, test_keys);
+    tcase_add_test (tc, test_refused);
     tcase_add_test (tc, test_keypair_refused);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);

@@ -177,6 +177,74 @@ START_TEST (test_wrong_key)
 }
 END_TEST
 
+//  What engines with the connection file at path answer to WAIT: OK,
+//  FAILED or TIMEOUT (caller frees).
+static char *
+s_engines_wait (t_cluster_t *cluster, const char *path)
+{
+    bn_engine_args_t args = {path, NULL, cluster->config, 2, -1, cluster->dir};
+    zactor_t *engines = zactor_new (bn_engine_actor, &args);
+    ck_assert_ptr_nonnull (engines);
+    //  a refusal must come long before the registration timeout (60 s)
+    zstr_sendx (engines, "WAIT", "20000", NULL);
+    char *answer = NULL;
+    //  engines refused at once may say STOPPED before the answer
+    while (!answer || streq (answer, "STOPPED")) {
+        zstr_free (&answer);
+        zmsg_t *msg = zmsg_recv (engines);
+        ck_assert_ptr_nonnull (msg);
+        answer = zmsg_popstr (msg);
+        zmsg_destroy (&msg);
+    }
+    zactor_destroy (&engines);
+    return answer;
+}
+
+START_TEST (test_engine_wrong_key)
+{
+    t_cluster_t cluster;
+    t_cluster_start (&cluster, "check-cluster-curve", 1, "controller.curve",
+                     "true", "engine.registration_timeout", "60", NULL);
+    char log_path[300];
+    snprintf (log_path, sizeof log_path, "%s/engine.log", cluster.dir);
+    ck_assert_int_eq (bn_log_set_file (log_path), 0);
+    //  engines with another server key, or none, stop at once, saying why
+    json_t *root = json_load_file (cluster.engine_file, 0, NULL);
+    zcert_t *other = zcert_new ();
+    json_object_set_new (root, "curve_serverkey",
+                         json_string (zcert_public_txt (other)));
+    char copy[300];
+    snprintf (copy, sizeof copy, "%s/wrong-engine.json", cluster.dir);
+    ck_assert_int_eq (json_dump_file (root, copy, 0), 0);
+    char *answer = s_engines_wait (&cluster, copy);
+    ck_assert_str_eq (answer, "FAILED");
+    free (answer);
+    json_object_set_new (root, "curve_serverkey", json_null ());
+    ck_assert_int_eq (json_dump_file (root, copy, 0), 0);
+    answer = s_engines_wait (&cluster, copy);
+    ck_assert_str_eq (answer, "FAILED");
+    free (answer);
+    bn_log_set_file (NULL);
+    char *log = s_log_text (log_path);
+    ck_assert_msg (strstr (log, "the controller refuses the engines' security "
+                                "handshake: its key is not the connection "
+                                "file's curve_serverkey"),
+                   "%s", log);
+    ck_assert_msg (strstr (log, "the controller refuses the engines' security "
+                                "handshake: it uses CURVE and the connection "
+                                "file has no curve_serverkey"),
+                   "%s", log);
+    free (log);
+    //  the engine with the right key still works
+    bn_client_t *client = t_cluster_client (&cluster, 1);
+    s_echo (client, BN_VIEW_DIRECT, "served", 1);
+    bn_client_destroy (&client);
+    json_decref (root);
+    zcert_destroy (&other);
+    t_cluster_stop (&cluster);
+}
+END_TEST
+
 START_TEST (test_processes)
 {
     //  the tree's nodes as banyan-scheduler processes, the root's and the
@@ -347,6 +415,7 @@ main (void)
     tcase_set_timeout (tc, 60);
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_wrong_key);
+    tcase_add_test (tc, test_engine_wrong_key);
     tcase_add_test (tc, test_processes);
     tcase_add_test (tc, test_keypair_kept);
     tcase_add_test (tc, test_ports);
