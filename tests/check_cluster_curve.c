@@ -13,9 +13,10 @@
 #include <sys/stat.h>
 
 //  A range no other test binds from, wide enough for two clusters of
-//  these tests at once (say two checkouts testing side by side).
-#define S_LOWEST_PORT 41300
-#define S_HIGHEST_PORT 41399
+//  these tests at once (say two checkouts testing side by side), and above
+//  Linux's ephemeral ports (32768-60999), which outgoing connections take.
+#define S_LOWEST_PORT 62300
+#define S_HIGHEST_PORT 62399
 
 //  The string at key of a JSON file (caller frees), or NULL.
 static char *
