@@ -1,7 +1,9 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_controller: the controller actor; one thread, one zloop, every
-    socket of doc/wire.md 3 bound on tcp://<ip>:* (or the ports of the old
-    connection files when controller.reuse_files is set).  */
+    socket of doc/wire.md 3 bound on tcp://<ip>:* (a port of
+    controller.ports when that is set, or the ports of the old connection
+    files when controller.reuse_files is), each a CURVE server with
+    controller.curve (doc/wire.md 3.3).  */
 #include "bn_controller.h"
 
 #include <assert.h>

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_cluster_curve: a controller with CURVE (controller.curve) and
     banyan engines and the C client, all in this process: the keypair in
     the profile and its public key in the connection files, direct and

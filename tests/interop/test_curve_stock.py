@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CurveZMQ between banyan and the stock IPython Parallel 7.1.0, both ways.
 
 banyan-controller --curve (the tree's nodes as threads and as processes)
