@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_hostscript: the per-host start script of the remote launchers.  */
 #define _GNU_SOURCE //  open_memstream
 #include "bn_hostscript.h"

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_hostscript: the script every engine host runs, by sh -c, for the
     remote launchers. It takes the controller's engine connection info from
     BANYAN_CONNECTION_INFO (or the first line of its standard input), starts

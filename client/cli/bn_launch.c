@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_launch: what the launchers share: finding one by name, the commands
     they give, shell words and quoting, host lists, spreading engines over
     hosts, the --dry-run listing, and running a short command (ssh kill,

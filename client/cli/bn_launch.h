@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_launch: the launchers of `banyan cluster start`, one interface with a
     class per launcher: local (engine processes on this host), ssh (one
     session per host), slurm (one srun step, or an sbatch job) and mpiexec
@@ -81,6 +82,11 @@ typedef struct {
     //  Look at the cluster's job: 0 while it runs or is queued, 1 once it
     //  ended (how, in problem). NULL: nothing to look at.
     int (*poll) (bn_clusterrec_t *record, char *problem, size_t size);
+    //  Ask the engines the record says run on the hosts to end, in order,
+    //  without waiting (slurm: SIGTERM to the steps by scancel --signal,
+    //  as srun would kill them outright). NULL: the supervisor closes each
+    //  ssh session's input or sends its launch process SIGTERM.
+    void (*end) (bn_clusterrec_t *record, FILE *log);
     //  End what the record says still runs on the hosts (ssh: kill of
     //  each host's process group over ssh; slurm: scancel), within about
     //  grace seconds, logging to log (may be NULL). Returns how many

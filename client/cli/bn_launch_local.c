@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_launch_local: the local launcher, banyan's default: engine processes
     on this host, children of the cluster's supervisor, each reading the
     profile's engine connection file.  */

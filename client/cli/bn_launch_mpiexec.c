@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_launch_mpiexec: the mpiexec launcher (MPICH's hydra): one process a
     host, `mpiexec -hosts H1,H2 -ppn 1 -n H sh -c SCRIPT banyan-host`; hydra
     passes the environment, so the connection info with it, and numbers

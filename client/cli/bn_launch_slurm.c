@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_launch_slurm: the Slurm launcher. Inside an allocation (SLURM_JOB_ID
     set) one srun step, one task a node, runs the host script on each
     node; outside one, sbatch submits a batch script of the shape of
@@ -279,7 +280,7 @@ s_poll (bn_clusterrec_t *record, char *problem, size_t size)
     int rc = s_squeue (job, state, sizeof state, nodes, sizeof nodes);
     if (rc < 0)
         return 0;
-    if (rc == 0 && *nodes && strcmp (nodes, "(null)") != 0)
+    if (rc == 0 && strcmp (state, "RUNNING") == 0 && *nodes)
         bn_clusterrec_set_nodes (record, nodes);
     if (rc == 0 &&
         (strcmp (state, "PENDING") == 0 || strcmp (state, "RUNNING") == 0 ||
@@ -291,51 +292,84 @@ s_poll (bn_clusterrec_t *record, char *problem, size_t size)
     return 1;
 }
 
-//  Cancel job (a job or a step) and wait until Slurm says it is gone.
+//  True while Slurm still lists job (a job, or a step "JOB.STEP") as
+//  running; false once it ended or Slurm no longer knows it, or if squeue
+//  cannot say.
+static bool
+s_listed (const char *job)
+{
+    char output[4096];
+    if (!strchr (job, '.')) {
+        char state[64], nodes[256];
+        int rc = s_squeue (job, state, sizeof state, nodes, sizeof nodes);
+        return rc == 0 && (strcmp (state, "PENDING") == 0 ||
+                           strcmp (state, "RUNNING") == 0 ||
+                           strcmp (state, "COMPLETING") == 0 ||
+                           strcmp (state, "CONFIGURING") == 0 ||
+                           strcmp (state, "SUSPENDED") == 0);
+    }
+    //  A step is listed among its job's steps while it runs
+    char jobs[80];
+    snprintf (jobs, sizeof jobs, "--jobs=%.*s", (int)strcspn (job, "."), job);
+    char *argv[] = {"squeue", "--noheader",  "--steps",
+                    jobs,     "--format=%i", NULL};
+    int status =
+        bn_launch_run (argv, S_SLURM_TIMEOUT, output, sizeof output, NULL);
+    if (status < 0 || !WIFEXITED (status) || WEXITSTATUS (status) != 0)
+        return false;
+    char *save = NULL;
+    for (char *line = strtok_r (output, " \n", &save); line;
+         line = strtok_r (NULL, " \n", &save))
+        if (strcmp (line, job) == 0)
+            return true;
+    return false;
+}
+
+//  Cancel job (a job or a step) and wait until Slurm no longer runs it;
+//  one that ended already is fine. Returns 0, or -1 if it still runs.
 static int
 s_cancel (const char *job, double grace, FILE *log)
 {
     char *argv[] = {"scancel", (char *)job, NULL};
-    int status = bn_launch_run (argv, S_SLURM_TIMEOUT, NULL, 0, log);
-    if (status < 0 || !WIFEXITED (status) || WEXITSTATUS (status) != 0) {
-        if (log)
-            fprintf (log, "scancel %s failed\n", job);
-        return -1;
-    }
-    //  A step is gone when its job no longer lists it
-    char parent[64];
-    snprintf (parent, sizeof parent, "%.*s", (int)strcspn (job, "."), job);
-    bool step = strchr (job, '.') != NULL;
+    bn_launch_run (argv, S_SLURM_TIMEOUT, NULL, 0, NULL);
     int64_t deadline = zclock_mono () + (int64_t)((grace + 30) * 1000);
-    while (zclock_mono () < deadline) {
-        if (step) {
-            char jobs[80], output[4096];
-            snprintf (jobs, sizeof jobs, "--jobs=%s", parent);
-            char *list[] = {"squeue", "--noheader",  "--steps",
-                            jobs,     "--format=%i", NULL};
-            int rc = bn_launch_run (list, S_SLURM_TIMEOUT, output,
-                                    sizeof output, NULL);
-            bool listed = false;
-            for (char *line = strtok (output, "\n"); rc >= 0 && line;
-                 line = strtok (NULL, "\n"))
-                listed |= strcmp (line, job) == 0;
-            if (rc >= 0 && !listed)
-                return 0;
-        } else {
-            char state[64], nodes[256];
-            int rc = s_squeue (job, state, sizeof state, nodes, sizeof nodes);
-            if (rc == 1 || (rc == 0 && strcmp (state, "PENDING") != 0 &&
-                            strcmp (state, "RUNNING") != 0 &&
-                            strcmp (state, "COMPLETING") != 0 &&
-                            strcmp (state, "CONFIGURING") != 0 &&
-                            strcmp (state, "SUSPENDED") != 0))
-                return 0;
+    while (s_listed (job)) {
+        if (zclock_mono () >= deadline) {
+            if (log)
+                fprintf (log, "Slurm still runs %s after scancel\n", job);
+            return -1;
         }
         zclock_sleep (200);
     }
-    if (log)
-        fprintf (log, "Slurm still lists %s after scancel\n", job);
-    return -1;
+    return 0;
+}
+
+//  SIGTERM to the tasks of the job's steps, or of each host's step; the
+//  host scripts end their engines and so their steps.
+static void
+s_end (bn_clusterrec_t *record, FILE *log)
+{
+    assert (record);
+    const char *targets[64];
+    size_t count = 0;
+    if (*bn_clusterrec_job (record))
+        targets[count++] = bn_clusterrec_job (record);
+    for (size_t index = 0; index < bn_clusterrec_hosts (record); index++) {
+        const bn_clusterrec_host_t *host = bn_clusterrec_host (record, index);
+        bool known = false;
+        for (size_t at = 0; at < count; at++)
+            known |= strcmp (targets[at], host->step) == 0;
+        if (host->state == BN_HOST_RUNNING && *host->step && !known &&
+            count < 64)
+            targets[count++] = host->step;
+    }
+    for (size_t index = 0; index < count; index++) {
+        char *argv[] = {"scancel", "--signal=TERM", (char *)targets[index],
+                        NULL};
+        int status = bn_launch_run (argv, S_SLURM_TIMEOUT, NULL, 0, log);
+        if (status != 0 && log)
+            fprintf (log, "scancel --signal=TERM %s failed\n", targets[index]);
+    }
 }
 
 static int
@@ -345,19 +379,18 @@ s_stop (bn_clusterrec_t *record, double grace, FILE *log)
     int told = 0;
     bool failed = false;
     const char *job = bn_clusterrec_job (record);
+    size_t hosts = bn_clusterrec_hosts (record);
     if (*job) {
         if (s_cancel (job, grace, log) == 0) {
             told++;
-            bn_clusterrec_set_job (record, "");
-            for (size_t index = 0; index < bn_clusterrec_hosts (record);
-                 index++)
+            for (size_t index = 0; index < hosts; index++)
                 bn_clusterrec_set_host_state (record, index, BN_HOST_ENDED,
                                               NULL);
         } else
             failed = true;
     }
-    //  Steps inside an allocation: each host names its step
-    size_t hosts = bn_clusterrec_hosts (record);
+    //  Steps inside an allocation: each host names its step, which ends
+    //  with all of its hosts
     for (size_t index = 0; index < hosts; index++) {
         const bn_clusterrec_host_t *host = bn_clusterrec_host (record, index);
         if ((host->state != BN_HOST_RUNNING && host->state != BN_HOST_LOST) ||
@@ -365,17 +398,14 @@ s_stop (bn_clusterrec_t *record, double grace, FILE *log)
             continue;
         char step[64];
         snprintf (step, sizeof step, "%s", host->step);
-        int rc = s_cancel (step, grace, log);
-        //  Every host of that step ended with it
-        for (size_t other = 0; other < hosts; other++)
-            if (strcmp (bn_clusterrec_host (record, other)->step, step) == 0 &&
-                rc == 0)
-                bn_clusterrec_set_host_state (record, other, BN_HOST_ENDED,
-                                              NULL);
-        if (rc == 0)
+        if (s_cancel (step, grace, log) == 0)
             told++;
         else
             failed = true;
+        for (size_t other = index; other < hosts; other++)
+            if (strcmp (bn_clusterrec_host (record, other)->step, step) == 0)
+                bn_clusterrec_set_host_state (record, other, BN_HOST_ENDED,
+                                              NULL);
     }
     return failed ? -1 : told;
 }
@@ -387,5 +417,6 @@ const bn_launch_ops_t bn_launch_slurm = {
     .commands = s_commands,
     .output = s_output,
     .poll = s_poll,
+    .end = s_end,
     .stop = s_stop,
 };

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_launch_ssh: the ssh launcher, as ipcluster's SSHEngineSetLauncher
     but one session per host: `ssh HOST sh -c SCRIPT banyan-host RANK`
     starts the host's engines, the connection info goes on the session's

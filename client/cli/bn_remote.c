@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_remote: a remote launch as the cluster's supervisor runs it.  */
 #define _GNU_SOURCE //  pipe2
 #include "bn_remote.h"
@@ -600,8 +601,10 @@ bn_remote_reaped (bn_remote_t *self, pid_t pid, int status, bool stopping)
         bn_log_warn ("%s: %s (pid %d) %s", label, session->cmd->argv[0],
                      (int)pid, how);
     s_account (self, session, reason);
-    //  Its hosts: ended if it ended well, else they may still run there
-    bool clean = WIFEXITED (status) && WEXITSTATUS (status) == 0;
+    //  Its hosts: ended if it ended well, else they may still run there;
+    //  but srun's or mpiexec's end is their step's or proxies' end
+    bool clean = (WIFEXITED (status) && WEXITSTATUS (status) == 0) ||
+                 session->cmd->info == BN_LAUNCH_INFO_ENV;
     bool any = false;
     for (size_t host = 0; host < self->host_session_size; host++) {
         if (self->host_session[host] != (int)index)
@@ -651,8 +654,10 @@ bn_remote_tick (bn_remote_t *self)
         char problem[300];
         int rc = self->ops->poll (self->record, problem, sizeof problem);
         s_save (self);
+        //  Often until the job runs and its nodes are known
+        bool known = self->state == 1 && *bn_clusterrec_nodes (self->record);
         self->next_poll =
-            now + (self->state == 1 ? S_POLL_RUNNING_MS : S_POLL_STARTING_MS);
+            now + (known ? S_POLL_RUNNING_MS : S_POLL_STARTING_MS);
         if (rc == 1) {
             self->job_ended = true;
             if (self->stopping)
@@ -681,11 +686,34 @@ s_running (bn_remote_t *self)
     return false;
 }
 
+//  True while the cluster's job runs, as the launcher's poll says at most
+//  every 500 ms (*next_poll).
+static bool
+s_job_running (bn_remote_t *self, int64_t *next_poll)
+{
+    if (!self->ops->poll || self->job_ended ||
+        !*bn_clusterrec_job (self->record))
+        return false;
+    if (zclock_mono () < *next_poll)
+        return true;
+    *next_poll = zclock_mono () + 500;
+    char problem[300];
+    if (self->ops->poll (self->record, problem, sizeof problem) == 1) {
+        self->job_ended = true;
+        bn_log_info ("%s", problem);
+    }
+    return !self->job_ended;
+}
+
 void
 bn_remote_stop (bn_remote_t *self, double grace)
 {
     assert (self);
     self->stopping = true;
+    if (self->ops->end) {
+        fflush (stderr);
+        self->ops->end (self->record, stderr);
+    }
     for (size_t index = 0; index < self->nsessions; index++) {
         s_session_t *session = &self->sessions[index];
         if (session->pid <= 0 || session->ended)
@@ -694,11 +722,13 @@ bn_remote_stop (bn_remote_t *self, double grace)
             //  The host script's watcher sees the end of its input
             close (session->in_fd);
             session->in_fd = -1;
-        } else
+        } else if (!self->ops->end)
             kill (session->pid, SIGTERM);
     }
     int64_t deadline = zclock_mono () + (int64_t)(grace * 1000);
-    while (s_running (self) && zclock_mono () < deadline) {
+    int64_t next_poll = 0;
+    while ((s_running (self) || s_job_running (self, &next_poll)) &&
+           zclock_mono () < deadline) {
         struct pollfd items[64];
         size_t count = bn_remote_pollfds (self, items, 64);
         if (poll (items, count, 50) > 0)

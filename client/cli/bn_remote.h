@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_remote: the supervisor's side of a remote launch (ssh, slurm,
     mpiexec): it runs the launcher's commands (one ssh session per host,
     one srun or mpiexec for all, or sbatch), hands each the connection

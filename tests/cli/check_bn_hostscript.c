@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_hostscript: the host script run here, as a host runs it under
     sshd (sh -c SCRIPT banyan-host RANK in a process group of its own, the
     connection info on its standard input), with stand-in engines: it

@@ -1,3 +1,4 @@
+/*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_launch: the launchers of `banyan cluster start` as far as they
     build things: shell words and quoting, host lists, engines spread over
     hosts, the checks of each launcher, and what --dry-run prints, compared

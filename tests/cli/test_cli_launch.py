@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """CLI: cluster start's launchers without other hosts. --dry-run prints a
 shell script of what would run and runs nothing; the launcher options'
 usage errors; and the ssh launcher end to end through a stand-in ssh that
@@ -24,29 +25,33 @@ if [ "$host" = 127.0.0.9 ]; then
     echo "ssh: connect to host 127.0.0.9 port 22: Connection refused" >&2
     exit 255
 fi
+export BN_LAUNCH_TEST={mark}
 exec setsid sh -c "$*"
 """
 
 
 def session_procs(profile_dir):
-    """Live processes whose command line mentions profile_dir or that run
-    the host script."""
+    """Live processes whose command line mentions profile_dir, or that the
+    stand-in ssh of this test started (they carry its mark)."""
     found = []
     for pid in processes():
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 text = f.read().decode(errors="replace")
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                environ = f.read().decode(errors="replace").split("\0")
         except OSError:
             continue
-        if profile_dir in text or "banyan-host" in text:
+        if profile_dir in text or f"BN_LAUNCH_TEST={MARK}" in environ:
             found.append((pid, text.replace("\0", " ")[:80]))
     return found
 
 
 with tempfile.TemporaryDirectory(prefix="banyan-launch.") as tmp:
     ssh = os.path.join(tmp, "ssh")
+    MARK = tmp
     with open(ssh, "w") as f:
-        f.write(FAKE_SSH)
+        f.write(FAKE_SSH.replace("{mark}", tmp))
     os.chmod(ssh, stat.S_IRWXU)
 
     # --dry-run: a shell script, nothing started, no folder made

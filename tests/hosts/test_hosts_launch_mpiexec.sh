@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# test_hosts_launch_mpiexec.sh: banyan cluster start --launcher mpiexec
+# (MPICH's hydra, its proxies started over the run's ssh) on three test
+# hosts: one process a host, numbered by PMI_RANK in the order of --hosts,
+# so `banyan px hostname` prints h1 for engines 0-1, h2 for 2-3, h3 for
+# 4-5; cluster list names the hosts; cluster stop leaves no process.
+. "$(dirname "$0")/hoststest.sh" ssh mpich
+hosts up 3 || fail "hosts up 3"
+bin=${BN_BUILD_DIR:?}/bin
+profile=$(mktemp -d /tmp/banyan-hosts-mpiexec.XXXXXX)
+trap '"$bin/banyan" cluster stop --profile-dir "$profile" -q > /dev/null 2>&1
+      hosts down; rm -rf "$profile"' EXIT
+
+on_hosts ()
+{
+    local h
+    for h in h1 h2 h3; do
+        ip netns pids "bnh-$HOSTS_RUN-$h" | xargs -r ps -o pid=,comm= -p | grep -v ' sshd$'
+    done
+}
+nothing_on_hosts () { [ -z "$(on_hosts)" ]; }
+
+out=$("$bin/banyan" cluster start -n 6 --launcher mpiexec --hosts h1,h2,h3 \
+          --ip "$HOSTS_HEAD" --profile-dir "$profile" 2>&1) \
+    || fail "cluster start --launcher mpiexec: $out"
+[[ "$out" == *"6 engines registered in "*" on 3 hosts (mpiexec;"* ]] \
+    || fail "cluster start said: $out"
+echo "ok: cluster start -n 6 --launcher mpiexec --hosts h1,h2,h3"
+out=$("$bin/banyan" px --profile-dir "$profile" hostname) || fail "px hostname: $out"
+expect_lines "px hostname: engines by PMI_RANK, in the order of --hosts" \
+    $'[stdout:0] h1\n[stdout:1] h1\n[stdout:2] h2\n[stdout:3] h2\n[stdout:4] h3\n[stdout:5] h3' "$out"
+session=$(sed -n 's/.*"sessions":\[\[\([0-9]*\),.*/\1/p' "$profile/pid/banyan-cluster.json")
+[[ "$(ps -o comm= -p "$session")" == mpiexec* ]] \
+    || fail "the cluster's launch process $session is not mpiexec: $(ps -o comm= -p "$session")"
+echo "ok: one mpiexec for the three hosts"
+list=$("$bin/banyan" cluster list --profile-dir "$profile")
+[ "$(tail -n 1 <<< "$list" | awk '{print $(NF-1), $NF}')" = "mpiexec h1,h2,h3" ] \
+    || fail "cluster list: $list"
+echo "ok: cluster list shows mpiexec h1,h2,h3"
+out=$("$bin/banyan" cluster stop --profile-dir "$profile") || fail "cluster stop: $out"
+hosts_poll 5 nothing_on_hosts || fail "processes left on the hosts: $(on_hosts | tr '\n' ' ')"
+left=$(pgrep -f -- "$profile" | tr '\n' ' ')
+[ -z "$left" ] || fail "processes of the cluster left here: $left"
+echo "ok: cluster stop leaves no process here or on the hosts"
