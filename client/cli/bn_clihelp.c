@@ -192,10 +192,12 @@ static const s_help_t s_helps[] = {
      "                          {output_file}, {nodelist} and\n"
      "                          {program_and_args} (the host script's "
      "command)\n"
-     "      --host-node         start a host node (banyan-scheduler --host)\n"
-     "                          before each host's engines and connect them "
-     "to\n"
-     "                          it; off by default until host nodes exist\n",
+     "      --host-node         start a host node (banyan-scheduler --host,\n"
+     "                          doc/hosts.md) on each host before its "
+     "engines,\n"
+     "                          which connect to it instead of the "
+     "controller\n"
+     "                          (off by default)\n",
      true, false,
      "  0   the cluster is running (with --foreground: it was stopped)\n"
      "  1   the cluster could not be started; nothing is left running\n"

@@ -148,13 +148,15 @@ bn_hostscript (const bn_launch_plan_t *plan, const char *rank,
                  "    fi\n"
                  "    sleep 0.1\n"
                  "    i=$((i + 1))\n"
-                 "done\n",
+                 "done\n"
+                 "unset BANYAN_CONNECTION_INFO\n",
                  plan->log_level ? plan->log_level : "warn");
     } else if (plan->engine_cmd)
         //  A stock engine reads a file: a private copy of the info
         fputs ("j=\"$t/ipcontroller-engine.json\"\n"
                "printf \"%s\\n\" \"$BANYAN_CONNECTION_INFO\" > \"$j\" || "
-               "exit 3\n",
+               "exit 3\n"
+               "unset BANYAN_CONNECTION_INFO\n",
                out);
     s_engines (out, plan, engine, plan->host_node || plan->engine_cmd);
     fputs ("read x x x x g x < /proc/$$/stat\n"

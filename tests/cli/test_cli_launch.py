@@ -5,11 +5,13 @@ usage errors; and the ssh launcher end to end through a stand-in ssh that
 runs the remote command here, as sshd would (in a session of its own):
 one session a host, engines registered, px on each, cluster list naming
 the hosts, an unreachable host named and --min-hosts honoured, cluster
-stop leaving nothing. The same against real sshd, Slurm and MPICH on
+stop leaving nothing, a killed cluster's hosts ending their engines and
+clean removing its record. The same against real sshd, Slurm and MPICH on
 test hosts is tests/hosts."""
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import tempfile
@@ -156,6 +158,26 @@ with tempfile.TemporaryDirectory(prefix="banyan-launch.") as tmp:
                          and not any(live(p) for p in host_pids), 10),
               "no engine, host script or session is left",
               session_procs(profile.dir))
+
+    # Killed outright, supervisor and controller: each host script sees its
+    # session end and ends its engines; clean then removes what is left
+    with Profile("launch-killed") as profile:
+        start = run(["cluster", "start", "-n", "2", "--launcher", "ssh",
+                     "--hosts", "localhost,127.0.0.1", "--ssh-cmd", ssh, "-q"]
+                    + profile.args(), timeout=90)
+        record = profile.record()
+        check(start.returncode == 0 and record, "cluster start", describe(start))
+        os.killpg(record["pgid"], signal.SIGKILL)
+        check(wait_until(lambda: not session_procs(profile.dir), 10),
+              "the hosts end their engines when their sessions end",
+              session_procs(profile.dir))
+        listing = run(["cluster", "list"] + profile.args())
+        check("stale" in listing.stdout, "cluster list: stale",
+              describe(listing))
+        clean = run(["cluster", "clean"] + profile.args())
+        check(clean.returncode == 0 and "banyan-cluster.json" in clean.stdout
+              and not os.listdir(os.path.join(profile.dir, "pid")),
+              "cluster clean removes its record", describe(clean))
 
     with Profile("launch-unreachable") as profile:
         args = ["cluster", "start", "-n", "4", "--launcher", "ssh", "--hosts",

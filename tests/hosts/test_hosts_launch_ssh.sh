@@ -3,10 +3,12 @@
 # test_hosts_launch_ssh.sh: banyan cluster start --launcher ssh on three test
 # hosts, each a real sshd: one session a host, `banyan px hostname` prints
 # each host's name for its engines, cluster list names the hosts, cluster
-# stop leaves no process on any host; a cut host is named and the start
-# fails, or with --min-hosts goes on without it; a cluster whose
-# supervisor was killed is still stopped (the hosts' process groups
-# killed over ssh); stock ipengines with --engine-cmd.
+# stop leaves no process on any host; --host-node puts a host node in
+# front of each host's engines; with --ip '*' the engines reach
+# --location; a cut host is named and the start fails, or with --min-hosts
+# goes on without it; a cluster whose supervisor was killed is still
+# stopped (the hosts' process groups killed over ssh); stock ipengines
+# with --engine-cmd.
 . "$(dirname "$0")/hoststest.sh" ssh
 hosts up 3 || fail "hosts up 3"
 bin=${BN_BUILD_DIR:?}/bin
@@ -52,6 +54,32 @@ list=$("$bin/banyan" cluster list --profile-dir "$profile")
     || fail "cluster list: $list"
 echo "ok: cluster list shows ssh h1,h2,h3"
 out=$("$bin/banyan" cluster stop --profile-dir "$profile") || fail "cluster stop: $out"
+expect_nothing_on h1 h2 h3
+
+# --host-node: a host node on each host, its engines behind it
+out=$("$bin/banyan" cluster start -n 6 --hosts h1,h2,h3 --host-node "${launch[@]}" 2>&1) \
+    || fail "cluster start --host-node: $out"
+for h in h1 h2 h3; do
+    [ "$(on_host "$h" | awk '{print $2}' | grep -c '^banyan-schedule')" = 1 ] \
+        || fail "$h does not run one host node: $(on_host "$h" | tr '\n' ' ')"
+done
+out=$("$bin/banyan" px --direct --profile-dir "$profile" hostname) || fail "px --direct: $out"
+expect_lines "--host-node: px --direct hostname through each host's node" \
+    $'[stdout:0] h1\n[stdout:1] h1\n[stdout:2] h2\n[stdout:3] h2\n[stdout:4] h3\n[stdout:5] h3' "$out"
+out=$("$bin/banyan" cluster stop --profile-dir "$profile") || fail "cluster stop: $out"
+expect_nothing_on h1 h2 h3
+
+# --ip '*': the engines' connection info says tcp://*, which they take to
+# --location; the programs found under --remote-prefix there
+out=$("$bin/banyan" cluster start -n 3 --hosts h1,h2,h3 --location "$HOSTS_HEAD" \
+          --remote-prefix "$BN_BUILD_DIR" "${launch[@]}" --ip '*' 2>&1) \
+    || fail "cluster start --ip '*' --location $HOSTS_HEAD: $out"
+grep -q '"interface": *"tcp://\*"' "$profile/security/ipcontroller-engine.json" \
+    || fail "the engine file's interface: $(cat "$profile/security/ipcontroller-engine.json")"
+out=$("$bin/banyan" px --profile-dir "$profile" hostname) || fail "px hostname: $out"
+expect_lines "--ip '*' --location $HOSTS_HEAD: engines reach the controller" \
+    $'[stdout:0] h1\n[stdout:1] h2\n[stdout:2] h3' "$out"
+"$bin/banyan" cluster stop --profile-dir "$profile" -q || fail "cluster stop"
 expect_nothing_on h1 h2 h3
 
 # h3 cut off: named, and the start fails unless --min-hosts lets it go on

@@ -34,6 +34,7 @@ until [ -f "$j" ] || [ -n "$o" ]; do
     sleep 0.1
     i=$((i + 1))
 done
+unset BANYAN_CONNECTION_INFO
 i=0
 while [ $i -lt $c ] && [ -z "$o" ]; do
     k=$((c - i))

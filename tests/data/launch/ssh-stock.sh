@@ -24,6 +24,7 @@ exec 3<&-
 t=$(mktemp -d) || exit 3
 j="$t/ipcontroller-engine.json"
 printf "%s\n" "$BANYAN_CONNECTION_INFO" > "$j" || exit 3
+unset BANYAN_CONNECTION_INFO
 i=0
 while [ $i -lt $c ] && [ -z "$o" ]; do
     /usr/bin/ipengine --log-level=WARN --file="$j" >&2 &
