@@ -5,6 +5,7 @@
 #include "bn_bcast_procs.h"
 
 #include <assert.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +22,28 @@
 typedef struct {
     bn_topology_t *topology; //  Rebuilt from the given one's spec, owned
     bn_treeproc_t *procs;
-    zhashx_t *engines; //  Registered engines: uuid -> eid + 1 (as a pointer)
+    zhashx_t *engines; //  Registered engines: uuid -> s_engine_t
     size_t nleaves;
+    bn_hosts_t *hosts; //  host nodes and their engines (borrowed), or NULL
 } s_procs_t;
+
+//  A registered engine, as its nodes were told of it.
+typedef struct {
+    int eid;
+    int leaf;   //  the leaf of its host node (doc/hosts.md), or -1
+    char *host; //  its host node's leaf's routing id, or NULL
+} s_engine_t;
+
+static void
+s_engine_free (void **item)
+{
+    s_engine_t *engine = (s_engine_t *)*item;
+    if (!engine)
+        return;
+    free (engine->host);
+    free (engine);
+    *item = NULL;
+}
 
 //  The down endpoint of inner node.
 static char *
@@ -33,20 +53,30 @@ s_ipc (s_procs_t *self, int node)
                          node);
 }
 
-//  Tell the leaf that serves it about every registered engine.
+//  Tell a node that was restarted what it knew: a leaf the engines it
+//  serves, an inner node the engines of host nodes below it.
 static void
 s_replay (s_procs_t *self, size_t node)
 {
-    for (void *item = zhashx_first (self->engines); item;
-         item = zhashx_next (self->engines)) {
-        int eid = (int)(intptr_t)item - 1;
-        if (bn_topology_engine_node (self->topology, eid) != (int)node)
-            continue;
-        char text[16];
-        snprintf (text, sizeof text, "%d", eid);
-        bn_treeproc_sendx (self->procs, node, "ENGINE_ADD",
-                           (const char *)zhashx_cursor (self->engines), text,
-                           NULL);
+    bool leaf = bn_topology_is_leaf (self->topology, (int)node);
+    for (s_engine_t *engine = zhashx_first (self->engines); engine;
+         engine = zhashx_next (self->engines)) {
+        char eid[16], at[16];
+        snprintf (eid, sizeof eid, "%d", engine->eid);
+        snprintf (at, sizeof at, "%d", engine->leaf);
+        int serving =
+            engine->leaf >= 0
+                ? bn_topology_leaf_node (self->topology, engine->leaf)
+                : bn_topology_engine_node (self->topology, engine->eid);
+        if (leaf && serving == (int)node)
+            bn_treeproc_sendx (self->procs, node, "ENGINE_ADD",
+                               (const char *)zhashx_cursor (self->engines), eid,
+                               engine->host, NULL);
+        else if (!leaf && engine->leaf >= 0 &&
+                 bn_topology_serves_leaf (self->topology, (int)node,
+                                          engine->leaf))
+            bn_treeproc_sendx (self->procs, node, "ENGINE_ROUTE", eid, at,
+                               NULL);
     }
 }
 
@@ -54,8 +84,7 @@ static void
 s_on_event (void *arg, size_t node, const char *event, zmsg_t *msg)
 {
     s_procs_t *self = (s_procs_t *)arg;
-    if (streq (event, "READY") &&
-        bn_topology_is_leaf (self->topology, (int)node))
+    if (streq (event, "READY"))
         s_replay (self, node);
 }
 
@@ -158,6 +187,9 @@ s_start (bn_topology_t *topology, const char *key,
         bn_topology_new (bn_topology_spec (topology),
                          bn_topology_depth (topology), 0, err, sizeof err);
     self->engines = zhashx_new ();
+    if (self->engines)
+        zhashx_set_destructor (self->engines, s_engine_free);
+    self->hosts = options->hosts;
     size_t nnodes = (size_t)bn_topology_size (topology);
     self->nleaves = (size_t)bn_topology_leaves (topology);
     self->procs =
@@ -230,31 +262,65 @@ s_attach (void *arg, zloop_t *loop)
     return bn_treeproc_attach (self->procs, loop);
 }
 
+//  Send node command and its arguments (NULL-terminated) and wait until it
+//  answers reply.
+static void
+s_call (s_procs_t *self, int node, const char *reply, const char *command, ...)
+{
+    zmsg_t *msg = zmsg_new ();
+    zmsg_addstr (msg, command);
+    va_list args;
+    va_start (args, command);
+    const char *arg;
+    while ((arg = va_arg (args, const char *)))
+        zmsg_addstr (msg, arg);
+    va_end (args);
+    bn_treeproc_call (self->procs, (size_t)node, &msg, reply, S_ADD_WAIT, NULL);
+}
+
 static void
 s_engine (void *arg, const char *uuid, int eid, bool registered)
 {
     s_procs_t *self = (s_procs_t *)arg;
     assert (self);
-    int node = bn_topology_engine_node (self->topology, eid);
+    //  an engine behind a host node: the leaf its host node hangs below
+    const char *host = NULL;
+    int leaf = self->hosts && uuid
+                   ? bn_hosts_leaf (self->hosts,
+                                    bn_hosts_via (self->hosts, uuid), &host)
+                   : -1;
+    int node = leaf >= 0 ? bn_topology_leaf_node (self->topology, leaf)
+                         : bn_topology_engine_node (self->topology, eid);
     if (node < 0 || !uuid)
         return;
-    if (registered) {
-        zhashx_update (self->engines, uuid, (void *)(intptr_t)(eid + 1));
-        char text[16];
-        snprintf (text, sizeof text, "%d", eid);
-        //  the hub announces the engine when this returns: wait until its
-        //  leaf knows it, or a client's first broadcast may overtake it
-        zmsg_t *msg = zmsg_new ();
-        zmsg_addstr (msg, "ENGINE_ADD");
-        zmsg_addstr (msg, uuid);
-        zmsg_addstr (msg, text);
-        bn_treeproc_call (self->procs, (size_t)node, &msg, "ENGINE_ADDED",
-                          S_ADD_WAIT, NULL);
-    } else {
+    char text[16], at[16];
+    snprintf (text, sizeof text, "%d", eid);
+    snprintf (at, sizeof at, "%d", leaf);
+    if (!registered) {
         zhashx_delete (self->engines, uuid);
+        for (int up = leaf >= 0 ? bn_topology_parent (self->topology, node)
+                                : -1;
+             up >= 0; up = bn_topology_parent (self->topology, up))
+            bn_treeproc_sendx (self->procs, (size_t)up, "ENGINE_UNROUTE", text,
+                               NULL);
         bn_treeproc_sendx (self->procs, (size_t)node, "ENGINE_REMOVE", uuid,
                            NULL);
+        return;
     }
+    s_engine_t *engine = calloc (1, sizeof *engine);
+    if (engine) {
+        engine->eid = eid;
+        engine->leaf = leaf;
+        engine->host = host ? strdup (host) : NULL;
+        zhashx_update (self->engines, uuid, engine);
+    }
+    //  the hub announces the engine when this returns: wait until the nodes
+    //  above its leaf route it and its leaf knows it, or a client's first
+    //  broadcast may overtake it
+    for (int up = leaf >= 0 ? bn_topology_parent (self->topology, node) : -1;
+         up >= 0; up = bn_topology_parent (self->topology, up))
+        s_call (self, up, "ENGINE_ROUTED", "ENGINE_ROUTE", text, at, NULL);
+    s_call (self, node, "ENGINE_ADDED", "ENGINE_ADD", uuid, text, host, NULL);
 }
 
 //  Node's own counters (its actor's STATS), or NULL if it does not answer.

@@ -194,6 +194,7 @@ s_start_tree (s_controller_t *self)
                                   .restart_backoff_ms = self->restart_backoff,
                                   .reduce_plugins = self->reduce_plugins,
                                   .records = self->record_link,
+                                  .hosts = self->hosts,
                                   .program = self->scheduler_path,
                                   .log_file = self->log_file,
                                   .run_dir = self->run_dir};

@@ -1018,16 +1018,28 @@ s_host_request (bn_hub_t *self, bn_msg_t *msg, const char *link)
 {
     json_t *content = bn_msg_content (msg);
     json_t *name = json_object_get (content, "name");
+    //  where its broadcast leaf hangs: a leaf of the engine file's list
+    json_t *leaf = json_object_get (content, "leaf");
+    json_t *leaf_id = json_object_get (content, "leaf_id");
+    size_t leaves =
+        json_array_size (json_object_get (self->connection_info, "broadcast"));
+    bool leaf_ok =
+        (!leaf && !leaf_id) ||
+        (json_is_integer (leaf) && json_integer_value (leaf) >= 0 &&
+         json_integer_value (leaf) < (json_int_t)leaves &&
+         json_is_string (leaf_id) && s_uuid_ok (json_string_value (leaf_id)));
     if (!json_is_string (name) || !*json_string_value (name) ||
         strlen (json_string_value (name)) > S_UUID_MAX ||
-        !s_host_engines_ok (json_object_get (content, "engines"))) {
+        !s_host_engines_ok (json_object_get (content, "engines")) || !leaf_ok) {
         self->stats.bad_content++;
         self->stats.errors++;
         s_host_reply (self, msg,
                       bn_wire_error ("ValueError",
                                      BN_MSG_HOST_REQUEST
-                                     " needs a 'name' and 'engines', a list "
-                                     "of [uuid, id] pairs",
+                                     " needs a 'name', 'engines' (a list "
+                                     "of [uuid, id] pairs), and 'leaf' (a "
+                                     "broadcast port's index) with 'leaf_id' "
+                                     "or neither",
                                      NULL, NULL));
         return;
     }
@@ -1047,6 +1059,12 @@ s_host_request (bn_hub_t *self, bn_msg_t *msg, const char *link)
             return;
         }
         self->next_host++;
+    }
+    if (leaf &&
+        bn_hosts_set_leaf (self->hosts, link, (int)json_integer_value (leaf),
+                           json_string_value (leaf_id)) != 0) {
+        self->stats.send_failed++;
+        return;
     }
     free (host->name);
     host->name = strdup (json_string_value (name));

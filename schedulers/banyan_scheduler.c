@@ -373,7 +373,7 @@ s_on_command (zactor_t *actor, bn_nodelink_t *link, zmsg_t **msg_p)
 {
     zmsg_t *msg = *msg_p;
     char *command = zframe_strdup (zmsg_first (msg));
-    if (streq (command, "ENGINE_ADD")) {
+    if (streq (command, "ENGINE_ADD") || streq (command, "ENGINE_ROUTE")) {
         //  ENDPOINTS is answered after ENGINE_ADD is taken (one pipe, in
         //  order): then tell the controller, which waits for it
         zframe_t *second = zmsg_next (msg);
@@ -382,12 +382,14 @@ s_on_command (zactor_t *actor, bn_nodelink_t *link, zmsg_t **msg_p)
         zmsg_t *barrier = s_ask (actor, "ENDPOINTS");
         zmsg_destroy (&barrier);
         zmsg_t *added = zmsg_new ();
-        zmsg_addstr (added, "ENGINE_ADDED");
+        zmsg_addstr (added, streq (command, "ENGINE_ADD") ? "ENGINE_ADDED"
+                                                          : "ENGINE_ROUTED");
         if (uuid)
             zmsg_append (added, &uuid);
         bn_nodelink_send (link, &added);
         zframe_destroy (&uuid);
     } else if (streq (command, "ENGINE_REMOVE") ||
+               streq (command, "ENGINE_UNROUTE") ||
                streq (command, "CHILD_LOST"))
         zmsg_send (msg_p, actor);
     else if (streq (command, "STATS")) {

@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
+#include "bn_hosts.h"
 #include "bn_monitor_link.h"
 #include "bn_topology.h"
 
@@ -32,6 +33,9 @@ typedef struct {
     bn_monitor_link_t *records; //  where the root reports the requests and
                                 //  replies it passes (borrowed for the
                                 //  tree's life), or NULL
+    bn_hosts_t *hosts;          //  host nodes and their engines (borrowed
+                                //  for the tree's life; read when told of
+                                //  an engine), or NULL
     //  processes only
     const char *program;    //  banyan-scheduler to run (path or PATH name)
     const char *log_file;   //  the nodes' log file; NULL or "" = our stderr
@@ -55,7 +59,9 @@ typedef struct {
     //  failure.
     int (*attach) (void *self, zloop_t *loop);
     //  Tell the leaf serving engine eid that engine uuid was registered or
-    //  unregistered (a bn_hub_engine_fn).
+    //  unregistered (a bn_hub_engine_fn). An engine behind a host node
+    //  (options' hosts) is served by the host node's leaf below the leaf
+    //  it names, and the inner nodes above that leaf route it there.
     void (*engine) (void *self, const char *uuid, int eid, bool registered);
     //  A new JSON object: {"requests": requests in flight over all nodes,
     //  "nodes": [each node's counters, in node order], ...}; NULL if out

@@ -148,12 +148,18 @@ typedef struct {
     bn_session_t *session;
     zhashx_t *requests; //  key -> s_request_t
     zhashx_t *engines;  //  leaf: uuid -> eid + 1
-    bn_holdq_t *holdq;  //  leaf: s_held_t * for engines connecting
-    bool dispatching;   //  in s_send_engine: a failed slot is not
-                        //  progressed (the dispatch does that)
-    zlistx_t *timed;    //  requests with a deadline or window
-    zlistx_t *losses;   //  s_loss_t * read, not yet applied to requests
-    int timer;          //  zloop timer id, -1 when none
+    zhashx_t *hosted;   //  leaf: uuid -> 1 + index in hosts of the host node
+                        //  serving it (doc/hosts.md)
+    char **hosts;       //  leaf: host nodes' leaves, children of this leaf
+    size_t nhosts;
+    zhashx_t *routes;  //  inner: engine id -> 1 + the leaf of its host
+                       //  node, when not eid % leaves
+    bn_holdq_t *holdq; //  leaf: s_held_t * for engines connecting
+    bool dispatching;  //  in s_send_engine: a failed slot is not
+                       //  progressed (the dispatch does that)
+    zlistx_t *timed;   //  requests with a deadline or window
+    zlistx_t *losses;  //  s_loss_t * read, not yet applied to requests
+    int timer;         //  zloop timer id, -1 when none
     int deadline_ms;
     size_t max_requests;     //  requests in flight before reading pauses
     bool paused;             //  not reading requests (max_requests reached)
@@ -844,6 +850,9 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
     bool drained = false;
     for (size_t i = 0; i < req->nslots; i++) {
         s_slot_t *slot = &req->slots[i];
+        //  an engine of a host node is its leaf's to serve
+        if (slot->child >= 0)
+            continue;
         if (!drained && !zhashx_lookup (self->engines, slot->uuid)) {
             s_drain_pipe (self);
             drained = true;
@@ -886,7 +895,7 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
     char stack[1024];
     for (size_t i = 0; i < req->nslots; i++) {
         s_slot_t *slot = &req->slots[i];
-        if (slot->state != S_PENDING)
+        if (slot->state != S_PENDING || slot->child >= 0)
             continue;
         if (!zhashx_lookup (self->engines, slot->uuid)) {
             self->stats.unknown_engine++;
@@ -938,17 +947,25 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
     free (header);
 }
 
-//  Send each child the request with its own targets (an inner node).
+//  Send each child the request with its own targets: an inner node's
+//  children, or the host nodes' leaves below a leaf, whose deadline comes a
+//  step earlier than the leaf's.
 static void
 s_dispatch_children (s_node_t *self, s_request_t *req, bn_msg_t *request,
-                     json_t *metadata, json_t **lists, int64_t deadline_at)
+                     json_t *metadata, json_t **lists, size_t count,
+                     int64_t deadline_at)
 {
-    for (size_t c = 0; c < self->nchildren; c++) {
+    if (self->leaf && deadline_at)
+        deadline_at -= S_DEADLINE_STEP;
+    for (size_t c = 0; c < count; c++) {
         if (!lists[c])
             continue;
-        const char *child = bn_topology_routing_id (
-            self->topology,
-            bn_topology_child (self->topology, self->node, (int)c));
+        const char *child =
+            self->leaf
+                ? self->hosts[c]
+                : bn_topology_routing_id (
+                      self->topology,
+                      bn_topology_child (self->topology, self->node, (int)c));
         json_t *md = json_copy (metadata);
         bn_msg_t *copy = md ? bn_msg_dup (request) : NULL;
         int rc = copy ? 0 : -1;
@@ -1014,6 +1031,36 @@ s_add_slot (s_node_t *self, s_request_t *req, const bn_target_t *target,
 //  The slots of req, one per target in tree order: child by child as the
 //  topology splits them (the client's order within a child), then the
 //  targets no child serves. Returns -1 if out of memory.
+//  True if the engine eid, served by leaf (-1: by eid % leaves), is in this
+//  node's subtree.
+static bool
+s_serves (s_node_t *self, int eid, int leaf)
+{
+    return leaf >= 0
+               ? bn_topology_serves_leaf (self->topology, self->node, leaf)
+               : bn_topology_serves (self->topology, self->node, eid);
+}
+
+//  1 + the index of host node leaf id among this leaf's children, or 0;
+//  with add, one not known yet becomes the next child (0 if out of
+//  memory).
+static size_t
+s_host_index (s_node_t *self, const char *id, bool add)
+{
+    for (size_t i = 0; i < self->nhosts; i++)
+        if (streq (self->hosts[i], id))
+            return i + 1;
+    if (!add)
+        return 0;
+    char **hosts = realloc (self->hosts, (self->nhosts + 1) * sizeof (char *));
+    if (!hosts)
+        return 0;
+    self->hosts = hosts;
+    if (!(hosts[self->nhosts] = strdup (id)))
+        return 0;
+    return ++self->nhosts;
+}
+
 static int
 s_add_slots (s_node_t *self, s_request_t *req, json_t *targets, json_t **lists)
 {
@@ -1034,32 +1081,63 @@ s_add_slots (s_node_t *self, s_request_t *req, json_t *targets, json_t **lists)
             (int)json_integer_value (json_array_get (target, 1)), target};
     }
     if (self->leaf) {
-        for (size_t i = 0; i < n; i++)
-            s_add_slot (self, req, &given[i], -1, lists);
+        //  its engines, and those of the host nodes below it
+        for (size_t i = 0; i < n; i++) {
+            void *host = self->hosted && given[i].uuid
+                             ? zhashx_lookup (self->hosted, given[i].uuid)
+                             : NULL;
+            s_add_slot (self, req, &given[i],
+                        host ? (int)((uintptr_t)host - 1) : -1, lists);
+        }
         free (block);
         return 0;
+    }
+    //  the leaf of each engine behind a host node, given and as split
+    int *leaves = NULL;
+    if (n && self->routes && zhashx_size (self->routes)) {
+        leaves = malloc (2 * n * sizeof (int));
+        if (!leaves) {
+            free (block);
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++) {
+            char key[16];
+            snprintf (key, sizeof key, "%d", given[i].eid);
+            void *leaf = zhashx_lookup (self->routes, key);
+            leaves[i] = leaf ? (int)((uintptr_t)leaf - 1) : -1;
+        }
     }
     //  a parent splits by the same topology, so a target from elsewhere is
     //  rare: those go last, and the others are split
     size_t served = n;
-    if (bn_topology_split (self->topology, self->node, given, n, split, offsets,
-                           NULL, 0) != 0) {
-        served = 0;
-        for (size_t i = 0; i < n; i++)
-            if (bn_topology_serves (self->topology, self->node, given[i].eid))
-                split[served++] = given[i];
-        for (size_t i = 0, last = served; i < n; i++)
-            if (!bn_topology_serves (self->topology, self->node, given[i].eid))
-                split[last++] = given[i];
+    if (bn_topology_split_leaves (self->topology, self->node, given, leaves, n,
+                                  split, offsets, NULL, 0) != 0) {
+        int *moved = leaves ? leaves + n : NULL;
+        size_t next = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            for (size_t i = 0; i < n; i++) {
+                if (s_serves (self, given[i].eid, leaves ? leaves[i] : -1) !=
+                    (pass == 0))
+                    continue;
+                if (moved)
+                    moved[next] = leaves[i];
+                split[next++] = given[i];
+            }
+            if (pass == 0)
+                served = next;
+        }
         memcpy (given, split, n * sizeof (bn_target_t));
-        bn_topology_split (self->topology, self->node, given, served, split,
-                           offsets, NULL, 0);
+        if (leaves)
+            memcpy (leaves, moved, n * sizeof (int));
+        bn_topology_split_leaves (self->topology, self->node, given, leaves,
+                                  served, split, offsets, NULL, 0);
     }
     for (size_t c = 0; c < nchildren; c++)
         for (size_t i = offsets[c]; i < offsets[c + 1]; i++)
             s_add_slot (self, req, &split[i], (int)c, lists);
     for (size_t i = served; i < n; i++)
         s_add_slot (self, req, &given[i], -1, lists);
+    free (leaves);
     free (block);
     return 0;
 }
@@ -1161,11 +1239,14 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
     if (reduce || json_is_true (json_object_get (metadata, BN_BCAST_GROUP)))
         req->by_eid = zhashx_new ();
     req->request = bn_msg_dup (msg);
-    json_t **lists =
-        self->leaf ? NULL : calloc (self->nchildren, sizeof (json_t *));
+    //  what engines and host nodes were told before this request
+    s_drain_pipe (self);
+    //  the targets of each child (a leaf's: each host node's leaf)
+    size_t nlists = self->leaf ? self->nhosts : self->nchildren;
+    json_t **lists = nlists ? calloc (nlists, sizeof (json_t *)) : NULL;
     if (!req->key || (n && !req->slots) || !req->by_uuid || !req->request ||
         ((req->group || req->reduce) && !req->by_eid) ||
-        (reduce && !req->by_eid) || (!self->leaf && !lists) ||
+        (reduce && !req->by_eid) || (nlists && !lists) ||
         zhashx_insert (self->requests, req->key, req) != 0) {
         s_request_destroy (&req);
         free (lists);
@@ -1202,10 +1283,11 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
         }
     if (self->leaf)
         s_dispatch_engines (self, req, msg, metadata);
-    else
-        s_dispatch_children (self, req, msg, metadata, lists, deadline_at);
     if (lists)
-        for (size_t c = 0; c < self->nchildren; c++)
+        s_dispatch_children (self, req, msg, metadata, lists, nlists,
+                             deadline_at);
+    if (lists)
+        for (size_t c = 0; c < nlists; c++)
             json_decref (lists[c]);
     free (lists);
     s_progress (self, req);
@@ -1420,16 +1502,19 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
     }
     memcpy (peer, from, from_len);
     peer[from_len] = 0;
+    //  a leaf hears from its engines, and from host nodes' leaves, which it
+    //  takes as an inner node takes its children
+    bool engine = self->leaf && !s_host_index (self, peer, false);
     char key[S_FIELD];
     const char *original =
         s_scan (msg, BN_PART_METADATA, "original_msg_id", key, sizeof key);
     if (!original || !*original) {
         //  an engine that does not copy original_msg_id: the parent
         //  msg_id is "<original>_<engine uuid>"
-        char engine[S_FIELD];
-        const char *uuid = self->leaf ? peer
-                                      : s_scan (msg, BN_PART_METADATA, "engine",
-                                                engine, sizeof engine);
+        char named[S_FIELD];
+        const char *uuid = engine ? peer
+                                  : s_scan (msg, BN_PART_METADATA, "engine",
+                                            named, sizeof named);
         const char *parent = bn_msg_parent_id (msg);
         size_t plen = parent ? strlen (parent) : 0;
         size_t ulen = uuid ? strlen (uuid) : 0;
@@ -1450,14 +1535,13 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
         return;
     }
     //  a child's merged message, in one of the three shapes
-    bn_merged_shape_t shape =
-        self->leaf ? BN_MERGED_NONE : bn_merged_shape (msg);
+    bn_merged_shape_t shape = engine ? BN_MERGED_NONE : bn_merged_shape (msg);
     bool plain = shape == BN_MERGED_TARGETS;
     bool grouped = shape == BN_MERGED_GROUPS;
     bool reduced = shape == BN_MERGED_REDUCED;
     bool merged = shape != BN_MERGED_NONE;
     s_slot_t *slot = NULL;
-    if (self->leaf)
+    if (engine)
         slot = s_slot_of (req, peer);
     else if (!merged) {
         //  the engine's uuid is what follows "<original>_" in parent msg_id
@@ -1636,10 +1720,11 @@ s_stats (s_node_t *self)
 {
     s_stats_t *s = &self->stats;
     json_t *stats = json_pack (
-        "{s:s, s:I, s:I, s:I}", "node", self->id, "requests",
+        "{s:s, s:I, s:I, s:I, s:I, s:I}", "node", self->id, "requests",
         (json_int_t)zhashx_size (self->requests), "engines",
         (json_int_t)(self->engines ? zhashx_size (self->engines) : 0),
-        "received", (json_int_t)s->requests);
+        "received", (json_int_t)s->requests, "hosts", (json_int_t)self->nhosts,
+        "routes", (json_int_t)(self->routes ? zhashx_size (self->routes) : 0));
     struct {
         const char *name;
         uint64_t value;
@@ -1720,21 +1805,45 @@ s_command (s_node_t *self, zmsg_t *request)
     } else if (streq (command, "ENGINE_ADD")) {
         char *uuid = zmsg_popstr (request);
         char *eid = zmsg_popstr (request);
-        if (uuid && eid && self->engines) {
+        //  the leaf of the host node serving it, when it has one
+        char *host = zmsg_popstr (request);
+        size_t index =
+            host && self->hosted ? s_host_index (self, host, true) : 0;
+        if (uuid && eid && self->engines && (!host || index)) {
             zhashx_update (self->engines, uuid,
                            (void *)(uintptr_t)(atoi (eid) + 1));
-            bn_holdq_engine_add (self->holdq, uuid);
+            if (index)
+                zhashx_update (self->hosted, uuid, (void *)(uintptr_t)index);
+            else {
+                zhashx_delete (self->hosted, uuid);
+                bn_holdq_engine_add (self->holdq, uuid);
+            }
         }
         free (uuid);
         free (eid);
+        free (host);
     } else if (streq (command, "ENGINE_REMOVE")) {
         char *uuid = zmsg_popstr (request);
         if (uuid) {
             if (self->engines)
                 zhashx_delete (self->engines, uuid);
+            if (self->hosted)
+                zhashx_delete (self->hosted, uuid);
             s_lost (self, uuid, -1);
         }
         free (uuid);
+    } else if (streq (command, "ENGINE_ROUTE") ||
+               streq (command, "ENGINE_UNROUTE")) {
+        //  an engine of a host node: its targets go toward that node's leaf
+        char *eid = zmsg_popstr (request);
+        char *leaf = zmsg_popstr (request);
+        if (eid && self->routes && streq (command, "ENGINE_UNROUTE"))
+            zhashx_delete (self->routes, eid);
+        else if (eid && leaf && self->routes && atoi (leaf) >= 0)
+            zhashx_update (self->routes, eid,
+                           (void *)(uintptr_t)(atoi (leaf) + 1));
+        free (eid);
+        free (leaf);
     } else if (streq (command, "CHILD_LOST")) {
         char *index = zmsg_popstr (request);
         if (index && !self->leaf)
@@ -1828,6 +1937,11 @@ s_node_destroy (s_node_t **self_p)
     zlistx_destroy (&self->timed);
     zlistx_destroy (&self->losses);
     zhashx_destroy (&self->engines);
+    zhashx_destroy (&self->hosted);
+    zhashx_destroy (&self->routes);
+    for (size_t i = 0; i < self->nhosts; i++)
+        free (self->hosts[i]);
+    free (self->hosts);
     bn_holdq_destroy (&self->holdq);
     zloop_destroy (&self->loop);
     zsock_destroy (&self->up);
@@ -1845,7 +1959,7 @@ s_node_destroy (s_node_t **self_p)
 //  the endpoint as bound goes to *last.
 static zsock_t *
 s_socket (s_node_t *self, const char *endpoint, bool bind, int hwm,
-          zcert_t *curve, char **last)
+          zcert_t *curve, const char *serverkey, char **last)
 {
     zsock_t *sock = zsock_new (ZMQ_ROUTER);
     if (!sock)
@@ -1864,8 +1978,11 @@ s_socket (s_node_t *self, const char *endpoint, bool bind, int hwm,
     if (!bind)
         zsock_set_reconnect_ivl (sock, S_RECONNECT_IVL);
     //  what leaves the host is a tcp port: the client's and the engines'
-    if (bind && curve && strncmp (endpoint, "tcp://", 6) == 0 &&
-        bn_curve_server (sock, curve)) {
+    //  ...or, for a host node's leaf, the link up to the controller's
+    bool tcp = strncmp (endpoint, "tcp://", 6) == 0;
+    if (tcp && curve &&
+        (bind ? bn_curve_server (sock, curve)
+              : serverkey && bn_curve_client (sock, curve, serverkey))) {
         bn_log_error ("%s: this libzmq cannot use CURVE", self->id);
         zsock_destroy (&sock);
         return NULL;
@@ -1932,17 +2049,22 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
     }
     if (self->leaf) {
         self->engines = zhashx_new ();
-        if (!self->engines) {
+        self->hosted = zhashx_new ();
+        if (!self->engines || !self->hosted) {
             s_node_destroy (&self);
             return NULL;
         }
+    } else if (!(self->routes = zhashx_new ())) {
+        s_node_destroy (&self);
+        return NULL;
     }
     if (args->up_endpoint)
-        self->up = s_socket (self, args->up_endpoint, self->level == 0,
-                             args->hwm, args->curve, &self->up_endpoint);
+        self->up =
+            s_socket (self, args->up_endpoint, self->level == 0, args->hwm,
+                      args->curve, args->curve_serverkey, &self->up_endpoint);
     if (args->down_endpoint)
         self->down = s_socket (self, args->down_endpoint, true, args->hwm,
-                               args->curve, &self->down_endpoint);
+                               args->curve, NULL, &self->down_endpoint);
     if (!self->up || !self->down) {
         bn_log_error ("%s: needs an up and a down socket", self->id);
         s_node_destroy (&self);

@@ -55,6 +55,9 @@ typedef struct {
                             //  (doc/hosts.md) has a name of its own
     zcert_t *curve;         //  a socket bound on tcp:// is a CURVE server with
                             //  these keys; NULL: no CURVE
+    const char *curve_serverkey; //  with curve: the up socket connected on
+                                 //  tcp:// is a CURVE client of this server
+                                 //  key (a host node's leaf); NULL: not
 
     //  Upward link. The root binds up_endpoint; other nodes connect it
     //  (the parent's down endpoint).
@@ -83,7 +86,14 @@ typedef struct {
 
 //  The node actor (args: bn_bcast_node_args_t *). Commands on the pipe:
 //    ENGINE_ADD uuid eid     the hub registered an engine this leaf serves
+//    ENGINE_ADD uuid eid host
+//                            ...through the leaf of a host node (doc/
+//                            hosts.md), routing id host, a child of this
+//                            leaf that gets the engine's targets
 //    ENGINE_REMOVE uuid      the hub unregistered it: its slots fail now
+//    ENGINE_ROUTE eid leaf   an inner node sends engine eid's targets toward
+//                            leaf (its host node's), not eid % leaves
+//    ENGINE_UNROUTE eid      no longer
 //    CHILD_LOST index        child index is gone: its slots fail now
 //    ENDPOINTS               reply [up endpoint, down endpoint] as bound
 //                            or connected

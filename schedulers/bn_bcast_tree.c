@@ -19,8 +19,9 @@ typedef struct {
     bn_topology_t *topology; //  a copy, rebuilt from spec and depth
     zactor_t **nodes;        //  one per topology node
     int size;
-    int root_port;   //  the client port the root bound
-    int *leaf_ports; //  the engine port each leaf bound
+    int root_port;     //  the client port the root bound
+    int *leaf_ports;   //  the engine port each leaf bound
+    bn_hosts_t *hosts; //  host nodes and their engines (borrowed), or NULL
 } s_tree_t;
 
 static void
@@ -73,6 +74,8 @@ s_start (bn_topology_t *topology, const char *key,
         self->leaf_ports = calloc ((size_t)leaves, sizeof (int));
     }
     bool ok = self && self->nodes && self->leaf_ports;
+    if (ok)
+        self->hosts = options->hosts;
     bn_topology_t *topo = ok ? self->topology : NULL;
     char up[128], down[128];
     for (int n = 0; ok && n < self->size; n++) {
@@ -151,14 +154,30 @@ s_engine (void *arg, const char *uuid, int eid, bool registered)
 {
     s_tree_t *self = (s_tree_t *)arg;
     assert (self);
-    int node = bn_topology_engine_node (self->topology, eid);
+    //  an engine behind a host node: the leaf its host node hangs below
+    const char *host = NULL;
+    int leaf = self->hosts
+                   ? bn_hosts_leaf (self->hosts,
+                                    bn_hosts_via (self->hosts, uuid), &host)
+                   : -1;
+    int node = leaf >= 0 ? bn_topology_leaf_node (self->topology, leaf)
+                         : bn_topology_engine_node (self->topology, eid);
     if (node < 0 || !self->nodes[node])
         return;
-    if (registered) {
-        char id[16];
-        snprintf (id, sizeof id, "%d", eid);
-        zstr_sendx (self->nodes[node], "ENGINE_ADD", uuid, id, NULL);
-    } else
+    char id[16], at[16];
+    snprintf (id, sizeof id, "%d", eid);
+    snprintf (at, sizeof at, "%d", leaf);
+    //  the nodes above its leaf first: each drains its commands before it
+    //  takes a request, so none splits it by id once the hub announces it
+    for (int up = leaf >= 0 ? bn_topology_parent (self->topology, node) : -1;
+         up >= 0; up = bn_topology_parent (self->topology, up))
+        if (registered)
+            zstr_sendx (self->nodes[up], "ENGINE_ROUTE", id, at, NULL);
+        else
+            zstr_sendx (self->nodes[up], "ENGINE_UNROUTE", id, NULL);
+    if (registered)
+        zstr_sendx (self->nodes[node], "ENGINE_ADD", uuid, id, host, NULL);
+    else
         zstr_sendx (self->nodes[node], "ENGINE_REMOVE", uuid, NULL);
 }
 

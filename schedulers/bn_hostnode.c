@@ -110,6 +110,7 @@ struct _s_node_t {
     char *monitor_endpoint;
     bn_topology_t *topology; //  the leaf's (a chain: it is alone)
     zactor_t *leaf;          //  broadcast leaf of our engines
+    char *leaf_id;           //  its routing id
     int leaf_port;
     int up_leaf;        //  the controller's leaf ours hangs below
     bn_heart_t *heart;  //  pings our engines, once welcomed
@@ -243,8 +244,9 @@ s_hello (s_node_t *self)
             json_array_append_new (
                 engines, json_pack ("[s, i]", engine->uuid, engine->id));
     s_to_hub (self, BN_MSG_HOST_REQUEST,
-              engines ? json_pack ("{s:s, s:o, s:i}", "name", self->name,
-                                   "engines", engines, "leaf", self->up_leaf)
+              engines ? json_pack ("{s:s, s:o, s:i, s:s}", "name", self->name,
+                                   "engines", engines, "leaf", self->up_leaf,
+                                   "leaf_id", self->leaf_id)
                       : NULL);
     self->stats.hellos++;
     //  what we kept for the hub it hears from the hello
@@ -926,6 +928,15 @@ s_on_pipe (zloop_t *loop, zsock_t *pipe, void *arg)
         zstr_send (pipe, self->link);
     else if (streq (command, "STATS")) {
         json_t *stats = s_stats (self);
+        //  and its leaf's, which answers at once (a thread of ours)
+        zstr_send (self->leaf, "STATS");
+        char *leaf = zstr_recv (self->leaf);
+        json_t *leaf_stats = leaf ? json_loads (leaf, 0, NULL) : NULL;
+        zstr_free (&leaf);
+        if (stats && leaf_stats)
+            json_object_set_new (stats, "broadcast", leaf_stats);
+        else
+            json_decref (leaf_stats);
         char *text = stats ? json_dumps (stats, JSON_COMPACT) : NULL;
         zstr_send (pipe, text ? text : "{}");
         free (text);
@@ -976,6 +987,7 @@ s_node_destroy (s_node_t **self_p)
     free (self->ip);
     free (self->connfile_path);
     free (self->monitor_endpoint);
+    free (self->leaf_id);
     free (self);
     *self_p = NULL;
 }
@@ -1010,20 +1022,24 @@ s_start_leaf (s_node_t *self, const char *reduce_plugins, int grace,
         self->topology
             ? bn_connfile_broadcast_url (self->upstream, (size_t)self->up_leaf)
             : NULL;
-    char down[300], id[BN_TOPOLOGY_ID_MAX];
+    char down[300];
     snprintf (down, sizeof down, "tcp://%s:0", self->ip);
-    snprintf (id, sizeof id, BN_ROUTING_SCHEDULER_PREFIX "h%08x", random);
-    bn_bcast_node_args_t args = {.topology = self->topology,
-                                 .node = 1,
-                                 .key = bn_connfile_key (self->upstream),
-                                 .routing_id = id,
-                                 .up_endpoint = up,
-                                 .down_endpoint = down,
-                                 .reduce_plugins = reduce_plugins,
-                                 .hwm = self->hwm,
-                                 .connect_grace_ms = grace,
-                                 .status = -1};
-    if (up)
+    self->leaf_id = zsys_sprintf (BN_ROUTING_SCHEDULER_PREFIX "h%08x", random);
+    //  its link up leaves the host: CURVE, when the controller asks for it
+    bn_bcast_node_args_t args = {
+        .topology = self->topology,
+        .node = 1,
+        .key = bn_connfile_key (self->upstream),
+        .routing_id = self->leaf_id,
+        .curve = self->curve_cert,
+        .curve_serverkey = bn_connfile_curve_serverkey (self->upstream),
+        .up_endpoint = up,
+        .down_endpoint = down,
+        .reduce_plugins = reduce_plugins,
+        .hwm = self->hwm,
+        .connect_grace_ms = grace,
+        .status = -1};
+    if (up && self->leaf_id)
         self->leaf = zactor_new (bn_bcast_node_actor, &args);
     zstr_free (&up);
     if (!self->leaf || args.status != 0) {

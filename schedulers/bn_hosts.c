@@ -18,6 +18,8 @@
 typedef struct {
     char *id;          //  link id
     zhashx_t *engines; //  uuid -> self, the engines routed through it
+    int leaf;          //  the controller's tree leaf its leaf hangs below
+    char *leaf_id;     //  its leaf's routing id, or NULL
 } s_link_t;
 
 struct _bn_hosts_t {
@@ -35,6 +37,7 @@ s_link_destroy (void **item)
         return;
     zhashx_destroy (&link->engines);
     free (link->id);
+    free (link->leaf_id);
     free (link);
     *item = NULL;
 }
@@ -91,6 +94,7 @@ bn_hosts_link_add (bn_hosts_t *self, const char *link)
         return -1;
     entry->id = strdup (link);
     entry->engines = zhashx_new ();
+    entry->leaf = -1;
     if (!entry->id || !entry->engines ||
         zhashx_insert (self->links, link, entry) != 0) {
         void *item = entry;
@@ -119,6 +123,35 @@ bn_hosts_has_link (bn_hosts_t *self, const char *link)
 {
     assert (self);
     return link && zhashx_lookup (self->links, link) != NULL;
+}
+
+int
+bn_hosts_set_leaf (bn_hosts_t *self, const char *link, int leaf,
+                   const char *leaf_id)
+{
+    assert (self);
+    assert (link);
+    assert (leaf_id);
+    s_link_t *entry = zhashx_lookup (self->links, link);
+    char *copy = entry ? strdup (leaf_id) : NULL;
+    if (!copy)
+        return -1;
+    free (entry->leaf_id);
+    entry->leaf_id = copy;
+    entry->leaf = leaf;
+    return 0;
+}
+
+int
+bn_hosts_leaf (bn_hosts_t *self, const char *link, const char **leaf_id)
+{
+    assert (self);
+    s_link_t *entry = link ? zhashx_lookup (self->links, link) : NULL;
+    if (!entry || !entry->leaf_id || entry->leaf < 0)
+        return -1;
+    if (leaf_id)
+        *leaf_id = entry->leaf_id;
+    return entry->leaf;
 }
 
 int

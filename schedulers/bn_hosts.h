@@ -37,6 +37,17 @@ void bn_hosts_link_remove (bn_hosts_t *self, const char *link);
 //  True if link was added and not removed.
 bool bn_hosts_has_link (bn_hosts_t *self, const char *link);
 
+//  The host node of link runs the broadcast leaf leaf_id below the
+//  controller's tree leaf leaf (doc/hosts.md). Returns -1 if the link is
+//  unknown or out of memory.
+int bn_hosts_set_leaf (bn_hosts_t *self, const char *link, int leaf,
+                       const char *leaf_id);
+
+//  The controller's tree leaf the host node of link hangs below, and
+//  (when leaf_id is not NULL) its own leaf's routing id (borrowed); -1 if
+//  the link is unknown or has no leaf.
+int bn_hosts_leaf (bn_hosts_t *self, const char *link, const char **leaf_id);
+
 //  Engine uuid is reached through link (a known link), replacing any route
 //  it had. Returns -1 if the link is unknown or out of memory.
 int bn_hosts_route (bn_hosts_t *self, const char *uuid, const char *link);

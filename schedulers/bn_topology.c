@@ -477,8 +477,15 @@ s_child_above (bn_topology_t *self, int node, int from)
 bool
 bn_topology_serves (bn_topology_t *self, int node, int eid)
 {
+    return bn_topology_serves_leaf (self, node,
+                                    bn_topology_engine_leaf (self, eid));
+}
+
+bool
+bn_topology_serves_leaf (bn_topology_t *self, int node, int leaf)
+{
     s_node (self, node);
-    int leaf_node = bn_topology_engine_node (self, eid);
+    int leaf_node = bn_topology_leaf_node (self, leaf);
     if (leaf_node < 0)
         return false;
     return leaf_node == node || s_child_above (self, node, leaf_node) >= 0;
@@ -500,6 +507,26 @@ bn_topology_split (bn_topology_t *self, int node, const bn_target_t *targets,
                    size_t n, bn_target_t *out, size_t *offsets, char *err,
                    size_t errsize)
 {
+    return bn_topology_split_leaves (self, node, targets, NULL, n, out, offsets,
+                                     err, errsize);
+}
+
+//  The leaf serving target i: leaves[i] when given, else its engine's.
+static int
+s_target_leaf (bn_topology_t *self, const bn_target_t *targets,
+               const int *leaves, size_t i)
+{
+    return leaves && leaves[i] >= 0
+               ? leaves[i]
+               : bn_topology_engine_leaf (self, targets[i].eid);
+}
+
+int
+bn_topology_split_leaves (bn_topology_t *self, int node,
+                          const bn_target_t *targets, const int *leaves,
+                          size_t n, bn_target_t *out, size_t *offsets,
+                          char *err, size_t errsize)
+{
     s_node_t *entry = s_node (self, node);
     assert (targets || n == 0);
     assert (out || n == 0);
@@ -514,7 +541,7 @@ bn_topology_split (bn_topology_t *self, int node, const bn_target_t *targets,
     for (int c = 0; c <= nchildren; c++)
         offsets[c] = 0;
     for (size_t i = 0; i < n; i++) {
-        int leaf = bn_topology_engine_leaf (self, targets[i].eid);
+        int leaf = s_target_leaf (self, targets, leaves, i);
         int c = leaf < 0 ? -1 : bn_topology_child_toward (self, node, leaf);
         if (c < 0) {
             bn_error_set (err, errsize,
@@ -529,7 +556,7 @@ bn_topology_split (bn_topology_t *self, int node, const bn_target_t *targets,
     //  offsets[c] now is child c's first slot; advance copies as we place.
     for (size_t i = 0; i < n; i++) {
         int c = bn_topology_child_toward (
-            self, node, bn_topology_engine_leaf (self, targets[i].eid));
+            self, node, s_target_leaf (self, targets, leaves, i));
         out[offsets[c]++] = targets[i];
     }
     //  Each offsets[c] moved to child c's end = child c+1's start: shift.

@@ -158,6 +158,9 @@ int bn_topology_engine_node (bn_topology_t *self, int eid);
 //  itself when it is a leaf).
 bool bn_topology_serves (bn_topology_t *self, int node, int eid);
 
+//  True if leaf `leaf` is node itself or in node's subtree.
+bool bn_topology_serves_leaf (bn_topology_t *self, int node, int leaf);
+
 //  Position (0 ... nchildren-1) of the child of `node` whose subtree holds
 //  leaf `leaf`, or -1 if node is a leaf or the leaf is not below it.
 int bn_topology_child_toward (bn_topology_t *self, int node, int leaf);
@@ -173,5 +176,14 @@ int bn_topology_child_toward (bn_topology_t *self, int node, int leaf);
 int bn_topology_split (bn_topology_t *self, int node,
                        const bn_target_t *targets, size_t n, bn_target_t *out,
                        size_t *offsets, char *err, size_t errsize);
+
+//  As bn_topology_split, where leaves (when not NULL) gives the leaf that
+//  serves each target instead of eid % leaves, for targets whose entry is
+//  not -1: an engine behind a host node is served by the leaf its host
+//  node hangs below (doc/hosts.md).
+int bn_topology_split_leaves (bn_topology_t *self, int node,
+                              const bn_target_t *targets, const int *leaves,
+                              size_t n, bn_target_t *out, size_t *offsets,
+                              char *err, size_t errsize);
 
 #endif

@@ -146,6 +146,16 @@ START_TEST (test_routes)
                       S_ENGINE);
     json_decref (engines);
 
+    //  where a link's host node hangs in the broadcast tree
+    const char *leaf_id = NULL;
+    ck_assert_int_eq (bn_hosts_leaf (hosts, S_LINK, &leaf_id), -1);
+    ck_assert_int_eq (bn_hosts_set_leaf (hosts, S_LINK, 1, "sub_scheduler_h1"),
+                      0);
+    ck_assert_int_eq (bn_hosts_leaf (hosts, S_LINK, &leaf_id), 1);
+    ck_assert_str_eq (leaf_id, "sub_scheduler_h1");
+    ck_assert_int_eq (bn_hosts_leaf (hosts, NULL, NULL), -1);
+    ck_assert_int_eq (bn_hosts_set_leaf (hosts, "bn-host x 1", 0, "s"), -1);
+
     //  an engine unrouted connects straight to the controller
     bn_hosts_unroute (hosts, S_DIRECT);
     ck_assert_ptr_null (bn_hosts_via (hosts, S_DIRECT));

@@ -1154,7 +1154,10 @@ START_TEST (test_host_bad_input)
 {
     s_host_t *host = s_host_new (s_ctl, "h1");
     //  no name, engines not pairs
-    const char *bad[] = {"{}", "{\"name\": \"h1\", \"engines\": [\"x\"]}",
+    const char *bad[] = {"{}",
+                         "{\"name\": \"h1\", \"leaf\": 99, \"leaf_id\": \"s\"}",
+                         "{\"name\": \"h1\", \"leaf\": 0}",
+                         "{\"name\": \"h1\", \"engines\": [\"x\"]}",
                          "{\"name\": \"h1\", \"engines\": [[\"a b\", 1]]}",
                          "{\"name\": 3}"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

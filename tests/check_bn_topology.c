@@ -586,6 +586,53 @@ START_TEST (test_split_errors)
 }
 END_TEST
 
+START_TEST (test_split_leaves)
+{
+    //  kary:2 depth 2, leaves 0-1 under node 1, 2-3 under node 2. Engines 0
+    //  and 5 are behind host nodes hanging below leaves 3 and 0 (doc/
+    //  hosts.md); engines 1 and 2 go by their ids.
+    bn_topology_t *topology = s_new ("kary:2", 2, 0);
+    bn_target_t targets[] = {
+        {"h0", 0, NULL}, {"d1", 1, NULL}, {"d2", 2, NULL}, {"h5", 5, NULL}};
+    int leaves[] = {3, -1, -1, 0};
+    bn_target_t out[4];
+    size_t offsets[3];
+    char err[256] = "";
+    ck_assert_int_eq (bn_topology_split_leaves (topology, 0, targets, leaves, 4,
+                                                out, offsets, err, sizeof err),
+                      0);
+    ck_assert_uint_eq (offsets[1], 2);
+    ck_assert_str_eq (out[0].uuid, "d1");
+    ck_assert_str_eq (out[1].uuid, "h5");
+    ck_assert_str_eq (out[2].uuid, "h0");
+    ck_assert_str_eq (out[3].uuid, "d2");
+    //  below node 2, engine 0 goes to leaf 3 (node 6), engine 2 to leaf 2
+    bn_target_t right[] = {{"h0", 0, NULL}, {"d2", 2, NULL}};
+    int right_leaves[] = {3, -1};
+    ck_assert_int_eq (bn_topology_split_leaves (topology, 2, right,
+                                                right_leaves, 2, out, offsets,
+                                                err, sizeof err),
+                      0);
+    ck_assert_str_eq (out[0].uuid, "d2");
+    ck_assert_str_eq (out[1].uuid, "h0");
+    //  by its id engine 0 would be under node 1, not node 2
+    ck_assert_int_eq (bn_topology_split (topology, 2, right, 1, out, offsets,
+                                         err, sizeof err),
+                      -1);
+    //  and a leaf the node does not serve is refused as such
+    int wrong_leaves[] = {0, -1};
+    ck_assert_int_eq (bn_topology_split_leaves (topology, 2, right,
+                                                wrong_leaves, 2, out, offsets,
+                                                err, sizeof err),
+                      -1);
+    ck_assert (bn_topology_serves_leaf (topology, 2, 3));
+    ck_assert (bn_topology_serves_leaf (topology, 6, 3));
+    ck_assert (!bn_topology_serves_leaf (topology, 1, 3));
+    ck_assert (!bn_topology_serves_leaf (topology, 0, 4));
+    bn_topology_destroy (&topology);
+}
+END_TEST
+
 START_TEST (test_bad_specs)
 {
     struct {
@@ -676,6 +723,7 @@ main (void)
     tcase_add_test (tc, test_split_holes);
     tcase_add_test (tc, test_split_one_and_none);
     tcase_add_test (tc, test_split_errors);
+    tcase_add_test (tc, test_split_leaves);
     tcase_add_test (tc, test_bad_specs);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);

@@ -12,6 +12,7 @@ static bn_config_t *s_config;  //  settings of the controller and engines
 static zactor_t *s_controller; //  the controller
 static zactor_t *s_host;       //  the host node
 static char *s_host_file;      //  its connection file
+static char *s_engine_file;    //  the controller's engine connection file
 
 //  The text of file path (caller frees).
 static char *
@@ -56,9 +57,12 @@ s_start_host (const char *engine_file)
     zstr_free (&ready);
 }
 
-//  A controller beating every period ms, misses allowed, and a host node.
+//  A controller beating every period ms, misses allowed, and a host node;
+//  a broadcast tree of depth (NULL: the default), its nodes banyan-scheduler
+//  processes when processes is set.
 static void
-s_start (const char *period, const char *misses)
+s_start_tree (const char *period, const char *misses, const char *depth,
+              bool processes)
 {
     snprintf (s_dir, sizeof s_dir, "/tmp/bn-check-cluster-hosts-XXXXXX");
     ck_assert_ptr_nonnull (mkdtemp (s_dir));
@@ -69,6 +73,19 @@ s_start (const char *period, const char *misses)
     ck_assert_int_eq (bn_config_set (s_config, "controller.heartbeat_misses",
                                      misses, BN_CONFIG_CMDLINE),
                       0);
+    if (depth)
+        ck_assert_int_eq (bn_config_set (s_config, "controller.depth", depth,
+                                         BN_CONFIG_CMDLINE),
+                          0);
+    if (processes) {
+        ck_assert_int_eq (bn_config_set (s_config, "controller.tree_mode",
+                                         "processes", BN_CONFIG_CMDLINE),
+                          0);
+        ck_assert_int_eq (bn_config_set (s_config, "controller.scheduler_path",
+                                         BN_BUILD_DIR "/bin/banyan-scheduler",
+                                         BN_CONFIG_CMDLINE),
+                          0);
+    }
     bn_controller_args_t args = {s_config, s_dir, 0};
     s_controller = zactor_new (bn_controller_actor, &args);
     ck_assert_ptr_nonnull (s_controller);
@@ -78,15 +95,22 @@ s_start (const char *period, const char *misses)
     zstr_recvx (s_controller, &client_file, &engine_file, NULL);
     ck_assert_ptr_nonnull (engine_file);
     s_start_host (engine_file);
+    s_engine_file = engine_file;
     zstr_free (&client_file);
-    zstr_free (&engine_file);
 }
 
-//  count banyan engines connected to the host node, registered.
-static zactor_t *
-s_start_engines (int count)
+static void
+s_start (const char *period, const char *misses)
 {
-    bn_engine_args_t args = {s_host_file, NULL, s_config, count, -1, s_dir};
+    s_start_tree (period, misses, NULL, false);
+}
+
+//  count banyan engines connected to file (the host node's or the
+//  controller's), registered.
+static zactor_t *
+s_start_engines_of (const char *file, int count)
+{
+    bn_engine_args_t args = {file, NULL, s_config, count, -1, s_dir};
     zactor_t *engines = zactor_new (bn_engine_actor, &args);
     ck_assert_ptr_nonnull (engines);
     zstr_sendx (engines, "WAIT", "20000", NULL);
@@ -96,6 +120,13 @@ s_start_engines (int count)
     return engines;
 }
 
+//  count banyan engines connected to the host node, registered.
+static zactor_t *
+s_start_engines (int count)
+{
+    return s_start_engines_of (s_host_file, count);
+}
+
 static void
 s_stop (void)
 {
@@ -103,6 +134,7 @@ s_stop (void)
     zactor_destroy (&s_controller);
     bn_config_destroy (&s_config);
     zstr_free (&s_host_file);
+    zstr_free (&s_engine_file);
     char command[300];
     snprintf (command, sizeof command, "rm -rf '%s'", s_dir);
     ck_assert_int_eq (system (command), 0);
@@ -131,19 +163,26 @@ s_stat (bn_client_t *client, const char *actor, const char *counter)
     return value;
 }
 
-//  One counter of the host node.
+//  One counter of the host node, or of its broadcast leaf (leaf true).
 static json_int_t
-s_host_stat (const char *counter)
+s_host_counter (const char *counter, bool leaf)
 {
     zstr_send (s_host, "STATS");
     char *text = zstr_recv (s_host);
     json_t *stats = json_loads (text, 0, NULL);
     zstr_free (&text);
-    json_t *value = json_object_get (stats, counter);
+    json_t *value = json_object_get (
+        leaf ? json_object_get (stats, "broadcast") : stats, counter);
     ck_assert_msg (json_is_integer (value), "no host counter %s", counter);
     json_int_t result = json_integer_value (value);
     json_decref (stats);
     return result;
+}
+
+static json_int_t
+s_host_stat (const char *counter)
+{
+    return s_host_counter (counter, false);
 }
 
 //  A tuple of one argument (taken).
@@ -228,6 +267,71 @@ START_TEST (test_usage)
     bn_client_destroy (&client);
     zactor_destroy (&engines);
     s_stop ();
+}
+END_TEST
+
+//  Broadcasts to four engines behind the host node and one engine of the
+//  controller, through a tree of depth: one copy reaches the host node.
+static void
+s_broadcasts (const char *depth, bool processes)
+{
+    s_start_tree ("100", "50", depth, processes);
+    zactor_t *hosted = s_start_engines (4);
+    zactor_t *direct = s_start_engines_of (s_engine_file, 1);
+    bn_client_t *client = s_client (5);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    int runs = 0;
+    for (int coalescing = 0; coalescing < 2; coalescing++) {
+        ck_assert_int_eq (bn_view_set_coalescing (view, coalescing), 0);
+        bn_result_t *result = NULL;
+        ck_assert_int_eq (bn_view_execute (view, "echo b", &result), 0);
+        ck_assert_int_eq (bn_result_get (result, 20), 0);
+        ck_assert_uint_eq (bn_result_count (result), 5);
+        for (size_t i = 0; i < 5; i++)
+            ck_assert_str_eq (bn_result_stdout (result, i), "b\n");
+        bn_result_destroy (&result);
+        bn_value_t *args = s_args1 (bn_value_new_int (7));
+        ck_assert_int_eq (bn_view_apply (view, "echo", args, NULL, &result), 0);
+        bn_value_destroy (&args);
+        ck_assert_int_eq (bn_result_get (result, 20), 0);
+        ck_assert_uint_eq (bn_result_count (result), 5);
+        for (size_t i = 0; i < 5; i++)
+            ck_assert_int_eq (bn_value_int (bn_result_value (result, i)), 7);
+        bn_result_destroy (&result);
+        runs += 2;
+    }
+    //  the host node's leaf got each request once and sent each of its
+    //  engines a copy
+    ck_assert_int_eq (s_host_counter ("received", true), runs);
+    ck_assert_int_eq (s_host_counter ("to_engines", true), 4 * runs);
+    ck_assert_int_eq (s_host_counter ("requests", true), 0);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    zactor_destroy (&direct);
+    zactor_destroy (&hosted);
+    s_stop ();
+}
+
+START_TEST (test_broadcast)
+{
+    //  the default tree, two leaves: the host node hangs below one of them
+    s_broadcasts (NULL, false);
+}
+END_TEST
+
+START_TEST (test_broadcast_deeper)
+{
+    //  depth 0, the root serving all; depth 2, the inner nodes routing the
+    //  host node's engines toward its leaf
+    s_broadcasts ("0", false);
+    s_broadcasts ("2", false);
+}
+END_TEST
+
+START_TEST (test_broadcast_processes)
+{
+    //  the tree's nodes as banyan-scheduler processes
+    s_broadcasts ("2", true);
 }
 END_TEST
 
@@ -335,6 +439,33 @@ START_TEST (test_engine_killed)
     ck_assert_int_eq (s_stat (client, "hub", "heart_failures"), 1);
     bn_result_destroy (&result);
 
+    //  one more dies while a broadcast waits for it: its slot fails, the
+    //  other engine's reply comes
+    fake = s_fake_new ();
+    end = zclock_mono () + 10000;
+    while (bn_client_engine_count (client) < 2 && zclock_mono () < end) {
+        s_fake_echo (fake);
+        zclock_sleep (5);
+    }
+    ck_assert_uint_eq (bn_client_engine_count (client), 2);
+    bn_view_t *bcast = bn_view_new (client, BN_VIEW_BROADCAST);
+    ck_assert_int_eq (bn_view_set_coalescing (bcast, true), 0);
+    ck_assert_int_eq (bn_view_execute (bcast, "true", &result), 0);
+    request = t_recv_within (fake->shell, 5000);
+    ck_assert_msg (request != NULL, "the broadcast did not reach the engine");
+    bn_msg_destroy (&request);
+    id = fake->id;
+    s_fake_die (&fake);
+    ck_assert_int_eq (bn_result_get (result, 20), BN_EENGINEDIED);
+    ck_assert_uint_eq (bn_result_count (result), 2);
+    for (size_t i = 0; i < 2; i++)
+        ck_assert_int_eq (bn_result_status (result, i),
+                          bn_result_engine_id (result, i) == id ? BN_EENGINEDIED
+                                                                : 0);
+    bn_result_destroy (&result);
+    bn_view_destroy (&bcast);
+    s_wait_count (client, 1, 5000);
+
     //  the other engine goes on
     bn_view_t *all = bn_view_new (client, BN_VIEW_DIRECT);
     ck_assert_int_eq (bn_view_execute (all, "true", &result), 0);
@@ -383,6 +514,9 @@ main (void)
     TCase *tc = tcase_create ("hosts");
     tcase_set_timeout (tc, 60);
     tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_broadcast);
+    tcase_add_test (tc, test_broadcast_deeper);
+    tcase_add_test (tc, test_broadcast_processes);
     tcase_add_test (tc, test_engine_killed);
     tcase_add_test (tc, test_host_killed);
     suite_add_tcase (suite, tc);
