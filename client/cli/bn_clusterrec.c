@@ -703,6 +703,28 @@ bn_clusterrec_engine_pid (bn_clusterrec_t *self, int engine_id)
     return 0;
 }
 
+const char *
+bn_clusterrec_engine_host (bn_clusterrec_t *self, int engine_id, pid_t *pid)
+{
+    assert (self);
+    for (size_t index = 0; index < self->hosts_size; index++) {
+        bn_clusterrec_host_t *host = &self->hosts[index];
+        if (host->state == BN_HOST_FAILED || engine_id < host->first ||
+            engine_id >= host->first + host->count)
+            continue;
+        //  Its processes serve per_process engines each, in order
+        long place = (engine_id - host->first) / self->per_process;
+        const char *at = host->pids;
+        while (place-- > 0 && at)
+            if ((at = strchr (at, ',')))
+                at++;
+        if (pid)
+            *pid = at && *at ? (pid_t)atol (at) : 0;
+        return host->name;
+    }
+    return NULL;
+}
+
 bn_cluster_state_t
 bn_clusterrec_state (bn_clusterrec_t *self, size_t *live_engine_procs)
 {

@@ -159,6 +159,12 @@ int bn_clusterrec_engine_proc (bn_clusterrec_t *self, size_t index, pid_t *pid,
 //  was asked to serve it.
 pid_t bn_clusterrec_engine_pid (bn_clusterrec_t *self, int engine_id);
 
+//  The host that runs engine id, of a remote launch, and the pid of its
+//  process there (through pid, may be NULL); NULL if no recorded host
+//  started it.
+const char *bn_clusterrec_engine_host (bn_clusterrec_t *self, int engine_id,
+                                       pid_t *pid);
+
 //  Look at the live processes: the state of the cluster, and through
 //  live_engine_procs (may be NULL) how many engine processes are alive.
 bn_cluster_state_t bn_clusterrec_state (bn_clusterrec_t *self,

@@ -115,6 +115,12 @@ bn_cmd_engines (int argc, char **argv)
         char pid[16] = "-", queue[16] = "-";
         const char *state = "registered";
         pid_t engine_pid = record ? bn_clusterrec_engine_pid (record, id) : 0;
+        //  An engine of a remote launch: its host's name and pid there
+        pid_t remote_pid = 0;
+        const char *remote =
+            record ? bn_clusterrec_engine_host (record, id, &remote_pid) : NULL;
+        if (remote && remote_pid > 0)
+            snprintf (pid, sizeof pid, "%d", (int)remote_pid);
         if (engine_pid > 0) {
             snprintf (pid, sizeof pid, "%d", (int)engine_pid);
             if (!bn_proctable_alive (engine_pid, 0))
@@ -145,7 +151,10 @@ bn_cmd_engines (int argc, char **argv)
                         state = waiting ? "busy" : "idle";
                 }
         printf ("%-5d %-36s %-16s %-8s %-8s %-5s %-8s %s\n", id, uuid,
-                engine_pid > 0 ? host : "-", pid, state, queue, since, what);
+                remote           ? remote
+                : engine_pid > 0 ? host
+                                 : "-",
+                pid, state, queue, since, what);
     }
     if (!ids || bn_idset_count (ids) == 0)
         fprintf (stderr, "banyan engines: no engines are registered\n");

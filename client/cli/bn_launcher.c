@@ -203,7 +203,13 @@ bn_launcher_set_launch (bn_launcher_t *self, const bn_launch_ops_t *ops,
     self->ops = ops;
     self->plan = *plan;
     self->n = plan->n;
-    self->per_process = plan->per_process > 0 ? plan->per_process : 1;
+    //  On hosts: all of a host's engines in one process unless said
+    self->per_process = plan->per_process > 0 ? plan->per_process
+                        : plan->engine_cmd    ? 1
+                        : ops->remote         ? plan->engines_per_host
+                                              : 1;
+    if (self->per_process < 1)
+        self->per_process = 1;
 }
 
 //  The plan of a local launch that nobody set: from the engines, the

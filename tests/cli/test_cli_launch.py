@@ -140,6 +140,15 @@ with tempfile.TemporaryDirectory(prefix="banyan-launch.") as tmp:
                      for p in h["pids"].split(",")]
         check(len(host_pids) == 3 and all(live(p) for p in host_pids),
               "the reported engine processes run", host_pids)
+        engines = run(["engines"] + profile.args())
+        rows = [line.split()[:4] for line in engines.stdout.splitlines()[1:]]
+        by_host = {h["name"]: h["pids"] for h in (record or {}).get("hosts", [])}
+        check(engines.returncode == 0 and [(r[0], r[2], r[3]) for r in rows] ==
+              [(str(i), host, by_host.get(host)) for i, host in
+               enumerate(["localhost", "localhost", "127.0.0.1", "127.0.0.1",
+                          "127.0.0.2", "127.0.0.2"])],
+              "engines names each engine's host and its process there",
+              describe(engines))
         px = run(["px"] + profile.args() + ["echo $BANYAN_ENGINE_ID"])
         check(px.returncode == 0
               and sorted(l.split()[-1] for l in px.stdout.splitlines())

@@ -4,7 +4,7 @@
 # hosts, each a real sshd: one session a host, `banyan px hostname` prints
 # each host's name for its engines, cluster list names the hosts, cluster
 # stop leaves no process on any host; --host-node puts a host node in
-# front of each host's engines; with --ip '*' the engines reach
+# front of each host's engines (with --curve); with --ip '*' the engines reach
 # --location; a cut host is named and the start fails, or with --min-hosts
 # goes on without it; a cluster whose supervisor was killed is still
 # stopped (the hosts' process groups killed over ssh); stock ipengines
@@ -56,15 +56,18 @@ echo "ok: cluster list shows ssh h1,h2,h3"
 out=$("$bin/banyan" cluster stop --profile-dir "$profile") || fail "cluster stop: $out"
 expect_nothing_on h1 h2 h3
 
-# --host-node: a host node on each host, its engines behind it
-out=$("$bin/banyan" cluster start -n 6 --hosts h1,h2,h3 --host-node "${launch[@]}" 2>&1) \
-    || fail "cluster start --host-node: $out"
+# --host-node: a host node on each host, its engines behind it; with
+# --curve, the controller's public key travels with the connection info
+out=$("$bin/banyan" cluster start -n 6 --hosts h1,h2,h3 --host-node --curve \
+          "${launch[@]}" 2>&1) || fail "cluster start --host-node --curve: $out"
+grep -q '"curve_serverkey": *"[^"]' "$profile/security/ipcontroller-engine.json" \
+    || fail "no curve_serverkey in $(cat "$profile/security/ipcontroller-engine.json")"
 for h in h1 h2 h3; do
     [ "$(on_host "$h" | awk '{print $2}' | grep -c '^banyan-schedule')" = 1 ] \
         || fail "$h does not run one host node: $(on_host "$h" | tr '\n' ' ')"
 done
 out=$("$bin/banyan" px --direct --profile-dir "$profile" hostname) || fail "px --direct: $out"
-expect_lines "--host-node: px --direct hostname through each host's node" \
+expect_lines "--host-node --curve: px --direct hostname through each host's node" \
     $'[stdout:0] h1\n[stdout:1] h1\n[stdout:2] h2\n[stdout:3] h2\n[stdout:4] h3\n[stdout:5] h3' "$out"
 out=$("$bin/banyan" cluster stop --profile-dir "$profile") || fail "cluster stop: $out"
 expect_nothing_on h1 h2 h3
