@@ -41,8 +41,10 @@
 #define S_ENGINE_GRACE 4.0
 #define S_CONTROLLER_GRACE 3.0
 #define S_KILL_WAIT 5.0
-//  Seconds `cluster start` gives a failed cluster to end
+//  Seconds `cluster start` gives a failed cluster to end, and a failed
+//  remote one (whose hosts end first)
 #define S_ABORT_GRACE 3.0
+#define S_REMOTE_ABORT_GRACE 30.0
 //  Seconds the hosts of a remote launch get to end their engines when the
 //  cluster stops, before the launcher's own stop (ssh kill, scancel)
 #define S_REMOTE_GRACE 6.0
@@ -893,6 +895,18 @@ bn_launcher_abort (bn_launcher_t *self)
     assert (self);
     if (self->supervisor <= 0)
         return 0;
+    if (self->ops->remote) {
+        //  The supervisor ends what runs on the hosts in order (sessions,
+        //  a step, a job), which takes longer; what it could not end, the
+        //  launcher's stop ends
+        int rc = bn_launcher_stop (self->profile_dir, self->cluster_id,
+                                   S_REMOTE_ABORT_GRACE, false, NULL);
+        if (rc != BN_LAUNCHER_NO_CLUSTER) {
+            waitpid (self->supervisor, NULL, WNOHANG);
+            self->supervisor = 0;
+            return rc < 0 ? -1 : 0;
+        }
+    }
     pid_t root = self->supervisor;
     int rc = bn_proctable_terminate (root, &root, 1, SIGTERM, S_ABORT_GRACE,
                                      S_KILL_WAIT, NULL, NULL);

@@ -5,7 +5,8 @@
 # one task a node, and through sbatch outside one. Each time `banyan px
 # hostname` prints each host's name for its engines (ids by SLURM_PROCID,
 # two a host), cluster list names the step or the job and its nodes, and
-# cluster stop leaves no step, no job and no process on the hosts.
+# cluster stop leaves no step, no job and no process on the hosts; nor does
+# a start that fails.
 . "$(dirname "$0")/hoststest.sh" ssh slurm
 hosts up 3 --slurm || fail "hosts up 3 --slurm"
 bin=${BN_BUILD_DIR:?}/bin
@@ -94,4 +95,14 @@ out=$("$bin/banyan" cluster stop --profile-dir "$profile" --cluster-id batch 2>&
 left=$(squeue --noheader)
 [ -z "$left" ] || fail "Slurm jobs left after cluster stop: $left"
 echo "ok: cluster stop leaves no Slurm job"
+expect_nothing_on_hosts
+
+# A start that fails (engines that never register) cancels its job too
+out=$("$bin/banyan" cluster start -n 3 --launcher slurm --engines-per-host 1 \
+          --engine-cmd "sleep 300" --timeout 6 --ip "$HOSTS_HEAD" \
+          --profile-dir "$profile" 2>&1) && fail "a start whose engines never register: $out"
+[[ "$out" == *"only 0 of 3 engines registered in time"* ]] || fail "the failed start said: $out"
+left=$(squeue --noheader)
+[ -z "$left" ] || fail "Slurm jobs left after a failed start: $left"
+echo "ok: a failed start leaves no Slurm job"
 expect_nothing_on_hosts
