@@ -73,15 +73,22 @@ out=$("$bin/banyan" cluster stop --profile-dir "$profile") || fail "cluster stop
 expect_nothing_on h1 h2 h3
 
 # --ip '*': the engines' connection info says tcp://*, which they take to
-# --location; the programs found under --remote-prefix there
-out=$("$bin/banyan" cluster start -n 3 --hosts h1,h2,h3 --location "$HOSTS_HEAD" \
-          --remote-prefix "$BN_BUILD_DIR" "${launch[@]}" --ip '*' 2>&1) \
+# --location; the programs found under --remote-prefix there; the hosts
+# by address, reached by ssh with its options as ipcluster's ssh_args
+addresses=$HOSTS_NET.1,$HOSTS_NET.2,$HOSTS_NET.3
+ssh_cmd="ssh -i $HOSTS_KEY -l root -o BatchMode=yes -o StrictHostKeyChecking=no"
+ssh_cmd+=" -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR"
+out=$("$bin/banyan" cluster start -n 3 --hosts "$addresses" --location "$HOSTS_HEAD" \
+          --remote-prefix "$BN_BUILD_DIR" "${launch[@]}" --ip '*' --ssh-cmd "$ssh_cmd" 2>&1) \
     || fail "cluster start --ip '*' --location $HOSTS_HEAD: $out"
 grep -q '"interface": *"tcp://\*"' "$profile/security/ipcontroller-engine.json" \
     || fail "the engine file's interface: $(cat "$profile/security/ipcontroller-engine.json")"
 out=$("$bin/banyan" px --profile-dir "$profile" hostname) || fail "px hostname: $out"
 expect_lines "--ip '*' --location $HOSTS_HEAD: engines reach the controller" \
     $'[stdout:0] h1\n[stdout:1] h2\n[stdout:2] h3' "$out"
+list=$("$bin/banyan" cluster list --profile-dir "$profile")
+[ "$(tail -n 1 <<< "$list" | awk '{print $NF}')" = "$addresses" ] \
+    || fail "cluster list: $list"
 "$bin/banyan" cluster stop --profile-dir "$profile" -q || fail "cluster stop"
 expect_nothing_on h1 h2 h3
 
