@@ -416,13 +416,6 @@ bn_reduce_value (bn_reduce_t *self)
     return self->value;
 }
 
-bn_idset_t *
-bn_reduce_engines (bn_reduce_t *self)
-{
-    assert (self);
-    return self->engines;
-}
-
 size_t
 bn_reduce_count (bn_reduce_t *self)
 {

@@ -80,9 +80,6 @@ const char *bn_reduce_op (bn_reduce_t *self);
 //  reduction failed.
 const bn_value_t *bn_reduce_value (bn_reduce_t *self);
 
-//  Engines that contributed to the value (borrowed).
-bn_idset_t *bn_reduce_engines (bn_reduce_t *self);
-
 //  Number of engines that contributed.
 size_t bn_reduce_count (bn_reduce_t *self);
 

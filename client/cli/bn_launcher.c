@@ -742,6 +742,7 @@ s_supervise (bn_launcher_t *launcher, int event_fd)
     s_reap (&self, true);
     s_teardown (&self);
     s_event (&self, "stopped");
+    bn_remote_destroy (&self.remote);
     _exit (self.controller_failed ? 1 : 0);
 }
 
