@@ -5,7 +5,7 @@
     the header fields read without building a tree. The input is a frame
     list (bn_fuzz.h) sent over an inproc pair.
 
-    Checked: the split is the one WIRE.md 1.1 describes; a signature is
+    Checked: the split is the one doc/wire.md 1.1 describes; a signature is
     accepted exactly when it is the HMAC libsodium computes (a second
     implementation) and only once when recorded; the header fields agree
     with jansson's reading of the header; and a framed message sent on
@@ -190,7 +190,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     if (in.count == 0)
         return 0;
 
-    //  where WIRE.md 1.1 splits these frames
+    //  where doc/wire.md 1.1 splits these frames
     size_t delim = in.count;
     for (size_t i = 0; i < in.count && delim == in.count; i++)
         if (in.size[i] == BN_DELIM_SIZE &&
