@@ -275,9 +275,8 @@ done:
     return rc;
 }
 
-//  Reference(fname) as ipyparallel pickles it: state name, buffers.
-static bn_value_t *
-s_new_reference (const char *fname)
+bn_value_t *
+bn_apply_reference_new (const char *fname)
 {
     assert (fname);
     bn_value_t *state = bn_value_new_dict ();
@@ -318,7 +317,7 @@ zmsg_t *
 bn_apply_pack_reference (const char *fname, const bn_value_t *args,
                          const bn_value_t *kwargs)
 {
-    return s_pack_to_zmsg (s_new_reference (fname), args, kwargs);
+    return s_pack_to_zmsg (bn_apply_reference_new (fname), args, kwargs);
 }
 
 zmsg_t *
@@ -333,7 +332,7 @@ bn_apply_add_reference (bn_msg_t *msg, const char *fname,
                         const bn_value_t *args, const bn_value_t *kwargs)
 {
     assert (msg);
-    return s_pack (msg, s_new_reference (fname), args, kwargs);
+    return s_pack (msg, bn_apply_reference_new (fname), args, kwargs);
 }
 
 int

@@ -42,6 +42,11 @@ int bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
 //  Free what bn_apply_unpack put in `self` and zero it; safe to repeat.
 void bn_apply_clear (bn_apply_t *self);
 
+//  ipyparallel's Reference(fname) as it pickles it (its state: the name
+//  and no buffers): an argument that an engine, banyan or Python, replaces
+//  by the value fname names in its namespace. NULL if out of memory.
+bn_value_t *bn_apply_reference_new (const char *fname);
+
 //  Buffers of an apply_request calling Reference(fname) (what a Python
 //  engine evaluates as `fname` in its namespace) with args (a LIST or
 //  TUPLE, or NULL) and kwargs (a DICT with str keys, or NULL), as

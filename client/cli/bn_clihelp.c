@@ -341,9 +341,11 @@ static const s_help_t s_helps[] = {
      "Calls the engine function FUNCTION (a built-in such as echo, sum,\n"
      "sleep, or one from a plugin) with ARGS: an argument that reads as an\n"
      "integer is passed as an int, one that reads as a number as a float,\n"
-     "anything else as a string. Prints each engine's result as a Python\n"
-     "repr, \"[3] 42\", in engine order as px does, or with -b grouped as\n"
-     "px -b does.\n",
+     "@NAME as the value push stored under NAME on each engine (Python's\n"
+     "Reference(\"NAME\"); @@ begins a string that starts with @), anything\n"
+     "else as a string. Prints each engine's result as a Python repr,\n"
+     "\"[3] 42\", in engine order as px does, or with -b grouped as px -b\n"
+     "does.\n",
      "  -t, --targets SET       engines to call, e.g. 0-7,12 (default: all)\n"
      "  -b, --gather            group engines with identical results\n"
      "  -q, --quiet             print no status lines, only results\n"
@@ -354,7 +356,8 @@ static const s_help_t s_helps[] = {
      "  banyan apply echo 42\n"
      "  banyan apply --balanced sleep 5\n"
      "  banyan apply -b sum 1 2 3.5\n"
-     "  banyan apply -t 0 echo hello\n",
+     "  banyan apply -t 0 echo hello\n"
+     "  banyan push data input.bin && banyan apply checksum @data\n",
      "time to wait for the controller (default:\n"
      "                          client.timeout, 10s) and for the results\n"
      "                          (default: no limit)\n"},

@@ -1,6 +1,7 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_clivalue: words as values.  */
 #include "bn_clivalue.h"
+#include "bn_apply.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -48,6 +49,12 @@ bn_value_t *
 bn_clivalue_parse (const char *word)
 {
     assert (word);
+    //  "@name": what push stored, as Python's Reference("name");
+    //  "@@text" is the string "@text"
+    if (word[0] == '@' && word[1] == '@')
+        return bn_value_new_str (word + 1);
+    if (word[0] == '@' && word[1])
+        return bn_apply_reference_new (word + 1);
     if (s_is_number (word)) {
         bool integer = !strpbrk (word, ".eE");
         char *end;

@@ -4,6 +4,7 @@
 #include "bn_cliopts.h"
 #include "bn_clivalue.h"
 #include "bn_connfile.h"
+#include "bn_serialize.h"
 
 #include <check.h>
 #include <stdio.h>
@@ -243,15 +244,27 @@ START_TEST (test_values)
         {"", BN_VALUE_STR, "''"},
         {"99999999999999999999", BN_VALUE_STR, "'99999999999999999999'"},
         {"1e999", BN_VALUE_STR, "'1e999'"},
+        {"@data", BN_VALUE_OBJECT, NULL},
+        {"@@data", BN_VALUE_STR, "'@data'"},
+        {"@", BN_VALUE_STR, "'@'"},
     };
     for (size_t index = 0; index < sizeof cases / sizeof cases[0]; index++) {
         bn_value_t *value = bn_clivalue_parse (cases[index].word);
         ck_assert_ptr_nonnull (value);
         ck_assert_msg (bn_value_type (value) == cases[index].type,
                        "'%s' has the wrong type", cases[index].word);
-        char *repr = bn_value_repr (value);
-        ck_assert_str_eq (repr, cases[index].repr);
-        free (repr);
+        if (cases[index].repr) {
+            char *repr = bn_value_repr (value);
+            ck_assert_str_eq (repr, cases[index].repr);
+            free (repr);
+        } else {
+            //  ipyparallel's Reference, naming what follows the @
+            const bn_value_t *state = bn_value_object_state (value);
+            ck_assert (
+                bn_value_object_is (value, BN_SERIALIZE_CANNING, "Reference"));
+            ck_assert_str_eq (bn_value_str (bn_value_dict_get (state, "name")),
+                              cases[index].word + 1);
+        }
         bn_value_destroy (&value);
     }
     char *words[] = {"1", "two", "3.0"};

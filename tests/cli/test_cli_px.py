@@ -163,5 +163,23 @@ with Profile("px") as profile:
           "push - reads stdin; pull of a name some engines lack: status 1, "
           "in engine order", describe(pull))
 
+    by_name = run(["apply"] + px + ["len", "@blob"])
+    check(by_name.returncode == 0
+          and by_name.stdout == "".join(f"[{e}] 11\n" for e in range(4)),
+          "apply len @blob: the engines' stored value is the argument",
+          describe(by_name))
+    literal = run(["apply", "-t", "2"] + px + ["echo", "@note", "@@note"])
+    check(literal.returncode == 0
+          and literal.stdout == "[2] (b'from stdin', '@note')\n",
+          "apply echo @note @@note: a reference and a string that starts "
+          "with @", describe(literal))
+    unbound = run(["apply", "--broadcast", "-t", "1-2"] + px
+                  + ["len", "@note"])
+    check(unbound.returncode == 1 and unbound.stdout == "[2] 10\n"
+          and "[status:1] NameError: name 'note' is not defined"
+          in unbound.stderr,
+          "apply --broadcast len @note where engine 1 has no note: NameError "
+          "for it, the value for the other", describe(unbound))
+
     run(["cluster", "stop"] + profile.args(), timeout=60)
 finish()
