@@ -51,7 +51,7 @@ typedef struct {
     uint64_t purged;          //  Pending registrations that timed out
     uint64_t unregistrations; //  Engines unregistered
     uint64_t heart_failures;  //  ...of which by heart failure
-    uint64_t hosts_lost;      //  Host links whose heart stopped
+    uint64_t hosts_lost;      //  Host links whose heart stopped or closed
     uint64_t send_failed;     //  Replies or notifications not sent
 } s_stats_t;
 
@@ -1165,6 +1165,19 @@ s_on_stopped_heart (void *arg, const char *uuid)
         self->stats.heart_failures++;
 }
 
+//  A heart's pong connection closed. A host node's link that closes is a
+//  host node that died (or was stopped): its engines are lost at once, not
+//  a heartbeat bound later, so that its launcher may start it again and
+//  its engines come back under their ids. An engine of the controller's
+//  own keeps its heartbeat bound.
+static void
+s_on_closed_heart (void *arg, const char *uuid)
+{
+    bn_hub_t *self = (bn_hub_t *)arg;
+    if (zhashx_lookup (self->links, uuid))
+        s_host_lost (self, uuid, "its connection closed");
+}
+
 static void
 s_on_iopub_shutdown (void *arg, bn_msg_t *msg)
 {
@@ -1495,6 +1508,7 @@ bn_hub_attach (bn_hub_t *self, zloop_t *loop)
                             (size_t)(self->registration_timeout * 1000.0));
     bn_heart_set_handlers (self->heart, s_on_new_heart, s_on_stopped_heart,
                            self);
+    bn_heart_set_closed_handler (self->heart, s_on_closed_heart);
     return zloop_reader (loop, self->query, s_on_query, self);
 }
 

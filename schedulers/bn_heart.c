@@ -4,7 +4,13 @@
     Pings and pongs are raw frames, not Jupyter messages: the ping is the
     ASCII str() of a float (seconds of monitor lifetime) and an engine's
     heart echoes it as [uuid, ping]. A pong matching the current or the
-    previous ping counts; anything else is counted and ignored.  */
+    previous ping counts; anything else is counted and ignored.
+
+    Closed connections: a new heart's pong connection is remembered by its
+    descriptor (ZMQ_SRCFD), and a socket monitor on the pong ROUTER reports
+    descriptors whose connection closed; a closing is read before a new
+    heart's descriptor is noted, as the descriptor may be one that closed
+    and was given to another connection.  */
 #include "bn_heart.h"
 
 #include <assert.h>
@@ -23,6 +29,7 @@
 typedef struct {
     int misses;     //  Beats missed in a row
     bool responded; //  Answered since the last beat
+    int fd;         //  Descriptor of its pong connection, -1 if unknown
 } s_heart_t;
 
 typedef struct {
@@ -35,6 +42,7 @@ typedef struct {
     uint64_t unknown;     //  Pongs from hearts neither expected nor known
     uint64_t new_hearts;  //  Expected hearts that answered
     uint64_t stopped;     //  Hearts declared stopped
+    uint64_t closed;      //  Hearts whose pong connection closed
 } s_stats_t;
 
 struct _bn_heart_t {
@@ -54,8 +62,11 @@ struct _bn_heart_t {
     int64_t fast_due;   //  When it fires (zclock_mono)
     bn_heart_fn *on_new;
     bn_heart_fn *on_stopped;
-    bn_heart_peer_fn *on_peer;
+    bn_heart_fn *on_closed;
     void *arg;
+    zsock_t *monitor; //  PAIR: the pong socket's connections closing
+    char *monitor_endpoint;
+    zhashx_t *by_fd; //  descriptor text -> heart id, of monitored hearts
     s_stats_t stats;
 };
 
@@ -121,6 +132,14 @@ bn_heart_destroy (bn_heart_t **self_p)
         return;
     if (self->loop && self->fast_timer >= 0)
         zloop_timer_end (self->loop, self->fast_timer);
+    if (self->monitor) {
+        if (self->loop)
+            zloop_reader_end (self->loop, self->monitor);
+        zmq_socket_monitor (zsock_resolve (self->pong), NULL, 0);
+        zsock_destroy (&self->monitor);
+    }
+    free (self->monitor_endpoint);
+    zhashx_destroy (&self->by_fd);
     zhashx_destroy (&self->hearts);
     zhashx_destroy (&self->expected);
     free (self);
@@ -138,10 +157,106 @@ bn_heart_set_handlers (bn_heart_t *self, bn_heart_fn *on_new,
 }
 
 void
-bn_heart_set_peer_handler (bn_heart_t *self, bn_heart_peer_fn *on_peer)
+bn_heart_set_closed_handler (bn_heart_t *self, bn_heart_fn *on_closed)
 {
     assert (self);
-    self->on_peer = on_peer;
+    assert (!self->loop);
+    self->on_closed = on_closed;
+}
+
+static void
+s_fd_key (int fd, char key[16])
+{
+    snprintf (key, 16, "%d", fd);
+}
+
+//  Heart key no longer has a known pong connection.
+static void
+s_fd_forget (bn_heart_t *self, const char *key, s_heart_t *heart)
+{
+    if (!self->by_fd || heart->fd < 0)
+        return;
+    char fd[16];
+    s_fd_key (heart->fd, fd);
+    const char *owner = zhashx_lookup (self->by_fd, fd);
+    if (owner && streq (owner, key))
+        zhashx_delete (self->by_fd, fd);
+    heart->fd = -1;
+}
+
+//  Read the pong socket's connection events: the heart of a connection
+//  that closed is reported.
+static void
+s_read_monitor (bn_heart_t *self)
+{
+    void *handle = zsock_resolve (self->monitor);
+    while (true) {
+        zmq_msg_t event, address;
+        zmq_msg_init (&event);
+        zmq_msg_init (&address);
+        if (zmq_msg_recv (&event, handle, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close (&event);
+            zmq_msg_close (&address);
+            return;
+        }
+        if (zmq_msg_more (&event))
+            zmq_msg_recv (&address, handle, 0);
+        uint16_t kind = 0;
+        uint32_t value = 0;
+        if (zmq_msg_size (&event) >= 6) {
+            memcpy (&kind, zmq_msg_data (&event), 2);
+            memcpy (&value, (char *)zmq_msg_data (&event) + 2, 4);
+        }
+        zmq_msg_close (&event);
+        zmq_msg_close (&address);
+        if (kind != ZMQ_EVENT_DISCONNECTED)
+            continue;
+        char fd[16];
+        s_fd_key ((int)value, fd);
+        char *key = zhashx_lookup (self->by_fd, fd);
+        s_heart_t *heart = key ? zhashx_lookup (self->hearts, key) : NULL;
+        if (!heart)
+            continue;
+        key = strdup (key);
+        s_fd_forget (self, key, heart);
+        if (key) {
+            self->stats.closed++;
+            bn_log_info ("heart: %s's connection closed", key);
+            if (self->on_closed)
+                self->on_closed (self->arg, key);
+        }
+        free (key);
+    }
+}
+
+static int
+s_on_monitor (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    s_read_monitor ((bn_heart_t *)arg);
+    return 0;
+}
+
+//  Watch the pong socket's connections close.
+static int
+s_watch (bn_heart_t *self)
+{
+    self->by_fd = zhashx_new ();
+    self->monitor_endpoint =
+        zsys_sprintf ("inproc://bn-heart-monitor-%p", (void *)self);
+    self->monitor = zsock_new (ZMQ_PAIR);
+    if (!self->by_fd || !self->monitor_endpoint || !self->monitor)
+        return -1;
+    zhashx_set_destructor (self->by_fd, s_free_item);
+    zhashx_set_duplicator (self->by_fd, (zhashx_duplicator_fn *)strdup);
+    if (zmq_socket_monitor (zsock_resolve (self->pong), self->monitor_endpoint,
+                            ZMQ_EVENT_DISCONNECTED) != 0) {
+        zsock_destroy (&self->monitor);
+        return -1;
+    }
+    if (zsock_connect (self->monitor, "%s", self->monitor_endpoint) != 0 ||
+        zloop_reader (self->loop, self->monitor, s_on_monitor, self) != 0)
+        return -1;
+    return 0;
 }
 
 static int
@@ -164,6 +279,8 @@ bn_heart_attach (bn_heart_t *self, zloop_t *loop)
     assert (loop);
     self->loop = loop;
     if (zloop_reader (loop, self->pong, s_on_pong, self) != 0)
+        return -1;
+    if (self->on_closed && s_watch (self) != 0)
         return -1;
     if (zloop_timer (loop, (size_t)self->period_ms, 0, s_on_beat, self) < 0)
         return -1;
@@ -221,6 +338,9 @@ bn_heart_forget (bn_heart_t *self, const char *heart)
     assert (self);
     assert (heart);
     zhashx_delete (self->expected, heart);
+    s_heart_t *known = zhashx_lookup (self->hearts, heart);
+    if (known)
+        s_fd_forget (self, heart, known);
     zhashx_delete (self->hearts, heart);
 }
 
@@ -268,7 +388,9 @@ bn_heart_beat (bn_heart_t *self)
     }
     const char *uuid = zlistx_first (stopped);
     while (uuid) {
-        if (zhashx_lookup (self->hearts, uuid)) {
+        s_heart_t *gone = zhashx_lookup (self->hearts, uuid);
+        if (gone) {
+            s_fd_forget (self, uuid, gone);
             zhashx_delete (self->hearts, uuid);
             self->stats.stopped++;
             bn_log_warn ("heart: %s stopped (more than %d missed beats)", uuid,
@@ -326,11 +448,28 @@ s_pong (bn_heart_t *self, zmq_msg_t *id, zmq_msg_t *ping)
     if (!heart)
         return;
     heart->responded = true;
+    heart->fd = -1;
     zhashx_delete (self->expected, key);
     zhashx_insert (self->hearts, key, heart);
     self->stats.new_hearts++;
-    if (self->on_peer)
-        self->on_peer (self->arg, key, zmq_msg_get (ping, ZMQ_SRCFD));
+    if (self->monitor) {
+        //  a closing reported before this pong came is about another
+        //  connection that had the descriptor: take it first
+        s_read_monitor (self);
+        int fd = zmq_msg_get (ping, ZMQ_SRCFD);
+        char text[16];
+        s_fd_key (fd, text);
+        if (fd >= 0 && zhashx_lookup (self->hearts, key)) {
+            const char *other = zhashx_lookup (self->by_fd, text);
+            s_heart_t *stale =
+                other ? zhashx_lookup (self->hearts, other) : NULL;
+            if (stale)
+                stale->fd = -1;
+            if (zhashx_insert (self->by_fd, text, key) != 0)
+                zhashx_update (self->by_fd, text, key);
+            heart->fd = fd;
+        }
+    }
     if (self->on_new)
         self->on_new (self->arg, key);
 }
@@ -394,13 +533,13 @@ bn_heart_stats (bn_heart_t *self)
     assert (self);
     s_stats_t *s = &self->stats;
     return json_pack (
-        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "beats",
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "beats",
         (json_int_t)s->beats, "extra_pings", (json_int_t)s->extra_pings,
         "pongs", (json_int_t)s->pongs, "late_pongs", (json_int_t)s->late_pongs,
         "stale_pongs", (json_int_t)s->stale_pongs, "bad_pongs",
         (json_int_t)s->bad_pongs, "unknown", (json_int_t)s->unknown,
         "new_hearts", (json_int_t)s->new_hearts, "stopped",
-        (json_int_t)s->stopped, "hearts",
+        (json_int_t)s->stopped, "closed", (json_int_t)s->closed, "hearts",
         (json_int_t)zhashx_size (self->hearts), "expected",
         (json_int_t)zhashx_size (self->expected));
 }

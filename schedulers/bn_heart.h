@@ -34,13 +34,13 @@ void bn_heart_destroy (bn_heart_t **self_p);
 void bn_heart_set_handlers (bn_heart_t *self, bn_heart_fn *on_new,
                             bn_heart_fn *on_stopped, void *arg);
 
-//  Called, before on_new, with a new heart's id and the file descriptor
-//  its first pong came in on (libzmq's ZMQ_SRCFD; -1 if unknown), for an
-//  owner that watches the pong socket's connections close.
-typedef void (bn_heart_peer_fn) (void *arg, const char *heart, int fd);
-
-//  Set the handler of new hearts' connections (arg as set_handlers').
-void bn_heart_set_peer_handler (bn_heart_t *self, bn_heart_peer_fn *on_peer);
+//  on_closed (arg as set_handlers') is called when the connection a
+//  monitored heart's pongs came in on closes: the process at its end died
+//  or closed it, which is known at once instead of a heartbeat bound
+//  later. The heart stays monitored until the handler forgets it. Set it
+//  before bn_heart_attach, which then watches the pong socket's
+//  connections (a socket monitor, and each new heart's ZMQ_SRCFD).
+void bn_heart_set_closed_handler (bn_heart_t *self, bn_heart_fn *on_closed);
 
 //  Start beating in loop and read pongs there. Returns -1 on failure.
 int bn_heart_attach (bn_heart_t *self, zloop_t *loop);

@@ -10,9 +10,8 @@
     again as an engine's.
 
     Hearts: the host node pings its engines with the hub's period and
-    misses. A new heart's pong connection is remembered by its descriptor
-    (ZMQ_SRCFD); a socket monitor on the pong ROUTER reports the connection
-    closing, which is how an engine that died is known at once rather than
+    misses, and hears from bn_heart when an engine's pong connection
+    closes, which is how an engine that died is known at once rather than
     a heartbeat bound later. The hub is told of hearts that answered or
     stopped in one bn_host_engines message per loop turn, and once per
     period with nothing in it, which is how a hub that lost the link makes
@@ -53,7 +52,6 @@ typedef struct {
     char *uuid;
     int id;     //  its id, from its registration_reply
     bool alive; //  its heart answered; the hub has been told
-    int fd;     //  descriptor of its pong connection, -1 if unknown
 } s_engine_t;
 
 typedef struct _s_node_t s_node_t;
@@ -100,14 +98,12 @@ struct _s_node_t {
     zsock_t *reg;        //  ROUTER: engines' registration DEALERs
     zsock_t *up_query;   //  DEALER to the hub
     s_channel_t channels[S_CHANNELS];
-    zsock_t *iopub;        //  SUB, engines' PUBs connect
-    zsock_t *up_iopub;     //  PUB to the controller's iopub
-    zsock_t *hb_ping;      //  PUB, our pings
-    zsock_t *hb_pong;      //  ROUTER, engines' pongs
-    zsock_t *up_hb_sub;    //  SUB to the controller's pings
-    zsock_t *up_hb_dealer; //  DEALER (link id) for our pongs
-    zsock_t *monitor;      //  PAIR: hb_pong's connections closing
-    char *monitor_endpoint;
+    zsock_t *iopub;          //  SUB, engines' PUBs connect
+    zsock_t *up_iopub;       //  PUB to the controller's iopub
+    zsock_t *hb_ping;        //  PUB, our pings
+    zsock_t *hb_pong;        //  ROUTER, engines' pongs
+    zsock_t *up_hb_sub;      //  SUB to the controller's pings
+    zsock_t *up_hb_dealer;   //  DEALER (link id) for our pongs
     bn_topology_t *topology; //  the leaf's (a chain: it is alone)
     zactor_t *leaf;          //  broadcast leaf of our engines
     char *leaf_id;           //  its routing id
@@ -363,67 +359,12 @@ s_on_stopped_heart (void *arg, const char *uuid)
     s_engine_lost ((s_node_t *)arg, uuid, "heart stopped");
 }
 
-static void s_read_monitor (s_node_t *self);
-
 static void
-s_on_peer (void *arg, const char *uuid, int fd)
+s_on_closed_heart (void *arg, const char *uuid)
 {
     s_node_t *self = (s_node_t *)arg;
-    //  a closing reported before this pong came is about another engine
-    //  that had the descriptor: take it first
-    s_read_monitor (self);
-    s_engine_t *engine = zhashx_lookup (self->engines, uuid);
-    if (engine)
-        engine->fd = fd;
-}
-
-//  Read hb_pong's connection events: an engine whose pong connection
-//  closed is lost.
-static void
-s_read_monitor (s_node_t *self)
-{
-    void *handle = zsock_resolve (self->monitor);
-    while (true) {
-        zmq_msg_t event, address;
-        zmq_msg_init (&event);
-        zmq_msg_init (&address);
-        if (zmq_msg_recv (&event, handle, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close (&event);
-            zmq_msg_close (&address);
-            return;
-        }
-        if (zmq_msg_more (&event))
-            zmq_msg_recv (&address, handle, 0);
-        uint16_t kind = 0;
-        uint32_t value = 0;
-        if (zmq_msg_size (&event) >= 6) {
-            memcpy (&kind, zmq_msg_data (&event), 2);
-            memcpy (&value, (char *)zmq_msg_data (&event) + 2, 4);
-        }
-        zmq_msg_close (&event);
-        zmq_msg_close (&address);
-        if (kind != ZMQ_EVENT_DISCONNECTED)
-            continue;
-        for (s_engine_t *engine = zhashx_first (self->engines); engine;
-             engine = zhashx_next (self->engines))
-            if (engine->fd == (int)value) {
-                char *uuid = strdup (engine->uuid);
-                engine->fd = -1;
-                if (uuid) {
-                    self->stats.closed++;
-                    s_engine_lost (self, uuid, "its connection closed");
-                }
-                free (uuid);
-                break;
-            }
-    }
-}
-
-static int
-s_on_monitor (zloop_t *loop, zsock_t *sock, void *arg)
-{
-    s_read_monitor ((s_node_t *)arg);
-    return 0;
+    self->stats.closed++;
+    s_engine_lost (self, uuid, "its connection closed");
 }
 
 //  --------------------------------------------------------------------------
@@ -552,7 +493,7 @@ s_welcome (s_node_t *self, json_t *content)
     }
     bn_heart_set_handlers (self->heart, s_on_new_heart, s_on_stopped_heart,
                            self);
-    bn_heart_set_peer_handler (self->heart, s_on_peer);
+    bn_heart_set_closed_handler (self->heart, s_on_closed_heart);
     self->beat_timer =
         zloop_timer (self->loop, (size_t)self->hb_period, 0, s_on_beat, self);
     if (bn_heart_attach (self->heart, self->loop) != 0 ||
@@ -680,7 +621,6 @@ s_registration_reply (s_node_t *self, bn_msg_t *msg, const char *key)
         if (engine) {
             engine->uuid = strdup (uuid);
             engine->id = (int)json_integer_value (id);
-            engine->fd = -1;
         }
         if (engine && engine->uuid &&
             zhashx_insert (self->engines, uuid, engine) == 0) {
@@ -962,9 +902,6 @@ s_node_destroy (s_node_t **self_p)
         zsock_destroy (&self->channels[c].local);
         zsock_destroy (&self->channels[c].up);
     }
-    if (self->hb_pong && self->monitor)
-        zmq_socket_monitor (zsock_resolve (self->hb_pong), NULL, 0);
-    zsock_destroy (&self->monitor);
     zsock_destroy (&self->reg);
     zsock_destroy (&self->up_query);
     zsock_destroy (&self->iopub);
@@ -986,7 +923,6 @@ s_node_destroy (s_node_t **self_p)
     free (self->name);
     free (self->ip);
     free (self->connfile_path);
-    free (self->monitor_endpoint);
     free (self->leaf_id);
     free (self);
     *self_p = NULL;
@@ -1140,17 +1076,6 @@ s_node_new (zsock_t *pipe, bn_hostnode_args_t *args)
          (self->hb_pong = s_local (self, ZMQ_ROUTER, NULL, &port)) &&
          (self->up_hb_sub = s_upstream (self, ZMQ_SUB, "hb_ping", false)) &&
          (self->up_hb_dealer = s_upstream (self, ZMQ_DEALER, "hb_pong", true));
-    //  the pongs' connections: a closing one is an engine that died
-    if (ok) {
-        self->monitor_endpoint =
-            zsys_sprintf ("inproc://bn-hostnode-monitor-%p", (void *)self);
-        self->monitor = zsock_new (ZMQ_PAIR);
-        ok = self->monitor_endpoint && self->monitor &&
-             zmq_socket_monitor (zsock_resolve (self->hb_pong),
-                                 self->monitor_endpoint,
-                                 ZMQ_EVENT_DISCONNECTED) == 0 &&
-             zsock_connect (self->monitor, "%s", self->monitor_endpoint) == 0;
-    }
     ok = ok && s_start_leaf (self, args->reduce_plugins, args->connect_grace_ms,
                              random) == 0;
     zloop_set_nonstop (self->loop, true);
@@ -1164,8 +1089,7 @@ s_node_new (zsock_t *pipe, bn_hostnode_args_t *args)
          zloop_reader (self->loop, self->reg, s_on_reg, self) == 0 &&
          zloop_reader (self->loop, self->up_query, s_on_up_query, self) == 0 &&
          zloop_reader (self->loop, self->iopub, s_on_iopub, self) == 0 &&
-         zloop_reader (self->loop, self->up_hb_sub, s_on_up_ping, self) == 0 &&
-         zloop_reader (self->loop, self->monitor, s_on_monitor, self) == 0;
+         zloop_reader (self->loop, self->up_hb_sub, s_on_up_ping, self) == 0;
     if (!ok) {
         s_node_destroy (&self);
         return NULL;

@@ -15,8 +15,8 @@ typedef struct {
 
 static s_fake_t s_fake; //  heart of engine "engine-a"
 
-static int s_new_count, s_stopped_count;
-static char s_last_new[64], s_last_stopped[64];
+static int s_new_count, s_stopped_count, s_closed_count;
+static char s_last_new[64], s_last_stopped[64], s_last_closed[64];
 
 static void
 s_on_new (void *arg, const char *heart)
@@ -30,6 +30,13 @@ s_on_stopped (void *arg, const char *heart)
 {
     s_stopped_count++;
     snprintf (s_last_stopped, sizeof s_last_stopped, "%s", heart);
+}
+
+static void
+s_on_closed (void *arg, const char *heart)
+{
+    s_closed_count++;
+    snprintf (s_last_closed, sizeof s_last_closed, "%s", heart);
 }
 
 static void
@@ -111,7 +118,7 @@ s_setup (void)
     s_heart = bn_heart_new (s_ping, s_pong, 10000, 2);
     ck_assert_ptr_nonnull (s_heart);
     bn_heart_set_handlers (s_heart, s_on_new, s_on_stopped, NULL);
-    s_new_count = s_stopped_count = 0;
+    s_new_count = s_stopped_count = s_closed_count = 0;
     s_fake_open (&s_fake, "engine-a");
     s_fake_subscribed (&s_fake);
 }
@@ -311,6 +318,77 @@ START_TEST (test_stops_in_loop)
 }
 END_TEST
 
+//  A zloop timer: end the loop when *arg reaches s_loop_want or time is up.
+static int s_loop_want;
+
+static int
+s_loop_count (zloop_t *loop, int timer_id, void *arg)
+{
+    return *(int *)arg >= s_loop_want || zclock_mono () > s_loop_end ? -1 : 0;
+}
+
+//  Run loop until *count reaches want, at most 5 s.
+static void
+s_loop_until (zloop_t *loop, int *count, int want)
+{
+    s_loop_want = want;
+    s_loop_end = zclock_mono () + 5000;
+    int timer = zloop_timer (loop, 10, 0, s_loop_count, count);
+    zloop_start (loop);
+    zloop_timer_end (loop, timer);
+}
+
+START_TEST (test_closed)
+{
+    //  a 10 s period: two hearts answer, one's connection closes and it
+    //  is reported at once, the other is not
+    bn_heart_set_closed_handler (s_heart, s_on_closed);
+    zloop_t *loop = zloop_new ();
+    ck_assert_int_eq (bn_heart_attach (s_heart, loop), 0);
+    s_fake_t other;
+    s_fake_open (&other, "engine-b");
+    s_fake_subscribed (&other);
+    zloop_reader (loop, s_fake.sub, s_loop_echo, &s_fake);
+    zloop_reader (loop, other.sub, s_loop_echo, &other);
+    bn_heart_expect (s_heart, "engine-a");
+    bn_heart_expect (s_heart, "engine-b");
+    s_loop_until (loop, &s_new_count, 2);
+    ck_assert_int_eq (s_new_count, 2);
+    zloop_reader_end (loop, s_fake.sub);
+    int64_t start = zclock_mono ();
+    s_fake_close (&s_fake);
+    s_loop_until (loop, &s_closed_count, 1);
+    ck_assert_int_eq (s_closed_count, 1);
+    ck_assert_str_eq (s_last_closed, "engine-a");
+    ck_assert_int_lt (zclock_mono () - start, 2000);
+    ck_assert_int_eq (s_stat ("beats"), 0);
+    ck_assert_int_eq (s_stopped_count, 0);
+
+    //  forgotten and expected again: the same name on a new connection
+    //  (maybe the descriptor that closed) is reported when that closes
+    bn_heart_forget (s_heart, "engine-a");
+    s_fake_open (&s_fake, "engine-a");
+    s_fake_subscribed (&s_fake);
+    zloop_reader (loop, s_fake.sub, s_loop_echo, &s_fake);
+    bn_heart_expect (s_heart, "engine-a");
+    s_loop_until (loop, &s_new_count, 3);
+    ck_assert_int_eq (s_new_count, 3);
+    zloop_reader_end (loop, s_fake.sub);
+    s_fake_close (&s_fake);
+    s_loop_until (loop, &s_closed_count, 2);
+    ck_assert_int_eq (s_closed_count, 2);
+    ck_assert_str_eq (s_last_closed, "engine-a");
+    ck_assert_int_eq (s_stat ("closed"), 2);
+    ck_assert_int_eq (s_stat ("hearts"), 2);
+
+    zloop_reader_end (loop, other.sub);
+    bn_heart_destroy (&s_heart);
+    zloop_destroy (&loop);
+    s_fake_close (&other);
+    s_fake_open (&s_fake, "engine-a"); //  for the teardown
+}
+END_TEST
+
 static Suite *
 s_suite (void)
 {
@@ -325,6 +403,7 @@ s_suite (void)
     tcase_add_test (tc, test_bad_and_unknown);
     tcase_add_test (tc, test_extra_ping);
     tcase_add_test (tc, test_stops_in_loop);
+    tcase_add_test (tc, test_closed);
     suite_add_tcase (suite, tc);
     return suite;
 }
