@@ -1,6 +1,6 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
-/*  bn_benchdef: what a benchmark's definition says: its kind, unit and
-    parameter grid.  */
+/*  bn_benchdef: what a benchmark's definition says: its kind, unit, floor
+    and parameter grid.  */
 #include "bn_benchdef.h"
 
 #include <stdio.h>
@@ -25,6 +25,14 @@ bn_benchdef_unit (const bn_benchdef_t *def)
     if (def->unit)
         return def->unit;
     return bn_benchdef_kind (def) == BN_BENCH_PEAKMEM ? "bytes" : "seconds";
+}
+
+const char *
+bn_benchdef_floor (const bn_benchdef_t *def)
+{
+    if (!def->floor)
+        return NULL;
+    return def->floor_bench ? def->floor_bench : BN_BENCH_FLOOR_NAME;
 }
 
 json_t *

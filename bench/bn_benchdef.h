@@ -20,6 +20,11 @@ typedef enum { BN_BENCH_TIME, BN_BENCH_TRACK, BN_BENCH_PEAKMEM } bn_benchkind_t;
 
 #define BN_BENCH_MAX_PARAMS 4
 
+//  The floors figures are stated against (suite table entry names): one
+//  message to each echo socket at a time, or M to each in flight.
+#define BN_BENCH_FLOOR_NAME "floor.ZmqFloor.time_echo"
+#define BN_BENCH_FLOOR_MANY "floor.ZmqFloor.time_many"
+
 typedef struct _bn_benchcase_t bn_benchcase_t;
 typedef struct _bn_benchdef_t bn_benchdef_t;
 
@@ -45,9 +50,12 @@ struct _bn_benchdef_t {
     int warmup;                     //  untimed calls first (0: calls for
                                     //  0.1 s, -1: none)
     double timeout;                 //  seconds for the whole case (0: 120)
-    const char *floor;              //  "ENGINES BYTES" of the floor to state
-                                    //  the figure against: each a param
-                                    //  name or a number; NULL: none
+    const char *floor;              //  the two parameters of the floor to
+                                    //  state the figure against ("ENGINES
+                                    //  BYTES"): each a param name or a
+                                    //  number; NULL: none
+    const char *floor_bench;        //  that floor's name (NULL:
+                                    //  BN_BENCH_FLOOR_NAME)
     const char *description;        //  one line for list and the site
     const char *osu;                //  OSU test title ("Latency", "Bandwidth",
                                     //  "Bcast Latency"...), or NULL
@@ -58,6 +66,9 @@ struct _bn_benchdef_t {
 
 //  The kind a benchmark's name says.
 bn_benchkind_t bn_benchdef_kind (const bn_benchdef_t *def);
+
+//  The name of the floor def's figures are stated against, or NULL.
+const char *bn_benchdef_floor (const bn_benchdef_t *def);
 
 //  The unit of its figures ("seconds", "bytes", or its own).
 const char *bn_benchdef_unit (const bn_benchdef_t *def);

@@ -222,9 +222,11 @@ bn_benchfloor_destroy (bn_benchfloor_t **self_p)
 }
 
 int
-bn_benchfloor_round (bn_benchfloor_t *self, size_t size, double timeout)
+bn_benchfloor_round (bn_benchfloor_t *self, size_t size, int messages,
+                     double timeout)
 {
     assert (self);
+    assert (messages > 0);
     if (size > self->capacity || !self->payload) {
         free (self->payload);
         self->payload = calloc (1, size ? size : 1);
@@ -232,10 +234,13 @@ bn_benchfloor_round (bn_benchfloor_t *self, size_t size, double timeout)
             return -1;
         self->capacity = size;
     }
-    //  One message whose bytes every send shares (zmq_msg_copy)
+    //  One message whose bytes every send shares (zmq_msg_copy); all
+    //  messages are sent before any reply is read, so that messages x
+    //  engines are in flight at once
     zmq_msg_t payload;
     zmq_msg_init_data (&payload, self->payload, size, NULL, NULL);
-    for (int i = 0; i < self->engines; i++) {
+    for (int k = 0; k < self->engines * messages; k++) {
+        int i = k % self->engines;
         char identity[32];
         int length = snprintf (identity, sizeof identity, "e%d", i);
         zmq_msg_t copy;
@@ -251,7 +256,7 @@ bn_benchfloor_round (bn_benchfloor_t *self, size_t size, double timeout)
     }
     zmq_msg_close (&payload);
     double deadline = zclock_usecs () / 1e6 + timeout;
-    for (int replies = 0; replies < self->engines;) {
+    for (int replies = 0; replies < self->engines * messages;) {
         zmq_msg_t frame;
         zmq_msg_init (&frame);
         if (zmq_msg_recv (&frame, self->router, ZMQ_DONTWAIT) < 0) {

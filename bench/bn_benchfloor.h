@@ -2,7 +2,8 @@
 /*  bn_benchfloor: the bare ZeroMQ floor every banyan figure is stated
     against: one ROUTER sends a payload to N DEALER echo sockets in helper
     processes (laid out as engines are: K per process) and collects the N
-    replies. No JSON, no signing, no relay.  */
+    replies, one at a time or many in flight. No JSON, no signing, no
+    relay.  */
 #ifndef BN_BENCHFLOOR_H_INCLUDED
 #define BN_BENCHFLOOR_H_INCLUDED
 
@@ -21,8 +22,10 @@ bn_benchfloor_t *bn_benchfloor_new (int engines, int per_process,
 //  Stop the helpers, wait for them, and NULL *self_p; NULL-safe.
 void bn_benchfloor_destroy (bn_benchfloor_t **self_p);
 
-//  One round: size bytes to every echo socket and every reply back.
+//  One round: messages of size bytes to every echo socket, all sent back
+//  to back (messages x engines in flight), and every reply back.
 //  Returns 0, or -1 if a reply did not come within timeout seconds.
-int bn_benchfloor_round (bn_benchfloor_t *self, size_t size, double timeout);
+int bn_benchfloor_round (bn_benchfloor_t *self, size_t size, int messages,
+                         double timeout);
 
 #endif

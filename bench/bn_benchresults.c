@@ -670,9 +670,12 @@ bn_benchresults_save_benchmarks (const char *dir,
             "sample_time", 0.01, "timeout",
             def->timeout > 0 ? def->timeout : 120.0, "type", type, "unit",
             bn_benchdef_unit (def), "version", version, "warmup_time", -1.0);
-        if (def->floor)
+        if (def->floor) {
             json_object_set_new (entry, "banyan_floor",
                                  json_string (def->floor));
+            json_object_set_new (entry, "banyan_floor_benchmark",
+                                 json_string (bn_benchdef_floor (def)));
+        }
         json_object_set_new (root, def->name, entry);
     }
     json_object_set_new (root, "version", json_integer (2));

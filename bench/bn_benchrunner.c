@@ -49,7 +49,7 @@ struct _bn_benchrunner_t {
     FILE *out;                      //  where results go
     bool tty;                       //  out is a terminal
     bn_benchresults_t *results;     //  this run's
-    json_t *floor_needed;           //  "engines bytes" keys to floor
+    json_t *floor_needed;           //  "<floor> E B": floor cases needed
     size_t cases_total, cases_done; //  for the progress line
     char result_path[4096];         //  the file written
 };
@@ -298,8 +298,8 @@ s_case_values (json_t *grid, size_t index, const char **values)
     }
 }
 
-//  The floor's (engines, bytes) for a case of def, as "E B"; false if def
-//  is not stated against the floor.
+//  The floor's two parameter values for a case of def, as "E B"; false if
+//  def is not stated against a floor.
 static bool
 s_floor_key (const bn_benchdef_t *def, const char **names, const char **values,
              size_t count, char *key, size_t size)
@@ -633,10 +633,11 @@ s_print_outcome (bn_benchrunner_t *self, const bn_benchdef_t *def,
     fflush (self->out);
 }
 
-//  "  4.4× floor" for a case stated against the floor, when it has one.
+//  "  4.4× floor" for a case stated against floor (case key), when that
+//  has a figure.
 static void
-s_floor_ratio (bn_benchrunner_t *self, const char *key, s_outcome_t *outcome,
-               char *buf, size_t size)
+s_floor_ratio (bn_benchrunner_t *self, const char *floor_name, const char *key,
+               s_outcome_t *outcome, char *buf, size_t size)
 {
     buf[0] = 0;
     if (outcome->status != BN_BENCHRESULT_OK)
@@ -648,12 +649,11 @@ s_floor_ratio (bn_benchrunner_t *self, const char *key, s_outcome_t *outcome,
         return;
     *space = 0;
     const char *values[2] = {copy, space + 1};
-    long index =
-        bn_benchresults_find (self->results, BN_BENCH_FLOOR_NAME, values, 2);
+    long index = bn_benchresults_find (self->results, floor_name, values, 2);
     double floor;
     if (index < 0 ||
-        bn_benchresults_case (self->results, BN_BENCH_FLOOR_NAME, (size_t)index,
-                              &floor, NULL, NULL, NULL) != BN_BENCHRESULT_OK ||
+        bn_benchresults_case (self->results, floor_name, (size_t)index, &floor,
+                              NULL, NULL, NULL) != BN_BENCHRESULT_OK ||
         floor <= 0)
         return;
     bn_benchstats_t stats;
@@ -749,16 +749,6 @@ s_print_osu (bn_benchrunner_t *self, const bn_benchdef_t *def, json_t *grid)
 // ---------------------------------------------------------------------------
 //  A run
 
-static const bn_benchdef_t *
-s_find (bn_benchrunner_t *self, const char *name)
-{
-    for (size_t i = 0; i < self->count; i++)
-        if (strcmp (self->table[i].name, name) == 0)
-            return &self->table[i];
-    return NULL;
-}
-
-//  Add value to list if it is not there; numbers kept in ascending order.
 //  Case index of name in this run as previous had it (same parameter
 //  values), or skipped.
 static void
@@ -785,13 +775,25 @@ s_keep_case (bn_benchrunner_t *self, bn_benchresults_t *previous,
     free (samples);
 }
 
+//  Whether some benchmark of the table is stated against def.
+static bool
+s_is_floor (bn_benchrunner_t *self, const bn_benchdef_t *def)
+{
+    for (size_t i = 0; i < self->count; i++) {
+        const char *floor = bn_benchdef_floor (&self->table[i]);
+        if (floor && strcmp (floor, def->name) == 0)
+            return true;
+    }
+    return false;
+}
+
 int
 bn_benchrunner_run (bn_benchrunner_t *self)
 {
-    //  What runs, with which grid; the floor first, its grid grown by
-    //  the (engines, bytes) the others are stated against
-    const bn_benchdef_t *floor_def = s_find (self, BN_BENCH_FLOOR_NAME);
-    size_t selected = 0;
+    //  What runs, with which grid: the floors first, each one's grid grown
+    //  by the cases the others are stated against; a floor not selected
+    //  runs only those
+    size_t total = 0;
     const bn_benchdef_t **defs = calloc (self->count + 1, sizeof *defs);
     json_t **grids = calloc (self->count + 1, sizeof *grids);
     if (!defs || !grids) {
@@ -799,30 +801,41 @@ bn_benchrunner_run (bn_benchrunner_t *self)
         free (grids);
         return -1;
     }
-    json_t *floor_grid =
-        floor_def ? bn_benchrunner_grid (self, floor_def) : NULL;
-    bool floor_selected =
-        floor_def && bn_benchrunner_selected (self, floor_def);
-    json_t *floor_own = json_deep_copy (floor_grid);
-    if (floor_def && !floor_selected) {
-        json_array_clear (json_array_get (floor_grid, 0));
-        json_array_clear (json_array_get (floor_grid, 1));
-    }
     json_object_clear (self->floor_needed);
     for (size_t i = 0; i < self->count; i++) {
         const bn_benchdef_t *def = &self->table[i];
-        if (def == floor_def || !bn_benchrunner_selected (self, def))
+        if (!s_is_floor (self, def))
+            continue;
+        json_t *grid = bn_benchrunner_grid (self, def);
+        if (!bn_benchrunner_selected (self, def)) {
+            json_array_clear (json_array_get (grid, 0));
+            json_array_clear (json_array_get (grid, 1));
+        }
+        defs[total] = def;
+        grids[total] = grid;
+        total++;
+    }
+    size_t floors = total;
+    for (size_t i = 0; i < self->count; i++) {
+        const bn_benchdef_t *def = &self->table[i];
+        if (s_is_floor (self, def) || !bn_benchrunner_selected (self, def))
             continue;
         json_t *grid = bn_benchrunner_grid (self, def);
         char namebuf[256];
         const char *names[BN_BENCH_MAX_PARAMS];
         size_t count = s_param_names (def, namebuf, sizeof namebuf, names);
         const char *values[BN_BENCH_MAX_PARAMS];
-        for (size_t k = 0; floor_def && def->floor && k < s_cases (grid); k++) {
+        const char *floor = bn_benchdef_floor (def);
+        json_t *floor_grid = NULL;
+        for (size_t f = 0; floor && f < floors; f++)
+            if (strcmp (defs[f]->name, floor) == 0)
+                floor_grid = grids[f];
+        for (size_t k = 0; floor_grid && k < s_cases (grid); k++) {
             s_case_values (grid, k, values);
-            char key[128];
+            char key[128], needed[256];
             if (s_floor_key (def, names, values, count, key, sizeof key)) {
-                json_object_set_new (self->floor_needed, key, json_true ());
+                snprintf (needed, sizeof needed, "%s %s", floor, key);
+                json_object_set_new (self->floor_needed, needed, json_true ());
                 char *space = strchr (key, ' ');
                 *space = 0;
                 bn_benchdef_grid_add (json_array_get (floor_grid, 0), key);
@@ -830,23 +843,9 @@ bn_benchrunner_run (bn_benchrunner_t *self)
                                       space + 1);
             }
         }
-        defs[1 + selected] = def;
-        grids[1 + selected] = grid;
-        selected++;
-    }
-    size_t first = 1;
-    if (floor_def && s_cases (floor_grid) > 0) {
-        defs[0] = floor_def;
-        grids[0] = floor_grid;
-        first = 0;
-    } else
-        json_decref (floor_grid);
-    if (selected == 0 && first == 1) {
-        fprintf (stderr, "banyan-bench: no benchmark matches\n");
-        free (defs);
-        free (grids);
-        json_decref (floor_own);
-        return -1;
+        defs[total] = def;
+        grids[total] = grid;
+        total++;
     }
     //  Results: this commit's file, merged into when it exists
     json_t *machine = bn_benchresults_machine_info (self->machine);
@@ -854,6 +853,42 @@ bn_benchrunner_run (bn_benchrunner_t *self)
     bn_benchresults_filename (self->commit, self->env, file, sizeof file);
     snprintf (path, sizeof path, "%s/%s/%s", self->results_dir,
               json_string_value (json_object_get (machine, "machine")), file);
+    //  A floor's earlier cases of this commit are kept: its row grows by
+    //  what this run needs. A floor with nothing to run is left out.
+    bn_benchresults_t *previous =
+        access (path, F_OK) == 0 ? bn_benchresults_load (path, err, sizeof err)
+                                 : NULL;
+    size_t kept = 0;
+    for (size_t i = 0; i < total; i++) {
+        if (i < floors && s_cases (grids[i]) == 0) {
+            json_decref (grids[i]);
+            continue;
+        }
+        json_t *earlier =
+            previous && i < floors && !bn_benchrunner_selected (self, defs[i])
+                ? bn_benchresults_params (previous, defs[i]->name)
+                : NULL;
+        if (json_array_size (earlier) == 2)
+            for (size_t p = 0; p < 2; p++) {
+                size_t v;
+                json_t *value;
+                json_array_foreach (json_array_get (earlier, p), v, value)
+                    bn_benchdef_grid_add (json_array_get (grids[i], p),
+                                          json_string_value (value));
+            }
+        defs[kept] = defs[i];
+        grids[kept] = grids[i];
+        kept++;
+    }
+    total = kept;
+    if (total == 0) {
+        fprintf (stderr, "banyan-bench: no benchmark matches\n");
+        free (defs);
+        free (grids);
+        json_decref (machine);
+        bn_benchresults_destroy (&previous);
+        return -1;
+    }
     bn_benchresults_destroy (&self->results);
     if (access (path, F_OK) == 0)
         self->results = bn_benchresults_load (path, err, sizeof err);
@@ -861,25 +896,9 @@ bn_benchrunner_run (bn_benchrunner_t *self)
         self->results = bn_benchresults_new (machine, self->commit, self->env,
                                              self->date_ms);
     snprintf (self->result_path, sizeof self->result_path, "%s", path);
-    //  The floor's earlier cases of this commit are kept: its row grows
-    //  by what this run needs
-    bn_benchresults_t *previous =
-        access (path, F_OK) == 0 ? bn_benchresults_load (path, err, sizeof err)
-                                 : NULL;
-    json_t *earlier =
-        previous ? bn_benchresults_params (previous, BN_BENCH_FLOOR_NAME)
-                 : NULL;
-    if (first == 0 && !floor_selected && json_array_size (earlier) == 2)
-        for (size_t p = 0; p < 2; p++) {
-            size_t v;
-            json_t *value;
-            json_array_foreach (json_array_get (earlier, p), v, value)
-                bn_benchdef_grid_add (json_array_get (floor_grid, p),
-                                      json_string_value (value));
-        }
     self->cases_total = 0;
     self->cases_done = 0;
-    for (size_t i = first; i <= selected; i++)
+    for (size_t i = 0; i < total; i++)
         self->cases_total += s_cases (grids[i]);
 
     int status = 0;
@@ -888,8 +907,11 @@ bn_benchrunner_run (bn_benchrunner_t *self)
     sigemptyset (&action.sa_mask);
     sigaction (SIGINT, &action, &old_int);
     sigaction (SIGTERM, &action, &old_term);
-    for (size_t i = first; i <= selected && !s_interrupted; i++) {
+    for (size_t i = 0; i < total && !s_interrupted; i++) {
         const bn_benchdef_t *def = defs[i];
+        bool floor_only =
+            s_is_floor (self, def) && !bn_benchrunner_selected (self, def);
+        const char *floor = bn_benchdef_floor (def);
         json_t *grid = grids[i];
         char version[64];
         bn_benchresults_version (def, version, sizeof version);
@@ -909,9 +931,10 @@ bn_benchrunner_run (bn_benchrunner_t *self)
             char params[512];
             s_params_text (values, count, params, sizeof params);
             s_outcome_t outcome;
-            if (def == floor_def && !floor_selected) {
-                char key[128];
-                snprintf (key, sizeof key, "%s %s", values[0], values[1]);
+            if (floor_only) {
+                char key[256];
+                snprintf (key, sizeof key, "%s %s %s", def->name, values[0],
+                          values[1]);
                 if (!json_object_get (self->floor_needed, key)) {
                     //  not asked for: as an earlier run left it, or
                     //  skipped; not printed
@@ -928,7 +951,7 @@ bn_benchrunner_run (bn_benchrunner_t *self)
                                       outcome.count, outcome.number);
             char key[128], ratio[64] = "";
             if (s_floor_key (def, names, values, count, key, sizeof key))
-                s_floor_ratio (self, key, &outcome, ratio, sizeof ratio);
+                s_floor_ratio (self, floor, key, &outcome, ratio, sizeof ratio);
             s_print_outcome (self, def, params, &outcome, ratio);
             if (outcome.status == BN_BENCHRESULT_FAILED)
                 status = 1;
@@ -953,12 +976,11 @@ bn_benchrunner_run (bn_benchrunner_t *self)
         fprintf (self->out, "\r\033[K");
     if (s_interrupted && status >= 0)
         status = -2;
-    for (size_t i = first; status >= 0 && i <= selected; i++)
+    for (size_t i = 0; status >= 0 && i < total; i++)
         if (defs[i]->osu)
             s_print_osu (self, defs[i], grids[i]);
-    for (size_t i = first; i <= selected; i++)
+    for (size_t i = 0; i < total; i++)
         json_decref (grids[i]);
-    json_decref (floor_own);
     json_decref (machine);
     bn_benchresults_destroy (&previous);
     free (defs);

@@ -2,7 +2,7 @@
 /*  bn_benchrunner: runs the benchmarks of a table as asv does: one
     process per parameter set (bounded by its timeout, so a case that
     hangs is killed and reported failed), warm-up, repeat and number,
-    the floor first, a progress line on a terminal, results printed
+    the floors first, a progress line on a terminal, results printed
     `12.3±0.4ms` with `× floor`, and saved as asv result files.  */
 #ifndef BN_BENCHRUNNER_H_INCLUDED
 #define BN_BENCHRUNNER_H_INCLUDED
@@ -12,9 +12,6 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
-
-//  The floor every figure is stated against (suite table entry name).
-#define BN_BENCH_FLOOR_NAME "floor.ZmqFloor.time_echo"
 
 typedef struct _bn_benchrunner_t bn_benchrunner_t;
 

@@ -1,10 +1,14 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_suite_floor: floor.ZmqFloor, the bare ZeroMQ round trip to N echo
-    sockets that every banyan figure is stated against.  */
+    sockets that every banyan figure is stated against: one message to
+    each at a time (time_echo), or M to each in flight (time_many).  */
 #include "bn_benchfloor.h"
 #include "bn_suites.h"
 
 #include <stdlib.h>
+
+//  The payload of time_many, as the many suites' echo
+#define S_MANY_BYTES 1000
 
 int
 bn_suite_floor_setup (bn_benchcase_t *c)
@@ -23,7 +27,18 @@ int
 bn_suite_floor_run (bn_benchcase_t *c, double *value)
 {
     size_t bytes = (size_t)bn_benchcase_long (c, "bytes", 0);
-    if (bn_benchfloor_round (c->state, bytes, 60) != 0)
+    if (bn_benchfloor_round (c->state, bytes, 1, 60) != 0)
+        return bn_benchcase_fail (c, "no echo within 60 s");
+    return BN_BENCH_OK;
+}
+
+int
+bn_suite_floor_many_run (bn_benchcase_t *c, double *value)
+{
+    int messages = (int)bn_benchcase_long (c, "messages", 1);
+    if (messages < 1)
+        return bn_benchcase_fail (c, "messages must be 1 or more");
+    if (bn_benchfloor_round (c->state, S_MANY_BYTES, messages, 60) != 0)
         return bn_benchcase_fail (c, "no echo within 60 s");
     return BN_BENCH_OK;
 }

@@ -23,6 +23,23 @@ static const bn_benchdef_t s_table[] = {
      .description = "bare ZeroMQ: a ROUTER sends B bytes to N DEALER echo "
                     "sockets in helper processes and collects the N replies",
      .osu = NULL},
+    {.name = "floor.ZmqFloor.time_many",
+     .param_names = "engines messages",
+     .params = "1 2 16 64 128 256 512 1024 | 1 5 10 20 50 100",
+     .quick_params = "1 2 | 1 5",
+     .unit = NULL,
+     .setup = bn_suite_floor_setup,
+     .run = bn_suite_floor_many_run,
+     .teardown = bn_suite_floor_teardown,
+     .repeat = 0,
+     .number = 0,
+     .warmup = 0,
+     .timeout = 120,
+     .floor = NULL,
+     .description = "bare ZeroMQ, pipelined: a ROUTER sends M messages of 1 kB "
+                    "to each of N DEALER echo sockets in helper processes back "
+                    "to back, then collects the M x N replies",
+     .osu = NULL},
     {.name = "push.DirectViewBroadcast.time_push",
      .param_names = "engines bytes",
      .params = "1 2 16 64 128 256 512 1024 | 1000 10000 100000 1000000 2000000",
@@ -165,7 +182,8 @@ static const bn_benchdef_t s_table[] = {
      .number = 0,
      .warmup = 0,
      .timeout = 300,
-     .floor = NULL,
+     .floor = "engines messages",
+     .floor_bench = BN_BENCH_FLOOR_MANY,
      .description =
          "M echo(1 kB) calls on every engine back to back, then wait for all, "
          "direct view (one request per engine through the mux)",
@@ -182,7 +200,8 @@ static const bn_benchdef_t s_table[] = {
      .number = 0,
      .warmup = 0,
      .timeout = 300,
-     .floor = NULL,
+     .floor = "engines messages",
+     .floor_bench = BN_BENCH_FLOOR_MANY,
      .description =
          "M echo(1 kB) calls on every engine back to back, then wait for all, "
          "broadcast view through the tree, replies coalesced",
@@ -199,7 +218,8 @@ static const bn_benchdef_t s_table[] = {
      .number = 0,
      .warmup = 0,
      .timeout = 300,
-     .floor = NULL,
+     .floor = "engines messages",
+     .floor_bench = BN_BENCH_FLOOR_MANY,
      .description =
          "M echo(1 kB) calls on every engine back to back, then wait for all, "
          "broadcast view through the tree, replies forwarded one by one",
@@ -302,7 +322,8 @@ static const bn_benchdef_t s_table[] = {
      .number = 0,
      .warmup = 0,
      .timeout = 300,
-     .floor = NULL,
+     .floor = "engines messages",
+     .floor_bench = BN_BENCH_FLOOR_MANY,
      .description = "M echo(1 kB) calls (copy.copy on stock engines) back to "
                     "back on every engine, then wait for all, through banyan, "
                     "mixed or ipp; direct view",
@@ -319,7 +340,8 @@ static const bn_benchdef_t s_table[] = {
      .number = 0,
      .warmup = 0,
      .timeout = 300,
-     .floor = NULL,
+     .floor = "engines messages",
+     .floor_bench = BN_BENCH_FLOOR_MANY,
      .description = "M echo(1 kB) calls (copy.copy on stock engines) back to "
                     "back on every engine, then wait for all, through banyan, "
                     "mixed or ipp; coalescing broadcast view",

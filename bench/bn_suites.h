@@ -34,6 +34,7 @@ void bn_suite_pyclient_teardown (bn_benchcase_t *c);
 //  The floor (bn_suite_floor.c).
 int bn_suite_floor_setup (bn_benchcase_t *c);
 int bn_suite_floor_run (bn_benchcase_t *c, double *value);
+int bn_suite_floor_many_run (bn_benchcase_t *c, double *value);
 void bn_suite_floor_teardown (bn_benchcase_t *c);
 
 //  Start-up and memory (bn_suite_system.c).

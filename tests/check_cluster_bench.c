@@ -19,6 +19,8 @@
 #define S_COMMIT "0123456789abcdef0123456789abcdef01234567"
 #define S_ECHO "echo.DirectViewBroadcast.time_echo"
 #define S_FLOOR "floor.ZmqFloor.time_echo"
+#define S_MANY "many.CoalescingBroadcast.time_many"
+#define S_FLOOR_MANY "floor.ZmqFloor.time_many"
 
 static char s_dir[64];
 
@@ -143,6 +145,71 @@ START_TEST (test_usage)
     ck_assert (s_file_has (page, "# Performance\n"));
     ck_assert (s_file_has (page, "Machine `testbox`"));
     ck_assert (s_file_has (page, "| " S_ECHO " | engines=1, bytes=1000 | "));
+}
+END_TEST
+
+START_TEST (test_many_against_pipelined_floor)
+{
+    //  Many messages in flight are stated against a floor that keeps as
+    //  many in flight (M to each echo socket), run in the same run, and
+    //  published with that ratio
+    char out[16384], results[128], html[128];
+    snprintf (results, sizeof results, "%s/results", s_dir);
+    snprintf (html, sizeof html, "%s/html", s_dir);
+    const char *run[] = {"run",       "--quick", "-b",        "^many\\.Coal",
+                         "--engines", "1",       "-p",        "messages=5",
+                         "--results", results,   "--machine", "testbox",
+                         "--commit",  S_COMMIT,  NULL};
+    int rc = s_bench (out, sizeof out, run);
+    ck_assert_msg (rc == 0, "run exited %d:\n%s", rc, out);
+    char *floor = strstr (out, S_FLOOR_MANY " (1, 5)  ");
+    char *many = strstr (out, S_MANY " (1, 5)  ");
+    ck_assert_msg (floor && many && floor < many, "floor not first:\n%s", out);
+    char *line_end = strchr (many, '\n');
+    char *ratio = strstr (many, "× floor");
+    ck_assert_msg (ratio && ratio < line_end, "no ratio:\n%s", out);
+    //  only the case asked for: neither the sequential floor nor other
+    //  message counts
+    ck_assert_ptr_null (strstr (out, S_FLOOR " ("));
+    ck_assert_ptr_null (strstr (out, S_FLOOR_MANY " (1, 1)"));
+    char err[256] = "";
+    bn_benchresults_t *saved =
+        bn_benchcompare_find (results, "testbox", S_COMMIT, err, sizeof err);
+    ck_assert_msg (saved != NULL, "%s", err);
+    const char *values[] = {"1", "5"};
+    long index = bn_benchresults_find (saved, S_FLOOR_MANY, values, 2);
+    ck_assert_int_ge (index, 0);
+    double floor_value = 0, many_value = 0;
+    ck_assert_int_eq (bn_benchresults_case (saved, S_FLOOR_MANY, (size_t)index,
+                                            &floor_value, NULL, NULL, NULL),
+                      BN_BENCHRESULT_OK);
+    index = bn_benchresults_find (saved, S_MANY, values, 2);
+    ck_assert_int_ge (index, 0);
+    ck_assert_int_eq (bn_benchresults_case (saved, S_MANY, (size_t)index,
+                                            &many_value, NULL, NULL, NULL),
+                      BN_BENCHRESULT_OK);
+    ck_assert (floor_value > 0 && many_value > 0);
+    bn_benchresults_destroy (&saved);
+    //  published with its ratio to that floor
+    char page[160];
+    snprintf (page, sizeof page, "%s/performance.md", s_dir);
+    const char *publish[] = {"publish", "--results",  results, "--html",
+                             html,      "--markdown", page,    NULL};
+    rc = s_bench (out, sizeof out, publish);
+    ck_assert_msg (rc == 0, "publish exited %d:\n%s", rc, out);
+    char *text = bn_benchresults_slurp (page);
+    ck_assert_ptr_nonnull (text);
+    char *row = strstr (text, "| " S_MANY " | engines=1, messages=5 | ");
+    ck_assert_msg (row, "no row in:\n%s", text);
+    char expected[32];
+    snprintf (expected, sizeof expected, "| %.2f× |", many_value / floor_value);
+    char *row_end = strchr (row, '\n');
+    char *found = strstr (row, expected);
+    ck_assert_msg (found && found < row_end, "%s not in the row:\n%.*s",
+                   expected, (int)(row_end - row), row);
+    //  the floors are the yardstick, not rows of their own
+    ck_assert_ptr_null (strstr (text, "| " S_FLOOR_MANY " |"));
+    free (text);
 }
 END_TEST
 
@@ -280,6 +347,7 @@ main (void)
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_set_timeout (tc, 110);
     tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_many_against_pipelined_floor);
     tcase_add_test (tc, test_skipped_case);
     tcase_add_test (tc, test_runs_with_other_grids);
     tcase_add_test (tc, test_progress_on_a_terminal);
