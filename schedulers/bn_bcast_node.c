@@ -21,10 +21,12 @@
     per engine, except the per-engine copies to engines).
 
     Deadlines: the root turns bn_deadline_ms (or the configured default)
-    into an absolute wall-clock time passed down in the request metadata
-    as bn_deadline_at (ms since the epoch). A leaf acts at that time, each
-    level above S_DEADLINE_STEP ms later, so that what the level below
-    delivered at its deadline is in before a parent gives up on it.  */
+    into the time its leaves act, each level above S_DEADLINE_STEP ms
+    later, so that what the level below delivered at its deadline is in
+    before a parent gives up on it. Every node keeps that time on its
+    monotonic clock and tells a child how many ms are left of it
+    (bn_deadline_left), never a wall-clock time: the wall clock may jump,
+    and nodes on other hosts read other wall clocks.  */
 #define _GNU_SOURCE //  memmem
 #include "bn_bcast_node.h"
 
@@ -32,7 +34,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/time.h>
 
 #include "bn_curve.h"
 #include "bn_error.h"
@@ -60,7 +61,7 @@
 #define S_MARKER                                                               \
     "\x01"                                                                     \
     "bn-msg-id\x01"
-#define S_DEADLINE_AT "bn_deadline_at"
+#define S_DEADLINE_LEFT "bn_deadline_left"
 
 //  A pickled None (protocol 4): the buffer a failed engine contributes to
 //  a merged reply, so the buffer list stays aligned.
@@ -91,6 +92,7 @@ typedef struct {
     int window_ms;       //  window release period
     int64_t next_window; //  mono ms of the next window release
     int64_t deadline;    //  mono ms when missing slots fail (0: none)
+    int64_t leaf_at;     //  mono ms when the leaves act (with deadline)
     s_slot_t *slots;
     size_t nslots;
     size_t owed;                 //  slots still pending
@@ -211,14 +213,6 @@ s_held_free (void **item)
 
 //  --------------------------------------------------------------------------
 //  Small helpers
-
-static int64_t
-s_epoch_ms (void)
-{
-    struct timeval tv;
-    gettimeofday (&tv, NULL);
-    return (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
-}
 
 //  The value of a top-level string key of a JSON part, scanned in place
 //  into buf; NULL if absent, not a string or too long.
@@ -861,7 +855,7 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
     //  what every engine's copy shares: the metadata without targets
     json_t *md = json_copy (metadata);
     json_object_del (md, "targets");
-    json_object_del (md, S_DEADLINE_AT);
+    json_object_del (md, S_DEADLINE_LEFT);
     json_object_set_new (md, "original_msg_id", json_string (req->key));
     char *md_text = md ? json_dumps (md, JSON_COMPACT) : NULL;
     json_decref (md);
@@ -952,11 +946,15 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
 //  step earlier than the leaf's.
 static void
 s_dispatch_children (s_node_t *self, s_request_t *req, bn_msg_t *request,
-                     json_t *metadata, json_t **lists, size_t count,
-                     int64_t deadline_at)
+                     json_t *metadata, json_t **lists, size_t count)
 {
-    if (self->leaf && deadline_at)
-        deadline_at -= S_DEADLINE_STEP;
+    int64_t left = 0;
+    if (req->deadline) {
+        left =
+            req->leaf_at - (self->leaf ? S_DEADLINE_STEP : 0) - zclock_mono ();
+        if (left < 0)
+            left = 0;
+    }
     for (size_t c = 0; c < count; c++) {
         if (!lists[c])
             continue;
@@ -972,9 +970,8 @@ s_dispatch_children (s_node_t *self, s_request_t *req, bn_msg_t *request,
         if (rc == 0) {
             json_object_set (md, "targets", lists[c]);
             json_object_set_new (md, "original_msg_id", json_string (req->key));
-            if (deadline_at)
-                json_object_set_new (md, S_DEADLINE_AT,
-                                     json_integer (deadline_at));
+            if (req->deadline)
+                json_object_set_new (md, S_DEADLINE_LEFT, json_integer (left));
             bn_msg_set_metadata (copy, md);
             md = NULL;
             rc = bn_msg_push_ident (copy, child, strlen (child));
@@ -1221,17 +1218,18 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
     req->window_ms = json_is_integer (window) && json_integer_value (window) > 0
                          ? (int)json_integer_value (window)
                          : 100;
-    //  the absolute deadline, set by the root
-    int64_t deadline_at = 0;
+    //  ms until the leaves act, from the client or the parent
+    int64_t left = -1;
     if (root) {
         json_t *ms = json_object_get (metadata, BN_BCAST_DEADLINE);
         int64_t relative = json_is_number (ms) ? (int64_t)json_number_value (ms)
                                                : self->deadline_ms;
         if (relative > 0)
-            deadline_at = s_epoch_ms () + relative;
+            left = relative;
     } else {
-        json_t *at = json_object_get (metadata, S_DEADLINE_AT);
-        deadline_at = json_is_integer (at) ? json_integer_value (at) : 0;
+        json_t *ms = json_object_get (metadata, S_DEADLINE_LEFT);
+        if (json_is_integer (ms))
+            left = json_integer_value (ms) > 0 ? json_integer_value (ms) : 0;
     }
     size_t n = json_array_size (targets);
     req->slots = n ? calloc (n, sizeof (s_slot_t)) : NULL;
@@ -1260,12 +1258,12 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
         self->stats.send_failed++;
         return;
     }
-    if (deadline_at) {
-        int64_t wait =
-            deadline_at - s_epoch_ms () +
+    if (left >= 0) {
+        req->leaf_at = zclock_mono () + left;
+        req->deadline =
+            req->leaf_at +
             (int64_t)(bn_topology_depth (self->topology) - self->level) *
                 S_DEADLINE_STEP;
-        req->deadline = zclock_mono () + (wait > 0 ? wait : 0);
     }
     if (req->merge && req->release == S_RELEASE_WINDOW)
         req->next_window = zclock_mono () + req->window_ms;
@@ -1284,8 +1282,7 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
     if (self->leaf)
         s_dispatch_engines (self, req, msg, metadata);
     if (lists)
-        s_dispatch_children (self, req, msg, metadata, lists, nlists,
-                             deadline_at);
+        s_dispatch_children (self, req, msg, metadata, lists, nlists);
     if (lists)
         for (size_t c = 0; c < nlists; c++)
             json_decref (lists[c]);
