@@ -2,13 +2,16 @@
 /*  bn_cliclient: connecting, calling and collecting for the commands.  */
 #include "bn_cliclient.h"
 #include "bn_activity.h"
+#include "bn_clusterrec.h"
 #include "bn_cmd.h"
+#include "bn_connfile.h"
 #include "bn_interrupt.h"
 #include "bn_progress.h"
 
 #include <assert.h>
 #include <czmq.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,35 @@
 #define S_BEHIND_AFTER 1.0
 #define S_BEHIND_TIMEOUT 1.0
 
+//  The pid the controller pid file of the selected cluster names, if that
+//  process has ended: only for a controller of this host (the profile may
+//  be shared with others) and the profile's own connection file; else 0.
+static pid_t
+s_dead_controller (bn_cliopts_t *opts, bn_connfile_t *info)
+{
+    if (bn_cliopts_file_given (opts))
+        return 0;
+    char host[256] = "";
+    if (gethostname (host, sizeof host - 1) != 0 ||
+        strcmp (bn_connfile_location (info), host) != 0)
+        return 0;
+    const char *profile_dir = bn_cliopts_profile_dir (opts);
+    const char *cluster_id = bn_cliopts_cluster_id (opts);
+    char *path = bn_clusterrec_controller_pidfile (profile_dir, cluster_id);
+    FILE *file = path ? fopen (path, "r") : NULL;
+    free (path);
+    long pid = 0;
+    if (file) {
+        if (fscanf (file, "%ld", &pid) != 1)
+            pid = 0;
+        fclose (file);
+    }
+    if (pid <= 0 || pid > INT_MAX ||
+        bn_clusterrec_controller_pid (profile_dir, cluster_id) > 0)
+        return 0;
+    return (pid_t)pid;
+}
+
 bn_client_t *
 bn_cliclient_connect (bn_cliopts_t *opts, int *status)
 {
@@ -36,6 +68,30 @@ bn_cliclient_connect (bn_cliopts_t *opts, int *status)
                           "no cluster: %s does not exist (start one with "
                           "'banyan cluster start -n N%s')",
                           file, bn_cliopts_selection (opts));
+        *status = BN_EXIT_NO_CLUSTER;
+        return NULL;
+    }
+    //  bn_client_new would wait out the timeout for a file it cannot
+    //  read: the controller writes it whole, so a bad one stays bad
+    char problem[512] = "";
+    bn_connfile_t *info = bn_connfile_load (file, problem, sizeof problem);
+    if (!info) {
+        bn_cliopts_error (opts, "bad connection file %s", problem);
+        *status = BN_EXIT_FAILURE;
+        return NULL;
+    }
+    pid_t dead = s_dead_controller (opts, info);
+    bn_connfile_destroy (&info);
+    if (dead > 0) {
+        char *pidfile = bn_clusterrec_controller_pidfile (
+            bn_cliopts_profile_dir (opts), bn_cliopts_cluster_id (opts));
+        bn_cliopts_error (opts,
+                          "no cluster: its controller (pid %d in %s) has "
+                          "ended (start a new one with 'banyan cluster start "
+                          "-n N%s')",
+                          (int)dead, pidfile ? pidfile : "its pid file",
+                          bn_cliopts_selection (opts));
+        free (pidfile);
         *status = BN_EXIT_NO_CLUSTER;
         return NULL;
     }

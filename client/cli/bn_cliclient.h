@@ -13,8 +13,10 @@
 #include <stddef.h>
 
 //  Connect to the controller the options select. On failure prints why
-//  and sets *status: 12 when there is no connection file or no controller
-//  answers in time, else 1. Returns NULL on failure.
+//  and sets *status: 12 when there is no connection file, the controller
+//  its pid file names has ended (one of this host), or no controller
+//  answers in time; else 1 (a connection file that cannot be read, at
+//  once). Returns NULL on failure.
 bn_client_t *bn_cliclient_connect (bn_cliopts_t *opts, int *status);
 
 //  Parse -t text into a new set. Returns 0, or -1 after a usage error.

@@ -5,7 +5,9 @@
     group (or session, with --daemonize) and is the parent of the
     controller and every engine process. Because it is their parent, it
     learns at once when one of them exits; it logs that, tells the waiting
-    `cluster start` through a pipe, and takes the whole cluster down when
+    `cluster start` through a pipe, tells the controller that the engines
+    of an engine process that ended are gone (their requests fail at once,
+    not after the heartbeat bound), and takes the whole cluster down when
     the controller goes. It is also a child subreaper, so processes that
     engines started and left behind stay in its tree, where `cluster stop`
     finds them.  */
@@ -13,7 +15,10 @@
 #include "bn_launcher.h"
 #include "bn_clusterrec.h"
 #include "bn_connfile.h"
+#include "bn_curve.h"
 #include "bn_log.h"
+#include "bn_msg.h"
+#include "bn_msgtypes.h"
 #include "bn_proctable.h"
 #include "bn_remote.h"
 
@@ -308,6 +313,9 @@ typedef struct {
     int signal_fd;       //  SIGCHLD, SIGTERM and SIGINT as they come
     bn_remote_t *remote; //  A remote launch, or NULL
     int engines_log;     //  Its engines' output, or -1
+    zsock_t *hub;        //  DEALER to the registration port, once needed
+    bn_session_t *session;
+    zcert_t *curve_cert; //  When the controller uses CURVE
 } s_supervisor_t;
 
 //  Tell the waiting `cluster start`; once it has gone, stop telling.
@@ -371,6 +379,73 @@ s_on_reap (pid_t pid, int status, void *arg)
     bn_log_info ("%s %s", what, how);
 }
 
+//  The DEALER to the hub's registration port, as an engine's; false
+//  (logged) if it cannot be made.
+static bool
+s_hub_connect (s_supervisor_t *self)
+{
+    if (self->hub)
+        return true;
+    char error[512] = "";
+    bn_connfile_t *info =
+        bn_connfile_load (self->engine_file, error, sizeof error);
+    char *url = info ? bn_connfile_url (info, "registration") : NULL;
+    const char *serverkey = info ? bn_connfile_curve_serverkey (info) : NULL;
+    if (info && !self->session)
+        self->session = bn_session_new (bn_connfile_key (info), NULL);
+    if (serverkey && !self->curve_cert)
+        self->curve_cert = zcert_new ();
+    zsock_t *sock = url && self->session && (!serverkey || self->curve_cert)
+                        ? zsock_new (ZMQ_DEALER)
+                        : NULL;
+    if (sock) {
+        zsock_set_linger (sock, 1000);
+        if ((serverkey &&
+             bn_curve_client (sock, self->curve_cert, serverkey) != 0) ||
+            zsock_connect (sock, "%s", url) != 0)
+            zsock_destroy (&sock);
+    }
+    if (!sock)
+        bn_log_warn ("cannot reach the controller's registration port: %s",
+                     *error ? error
+                     : url  ? url
+                            : "out of memory");
+    free (url);
+    bn_connfile_destroy (&info);
+    self->hub = sock;
+    return sock != NULL;
+}
+
+//  The engines of a process that ended cannot say goodbye: say it for
+//  them (an unregistration_request each, by the ids they asked for), so
+//  that the hub fails their requests now rather than after the heartbeat
+//  bound. An engine already unregistered is ignored by the hub.
+static void
+s_unregister_engines (s_supervisor_t *self, pid_t pid)
+{
+    size_t procs = bn_clusterrec_engine_procs (self->record);
+    for (size_t index = 0; index < procs; index++) {
+        pid_t engine;
+        int first, count;
+        bn_clusterrec_engine_proc (self->record, index, &engine, NULL, &first,
+                                   &count);
+        if (engine != pid || !s_hub_connect (self))
+            continue;
+        for (int id = first; id < first + count; id++) {
+            bn_msg_t *msg =
+                bn_msg_new (self->session, BN_MSG_UNREGISTRATION_REQUEST);
+            if (msg)
+                bn_msg_set_content (msg, json_pack ("{s:i}", "id", id));
+            if (!msg || bn_msg_send_flags (&msg, zsock_resolve (self->hub),
+                                           self->session, ZMQ_DONTWAIT)) {
+                bn_msg_destroy (&msg);
+                bn_log_warn ("cannot tell the controller engine %d is gone",
+                             id);
+            }
+        }
+    }
+}
+
 //  Reap children; returns true if the cluster must come down (the
 //  controller ended).
 static bool
@@ -392,6 +467,8 @@ s_reap (s_supervisor_t *self, bool stopping)
         else {
             bn_log_warn ("%s %s", what, how);
             s_event (self, "exit %s %s", what, how);
+            if (pid != self->controller)
+                s_unregister_engines (self, pid);
         }
         if (pid == self->controller) {
             self->controller = 0;
