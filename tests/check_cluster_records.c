@@ -414,9 +414,20 @@ START_TEST (test_restore)
     //  an engine that left is not restored
     bn_client_t *client = s_client (3);
     bn_client_destroy (&client);
+    //  the hub writes the state file up to 20 ms after the registrations
+    //  that a client's connection reply already lists
     char path[300];
     snprintf (path, sizeof path, "%s/log/engines.json", s_dir);
-    json_t *state = json_load_file (path, 0, NULL);
+    json_t *state = NULL;
+    int64_t until = zclock_mono () + 20000;
+    while (zclock_mono () < until) {
+        state = json_load_file (path, 0, NULL);
+        if (json_object_size (json_object_get (state, "engines")) == 3)
+            break;
+        json_decref (state);
+        state = NULL;
+        zclock_sleep (10);
+    }
     ck_assert_ptr_nonnull (state);
     ck_assert_uint_eq (json_object_size (json_object_get (state, "engines")),
                        3);
