@@ -10,6 +10,7 @@
 
 #include <assert.h>
 #include <czmq.h>
+#include <dirent.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -25,6 +26,55 @@
 //  it waits behind, and the time engines get to say what they run
 #define S_BEHIND_AFTER 1.0
 #define S_BEHIND_TIMEOUT 1.0
+
+char *
+bn_cliclient_other_clusters (bn_cliopts_t *opts)
+{
+    assert (opts);
+    if (*bn_cliopts_cluster_id (opts) || bn_cliopts_file_given (opts))
+        return NULL;
+    const char *profile_dir = bn_cliopts_profile_dir (opts);
+    //  Clusters `cluster start` made, and controllers started by hand
+    //  (their connection files)
+    zlist_t *ids = bn_clusterrec_ids (profile_dir);
+    char *folder = zsys_sprintf ("%s/security", profile_dir);
+    DIR *dir = ids && folder ? opendir (folder) : NULL;
+    free (folder);
+    const char *prefix = "ipcontroller-", *suffix = "-client.json";
+    struct dirent *entry;
+    while (dir && (entry = readdir (dir))) {
+        const char *name = entry->d_name;
+        size_t length = strlen (name), before = strlen (prefix),
+               after = strlen (suffix);
+        if (length <= before + after || strncmp (name, prefix, before) != 0 ||
+            strcmp (name + length - after, suffix) != 0)
+            continue;
+        char *id = strndup (name + before, length - before - after);
+        bool known = false;
+        for (char *other = id ? zlist_first (ids) : NULL; other && !known;
+             other = zlist_next (ids))
+            known = strcmp (other, id) == 0;
+        if (id && !known)
+            zlist_append (ids, id);
+        free (id);
+    }
+    if (dir)
+        closedir (dir);
+    zlist_sort (ids, (zlist_compare_fn *)strcmp);
+    char *text = NULL;
+    for (char *id = ids ? zlist_first (ids) : NULL; id; id = zlist_next (ids)) {
+        if (!*id)
+            continue;
+        char *longer =
+            zsys_sprintf ("%s%s%s", text ? text : "", text ? ", " : "", id);
+        free (text);
+        text = longer;
+        if (!text)
+            break;
+    }
+    zlist_destroy (&ids);
+    return text;
+}
 
 //  The pid the controller pid file of the selected cluster names, if that
 //  process has ended: only for a controller of this host (the profile may
@@ -64,10 +114,19 @@ bn_cliclient_connect (bn_cliopts_t *opts, int *status)
     //  bn_client_new would wait for the file to appear: a missing one
     //  means there is no cluster, now
     if (access (file, F_OK) != 0) {
-        bn_cliopts_error (opts,
-                          "no cluster: %s does not exist (start one with "
-                          "'banyan cluster start -n N%s')",
-                          file, bn_cliopts_selection (opts));
+        char *others = bn_cliclient_other_clusters (opts);
+        if (others)
+            bn_cliopts_error (opts,
+                              "no cluster without --cluster-id in %s, which "
+                              "holds the clusters %s: say which with "
+                              "--cluster-id",
+                              bn_cliopts_profile_dir (opts), others);
+        else
+            bn_cliopts_error (opts,
+                              "no cluster: %s does not exist (start one with "
+                              "'banyan cluster start -n N%s')",
+                              file, bn_cliopts_selection (opts));
+        free (others);
         *status = BN_EXIT_NO_CLUSTER;
         return NULL;
     }
@@ -135,10 +194,12 @@ bn_cliclient_targets (bn_cliopts_t *opts, const char *text,
     return 0;
 }
 
-//  Name the targets that are not registered, for BN_ENOENGINE.
-static void
-s_report_missing (bn_cliopts_t *opts, bn_client_t *client, bn_idset_t *targets)
+void
+bn_cliclient_report_missing (bn_cliopts_t *opts, bn_client_t *client,
+                             bn_idset_t *targets)
 {
+    assert (opts);
+    assert (client);
     bn_idset_t *ids = bn_client_ids (client);
     if (!ids)
         return;
@@ -198,7 +259,7 @@ bn_cliclient_call (bn_cliopts_t *opts, bn_client_t *client, bn_idset_t *targets,
             break;
     }
     if (rc == BN_ENOENGINE)
-        s_report_missing (opts, client, targets);
+        bn_cliclient_report_missing (opts, client, targets);
     else if (rc == BN_ENOCONTROLLER)
         bn_cliopts_error (opts, "the controller went away");
     else if (rc == BN_ENOTSUP && route == BN_CLICLIENT_BALANCED)

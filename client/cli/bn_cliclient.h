@@ -19,6 +19,16 @@
 //  once). Returns NULL on failure.
 bn_client_t *bn_cliclient_connect (bn_cliopts_t *opts, int *status);
 
+//  The ids of the clusters of the selected profile, "a, b", when the
+//  options name no cluster id (and no --file); NULL if there are none
+//  (or out of memory). The caller frees it.
+char *bn_cliclient_other_clusters (bn_cliopts_t *opts);
+
+//  Say which of targets are not registered (and which are), or that no
+//  engines are.
+void bn_cliclient_report_missing (bn_cliopts_t *opts, bn_client_t *client,
+                                  bn_idset_t *targets);
+
 //  Parse -t text into a new set. Returns 0, or -1 after a usage error.
 int bn_cliclient_targets (bn_cliopts_t *opts, const char *text,
                           bn_idset_t **targets_p);

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 //  Ids of the common long options, above any character a command uses
@@ -278,6 +279,14 @@ s_finish (bn_cliopts_t *self)
     if (!self->profile_dir) {
         bn_cliopts_error (self, "cannot work out the profile folder "
                                 "(is HOME set?)");
+        return -1;
+    }
+    struct stat info;
+    if (stat (self->profile_dir, &info) == 0 && !S_ISDIR (info.st_mode)) {
+        bn_cliopts_error (self,
+                          "cannot use the profile folder %s: it is a file, "
+                          "not a folder",
+                          self->profile_dir);
         return -1;
     }
     char *config_file =

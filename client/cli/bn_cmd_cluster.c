@@ -1,5 +1,6 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_cmd_cluster: banyan cluster start, stop, list and clean.  */
+#include "bn_cliclient.h"
 #include "bn_clihelp.h"
 #include "bn_cliopts.h"
 #include "bn_clusterrec.h"
@@ -629,6 +630,13 @@ s_start (int argc, char **argv)
     bn_interrupt_install ();
     double start = zclock_usecs () / 1e6;
     double deadline = start + timeout;
+    char folders[PATH_MAX + 256] = "";
+    if (bn_launcher_make_folders (bn_cliopts_profile_dir (opts), folders,
+                                  sizeof folders) != 0) {
+        bn_cliopts_error (opts, "%s", folders);
+        bn_launcher_destroy (&launcher);
+        goto done;
+    }
     if (bn_launcher_start (launcher) != 0) {
         bn_cliopts_error (opts, "cannot start the cluster: %s",
                           strerror (errno));
@@ -754,9 +762,19 @@ s_stop (int argc, char **argv)
                               "controller runs there (pid %d): it was not "
                               "started by 'banyan cluster start'",
                               profile_dir, which, cluster_id, (int)controller);
-        else
-            bn_cliopts_error (opts, "no cluster is running in %s%s%s",
-                              profile_dir, which, cluster_id);
+        else {
+            char *others = bn_cliclient_other_clusters (opts);
+            if (others)
+                bn_cliopts_error (opts,
+                                  "no cluster without --cluster-id in %s, "
+                                  "which holds the clusters %s: say which "
+                                  "with --cluster-id",
+                                  profile_dir, others);
+            else
+                bn_cliopts_error (opts, "no cluster is running in %s%s%s",
+                                  profile_dir, which, cluster_id);
+            free (others);
+        }
         status = BN_EXIT_ALREADY_STOPPED;
     } else {
         bn_cliopts_error (opts, "some processes of the cluster would not end");

@@ -81,11 +81,14 @@ bn_cmd_engines (int argc, char **argv)
         return status;
     }
     bn_idset_t *ids = bn_client_ids (client);
-    if (ids && targets)
+    bool missing = false;
+    if (ids && targets) {
         for (int id = bn_idset_first (ids); id >= 0;
              id = bn_idset_next (ids, id))
             if (!bn_idset_contains (targets, id))
                 bn_idset_remove (ids, id);
+        missing = bn_idset_count (ids) < bn_idset_count (targets);
+    }
     bn_queue_status_t *queues = NULL;
     size_t nqueues = 0;
     if (ids && bn_idset_count (ids) &&
@@ -156,8 +159,10 @@ bn_cmd_engines (int argc, char **argv)
                                  : "-",
                 pid, state, queue, since, what);
     }
-    if (!ids || bn_idset_count (ids) == 0)
-        fprintf (stderr, "banyan engines: no engines are registered\n");
+    if (missing)
+        bn_cliclient_report_missing (opts, client, targets);
+    else if (!ids || bn_idset_count (ids) == 0)
+        bn_cliopts_error (opts, "no engines are registered");
     free (queues);
     bn_activity_destroy (&activity);
     bn_clusterrec_destroy (&record);
@@ -165,7 +170,7 @@ bn_cmd_engines (int argc, char **argv)
     bn_idset_destroy (&targets);
     bn_client_destroy (&client);
     bn_cliopts_destroy (&opts);
-    return BN_EXIT_OK;
+    return missing ? BN_EXIT_FAILURE : BN_EXIT_OK;
 }
 
 //  One thing engines run, for status.

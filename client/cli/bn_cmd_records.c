@@ -95,9 +95,13 @@ bn_cmd_result (int argc, char **argv)
                                    &result);
     if (rc == BN_ENOTREADY)
         printf ("%s: pending\n", msg_id);
-    else if (rc == BN_ENOENT)
-        status = s_failed ("result", msg_id, rc);
-    else if (rc != 0 && rc != BN_EPICKLE)
+    else if (rc == BN_ENOENT) {
+        bn_cliopts_error (opts,
+                          "%s: no such msg_id: the hub knows no request "
+                          "by it ('banyan history%s' lists those it knows)",
+                          msg_id, bn_cliopts_selection (opts));
+        status = BN_EXIT_FAILURE;
+    } else if (rc != 0 && rc != BN_EPICKLE)
         status = s_failed ("result", msg_id, rc);
     else {
         int engine = bn_result_engine_id (result, 0);

@@ -19,6 +19,7 @@
 #include "bn_log.h"
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
+#include "bn_path.h"
 #include "bn_proctable.h"
 #include "bn_remote.h"
 
@@ -825,6 +826,70 @@ s_supervise (bn_launcher_t *launcher, int event_fd)
 
 // ---------------------------------------------------------------------------
 //  The caller's side
+
+//  Why path cannot be a folder we write in: one of its parents is a file
+//  (named), or errno's reason.
+static void
+s_folder_error (const char *path, const char *doing, int error, char *text,
+                size_t size)
+{
+    char *copy = strdup (path);
+    for (char *end = copy ? copy + 1 : NULL; end && error == ENOTDIR; end++) {
+        if (*end != '/' && *end != 0)
+            continue;
+        char saved = *end;
+        *end = 0;
+        struct stat info;
+        if (stat (copy, &info) == 0 && !S_ISDIR (info.st_mode)) {
+            snprintf (text, size, "cannot %s %s: %s is a file, not a folder",
+                      doing, path, copy);
+            free (copy);
+            return;
+        }
+        *end = saved;
+        if (saved == 0)
+            break;
+    }
+    free (copy);
+    snprintf (text, size, "cannot %s %s: %s", doing, path, strerror (error));
+}
+
+int
+bn_launcher_make_folders (const char *profile_dir, char *error, size_t size)
+{
+    assert (profile_dir);
+    const char *folders[] = {"", "/security", "/pid", "/log"};
+    for (size_t index = 0; index < sizeof folders / sizeof folders[0];
+         index++) {
+        char *path = zsys_sprintf ("%s%s", profile_dir, folders[index]);
+        if (!path) {
+            snprintf (error, size, "out of memory");
+            return -1;
+        }
+        struct stat info;
+        int rc = 0;
+        if (stat (path, &info) == 0 && !S_ISDIR (info.st_mode)) {
+            snprintf (error, size,
+                      "cannot use the profile folder %s: it is a "
+                      "file, not a folder",
+                      path);
+            rc = -1;
+        } else if (bn_path_mkdir (path) != 0) {
+            s_folder_error (path, "create the profile folder", errno, error,
+                            size);
+            rc = -1;
+        } else if (access (path, W_OK | X_OK) != 0) {
+            s_folder_error (path, "write in the profile folder", errno, error,
+                            size);
+            rc = -1;
+        } else if (index == 1)
+            chmod (path, 0700);
+        free (path);
+        if (rc != 0)
+            return -1;
+    }
+    return 0;
+}
 
 int
 bn_launcher_start (bn_launcher_t *self)

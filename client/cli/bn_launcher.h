@@ -78,6 +78,12 @@ int bn_launcher_add_controller_arg (bn_launcher_t *self, const char *arg);
 //  --file, --count and --id). Returns -1 if out of memory.
 int bn_launcher_add_engine_arg (bn_launcher_t *self, const char *arg);
 
+//  Make the profile folder and its security, pid and log folders, if they
+//  are not there, and check that they can be written in. Returns 0, or -1
+//  with the reason, naming the path, in error.
+int bn_launcher_make_folders (const char *profile_dir, char *error,
+                              size_t size);
+
 //  Create the profile's security, pid and log folders and fork the
 //  supervisor, which starts the controller, waits for its engine
 //  connection file and starts the engines. Must be called before this
