@@ -11,6 +11,12 @@
     unregistration_notification goes out, in that order, so that a client
     sees the errors before it synthesizes its own.
 
+    An engine whose heart stopped (a process stopped, a link cut for a
+    while) keeps its uuid and id in the lost table: when its heart answers
+    a ping again it is a pending registration of that id, as a restored
+    engine is, and is back with its first pong after that. Its sockets are
+    still connected, and an engine takes no notice of its unregistration.
+
     The engine state file (log/engines<ID>.json, for --restore) is written
     before an engine's registration_notification goes out. Registrations
     come in bursts (1,024 engines in a few seconds) and the file holds
@@ -38,6 +44,7 @@
 #define S_BATCH 1024        //  queries read per wake-up before polling again
 #define S_UUID_MAX 255      //  longest engine uuid accepted
 #define S_STATE_DELAY_MS 20 //  longest wait to write the state file
+#define S_LOST_MAX 65536    //  lost engines remembered at most
 
 typedef struct {
     uint64_t queries;         //  Messages read on the query socket
@@ -51,6 +58,7 @@ typedef struct {
     uint64_t purged;          //  Pending registrations that timed out
     uint64_t unregistrations; //  Engines unregistered
     uint64_t heart_failures;  //  ...of which by heart failure
+    uint64_t returned;        //  Engines whose heart beat again
     uint64_t hosts_lost;      //  Host links whose heart stopped or closed
     uint64_t send_failed;     //  Replies or notifications not sent
 } s_stats_t;
@@ -113,6 +121,7 @@ struct _bn_hub_t {
     void *stats_arg;
     char *state_path;   //  log/engines<cluster_id>.json, or NULL
     zhashx_t *restored; //  uuid -> old id + 1 (as a pointer), or NULL
+    zhashx_t *lost;     //  uuid -> id + 1 of engines whose heart stopped
     bool state_dirty;   //  the state file is behind the engine table
     int state_timer;    //  zloop timer writing it, or -1
     zlistx_t *announce; //  json_t * contents of registration notifications
@@ -201,9 +210,11 @@ bn_hub_new (zsock_t *query, zsock_t *notifier, bn_session_t *session,
     self->listeners = zlistx_new ();
     self->announce = zlistx_new ();
     self->links = zhashx_new ();
+    self->lost = zhashx_new ();
     self->state_timer = -1;
     if (!connection_info || !self->engines || !self->relays || !self->stalls ||
-        !self->leaving || !self->listeners || !self->announce || !self->links) {
+        !self->leaving || !self->listeners || !self->announce || !self->links ||
+        !self->lost) {
         bn_hub_destroy (&self);
         return NULL;
     }
@@ -246,6 +257,7 @@ bn_hub_destroy (bn_hub_t **self_p)
     zlistx_destroy (&self->relays);
     zlistx_destroy (&self->listeners);
     zhashx_destroy (&self->restored);
+    zhashx_destroy (&self->lost);
     free (self->state_path);
     bn_record_queries_destroy (&self->queries);
     bn_engine_table_destroy (&self->engines);
@@ -692,6 +704,7 @@ s_registration_request (bn_hub_t *self, bn_msg_t *request, const char *via)
                      "registration_request 'id' must be an integer or null");
         return;
     }
+    zhashx_delete (self->lost, uuid);
     void *old = self->restored ? zhashx_lookup (self->restored, uuid) : NULL;
     if (old && bn_engine_table_is_pending (self->engines, uuid)) {
         //  an engine of the restored table registers again: its pending
@@ -1159,10 +1172,40 @@ static void
 s_on_stopped_heart (void *arg, const char *uuid)
 {
     bn_hub_t *self = (bn_hub_t *)arg;
-    if (zhashx_lookup (self->links, uuid))
+    if (zhashx_lookup (self->links, uuid)) {
         s_host_lost (self, uuid, "heart failure");
-    else if (bn_hub_unregister (self, uuid, "heart failure") >= 0)
-        self->stats.heart_failures++;
+        return;
+    }
+    bool pending = bn_engine_table_is_pending (self->engines, uuid);
+    int id = bn_hub_unregister (self, uuid, "heart failure");
+    if (id < 0)
+        return;
+    self->stats.heart_failures++;
+    if (!pending && zhashx_size (self->lost) < S_LOST_MAX)
+        zhashx_update (self->lost, uuid, (void *)(intptr_t)(id + 1));
+}
+
+//  A pong from a heart the monitor does not know: an engine lost to heart
+//  failure that beats again waits for its next pong under its old id.
+static void
+s_on_unknown_heart (void *arg, const char *uuid)
+{
+    bn_hub_t *self = (bn_hub_t *)arg;
+    void *lost = zhashx_lookup (self->lost, uuid);
+    if (!lost || self->shutting_down)
+        return;
+    zhashx_delete (self->lost, uuid);
+    int id = (int)((intptr_t)lost - 1);
+    if (bn_engine_table_has (self->engines, uuid) ||
+        bn_engine_table_new_id (self->engines, id) != id) {
+        bn_log_warn ("hub: engine %d:%s beats again, but its id or uuid is "
+                     "taken",
+                     id, uuid);
+        return;
+    }
+    self->stats.returned++;
+    bn_log_warn ("hub: engine %d:%s beats again", id, uuid);
+    s_expect (self, uuid, id, NULL);
 }
 
 //  A heart's pong connection closed. A host node's link that closes is a
@@ -1509,6 +1552,7 @@ bn_hub_attach (bn_hub_t *self, zloop_t *loop)
     bn_heart_set_handlers (self->heart, s_on_new_heart, s_on_stopped_heart,
                            self);
     bn_heart_set_closed_handler (self->heart, s_on_closed_heart);
+    bn_heart_set_unknown_handler (self->heart, s_on_unknown_heart);
     return zloop_reader (loop, self->query, s_on_query, self);
 }
 
@@ -1529,7 +1573,7 @@ bn_hub_stats (bn_hub_t *self)
     json_decref (hosts);
     return json_pack (
         "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-        "s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+        "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
         "queries", (json_int_t)s->queries, "bad_frame",
         (json_int_t)s->drops.bad_frame, "bad_signature",
         (json_int_t)s->drops.bad_signature, "replayed",
@@ -1540,8 +1584,8 @@ bn_hub_stats (bn_hub_t *self)
         (json_int_t)s->registrations, "refused", (json_int_t)s->refused,
         "purged", (json_int_t)s->purged, "unregistrations",
         (json_int_t)s->unregistrations, "heart_failures",
-        (json_int_t)s->heart_failures, "hosts",
-        (json_int_t)zhashx_size (self->links), "hosts_lost",
+        (json_int_t)s->heart_failures, "returned", (json_int_t)s->returned,
+        "hosts", (json_int_t)zhashx_size (self->links), "hosts_lost",
         (json_int_t)s->hosts_lost, "host_engines", host_engines, "host_stray",
         host_stray, "send_failed", (json_int_t)s->send_failed, "engines",
         (json_int_t)bn_engine_table_size (self->engines), "pending",

@@ -63,6 +63,7 @@ struct _bn_heart_t {
     bn_heart_fn *on_new;
     bn_heart_fn *on_stopped;
     bn_heart_fn *on_closed;
+    bn_heart_fn *on_unknown;
     void *arg;
     zsock_t *monitor; //  PAIR: the pong socket's connections closing
     char *monitor_endpoint;
@@ -259,6 +260,13 @@ s_watch (bn_heart_t *self)
     return 0;
 }
 
+void
+bn_heart_set_unknown_handler (bn_heart_t *self, bn_heart_fn *on_unknown)
+{
+    assert (self);
+    self->on_unknown = on_unknown;
+}
+
 static int
 s_on_beat (zloop_t *loop, int timer_id, void *arg)
 {
@@ -442,6 +450,8 @@ s_pong (bn_heart_t *self, zmq_msg_t *id, zmq_msg_t *ping)
     }
     if (!zhashx_lookup (self->expected, key)) {
         self->stats.unknown++;
+        if (self->on_unknown)
+            self->on_unknown (self->arg, key);
         return;
     }
     heart = calloc (1, sizeof *heart);

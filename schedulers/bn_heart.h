@@ -42,6 +42,11 @@ void bn_heart_set_handlers (bn_heart_t *self, bn_heart_fn *on_new,
 //  connections (a socket monitor, and each new heart's ZMQ_SRCFD).
 void bn_heart_set_closed_handler (bn_heart_t *self, bn_heart_fn *on_closed);
 
+//  Set the handler of pongs to the current or the previous ping from a
+//  heart neither monitored nor expected (arg as set_handlers'): one that
+//  was declared stopped and beats again, say.
+void bn_heart_set_unknown_handler (bn_heart_t *self, bn_heart_fn *on_unknown);
+
 //  Start beating in loop and read pongs there. Returns -1 on failure.
 int bn_heart_attach (bn_heart_t *self, zloop_t *loop);
 

@@ -1,0 +1,182 @@
+# SPDX-License-Identifier: BSD-3-Clause
+"""CLI: faults a user meets, through the real binaries. Each gets an answer
+within a bound (a result or a clear error, never a hang) and the next good
+request is served:
+
+- an engine process stopped (SIGSTOP): its request fails with EngineError at
+  the heartbeat bound while the other engine answers; continued (SIGCONT),
+  it beats again and is back under its id and uuid;
+- a client killed (SIGKILL) in the middle of a request: the next client is
+  served, and no engine is left with a queue;
+- a node process of the broadcast tree stopped (processes mode): a leaf's
+  engines fail at the tree's deadline, the root's requests at the client's
+  --timeout; continued, the tree serves them again;
+- the controller killed (SIGKILL) under a waiting client: it says
+  ControllerGone at once."""
+
+import os
+import signal
+import subprocess
+import time
+
+from clitest import BANYAN, Profile, check, describe, finish, processes, run, wait_until
+
+# the heartbeat bound: 4 missed beats of 200 ms
+ENV = {"BANYAN_CONTROLLER_HEARTBEAT_PERIOD": "200",
+       "BANYAN_CONTROLLER_HEARTBEAT_MISSES": "4"}
+BOUND = 15  # s: generous, for a loaded machine
+
+
+def engines(profile):
+    """{id: (uuid, pid)} of the registered engines, as banyan engines shows
+    them."""
+    listing = run(["engines"] + profile.args())
+    table = {}
+    for line in listing.stdout.splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 4 and fields[0].isdigit():
+            table[int(fields[0])] = (fields[1], int(fields[3]))
+    return table
+
+
+def px(profile, *args, timeout=60):
+    return run(["px"] + profile.args() + list(args), timeout=timeout, env=ENV)
+
+
+def popen_px(profile, *args):
+    return subprocess.Popen([BANYAN, "px"] + profile.args() + list(args),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, **ENV))
+
+
+def timed(fn):
+    start = time.monotonic()
+    result = fn()
+    return result, time.monotonic() - start
+
+
+def node_pids(controller_pid):
+    """{node index: pid} of the tree's banyan-scheduler processes."""
+    nodes = {}
+    for pid, info in processes().items():
+        if info[1] != controller_pid:
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().decode().split("\0")
+        except OSError:
+            continue
+        if "--node" in args:
+            nodes[int(args[args.index("--node") + 1])] = pid
+    return nodes
+
+
+with Profile("faults") as profile:
+    start = run(["cluster", "start", "-n", "2", "-k", "1"] + profile.args(),
+                timeout=90, env=ENV)
+    check(start.returncode == 0, "cluster start -n 2 -k 1", describe(start))
+    before = engines(profile)
+    check(sorted(before) == [0, 1], "two engines, one per process", before)
+
+    # an engine stopped: its request fails at the heartbeat bound
+    uuid, pid = before[1]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        stopped, took = timed(lambda: px(profile, "-t", "1", "echo hi"))
+        check(stopped.returncode == 1 and "EngineError" in stopped.stderr and took < BOUND,
+              f"a stopped engine's px fails with EngineError ({took:.1f} s)",
+              describe(stopped))
+        other, took = timed(lambda: px(profile, "-t", "0", "echo hi"))
+        check(other.returncode == 0 and other.stdout == "[stdout:0] hi\n",
+              f"the other engine answers meanwhile ({took:.1f} s)", describe(other))
+        check(wait_until(lambda: sorted(engines(profile)) == [0], BOUND),
+              "the stopped engine is unregistered", engines(profile))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    # continued: back under its id and uuid
+    resumed = time.monotonic()
+    back = wait_until(lambda: engines(profile).get(1) == (uuid, pid), BOUND)
+    check(back, f"continued, engine 1 is back with its uuid "
+          f"({time.monotonic() - resumed:.1f} s)", engines(profile))
+    both = px(profile, "echo hi")
+    check(both.returncode == 0 and both.stdout == "[stdout:0] hi\n[stdout:1] hi\n",
+          "and both engines answer px", describe(both))
+    direct = px(profile, "--direct", "-t", "1", "echo direct")
+    check(direct.returncode == 0 and direct.stdout == "[stdout:1] direct\n",
+          "also through the mux", describe(direct))
+
+    # a client killed in the middle of a request
+    for how in ([], ["--direct"]):
+        client = popen_px(profile, *how, "sleep 1; echo late")
+        time.sleep(0.3)
+        client.kill()
+        client.communicate()
+        after, took = timed(lambda: px(profile, *how, "echo next"))
+        check(after.returncode == 0 and after.stdout == "[stdout:0] next\n[stdout:1] next\n",
+              f"{' '.join(['px'] + how)} killed mid-request: the next px is served ({took:.1f} s)",
+              describe(after))
+    balanced = popen_px(profile, "--balanced", "sleep 1; echo late")
+    time.sleep(0.3)
+    balanced.kill()
+    balanced.communicate()
+    after = px(profile, "--balanced", "echo next")
+    check(after.returncode == 0 and "next" in after.stdout,
+          "px --balanced killed mid-request: the next task is served", describe(after))
+    idle = wait_until(lambda: run(["engines"] + profile.args()).stdout.count(" idle ") == 2,
+                      BOUND)
+    check(idle, "no engine is left with work of the dead clients",
+          run(["engines"] + profile.args()).stdout)
+
+    # the controller killed under a waiting client
+    record = profile.record()
+    waiting = popen_px(profile, "sleep 30")
+    time.sleep(0.5)
+    os.kill(record["controller_pid"], signal.SIGKILL)
+    killed = time.monotonic()
+    try:
+        out, err = waiting.communicate(timeout=BOUND)
+    except subprocess.TimeoutExpired:
+        waiting.kill()
+        out, err = waiting.communicate()
+    took = time.monotonic() - killed
+    check(waiting.returncode == 1 and err.count("ControllerGone") == 2 and took < BOUND,
+          f"the controller killed: px says ControllerGone for both engines ({took:.1f} s)",
+          f"rc={waiting.returncode}\n{out}\n{err}")
+    run(["cluster", "stop"] + profile.args(), timeout=60)
+
+    # the tree's node processes stopped; the tree has a deadline
+    env = dict(ENV, BANYAN_CONTROLLER_TREE_DEADLINE="2s")
+    start = run(["cluster", "start", "-n", "2", "-k", "1", "--depth", "1",
+                 "--tree-mode", "processes"] + profile.args(), timeout=90, env=env)
+    check(start.returncode == 0, "cluster start --depth 1 --tree-mode processes",
+          describe(start))
+    nodes = node_pids(profile.record()["controller_pid"])
+    check(sorted(nodes) == [0, 1, 2], "a root and two leaves", nodes)
+    # kary:2: engine 1 is leaf 2's
+    os.kill(nodes[2], signal.SIGSTOP)
+    try:
+        leaf, took = timed(lambda: px(profile, "echo hi"))
+        check(leaf.returncode == 1 and leaf.stdout == "[stdout:0] hi\n"
+              and "[status:1] EngineError" in leaf.stderr and took < BOUND,
+              f"a leaf stopped: its engine fails at the deadline, the other answers "
+              f"({took:.1f} s)", describe(leaf))
+    finally:
+        os.kill(nodes[2], signal.SIGCONT)
+    served = wait_until(lambda: px(profile, "echo hi").returncode == 0, BOUND, step=0.2)
+    check(served, "continued, the leaf serves its engine again")
+    os.kill(nodes[0], signal.SIGSTOP)
+    try:
+        root, took = timed(lambda: px(profile, "--timeout", "3", "echo hi"))
+        check(root.returncode == 1 and root.stderr.count("timed out") == 2
+              and took < BOUND,
+              f"the root stopped: px --timeout 3 reports both engines timed out "
+              f"({took:.1f} s)", describe(root))
+    finally:
+        os.kill(nodes[0], signal.SIGCONT)
+    served = wait_until(lambda: px(profile, "echo hi").returncode == 0, BOUND, step=0.2)
+    check(served, "continued, the root serves again")
+    check(node_pids(profile.record()["controller_pid"]) == nodes,
+          "the same node processes (none was restarted)")
+    stop = run(["cluster", "stop"] + profile.args(), timeout=60)
+    check(stop.returncode == 0, "cluster stop", describe(stop))
+finish()
