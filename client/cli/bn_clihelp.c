@@ -152,6 +152,14 @@ static const s_help_t s_helps[] = {
      "      --curve             CurveZMQ on every controller socket, its\n"
      "                          public key in the connection files (default:\n"
      "                          controller.curve, false)\n"
+     "      --db WHERE          the controller's task records: memory, none\n"
+     "                          or sqlite:PATH, kept across restarts\n"
+     "                          (default: controller.db, memory)\n"
+     "      --nodb              keep no task records (--db none)\n"
+     "      --restore           give engines that come back to a restarted\n"
+     "                          controller their old ids; keeps the\n"
+     "                          connection files (default:\n"
+     "                          controller.restore, false)\n"
      "      --no-wait           return once the processes are started,\n"
      "                          without waiting for the engines to register\n"
      "      --daemonize         start the cluster in a session of its own, so\n"
@@ -221,7 +229,7 @@ static const s_help_t s_helps[] = {
      "first, so that they unregister, then the controller, then every other\n"
      "process descended from them (commands that engines started in groups\n"
      "of their own included). Whatever is left after --timeout seconds\n"
-     "(default 10) gets SIGKILL, and the command returns when nothing is\n"
+     "gets SIGKILL, and the command returns when nothing is\n"
      "left. Removes the cluster's record, its controller pid file and its\n"
      "connection files.\n",
      "  -q, --quiet             print nothing but errors\n", true, false,
@@ -232,7 +240,8 @@ static const s_help_t s_helps[] = {
      "  banyan cluster stop\n"
      "  banyan cluster stop --profile-dir /tmp/p --cluster-id a\n",
      "seconds the processes get to end after SIGTERM,\n"
-     "                          before SIGKILL (default: 5)\n"},
+     "                          before SIGKILL (default: 10; 30 for a\n"
+     "                          cluster on other hosts)\n"},
 
     {"cluster list", "cluster list [OPTIONS]", "list clusters",
      "Lists the clusters recorded in the given profile, or with no profile\n"

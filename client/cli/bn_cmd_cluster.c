@@ -11,6 +11,7 @@
 #include "bn_launcher.h"
 #include "bn_path.h"
 #include "bn_progress.h"
+#include "bn_topology.h"
 
 #include "banyan.h"
 
@@ -21,6 +22,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,7 +88,10 @@ enum {
     S_OPT_BATCH_TEMPLATE,
     S_OPT_HOST_NODE,
     S_OPT_LOCATION,
-    S_OPT_DRY_RUN
+    S_OPT_DRY_RUN,
+    S_OPT_DB,
+    S_OPT_NODB,
+    S_OPT_RESTORE
 };
 
 static int
@@ -173,6 +178,12 @@ s_start_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
     case S_OPT_DRY_RUN:
         args->dry_run = true;
         return 0;
+    case S_OPT_DB:
+        return bn_cliopts_set (opts, "--db", "controller.db", arg);
+    case S_OPT_NODB:
+        return bn_cliopts_set (opts, "--nodb", "controller.db", "none");
+    case S_OPT_RESTORE:
+        return bn_cliopts_set (opts, "--restore", "controller.restore", "true");
     default:
         return -1;
     }
@@ -258,6 +269,75 @@ s_plan (bn_cliopts_t *opts, s_start_args_t *args, const bn_launch_ops_t **ops_p,
     return 0;
 }
 
+//  What the controller would refuse, or take its time to refuse, checked
+//  before it is started: the broadcast tree's shape and the task records'
+//  store. Returns 0, or the exit status after saying why.
+static int
+s_check_controller (bn_cliopts_t *opts, long n)
+{
+    bn_config_t *config = bn_cliopts_config (opts);
+    const char *spec = bn_config_str (config, "controller.topology");
+    char error[PATH_MAX + 256] = "";
+    bn_topology_t *topology =
+        bn_topology_new (spec, bn_config_int (config, "controller.depth"),
+                         (int)n, error, sizeof error);
+    if (!topology) {
+        bn_cliopts_usage_error (
+            opts, "%s: %s",
+            streq (bn_config_source (config, "controller.topology"),
+                   "command line")
+                ? "--topology"
+                : "controller.topology",
+            error);
+        return BN_EXIT_USAGE;
+    }
+    bn_topology_destroy (&topology);
+    //  The controller keeps its records in memory when it cannot open the
+    //  file: a start that asked for a file fails instead
+    const char *db = bn_config_str (config, "controller.db");
+    if (!streq (db, "memory") && !streq (db, "none") &&
+        strncmp (db, "sqlite:", 7) != 0) {
+        bn_cliopts_usage_error (
+            opts, "--db takes memory, none or sqlite:PATH, not '%s'", db);
+        return BN_EXIT_USAGE;
+    }
+    if (strncmp (db, "sqlite:", 7) != 0)
+        return BN_EXIT_OK;
+    const char *path = db + 7;
+    if (!*path) {
+        bn_cliopts_usage_error (opts, "--db sqlite: needs a file path");
+        return BN_EXIT_USAGE;
+    }
+    struct stat info;
+    char *folder = strdup (path);
+    char *slash = folder ? strrchr (folder, '/') : NULL;
+    if (slash == folder)
+        slash[1] = 0;
+    else if (slash)
+        *slash = 0;
+    const char *where = slash ? folder : ".";
+    int rc = 0;
+    if (stat (path, &info) == 0) {
+        if (S_ISDIR (info.st_mode)) {
+            snprintf (error, sizeof error,
+                      "cannot keep task records in %s: it is a folder", path);
+            rc = -1;
+        } else if (access (path, R_OK | W_OK) != 0) {
+            bn_launcher_path_error (path, "keep task records in", errno, error,
+                                    sizeof error);
+            rc = -1;
+        }
+    } else if (errno != ENOENT || access (where, W_OK | X_OK) != 0) {
+        bn_launcher_path_error (path, "keep task records in", errno, error,
+                                sizeof error);
+        rc = -1;
+    }
+    free (folder);
+    if (rc != 0)
+        bn_cliopts_error (opts, "--db %s: %s", db, error);
+    return rc ? BN_EXIT_FAILURE : BN_EXIT_OK;
+}
+
 //  Exit status 10 with the reason if a cluster or controller of this
 //  profile and cluster id runs; else clear what a dead one left behind.
 static int
@@ -288,8 +368,10 @@ s_check_not_running (bn_cliopts_t *opts)
                           *cluster_id ? " with cluster id " : "", cluster_id);
         return BN_EXIT_ALREADY_RUNNING;
     }
-    bool reuse =
-        bn_config_bool (bn_cliopts_config (opts), "controller.reuse_files");
+    //  (a controller that restores its engines reuses the files)
+    bn_config_t *config = bn_cliopts_config (opts);
+    bool reuse = bn_config_bool (config, "controller.reuse_files") ||
+                 bn_config_bool (config, "controller.restore");
     bn_launcher_remove_files (profile_dir, cluster_id, reuse);
     return BN_EXIT_OK;
 }
@@ -329,6 +411,32 @@ s_print_started (bn_cliopts_t *opts, s_start_args_t *args,
     fflush (stdout);
 }
 
+//  What the controller logged as errors, "reason; reason", or NULL: why
+//  it would not start, in its own words.
+static char *
+s_controller_reason (const char *log)
+{
+    FILE *file = log ? fopen (log, "r") : NULL;
+    char *reason = NULL, *line = NULL;
+    size_t size = 0;
+    ssize_t length;
+    while (file && (length = getline (&line, &size, file)) > 0) {
+        if (line[length - 1] == '\n')
+            line[length - 1] = 0;
+        const char *error = strstr (line, "] error: ");
+        if (!error)
+            continue;
+        char *longer = zsys_sprintf ("%s%s%s", reason ? reason : "",
+                                     reason ? "; " : "", error + 9);
+        free (reason);
+        reason = longer;
+    }
+    free (line);
+    if (file)
+        fclose (file);
+    return reason;
+}
+
 //  Explain a failed start, with where to look.
 static void
 s_print_failure (bn_cliopts_t *opts, bn_launcher_t *launcher,
@@ -337,7 +445,16 @@ s_print_failure (bn_cliopts_t *opts, bn_launcher_t *launcher,
     char *controller_log = bn_launcher_log_path (launcher, "controller");
     char *engines_log = bn_launcher_log_path (launcher, "engines");
     char *cluster_log = bn_launcher_log_path (launcher, "cluster");
-    bn_cliopts_error (opts, "%s; the cluster was stopped", problem);
+    //  The controller that ended says why in its log
+    char *reason = strncmp (problem, "banyan-controller ", 18) == 0
+                       ? s_controller_reason (controller_log)
+                       : NULL;
+    if (reason)
+        bn_cliopts_error (opts, "%s: %s; the cluster was stopped", problem,
+                          reason);
+    else
+        bn_cliopts_error (opts, "%s; the cluster was stopped", problem);
+    free (reason);
     fprintf (stderr, "  logs: %s\n        %s\n        %s\n",
              controller_log ? controller_log : "",
              engines_log ? engines_log : "", cluster_log ? cluster_log : "");
@@ -503,6 +620,9 @@ s_start (int argc, char **argv)
         {"host-node", no_argument, NULL, S_OPT_HOST_NODE},
         {"location", required_argument, NULL, S_OPT_LOCATION},
         {"dry-run", no_argument, NULL, S_OPT_DRY_RUN},
+        {"db", required_argument, NULL, S_OPT_DB},
+        {"nodb", no_argument, NULL, S_OPT_NODB},
+        {"restore", no_argument, NULL, S_OPT_RESTORE},
         {NULL, 0, NULL, 0}};
     int first = bn_cliopts_parse (opts, argc, argv, "n:k:q", options,
                                   s_start_option, &args);
@@ -521,6 +641,9 @@ s_start (int argc, char **argv)
         goto done;
     }
     if (s_plan (opts, &args, &ops, &hosts) != 0)
+        goto done;
+    status = s_check_controller (opts, args.n);
+    if (status != BN_EXIT_OK)
         goto done;
     if (!args.dry_run) {
         status = s_check_not_running (opts);
@@ -599,6 +722,11 @@ s_start (int argc, char **argv)
     }
     if (bn_config_bool (config, "controller.curve"))
         bn_launcher_add_controller_arg (launcher, "--curve");
+    bn_launcher_add_controller_arg (launcher, "--db");
+    bn_launcher_add_controller_arg (launcher,
+                                    bn_config_str (config, "controller.db"));
+    if (bn_config_bool (config, "controller.restore"))
+        bn_launcher_add_controller_arg (launcher, "--restore");
     //  Both programs get what decided this command's settings
     const char *level = bn_config_str (config, "log.level");
     const char *config_file = bn_cliopts_config_file (opts);

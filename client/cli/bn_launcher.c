@@ -827,12 +827,11 @@ s_supervise (bn_launcher_t *launcher, int event_fd)
 // ---------------------------------------------------------------------------
 //  The caller's side
 
-//  Why path cannot be a folder we write in: one of its parents is a file
-//  (named), or errno's reason.
-static void
-s_folder_error (const char *path, const char *doing, int error, char *text,
-                size_t size)
+void
+bn_launcher_path_error (const char *path, const char *doing, int error,
+                        char *text, size_t size)
 {
+    assert (path && doing && text);
     char *copy = strdup (path);
     for (char *end = copy ? copy + 1 : NULL; end && error == ENOTDIR; end++) {
         if (*end != '/' && *end != 0)
@@ -875,12 +874,12 @@ bn_launcher_make_folders (const char *profile_dir, char *error, size_t size)
                       path);
             rc = -1;
         } else if (bn_path_mkdir (path) != 0) {
-            s_folder_error (path, "create the profile folder", errno, error,
-                            size);
+            bn_launcher_path_error (path, "create the profile folder", errno,
+                                    error, size);
             rc = -1;
         } else if (access (path, W_OK | X_OK) != 0) {
-            s_folder_error (path, "write in the profile folder", errno, error,
-                            size);
+            bn_launcher_path_error (path, "write in the profile folder", errno,
+                                    error, size);
             rc = -1;
         } else if (index == 1)
             chmod (path, 0700);

@@ -78,6 +78,11 @@ int bn_launcher_add_controller_arg (bn_launcher_t *self, const char *arg);
 //  --file, --count and --id). Returns -1 if out of memory.
 int bn_launcher_add_engine_arg (bn_launcher_t *self, const char *arg);
 
+//  "cannot <doing> <path>: <why>" in text: the parent of path that is a
+//  file, not a folder, when error is ENOTDIR, else strerror (error).
+void bn_launcher_path_error (const char *path, const char *doing, int error,
+                             char *text, size_t size);
+
 //  Make the profile folder and its security, pid and log folders, if they
 //  are not there, and check that they can be written in. Returns 0, or -1
 //  with the reason, naming the path, in error.
