@@ -204,8 +204,11 @@ static const s_help_t s_helps[] = {
      "                          doc/hosts.md) on each host before its "
      "engines,\n"
      "                          which connect to it instead of the "
-     "controller\n"
-     "                          (off by default)\n",
+     "controller;\n"
+     "                          one that dies is started again, with "
+     "its\n"
+     "                          host's engines (the same ids) (off by "
+     "default)\n",
      true, false,
      "  0   the cluster is running (with --foreground: it was stopped)\n"
      "  1   the cluster could not be started; nothing is left running\n"

@@ -132,9 +132,38 @@ bn_hostscript (const bn_launch_plan_t *plan, const char *rank,
     if (plan->engine_cmd || plan->host_node)
         fputs ("t=$(mktemp -d) || exit 3\n", out);
     if (plan->host_node) {
-        //  The host node reads the info and writes a host-local engine
-        //  file; the engines connect to it instead of the controller
-        fputs ("j=\"$t/security/ipcontroller-engine.json\"\n", out);
+        //  The host node reads the info (kept in $I for a restart, out of
+        //  the engines' environment) and writes a host-local engine file;
+        //  the engines connect to it instead of the controller. A: is
+        //  process $1 alive (not a zombie)? K: end the engines, report
+        //  them. N: start the node and wait for its file. Restarts: a (when
+        //  the last), b (how many), v (the exit status once given up)
+        fputs (
+            "a= b= v=\n"
+            "A () {\n"
+            "    s=\n"
+            "    read x x s x 2>/dev/null </proc/$1/stat\n"
+            "    [ -n \"$s\" ] && [ \"$s\" != Z ]\n"
+            "}\n"
+            "K () {\n"
+            "    kill -TERM $p 2>/dev/null\n"
+            "    i=0\n"
+            "    for e in $p; do\n"
+            "        while A $e && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); "
+            "done\n"
+            "        kill -KILL $e 2>/dev/null\n"
+            "        wait $e\n"
+            "        echo \"banyan-exit host=$h pid=$e status=$?\"\n"
+            "    done\n"
+            "    p= l=\n"
+            "}\n"
+            "j=\"$t/security/ipcontroller-engine.json\"\n"
+            "I=$BANYAN_CONNECTION_INFO\n"
+            "unset BANYAN_CONNECTION_INFO\n"
+            "N () {\n"
+            "rm -f \"$j\"\n"
+            "BANYAN_CONNECTION_INFO=\"$I\" ",
+            out);
         s_dquote (out, scheduler);
         fprintf (out,
                  " --host --profile-dir \"$t\" --log-level %s >&2 &\n"
@@ -144,12 +173,14 @@ bn_hostscript (const bn_launch_plan_t *plan, const char *rank,
                  "    if ! kill -0 $n 2>/dev/null || [ $i -ge 300 ]; then\n"
                  "        echo \"banyan-host: the host node on $h wrote no "
                  "$j\" >&2\n"
-                 "        kill -TERM $n 2>/dev/null; rm -rf \"$t\"; exit 3\n"
+                 "        kill -TERM $n 2>/dev/null\n"
+                 "        return 1\n"
                  "    fi\n"
                  "    sleep 0.1\n"
                  "    i=$((i + 1))\n"
                  "done\n"
-                 "unset BANYAN_CONNECTION_INFO\n",
+                 "}\n"
+                 "N || { rm -rf \"$t\"; exit 3; }\n",
                  plan->log_level ? plan->log_level : "warn");
     } else if (plan->engine_cmd)
         //  A stock engine reads a file: a private copy of the info
@@ -158,12 +189,24 @@ bn_hostscript (const bn_launch_plan_t *plan, const char *rank,
                "exit 3\n"
                "unset BANYAN_CONNECTION_INFO\n",
                out);
+    //  With a host node, E starts the engines and R reports them, again
+    //  after a restart
+    if (plan->host_node)
+        fputs ("E () {\n", out);
     s_engines (out, plan, engine, plan->host_node || plan->engine_cmd);
-    fputs ("read x x x x g x < /proc/$$/stat\n"
-           "echo \"banyan-host rank=$r host=$h pgid=$g first=$f count=$c "
+    if (plan->host_node)
+        fputs ("}\n"
+               "E\n",
+               out);
+    fputs ("read x x x x g x < /proc/$$/stat\n", out);
+    if (plan->host_node)
+        fputs ("R () {\n", out);
+    fputs ("echo \"banyan-host rank=$r host=$h pgid=$g first=$f count=$c "
            "pids=${l#,}${n:+ node=$n}${SLURM_STEP_ID:+ "
-           "step=$SLURM_JOB_ID.$SLURM_STEP_ID}\"\n"
-           "while :; do\n"
+           "step=$SLURM_JOB_ID.$SLURM_STEP_ID}",
+           out);
+    fputs (plan->host_node ? "${b:+ restart=$b}\"\n}\nR\n" : "\"\n", out);
+    fputs ("while :; do\n"
            "    q=\n"
            "    for e in $p; do\n"
            "        s=\n"
@@ -173,8 +216,31 @@ bn_hostscript (const bn_launch_plan_t *plan, const char *rank,
            "        wait $e\n"
            "        echo \"banyan-exit host=$h pid=$e status=$?\"\n"
            "    done\n"
-           "    p=$q\n"
-           "    [ -n \"$p\" ] || break\n"
+           "    p=$q\n",
+           out);
+    if (plan->host_node)
+        //  The host node died: its engines go with it (they cannot reach
+        //  another), and it starts again with engines of the same ids,
+        //  unless a restart died within 10 s of starting
+        fputs ("    if [ -n \"$n\" ] && [ -z \"$o\" ] && ! A $n; then\n"
+               "        wait $n\n"
+               "        echo \"banyan-exit host=$h pid=$n status=$?\"\n"
+               "        n=\n"
+               "        K\n"
+               "        read u x </proc/uptime\n"
+               "        u=${u%.*}\n"
+               "        if [ -z \"$o\" ] && { [ -z \"$b\" ] || [ $((u - a)) "
+               "-ge 10 "
+               "]; }; then\n"
+               "            a=$u b=$((${b:-0} + 1))\n"
+               "            if N; then [ -n \"$o\" ] || { E; R; }; else wait "
+               "$n; n= v=3; fi\n"
+               "        else\n"
+               "            v=3\n"
+               "        fi\n"
+               "    fi\n",
+               out);
+    fputs ("    [ -n \"$p\" ] || break\n"
            "    if [ -z \"$z\" ] || ! kill -0 $z 2>/dev/null; then\n"
            "        sleep 1 </dev/null >/dev/null 2>&1 &\n"
            "        z=$!\n"
@@ -189,6 +255,8 @@ bn_hostscript (const bn_launch_plan_t *plan, const char *rank,
            "kill $w $z 2>/dev/null\n"
            "[ -z \"$t\" ] || rm -rf \"$t\"\n",
            out);
+    if (plan->host_node)
+        fputs ("exit ${v:-0}\n", out);
     free (engine);
     free (scheduler);
     if (fclose (out) != 0) {
@@ -254,12 +322,14 @@ bn_hostscript_parse (char *line, bn_hostscript_report_t *report)
     if (!report->step)
         report->step = "";
     const char *node = s_value (words, count, "node");
+    const char *restart = s_value (words, count, "restart");
     if (!report->pids ||
         s_int (s_value (words, count, "rank"), &report->rank) ||
         s_int (s_value (words, count, "pgid"), &report->pgid) ||
         s_int (s_value (words, count, "first"), &report->first) ||
         s_int (s_value (words, count, "count"), &report->count) ||
-        (node && s_int (node, &report->node)))
+        (node && s_int (node, &report->node)) ||
+        (restart && s_int (restart, &report->restart)))
         return -1;
     return 0;
 }

@@ -6,11 +6,15 @@
     given a private copy of the info as a file), prints one report line,
     and stays as the host's supervisor: a signal, or the end of its
     standard input when the info came on it, ends every engine it started.
+    A host node that dies is started again, and the host's engines with it
+    (the same ids), unless one started again died within 10 s: then the
+    engines are ended and the script exits with status 3.
 
     What it prints on its standard output (engines' output goes to its
     standard error):
         banyan-host rank=R host=NAME pgid=G first=F count=C pids=P1,P2
-                    [node=PID] [step=JOB.STEP]
+                    [node=PID] [step=JOB.STEP] [restart=K]
+                                (restart=K: the K'th start again, new pids)
         banyan-exit host=NAME pid=PID status=S     (one per process ended)
     */
 #ifndef BN_HOSTSCRIPT_H_INCLUDED
@@ -43,6 +47,8 @@ typedef struct {
     const char *pids; //  banyan-host: "P1,P2", maybe ""
     int node;         //  banyan-host: the host node's pid, 0 if none
     const char *step; //  banyan-host: "JOB.STEP" under srun, else ""
+    int restart;      //  banyan-host: how many times the host node was
+                      //  started again, 0 for the first report
     int pid;          //  banyan-exit
     int status;       //  banyan-exit: the shell's $?, 128+N for signal N
 } bn_hostscript_report_t;

@@ -381,6 +381,16 @@ s_on_report (bn_remote_t *self, size_t session_index,
     s_note_host (self, session_index,
                  bn_clusterrec_add_host (self->record, &host));
     s_save (self);
+    if (report->restart > 0) {
+        //  Its host node died and was started again, its engines too: the
+        //  record has their new pids; the start counted them already
+        bn_log_warn ("%s (%s): host node started again (pid %d, restart "
+                     "%d), engines %d-%d in processes %s",
+                     host.name, report->host, report->node, report->restart,
+                     report->first, report->first + report->count - 1,
+                     report->pids);
+        return;
+    }
     session->reported++;
     self->reported++;
     self->engines += report->count;

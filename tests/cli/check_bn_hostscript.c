@@ -4,7 +4,8 @@
     connection info on its standard input), with stand-in engines: it
     starts the host's engines with the info, reports them, reports an
     engine that ends, and ends them all when its input closes or it gets
-    SIGTERM, leaving no process and no file behind.  */
+    SIGTERM, leaving no process and no file behind; with a host node, it
+    starts the node and its engines again when the node dies.  */
 #define _GNU_SOURCE //  pipe2
 #include "../bn_testdir.h"
 #include "bn_hostscript.h"
@@ -25,6 +26,7 @@
 
 static char s_dir[] = "/tmp/check_bn_hostscript.XXXXXX";
 static char s_engine[300]; //  The stand-in engine
+static char s_node[300];   //  The stand-in host node
 
 //  The stand-in engine: writes its arguments and the info it was given to
 //  <dir>/engine.<pid>, then sleeps until killed; with --id 4 it ends at
@@ -37,17 +39,36 @@ static const char *s_engine_text =
     "case \"$*\" in *\"--id 4 \"*) exit 7;; esac\n"
     "exec sleep 300\n";
 
+//  The stand-in host node: writes the info it was given to <dir>/node.<pid>
+//  and an engine file into its --profile-dir, then sleeps until killed.
+static const char *s_node_text =
+    "#!/bin/sh\n"
+    "d=\n"
+    "while [ $# -gt 0 ]; do case $1 in --profile-dir) d=$2; shift;; esac; "
+    "shift; done\n"
+    "echo \"$BANYAN_CONNECTION_INFO|\" > \"${0%/*}/node.$$\"\n"
+    "mkdir -p \"$d/security\" && echo {} > "
+    "\"$d/security/ipcontroller-engine.json\"\n"
+    "exec sleep 300\n";
+
+static void
+s_write_program (char *path, size_t size, const char *name, const char *text)
+{
+    snprintf (path, size, "%s/%s", s_dir, name);
+    FILE *file = fopen (path, "w");
+    ck_assert_ptr_nonnull (file);
+    fputs (text, file);
+    fclose (file);
+    chmod (path, 0755);
+}
+
 static void
 s_setup (void)
 {
     strcpy (s_dir, "/tmp/check_bn_hostscript.XXXXXX");
     ck_assert_ptr_nonnull (mkdtemp (s_dir));
-    snprintf (s_engine, sizeof s_engine, "%s/fake-engine", s_dir);
-    FILE *file = fopen (s_engine, "w");
-    ck_assert_ptr_nonnull (file);
-    fputs (s_engine_text, file);
-    fclose (file);
-    chmod (s_engine, 0755);
+    s_write_program (s_engine, sizeof s_engine, "fake-engine", s_engine_text);
+    s_write_program (s_node, sizeof s_node, "fake-node", s_node_text);
 }
 
 static void
@@ -140,12 +161,12 @@ s_pids (const char *list, pid_t *pids, int max)
     return count;
 }
 
-//  What stand-in engine pid wrote: "<info>|<arguments>".
+//  What stand-in what ("engine", "node") pid wrote: "<info>|<arguments>".
 static char *
-s_engine_said (pid_t pid)
+s_said (const char *what, pid_t pid)
 {
     char path[400];
-    snprintf (path, sizeof path, "%s/engine.%d", s_dir, (int)pid);
+    snprintf (path, sizeof path, "%s/%s.%d", s_dir, what, (int)pid);
     int64_t deadline = zclock_mono () + 10000;
     while (access (path, R_OK) != 0) {
         ck_assert_msg (zclock_mono () < deadline, "no %s", path);
@@ -173,10 +194,16 @@ s_engine_said (pid_t pid)
     return text;
 }
 
-//  The host script ends within 10 s with status 0, and nothing of its
+static char *
+s_engine_said (pid_t pid)
+{
+    return s_said ("engine", pid);
+}
+
+//  The host script ends within 10 s with status code, and nothing of its
 //  process group is left.
 static void
-s_expect_end (s_host_t *host)
+s_expect_exit (s_host_t *host, int code)
 {
     int status = 0;
     int64_t deadline = zclock_mono () + 10000;
@@ -187,7 +214,7 @@ s_expect_end (s_host_t *host)
         zclock_sleep (10);
     }
     ck_assert_int_eq (done, host->pid);
-    ck_assert_msg (WIFEXITED (status) && WEXITSTATUS (status) == 0,
+    ck_assert_msg (WIFEXITED (status) && WEXITSTATUS (status) == code,
                    "the host script ended with wait status %d", status);
     while (kill (-host->pid, 0) == 0) {
         ck_assert_msg (zclock_mono () < deadline,
@@ -197,6 +224,12 @@ s_expect_end (s_host_t *host)
     ck_assert_int_eq (errno, ESRCH);
     close (host->in_fd);
     close (host->out_fd);
+}
+
+static void
+s_expect_end (s_host_t *host)
+{
+    s_expect_exit (host, 0);
 }
 
 //  Check the report of host rank 1 of 5 engines, 3 a host: engines 3-4,
@@ -348,6 +381,91 @@ START_TEST (test_stock_engines)
 }
 END_TEST
 
+//  The next line is "banyan-exit host=<me> pid=<pid> status=<status>".
+static void
+s_expect_exit_line (s_host_t *host, pid_t pid, int status)
+{
+    char *line = s_line (host);
+    char expected[400], me[256];
+    gethostname (me, sizeof me);
+    snprintf (expected, sizeof expected, "banyan-exit host=%s pid=%d status=%d",
+              me, (int)pid, status);
+    ck_assert_ptr_nonnull (line);
+    ck_assert_str_eq (line, expected);
+    free (line);
+}
+
+//  The next line is a report of engines 0-1 in two processes (pids) behind
+//  a host node, the restart'th start again; returns the node's pid.
+static pid_t
+s_expect_node_report (s_host_t *host, int restart, pid_t *pids)
+{
+    char *line = s_line (host);
+    ck_assert_ptr_nonnull (line);
+    bn_hostscript_report_t report;
+    char copy[512];
+    snprintf (copy, sizeof copy, "%s", line);
+    ck_assert_msg (bn_hostscript_parse (copy, &report) == 0, "%s", line);
+    ck_assert_int_eq (report.restart, restart);
+    ck_assert_int_eq (report.first, 0);
+    ck_assert_int_eq (report.count, 2);
+    ck_assert_int_eq (s_pids (report.pids, pids, 4), 2);
+    ck_assert_int_gt (report.node, 0);
+    //  the node has the info, the engines its file and their ids only
+    char *said = s_said ("node", report.node);
+    ck_assert_str_eq (said, S_INFO "|");
+    free (said);
+    for (int index = 0; index < 2; index++) {
+        said = s_engine_said (pids[index]);
+        char ids[64];
+        snprintf (ids, sizeof ids, "--count 1 --id %d --log-level", index);
+        ck_assert_msg (*said == '|' && strstr (said, ids), "%s", said);
+        free (said);
+    }
+    free (line);
+    return report.node;
+}
+
+START_TEST (test_node_restart)
+{
+    //  --host-node: the node killed, its engines are ended and all start
+    //  again with the same ids; killed again within 10 s, the script
+    //  gives up, ends the engines and exits with status 3
+    zlist_t *hosts = zlist_new ();
+    zlist_append (hosts, "a");
+    bn_launch_plan_t plan = {.profile_dir = s_dir,
+                             .cluster_id = "",
+                             .n = 2,
+                             .per_process = 1,
+                             .hosts = hosts,
+                             .host_node = true,
+                             .engine = s_engine,
+                             .scheduler = s_node,
+                             .log_level = "warn"};
+    s_host_t host = s_run (&plan, 0);
+    pid_t pids[4], again[4];
+    pid_t node = s_expect_node_report (&host, 0, pids);
+    ck_assert_int_eq (kill (node, SIGKILL), 0);
+    s_expect_exit_line (&host, node, 128 + SIGKILL);
+    s_expect_exit_line (&host, pids[0], 128 + SIGTERM);
+    s_expect_exit_line (&host, pids[1], 128 + SIGTERM);
+    pid_t second = s_expect_node_report (&host, 1, again);
+    ck_assert_int_ne (second, node);
+    ck_assert_int_ne (again[0], pids[0]);
+
+    ck_assert_int_eq (kill (second, SIGKILL), 0);
+    s_expect_exit_line (&host, second, 128 + SIGKILL);
+    s_expect_exit_line (&host, again[0], 128 + SIGTERM);
+    s_expect_exit_line (&host, again[1], 128 + SIGTERM);
+    ck_assert_ptr_null (s_line (&host));
+    //  its session ends with it, and with that its input watcher
+    close (host.in_fd);
+    host.in_fd = open ("/dev/null", O_RDONLY);
+    s_expect_exit (&host, 3);
+    zlist_destroy (&hosts);
+}
+END_TEST
+
 START_TEST (test_no_info)
 {
     //  A session that brings no connection info starts nothing
@@ -392,6 +510,7 @@ main (void)
     tcase_add_test (tc, test_sigterm);
     tcase_add_test (tc, test_stock_engines);
     tcase_add_test (tc, test_no_info);
+    tcase_add_test (tc, test_node_restart);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
