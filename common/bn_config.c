@@ -7,6 +7,7 @@
     needs to be told which line to fix.  */
 #include "bn_config.h"
 #include "bn_limits.h"
+#include "bn_utf8.h"
 
 #include <assert.h>
 #include <ctype.h>
@@ -566,9 +567,10 @@ s_is_namechar (char c)
     return isalnum ((unsigned char)c) || (c && strchr ("$-_@.&+/", c));
 }
 
-//  Read a whole file into a malloc'd string; NULL with errno set.
+//  Read a whole file into a malloc'd string, its length in *length; NULL
+//  with errno set.
 static char *
-s_slurp (const char *path)
+s_slurp (const char *path, size_t *length)
 {
     FILE *file = fopen (path, "r");
     if (!file)
@@ -594,6 +596,7 @@ s_slurp (const char *path)
                 break;
             fclose (file);
             data[used] = 0;
+            *length = used;
             return data;
         }
     }
@@ -734,9 +737,27 @@ bn_config_load_file (bn_config_t *self, const char *path)
 {
     assert (self);
     assert (path);
-    char *data = s_slurp (path);
+    size_t length = 0;
+    char *data = s_slurp (path, &length);
     if (!data) {
         s_error (self, "%s: cannot read: %s", path, strerror (errno));
+        return -1;
+    }
+    //  A file that is not text (a binary, a compressed file) is refused
+    //  whole, rather than read up to its first NUL or bad line
+    const char *nul = memchr (data, 0, length);
+    if (nul || !bn_utf8_valid ((const unsigned char *)data, length)) {
+        size_t line = 1;
+        for (const char *at = data; at < data + length && (!nul || at < nul);
+             at++)
+            line += *at == '\n';
+        if (nul)
+            s_error (self, "%s: not a text file (a NUL byte on line %zu)", path,
+                     line);
+        else
+            s_error (self, "%s: not a text file (bytes that are not UTF-8)",
+                     path);
+        free (data);
         return -1;
     }
     s_staged_t staged[S_COUNT] = {{0}};
@@ -821,6 +842,57 @@ bn_config_load_env (bn_config_t *self, char **env)
         rc = s_apply_staged (self, staged, BN_CONFIG_ENV, NULL);
     s_staged_free (staged);
     return rc;
+}
+
+//  BANYAN_* variables that are not settings but are banyan's: the
+//  connection info a host passes on, what engines tell their commands,
+//  a host node's key
+static const char *s_other_vars[] = {"BANYAN_CONNECTION_INFO",
+                                     "BANYAN_ENGINE_ID", "BANYAN_ENGINE_UUID",
+                                     "BANYAN_SESSION_KEY", "BANYAN_GNUPLOT"};
+
+extern char **environ;
+
+int
+bn_config_unknown_env (char **env, bn_config_env_fn *fn, void *arg)
+{
+    assert (fn);
+    int count = 0;
+    for (char **entry = env ? env : environ; entry && *entry; entry++) {
+        const char *equals = strchr (*entry, '=');
+        size_t length = equals ? (size_t)(equals - *entry) : strlen (*entry);
+        char variable[128];
+        if (strncmp (*entry, "BANYAN_", 7) != 0 || length >= sizeof variable)
+            continue;
+        memcpy (variable, *entry, length);
+        variable[length] = 0;
+        bool known = false;
+        const char *nearest = NULL;
+        size_t best = 3;
+        for (size_t i = 0;
+             !known && i < sizeof s_other_vars / sizeof s_other_vars[0]; i++)
+            known = strcmp (variable, s_other_vars[i]) == 0;
+        for (int i = 0; !known && i < S_COUNT; i++) {
+            char name[128];
+            s_env_name (s_settings[i].name, name, sizeof name);
+            known = strcmp (variable, name) == 0 ||
+                    (s_settings[i].alias &&
+                     strcmp (variable, s_settings[i].alias) == 0);
+            size_t distance = s_distance (variable, name);
+            if (distance < best) {
+                best = distance;
+                nearest = s_settings[i].name;
+            }
+        }
+        if (known)
+            continue;
+        char suggestion[128] = "";
+        if (nearest)
+            s_env_name (nearest, suggestion, sizeof suggestion);
+        fn (arg, variable, nearest ? suggestion : NULL);
+        count++;
+    }
+    return count;
 }
 
 int

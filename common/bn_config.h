@@ -41,7 +41,8 @@ void bn_config_destroy (bn_config_t **self_p);
 //      controller
 //          ip = 127.0.0.1      # comment
 //  (a setting may also be written on one line as "controller.ip = ...").
-//  Returns 0, or -1 if the file cannot be read, is not valid ZPL, names an
+//  Returns 0, or -1 if the file cannot be read, is not text (a NUL byte,
+//  bytes that are not UTF-8), is not valid ZPL, names an
 //  unknown setting or holds a bad value; bn_config_error then names the
 //  file, line and problem, and no value from the file is applied.
 int bn_config_load_file (bn_config_t *self, const char *path);
@@ -53,6 +54,17 @@ int bn_config_load_file (bn_config_t *self, const char *path);
 //  profile.name) which the full name overrides. Unknown BANYAN_* variables
 //  are ignored. Returns 0, or -1 on a bad value, and then applies nothing.
 int bn_config_load_env (bn_config_t *self, char **env);
+
+//  Called with a BANYAN_* variable that is neither a setting nor one that
+//  banyan's programs read otherwise, and the setting's variable it is
+//  nearest to (a typo), or NULL.
+typedef void (bn_config_env_fn) (void *arg, const char *variable,
+                                 const char *nearest);
+
+//  Call fn for each unknown BANYAN_* variable of env (as
+//  bn_config_load_env's), or of the process environment when env is NULL.
+//  Returns how many there are.
+int bn_config_unknown_env (char **env, bn_config_env_fn *fn, void *arg);
 
 //  Set a setting from its text form, e.g. ("engine.count", "4",
 //  BN_CONFIG_CMDLINE) for a command-line flag. Returns 0, or -1 if the

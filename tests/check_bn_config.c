@@ -318,12 +318,57 @@ START_TEST (test_file_errors)
                          "line 2: unexpected 'x' after the value");
     s_expect_file_error ("controller ip 1.2.3.4\n",
                          "line 1: expected '=' after 'controller'");
+    //  A file that is not text is refused whole, not read up to a NUL
+    bn_config_t *binary = bn_config_new ();
+    const char *path = s_write ("binary.conf", "");
+    FILE *file = fopen (path, "wb");
+    ck_assert_ptr_nonnull (file);
+    fwrite ("controller\n    depth = 2\n\0\x01garbage\n", 1, 35, file);
+    fclose (file);
+    ck_assert_int_eq (bn_config_load_file (binary, path), -1);
+    ck_assert_ptr_nonnull (strstr (bn_config_error (binary),
+                                   "not a text file (a NUL byte on "
+                                   "line 3)"));
+    ck_assert_int_eq (bn_config_int (binary, "controller.depth"), 1);
+    path = s_write ("latin1.conf", "controller\n    location = caf\xe9\n");
+    ck_assert_int_eq (bn_config_load_file (binary, path), -1);
+    ck_assert_ptr_nonnull (strstr (bn_config_error (binary),
+                                   "not a text file (bytes that are not "
+                                   "UTF-8)"));
+    bn_config_destroy (&binary);
     s_expect_file_error ("= 4\n", "line 1: invalid syntax '= 4'");
     s_expect_file_error ("controller\n    ip = 1.1.1.1\n    ip = 2.2.2.2\n",
                          "line 3: 'controller.ip' was already set on line 2");
     //  A good line before a bad one is not applied either
     s_expect_file_error ("log\n    level = debug\n    levle = info\n",
                          "line 3: unknown setting 'log.levle'");
+}
+END_TEST
+
+static void
+s_collect (void *arg, const char *variable, const char *nearest)
+{
+    char *text = arg;
+    size_t used = strlen (text);
+    snprintf (text + used, 512 - used, "%s%s>%s", used ? " " : "", variable,
+              nearest ? nearest : "-");
+}
+
+START_TEST (test_unknown_env)
+{
+    char *env[] = {"BANYAN_CONTROLLER_IP=0.0.0.0",
+                   "BANYAN_CONTROLER_DEPTH=3",
+                   "BANYAN_DIR=/srv",
+                   "BANYAN_CONNECTION_INFO={}",
+                   "BANYAN_ENGINE_ID=4",
+                   "BANYAN_WHATEVER=1",
+                   "PATH=/bin",
+                   "BANYAN_CLIENT_TIMEOUT=2",
+                   NULL};
+    char text[512] = "";
+    ck_assert_int_eq (bn_config_unknown_env (env, s_collect, text), 2);
+    ck_assert_str_eq (text, "BANYAN_CONTROLER_DEPTH>BANYAN_CONTROLLER_DEPTH "
+                            "BANYAN_WHATEVER>-");
 }
 END_TEST
 
@@ -805,6 +850,7 @@ main (void)
     tcase_add_test (tc, test_file_format);
     tcase_add_test (tc, test_file_errors);
     tcase_add_test (tc, test_env);
+    tcase_add_test (tc, test_unknown_env);
     tcase_add_test (tc, test_precedence);
     tcase_add_test (tc, test_set);
     tcase_add_test (tc, test_depth_limit);

@@ -258,11 +258,28 @@ s_common_option (bn_cliopts_t *self, int opt, const char *arg)
     }
 }
 
+static void
+s_unknown_variable (void *arg, const char *variable, const char *nearest)
+{
+    bn_cliopts_t *self = arg;
+    if (nearest)
+        bn_cliopts_error (self,
+                          "warning: %s is not a banyan setting (did you mean "
+                          "%s?); ignored",
+                          variable, nearest);
+    else
+        bn_cliopts_error (self,
+                          "warning: %s is not a banyan setting; ignored "
+                          "('banyan config show' lists them)",
+                          variable);
+}
+
 //  Load environment and config file, and work out the profile folder, the
 //  client file and the hint that selects the same cluster again.
 static int
 s_finish (bn_cliopts_t *self)
 {
+    bn_config_unknown_env (NULL, s_unknown_variable, self);
     if (bn_config_load_env (self->config, NULL) != 0) {
         bn_cliopts_usage_error (self, "%s", bn_config_error (self->config));
         return -1;

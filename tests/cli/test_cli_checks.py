@@ -3,7 +3,9 @@
 starts anything (--topology, --scheme, --db), and prints the controller's
 own reason when it still refuses (a --ports range too small), not only its
 exit status; it takes --db, --nodb and --restore, and task records kept in
-sqlite outlive a restart; cluster stop --help states one default grace."""
+sqlite outlive a restart; a config file that is binary garbage is refused
+and unknown BANYAN_* variables are warned about; cluster stop --help states
+one default grace."""
 
 import os
 import re
@@ -86,6 +88,33 @@ with Profile("checks") as profile:
           "cluster start --nodb: the controller keeps no records",
           describe(start) + f"\n{controller}")
     run(["cluster", "stop", "-q"] + profile.args(), timeout=60)
+
+with Profile("garbage") as profile:
+    # a config file that is binary garbage is refused, whatever its start
+    garbage = os.path.join(profile.dir, "garbage.conf")
+    with open(garbage, "wb") as f:
+        f.write(b"controller\n    depth = 2\n" + bytes(range(256)))
+    for command in (["config", "show"], ["cluster", "start", "-n", "1"]):
+        proc = run(command + ["--config", garbage] + profile.args())
+        check(proc.returncode == 2 and f"{garbage}: not a text file (a NUL "
+              "byte on line 3)" in proc.stderr and nothing_started(profile),
+              f"{' '.join(command)} --config with binary garbage: refused",
+              describe(proc))
+    # an unknown BANYAN_* variable is warned about, with the one meant
+    proc = run(["config", "show"] + profile.args(),
+               env={"BANYAN_CONTROLER_DEPTH": "3", "BANYAN_NOTHING": "1"})
+    check(proc.returncode == 0 and
+          "banyan config: warning: BANYAN_CONTROLER_DEPTH is not a banyan "
+          "setting (did you mean BANYAN_CONTROLLER_DEPTH?); ignored\n"
+          in proc.stderr and "warning: BANYAN_NOTHING is not a banyan "
+          "setting; ignored" in proc.stderr
+          and "controller.depth = 1" in proc.stdout,
+          "unknown BANYAN_* variables are warned about", describe(proc))
+    proc = run(["config", "show"] + profile.args(),
+               env={"BANYAN_CONTROLLER_DEPTH": "3", "BANYAN_ENGINE_ID": "2"})
+    check(proc.returncode == 0 and "warning" not in proc.stderr
+          and "controller.depth = 3" in proc.stdout,
+          "known ones are not", describe(proc))
 
 help_text = run(["cluster", "stop", "--help"]).stdout
 defaults = re.findall(r"default[: ]+\d+", help_text)
