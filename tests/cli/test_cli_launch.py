@@ -80,6 +80,56 @@ with tempfile.TemporaryDirectory(prefix="banyan-launch.") as tmp:
           "--dry-run of the local launcher: one line an engine process",
           describe(dry))
 
+    # --dry-run of slurm (sbatch outside an allocation, one srun step
+    # inside one) and mpiexec: what would run, and nothing is, not even
+    # stand-ins of their programs that note being run
+    stand_ins = os.path.join(tmp, "stand-ins")
+    os.mkdir(stand_ins)
+    ran = os.path.join(tmp, "ran")
+    for name in ("sbatch", "srun", "salloc", "squeue", "scontrol", "scancel",
+                 "mpiexec", "mpiexec.hydra", "ssh"):
+        path = os.path.join(stand_ins, name)
+        with open(path, "w") as f:
+            f.write(f"#!/bin/sh\necho {name} \"$*\" >> {ran}\nexit 1\n")
+        os.chmod(path, stat.S_IRWXU)
+    path_env = {"PATH": stand_ins + os.pathsep + os.environ["PATH"]}
+    no_job = {name: "" for name in ("SLURM_JOB_ID", "SLURM_JOBID",
+                                    "SLURM_NNODES", "SLURM_JOB_NUM_NODES")}
+    batch = os.path.join(profile_dir, "pid", "banyan-sbatch.sh")
+    for what, args, env, expect in [
+            ("slurm through sbatch",
+             ["--launcher", "slurm", "--engines-per-host", "2"],
+             no_job,
+             ["#SBATCH --job-name=banyan-engines", "#SBATCH --nodes=2",
+              f"cat > {batch} <<'EOF'", f"sbatch --parsable {batch}"]),
+            ("slurm inside an allocation", ["--launcher", "slurm"],
+             {"SLURM_JOB_ID": "77", "SLURM_NNODES": "2",
+              "SLURM_JOB_NUM_NODES": "2"},
+             ["srun --nodes=2 --ntasks=2 --ntasks-per-node=1 "
+              "--job-name=banyan-engines sh -c \"$script\" banyan-host"]),
+            ("mpiexec", ["--launcher", "mpiexec", "--hosts", "h1,h2"], {},
+             ["mpiexec -hosts h1,h2 -ppn 1 -n 2 sh -c \"$script\" "
+              "banyan-host"])]:
+        dry = run(["cluster", "start", "-n", "4", "--host-node", "--ip",
+                   "198.18.0.254", "--profile-dir", profile_dir, "--dry-run"]
+                  + args, env={**path_env, **env})
+        lines = dry.stdout.splitlines()
+        check(dry.returncode == 0 and lines[:2] == [
+            "#!/bin/sh",
+            f"# banyan cluster start --launcher {args[1]} --dry-run: what "
+            "would run (nothing was)."]
+            and all(line in lines for line in expect)
+            and "banyan-scheduler\" --host --profile-dir" in dry.stdout,
+            f"--dry-run of {what} prints {expect[-1]!r}", describe(dry))
+        syntax = subprocess.run(["sh", "-n"], input=dry.stdout, text=True,
+                                capture_output=True)
+        check(syntax.returncode == 0,
+              f"what --dry-run of {what} prints is a shell script",
+              syntax.stderr)
+        check(not os.path.exists(ran) and not os.path.exists(profile_dir),
+              f"--dry-run of {what} runs nothing and makes no folder",
+              open(ran).read() if os.path.exists(ran) else profile_dir)
+
     # Usage errors name the problem
     for args, message in [
             (["--launcher", "pbs"],
