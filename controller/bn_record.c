@@ -8,7 +8,9 @@
 #include <sys/time.h>
 
 #include "bn_jscan.h"
+#include "bn_merged_reader.h"
 #include "bn_monitor.h"
+#include "bn_msgtypes.h"
 #include "bn_query.h"
 
 struct _bn_record_t {
@@ -20,6 +22,8 @@ struct _bn_record_t {
     bn_msg_t *reply;   //  No idents; buffers shared
     int64_t received;  //  Microseconds since the epoch, 0 if no reply
     zlistx_t *iopub;   //  bn_msg_t *, in arrival order, or NULL
+    zlistx_t *parts;   //  Broadcast: bn_msg_t * of every reply, merged
+                       //  or one engine's, in arrival order, or NULL
     json_t *io;        //  Folded iopub of a record read from SQLite
     json_t *json;      //  Cached TaskRecord, NULL when stale
     uint64_t bytes;    //  Buffer bytes of request and reply
@@ -42,6 +46,33 @@ s_msg_bytes (bn_msg_t *msg)
     for (size_t i = 0; msg && i < bn_msg_nbuffers (msg); i++)
         bytes += zmq_msg_size (bn_msg_buffer (msg, i));
     return bytes;
+}
+
+//  Buffer bytes of the request and the replies (a broadcast's last reply
+//  is one of its parts).
+static uint64_t
+s_bytes (bn_record_t *self)
+{
+    uint64_t bytes = s_msg_bytes (self->request);
+    if (!self->parts)
+        return bytes + s_msg_bytes (self->reply);
+    for (bn_msg_t *part = zlistx_first (self->parts); part;
+         part = zlistx_next (self->parts))
+        bytes += s_msg_bytes (part);
+    return bytes;
+}
+
+static void
+s_msg_list_destroy (zlistx_t **list_p)
+{
+    if (!*list_p)
+        return;
+    bn_msg_t *msg = zlistx_first (*list_p);
+    while (msg) {
+        bn_msg_destroy (&msg);
+        msg = zlistx_next (*list_p);
+    }
+    zlistx_destroy (list_p);
 }
 
 //  Mark a record changed.
@@ -107,6 +138,196 @@ bn_record_new_row (const bn_records_row_t *row)
     return self;
 }
 
+//  The id of engine uuid among the request's targets ([[uuid, id], ...]);
+//  -1 if it is not one of them.
+static int
+s_target_id (bn_msg_t *request, const char *uuid)
+{
+    json_t *targets = json_object_get (bn_msg_metadata (request), "targets");
+    size_t index;
+    json_t *target;
+    json_array_foreach (targets, index, target)
+    {
+        const char *name = json_string_value (json_array_get (target, 0));
+        json_t *id = json_array_get (target, 1);
+        if (name && streq (name, uuid) && json_is_integer (id))
+            return (int)json_integer_value (id);
+    }
+    return -1;
+}
+
+//  A JSON value from an entry's raw text, or NULL.
+static json_t *
+s_slice_string (bn_jscan_slice_t slice)
+{
+    char *text = slice.data ? bn_merged_string (slice) : NULL;
+    json_t *value = text ? json_string (text) : NULL;
+    free (text);
+    return value;
+}
+
+//  One engine's reply rebuilt from its entry of merged reply: the merged
+//  reply's header dated when the engine completed, the engine's request
+//  header as parent, the merged metadata with the engine's status,
+//  started and uuid, its content (its error, or its status and output)
+//  and its buffers (shared). NULL if out of memory.
+static bn_msg_t *
+s_entry_reply (bn_msg_t *merged, bool spliced, bn_merged_entry_t *entry,
+               const char *uuid, bn_msg_t *request)
+{
+    const void *data[4] = {NULL, NULL, NULL, NULL};
+    size_t sizes[4] = {0, 0, 0, 0};
+    bn_msg_t *reply = bn_msg_new_parts (data, sizes);
+    json_t *header = json_deep_copy (bn_msg_header (merged));
+    json_t *metadata = bn_merged_base (merged, spliced);
+    json_t *content =
+        entry->content.data ? bn_merged_json (entry->content) : NULL;
+    if (!content) {
+        //  an entry that is ok has no content of its own: the merged
+        //  one's when it is ok too (another engine's: what they share),
+        //  else what an ok reply of the type must hold
+        json_t *base = bn_msg_content (merged);
+        const char *status =
+            json_string_value (json_object_get (base, "status"));
+        content = status && streq (status, BN_STATUS_OK) ? json_deep_copy (base)
+                                                         : json_object ();
+        const char *type = bn_msg_type (merged);
+        if (content && type && streq (type, BN_MSG_EXECUTE_REPLY) &&
+            !json_object_get (content, "execution_count"))
+            json_object_set_new (content, "execution_count", json_integer (0));
+        if (content && type && streq (type, BN_MSG_EXECUTE_REPLY)) {
+            json_object_set_new (content, "user_expressions", json_object ());
+            json_object_set_new (content, "payload", json_array ());
+        }
+        if (content)
+            json_object_set_new (content, "status",
+                                 json_string (entry->status));
+    }
+    json_object_del (content, "bn_stdout");
+    json_object_del (content, "bn_stderr");
+    json_t *completed = s_slice_string (entry->completed);
+    json_t *started = s_slice_string (entry->started);
+    if (!reply || !header || !metadata || !content) {
+        json_decref (header);
+        json_decref (metadata);
+        json_decref (content);
+        json_decref (completed);
+        json_decref (started);
+        bn_msg_destroy (&reply);
+        return NULL;
+    }
+    if (completed)
+        json_object_set (header, "date", completed);
+    json_object_set_new (metadata, "status", json_string (entry->status));
+    json_object_set_new (metadata, "started", started ? started : json_null ());
+    json_object_set_new (metadata, "engine", json_string (uuid));
+    //  one engine's reply, as a forwarding tree delivers it
+    if (json_object_get (metadata, "is_coalescing"))
+        json_object_set_new (metadata, "is_coalescing", json_false ());
+    if (entry->out.data)
+        json_object_set_new (content, "bn_stdout", s_slice_string (entry->out));
+    if (entry->err.data)
+        json_object_set_new (content, "bn_stderr", s_slice_string (entry->err));
+    json_decref (completed);
+    bn_msg_set_part (reply, BN_PART_HEADER, header);
+    json_t *parent = bn_msg_header (request);
+    bn_msg_set_part (reply, BN_PART_PARENT,
+                     parent ? json_incref (parent) : json_object ());
+    bn_msg_set_metadata (reply, metadata);
+    bn_msg_set_content (reply, content);
+    for (size_t i = 0; entry->sized && i < entry->nbuffers; i++)
+        if (bn_msg_add_buffer_msg (reply,
+                                   bn_msg_buffer (merged, entry->first + i))) {
+            bn_msg_destroy (&reply);
+            break;
+        }
+    return reply;
+}
+
+//  Find engine uuid (id eid) in merged reply; its reply, or NULL.
+static bn_msg_t *
+s_find_entry (bn_msg_t *merged, const char *uuid, int eid, bn_msg_t *request)
+{
+    bn_merged_reader_t *reader = bn_merged_reader_new (merged);
+    bn_merged_entry_t entry;
+    bn_msg_t *reply = NULL;
+    int rc;
+    while (reader && !reply &&
+           (rc = bn_merged_reader_next (reader, &entry)) != 0 && rc != -1) {
+        if (rc < 0)
+            continue;
+        bool found = entry.uuid ? streq (entry.uuid, uuid)
+                                : entry.engines && eid >= 0 &&
+                                      bn_idset_contains (entry.engines, eid);
+        if (!found)
+            continue;
+        if (entry.engines && !entry.failure &&
+            bn_merged_reader_shape (reader) == BN_MERGED_REDUCED) {
+            //  a reduced value is no engine's own: its status, no value
+            entry.sized = false;
+        }
+        //  the metadata's base is known once every entry is read
+        bn_merged_entry_t mine = entry;
+        char *status = strdup (entry.status ? entry.status : "error");
+        bn_jscan_slice_t slices[5] = {entry.started, entry.completed,
+                                      entry.content, entry.out, entry.err};
+        char *texts[5];
+        for (int i = 0; i < 5; i++)
+            texts[i] = slices[i].data ? strndup (slices[i].data, slices[i].size)
+                                      : NULL;
+        while ((rc = bn_merged_reader_next (reader, &entry)) != 0 && rc != -1)
+            ;
+        bn_jscan_slice_t *fields[5] = {&mine.started, &mine.completed,
+                                       &mine.content, &mine.out, &mine.err};
+        for (int i = 0; i < 5; i++) {
+            fields[i]->data = texts[i];
+            fields[i]->size = texts[i] ? slices[i].size : 0;
+        }
+        mine.status = status;
+        if (status)
+            reply = s_entry_reply (merged, bn_merged_reader_spliced (reader),
+                                   &mine, uuid, request);
+        for (int i = 0; i < 5; i++)
+            free (texts[i]);
+        free (status);
+    }
+    bn_merged_reader_destroy (&reader);
+    return reply;
+}
+
+bn_record_t *
+bn_record_new_engine (bn_record_t *original, const char *uuid,
+                      const char *msg_id)
+{
+    assert (original);
+    assert (uuid);
+    assert (msg_id);
+    if (!original->request)
+        return NULL;
+    int eid = s_target_id (original->request, uuid);
+    if (eid < 0)
+        return NULL;
+    bn_record_t *self = bn_record_new (msg_id);
+    if (!self)
+        return NULL;
+    self->temporary = true;
+    self->queue = original->queue;
+    s_set_string (&self->engine_uuid, uuid);
+    self->request = bn_msg_dup (original->request);
+    if (!self->request || bn_msg_set_msg_id (self->request, msg_id) != 0) {
+        bn_record_destroy (&self);
+        return NULL;
+    }
+    bn_msg_t *part = original->parts ? zlistx_first (original->parts) : NULL;
+    for (; part && !self->reply; part = zlistx_next (original->parts))
+        if (bn_merged_engines (part) >= 0)
+            self->reply = s_find_entry (part, uuid, eid, self->request);
+    if (self->reply)
+        self->received = original->received;
+    self->bytes = s_bytes (self);
+    return self;
+}
+
 void
 bn_record_destroy (bn_record_t **self_p)
 {
@@ -116,14 +337,8 @@ bn_record_destroy (bn_record_t **self_p)
         return;
     bn_msg_destroy (&self->request);
     bn_msg_destroy (&self->reply);
-    if (self->iopub) {
-        bn_msg_t *msg = zlistx_first (self->iopub);
-        while (msg) {
-            bn_msg_destroy (&msg);
-            msg = zlistx_next (self->iopub);
-        }
-        zlistx_destroy (&self->iopub);
-    }
+    s_msg_list_destroy (&self->iopub);
+    s_msg_list_destroy (&self->parts);
     json_decref (self->io);
     json_decref (self->json);
     free (self->msg_id);
@@ -165,7 +380,7 @@ s_store (bn_record_t *self, bn_msg_t **field, bn_msg_t *msg)
     *field = msg ? bn_msg_dup (msg) : NULL;
     if (*field)
         bn_msg_clear_idents (*field);
-    self->bytes = s_msg_bytes (self->request) + s_msg_bytes (self->reply);
+    self->bytes = s_bytes (self);
     s_changed (self);
 }
 
@@ -203,6 +418,24 @@ bn_record_set_resubmitted (bn_record_t *self, const char *new_id)
     assert (self);
     s_set_string (&self->resubmitted, new_id);
     s_changed (self);
+}
+
+int
+bn_record_add_part (bn_record_t *self, bn_msg_t *reply)
+{
+    assert (self);
+    assert (reply);
+    if (!self->parts && !(self->parts = zlistx_new ()))
+        return -1;
+    bn_msg_t *copy = bn_msg_dup (reply);
+    if (!copy || !zlistx_add_end (self->parts, copy)) {
+        bn_msg_destroy (&copy);
+        return -1;
+    }
+    bn_msg_clear_idents (copy);
+    self->bytes = s_bytes (self);
+    s_changed (self);
+    return 0;
 }
 
 int
@@ -365,6 +598,24 @@ s_string_or_null (const char *text)
     return text ? json_string (text) : json_null ();
 }
 
+//  The result content: a broadcast's is its first failing reply's (each
+//  merged reply's content is its first failing engine's), else its last
+//  reply's, as a merging node combines its children's.
+static json_t *
+s_result_content (bn_record_t *self)
+{
+    bn_msg_t *part = self->parts ? zlistx_first (self->parts) : NULL;
+    for (; part && self->reply; part = zlistx_next (self->parts)) {
+        size_t len;
+        const void *data = bn_msg_part_data (part, BN_PART_CONTENT, &len);
+        char status[16];
+        if (bn_jscan_string (data, len, "status", status, sizeof status) >= 0 &&
+            !streq (status, BN_STATUS_OK))
+            return s_part_or_null (part, BN_PART_CONTENT);
+    }
+    return s_part_or_null (self->reply, BN_PART_CONTENT);
+}
+
 json_t *
 bn_record_json (bn_record_t *self)
 {
@@ -414,8 +665,7 @@ bn_record_json (bn_record_t *self)
                          s_part_or_null (self->reply, BN_PART_HEADER));
     json_object_set_new (json, "result_metadata",
                          s_part_or_null (self->reply, BN_PART_METADATA));
-    json_object_set_new (json, "result_content",
-                         s_part_or_null (self->reply, BN_PART_CONTENT));
+    json_object_set_new (json, "result_content", s_result_content (self));
     json_object_set_new (json, "queue", s_string_or_null (self->queue));
     json_object_update (json, io);
     json_decref (io);

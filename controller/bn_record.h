@@ -24,6 +24,15 @@ bn_record_t *bn_record_new (const char *msg_id);
 //  row's messages). Returns NULL if out of memory.
 bn_record_t *bn_record_new_row (const bn_records_row_t *row);
 
+//  Create a temporary record of engine uuid's part of original, a
+//  broadcast whose replies (bn_record_add_part) include merged ones: the
+//  request under msg_id, and once the engine's entry has arrived, a reply
+//  rebuilt from it (its status, times, output, error and buffers, shared).
+//  NULL if original is no such broadcast, uuid is not one of its targets,
+//  or out of memory.
+bn_record_t *bn_record_new_engine (bn_record_t *original, const char *uuid,
+                                   const char *msg_id);
+
 //  Destroy a record; NULL-safe.
 void bn_record_destroy (bn_record_t **self_p);
 
@@ -48,6 +57,11 @@ void bn_record_set_request (bn_record_t *self, const char *queue,
 //  unless NULL.
 void bn_record_set_reply (bn_record_t *self, bn_msg_t *reply,
                           const char *engine_uuid);
+
+//  Keep a copy (sharing its frames) of one reply of a broadcast, merged
+//  or one engine's; the result content is then the first failing one's.
+//  Returns 0, or -1 if out of memory.
+int bn_record_add_part (bn_record_t *self, bn_msg_t *reply);
 
 //  Note the engine a task was assigned to.
 void bn_record_set_engine (bn_record_t *self, const char *engine_uuid);

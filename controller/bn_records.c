@@ -511,6 +511,14 @@ s_broadcast_reply (bn_records_t *self, const char *parent_id, bn_msg_t *reply,
         if (record)
             s_record_reply (self, record, reply, engine_uuid);
     }
+    if (original && self->kind != BN_RECORDS_NONE) {
+        //  every engine's part stays in the original's record: a merged
+        //  one is split when a query asks for an engine's
+        uint64_t bytes = bn_record_bytes (original);
+        if (bn_record_add_part (original, reply) != 0)
+            self->stats.no_memory++;
+        self->bytes += bn_record_bytes (original) - bytes;
+    }
     if (!track)
         return;
     if (track->remaining < 0) {
@@ -801,6 +809,23 @@ s_get_row (void *arg, const bn_records_row_t *row)
     return 1;
 }
 
+//  The temporary record of one engine's part of a broadcast whose replies
+//  were merged, for msg_id "<original>_<engine uuid>"; NULL if msg_id is
+//  not one.
+static bn_record_t *
+s_split (bn_records_t *self, const char *msg_id)
+{
+    const char *cut = strrchr (msg_id, '_');
+    size_t len = cut ? (size_t)(cut - msg_id) : 0;
+    if (!cut || len == 0 || len >= S_ID_MAX || !cut[1])
+        return NULL;
+    char orig[S_ID_MAX];
+    memcpy (orig, msg_id, len);
+    orig[len] = 0;
+    bn_record_t *original = s_lookup (self, orig);
+    return original ? bn_record_new_engine (original, cut + 1, msg_id) : NULL;
+}
+
 bn_record_t *
 bn_records_get (bn_records_t *self, const char *msg_id)
 {
@@ -808,12 +833,13 @@ bn_records_get (bn_records_t *self, const char *msg_id)
     if (!msg_id)
         return NULL;
     bn_record_t *record = s_lookup (self, msg_id);
-    if (record || !self->db)
+    if (record)
         return record;
     bn_record_t *loaded = NULL;
-    if (bn_records_sqlite_get (self->db, msg_id, s_get_row, &loaded) < 0)
+    if (self->db &&
+        bn_records_sqlite_get (self->db, msg_id, s_get_row, &loaded) < 0)
         s_db_failed (self, "read");
-    return loaded;
+    return loaded ? loaded : s_split (self, msg_id);
 }
 
 typedef struct {

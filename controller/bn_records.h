@@ -102,8 +102,10 @@ json_t *bn_records_unassigned_ids (bn_records_t *self);
 //  --------------------------------------------------------------------------
 //  Records
 
-//  The record of msg_id, or NULL. Release it with bn_record_release (a
-//  record read from SQLite is a temporary copy).
+//  The record of msg_id, or NULL. For "<original>_<engine uuid>" of a
+//  broadcast whose replies were merged, a temporary record of that
+//  engine's part, split from them (bn_record_new_engine). Release it with
+//  bn_record_release (a record read from SQLite is a temporary copy).
 bn_record_t *bn_records_get (bn_records_t *self, const char *msg_id);
 
 //  Call fn for every record in submission order (records without a

@@ -51,7 +51,7 @@ static const s_help_t s_helps[] = {
      "  push            store a file's bytes under a name on engines\n"
      "  pull            print a named value from engines\n"
      "  status          summary of a cluster\n"
-     "  history         msg_ids of the requests the hub has records of\n"
+     "  history         the requests the hub has records of, a row each\n"
      "  result          the result of a request, whichever client sent it\n"
      "  purge           drop the hub's records of finished requests\n"
      "  stats           the counters every actor of the controller keeps\n"
@@ -413,24 +413,33 @@ static const s_help_t s_helps[] = {
      "  banyan status --profile-dir /tmp/p\n",
      NULL},
 
-    {"history", "history [OPTIONS]",
-     "print the msg_ids of the requests the hub has records of",
-     "Prints one msg_id a line, oldest submission first: every direct,\n"
-     "load-balanced and broadcast request the hub recorded (by default the\n"
-     "last 1024 in memory; all of them with banyan-controller --db\n"
-     "sqlite:PATH). 'banyan result MSG_ID' shows one.\n",
-     NULL, true, true, S_COMMON_EXIT,
+    {"history", "history [OPTIONS]", "list the requests the hub has records of",
+     "Prints a table of the requests the hub recorded, oldest submission\n"
+     "first: every direct, load-balanced and broadcast request (by default\n"
+     "the last 1024 in memory; all of them with banyan-controller --db\n"
+     "sqlite:PATH), one row each: its msg_id, when it was submitted and\n"
+     "completed, its engines, its status (ok, error, aborted, pending; a\n"
+     "broadcast's is error when one engine's is) and what ran. 'banyan\n"
+     "result MSG_ID' shows one, a broadcast's engines each.\n",
+     "      --json              print the rows as a JSON list of objects\n"
+     "                          (msg_id, submitted, completed, engines,\n"
+     "                          status, kind, code)\n"
+     "      --ids               print only the msg_ids, one a line\n",
+     true, true, S_COMMON_EXIT,
      "  banyan history\n"
-     "  banyan history | tail -1 | xargs banyan result\n",
+     "  banyan history --ids | tail -1 | xargs banyan result\n",
      NULL},
 
     {"result", "result [OPTIONS] MSG_ID",
      "print the result of a request, whichever client sent it",
      "Asks the hub for its record of MSG_ID and prints the engine, the\n"
      "times, the status, the value of an apply (as a Python repr), and what\n"
-     "the request wrote to stdout and stderr. A request still running is\n"
-     "reported as pending. Exits 1 if the request failed or the hub has no\n"
-     "record of it.\n",
+     "the request wrote to stdout and stderr; for a broadcast, so for each\n"
+     "of its engines in engine order, a blank line between them (the hub\n"
+     "keeps each engine's part as MSG_ID_<engine uuid>, which Python's\n"
+     "get_result reads too). A request still running is reported as\n"
+     "pending. Exits 1 if the request failed on some engine or the hub has\n"
+     "no record of it.\n",
      NULL, true, true, S_COMMON_EXIT, "  banyan result 6f2c...-4a1b_1234_7\n",
      NULL},
 

@@ -62,6 +62,24 @@ def run(cluster, client, checks, label, n):
         pids = dict(zip(ar.engine_id, values))
         checks.check("%s: each engine's own value, as the direct view's"
                      % what, pids == direct, (pids, direct))
+        # the hub keeps every engine's part, merged or not: another
+        # client's get_result of "<original>_<uuid>" gives each engine's
+        if coalescing:
+            parts = ["%s_%s" % (ar.msg_ids[0], client._engines[e])
+                     for e in ids]
+        else:
+            parts = [ar.msg_ids[list(ar.engine_id).index(e)] for e in ids]
+        other = cluster.client()
+        try:
+            kept = other.get_result(parts, block=False)
+            values = kept.get(timeout=TIMEOUT)
+            kept_engines = list(kept.engine_id)
+        except Exception as e:
+            values, kept_engines = repr(e), []
+        other.close()
+        checks.check("%s: get_result of each engine's part from the hub"
+                     % what, values == [direct[e] for e in ids]
+                     and kept_engines == ids, (values, kept_engines))
         name = raises(lambda: view.apply_async(abs, "x").get(timeout=TIMEOUT))
         checks.check("%s: an error on every engine is raised" % what,
                      name in ("TypeError", "CompositeError", "NameError",
