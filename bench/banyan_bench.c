@@ -6,7 +6,9 @@
 #include "bn_benchpublish.h"
 #include "bn_benchresults.h"
 #include "bn_benchrunner.h"
+#include "bn_config.h"
 #include "bn_path.h"
+#include "bn_soak.h"
 #include "bn_suites.h"
 
 #include <getopt.h>
@@ -42,6 +44,9 @@ s_usage (FILE *out)
         "options]\n"
         "       banyan-bench publish [--results DIR] [--html DIR]\n"
         "                        [--markdown FILE]\n"
+        "       banyan-bench soak [--duration D] [--warmup D] [--engines N]\n"
+        "                        [--tree-mode MODE] [--max-growth PCT] "
+        "[--keep]\n"
         "Benchmark banyan the way asv does: suites with parameter grids, one\n"
         "process per parameter set, results as asv's files.\n\n"
         "  run         run the benchmarks (all, or those whose name matches a\n"
@@ -58,7 +63,15 @@ s_usage (FILE *out)
         "              and this build is HEAD (with run's options)\n"
         "  publish     write a static site (index, a page per benchmark,\n"
         "              plots drawn with gnuplot) and table.md, and with\n"
-        "              --markdown the same table as a page of its own\n\n"
+        "              --markdown the same table as a page of its own\n"
+        "  soak        mixed traffic for a duration (direct, broadcast\n"
+        "              coalescing, grouped, reduced and forwarded,\n"
+        "              load-balanced tasks with dependencies, push and pull\n"
+        "              of 1 kB-10 MB, history queries) while engines join\n"
+        "              and die and clients vanish mid-request, on a cluster\n"
+        "              per tree mode; every msg_id must be answered and no\n"
+        "              banyan process's RSS or descriptors may grow after\n"
+        "              warm-up\n\n"
         "  -q, --quick         one sample of one call per case, small grids\n"
         "  -b, --bench REGEX   benchmarks whose name matches (repeatable)\n"
         "      --machine NAME  machine name in the results (host name)\n"
@@ -81,9 +94,22 @@ s_usage (FILE *out)
         "                      page, such as doc/performance.md\n"
         "  -h, --help          show this help and exit\n"
         "      --version       show the version and exit\n\n"
-        "Exit status: 0 ok; 1 a case failed (run) or a regression\n"
-        "(continuous); 2 usage error; 3 results could not be read or "
-        "written; 130 interrupted.\n\n"
+        "soak's options:\n"
+        "      --duration D    how long the traffic runs (10m; 90s, 1h)\n"
+        "      --warmup D      time before the growth baseline (a fifth of\n"
+        "                      the duration)\n"
+        "      --engines N     engines per cluster (4)\n"
+        "      --tree-mode MODE\n"
+        "                      threads, processes or both (both: a cluster\n"
+        "                      of each at once)\n"
+        "      --max-growth PCT\n"
+        "                      RSS and descriptor growth allowed after\n"
+        "                      warm-up, in percent (5)\n"
+        "      --keep          keep the clusters' folder (logs) on success\n\n"
+        "Exit status: 0 ok; 1 a case failed (run), a regression\n"
+        "(continuous) or the soak failed; 2 usage error; 3 results could not\n"
+        "be read or written, or a soak's cluster did not start; 130\n"
+        "interrupted.\n\n"
         "Examples:\n"
         "  banyan-bench run --quick -b '^echo\\.DirectView'\n"
         "  banyan-bench run -b '^echo\\.Coalescing' --engines 1,16,1024 "
@@ -91,7 +117,8 @@ s_usage (FILE *out)
         "  banyan-bench run -b '^osu\\.Latency' -f\n"
         "  banyan-bench compare 1a2b3c4d 5e6f7a8b --only-changed\n"
         "  banyan-bench continuous main HEAD\n"
-        "  banyan-bench publish --html site --markdown doc/performance.md\n");
+        "  banyan-bench publish --html site --markdown doc/performance.md\n"
+        "  nice banyan-bench soak --duration 1h\n");
 }
 
 typedef struct {
@@ -371,6 +398,114 @@ s_compare (bn_benchrunner_t *runner, s_options_t *options, const char *a_name,
     return S_EXIT_OK;
 }
 
+//  banyan-bench soak [options]; with --client FILE, the client process
+//  the soak starts and kills.
+static int
+s_soak (int argc, char **argv)
+{
+    enum {
+        S_SOAK_DURATION = 256,
+        S_SOAK_WARMUP,
+        S_SOAK_ENGINES,
+        S_SOAK_TREE_MODE,
+        S_SOAK_MAX_GROWTH,
+        S_SOAK_KEEP,
+        S_SOAK_CLIENT
+    };
+    static const struct option longopts[] = {
+        {"duration", required_argument, NULL, S_SOAK_DURATION},
+        {"warmup", required_argument, NULL, S_SOAK_WARMUP},
+        {"engines", required_argument, NULL, S_SOAK_ENGINES},
+        {"tree-mode", required_argument, NULL, S_SOAK_TREE_MODE},
+        {"max-growth", required_argument, NULL, S_SOAK_MAX_GROWTH},
+        {"keep", no_argument, NULL, S_SOAK_KEEP},
+        {"client", required_argument, NULL, S_SOAK_CLIENT},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    char *bin_dir = bn_path_exe_dir ();
+    bn_soak_t *soak = bn_soak_new (bin_dir);
+    free (bin_dir);
+    if (!soak)
+        return S_EXIT_ERROR;
+    const char *client = NULL;
+    int status = S_EXIT_OK, opt;
+    optind = 1;
+    while (status == S_EXIT_OK &&
+           (opt = getopt_long (argc, argv, "h", longopts, NULL)) != -1) {
+        int64_t msecs;
+        char *end;
+        switch (opt) {
+        case S_SOAK_DURATION:
+        case S_SOAK_WARMUP:
+            if (bn_config_parse_duration (optarg, 1000, &msecs) != 0 ||
+                (opt == S_SOAK_DURATION && msecs <= 0)) {
+                fprintf (stderr,
+                         "banyan-bench: --%s takes a duration, as 90s, "
+                         "10m or 1h\n",
+                         opt == S_SOAK_DURATION ? "duration" : "warmup");
+                status = S_EXIT_USAGE;
+            } else if (opt == S_SOAK_DURATION)
+                bn_soak_set_duration (soak, msecs / 1000.0);
+            else
+                bn_soak_set_warmup (soak, msecs / 1000.0);
+            break;
+        case S_SOAK_ENGINES: {
+            long engines = strtol (optarg, &end, 10);
+            if (*end || engines < 1 || engines > 64) {
+                fprintf (stderr, "banyan-bench: --engines takes a count "
+                                 "from 1 to 64\n");
+                status = S_EXIT_USAGE;
+            } else
+                bn_soak_set_engines (soak, (int)engines);
+            break;
+        }
+        case S_SOAK_TREE_MODE:
+            if (bn_soak_set_tree_modes (soak, optarg) != 0) {
+                fprintf (stderr, "banyan-bench: --tree-mode takes threads, "
+                                 "processes or both\n");
+                status = S_EXIT_USAGE;
+            }
+            break;
+        case S_SOAK_MAX_GROWTH: {
+            double percent = strtod (optarg, &end);
+            if (*end || percent < 0) {
+                fprintf (stderr, "banyan-bench: --max-growth takes a "
+                                 "percentage\n");
+                status = S_EXIT_USAGE;
+            } else
+                bn_soak_set_max_growth (soak, percent / 100);
+            break;
+        }
+        case S_SOAK_KEEP:
+            bn_soak_set_keep (soak, true);
+            break;
+        case S_SOAK_CLIENT:
+            client = optarg;
+            break;
+        case 'h':
+            s_usage (stdout);
+            bn_soak_destroy (&soak);
+            return S_EXIT_OK;
+        default:
+            status = S_EXIT_USAGE;
+        }
+    }
+    if (status == S_EXIT_OK && optind < argc) {
+        fprintf (stderr, "banyan-bench: soak takes no operands\n");
+        status = S_EXIT_USAGE;
+    }
+    if (status == S_EXIT_USAGE)
+        fprintf (stderr, "Try 'banyan-bench --help'.\n");
+    else if (client)
+        status = bn_soak_client_main (client);
+    else {
+        int rc = bn_soak_run (soak, stdout);
+        status = rc < 0 ? S_EXIT_ERROR : rc > 0 ? S_EXIT_FAILED : S_EXIT_OK;
+    }
+    bn_soak_destroy (&soak);
+    return status;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -387,6 +522,8 @@ main (int argc, char **argv)
         printf ("banyan-bench %s\n", BANYAN_VERSION);
         return S_EXIT_OK;
     }
+    if (strcmp (command, "soak") == 0)
+        return s_soak (argc - 1, argv + 1);
     s_options_t options = {.results = "results", .html = "html", .factor = 1.1};
     int first = s_parse (argc - 1, argv + 1, &options);
     if (first == -2)

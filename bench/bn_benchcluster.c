@@ -370,6 +370,18 @@ bn_benchcluster_controller_pid (bn_benchcluster_t *self)
     return pid > 0 ? pid : 0;
 }
 
+pid_t
+bn_benchcluster_pgid (bn_benchcluster_t *self)
+{
+    return self->launcher ? bn_launcher_pgid (self->launcher) : 0;
+}
+
+const char *
+bn_benchcluster_engine_file (bn_benchcluster_t *self)
+{
+    return self->engine_file;
+}
+
 const char *
 bn_benchcluster_echo_fn (bn_benchcluster_t *self)
 {

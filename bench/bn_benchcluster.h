@@ -64,6 +64,13 @@ double bn_benchcluster_start_seconds (bn_benchcluster_t *self);
 //  Process id of the controller, or 0 if not known.
 pid_t bn_benchcluster_controller_pid (bn_benchcluster_t *self);
 
+//  The process group of the banyan stack's controller, tree node and
+//  engine processes (the launcher's), or 0 for the other stacks.
+pid_t bn_benchcluster_pgid (bn_benchcluster_t *self);
+
+//  The engine connection file (for engines started later).
+const char *bn_benchcluster_engine_file (bn_benchcluster_t *self);
+
 //  Function names for an echo and a consuming call on this stack's
 //  engines: "echo" and "noop" on banyan's, "copy.copy" and
 //  "builtins.len" on IPython's.
