@@ -103,6 +103,10 @@ static const s_setting_t s_settings[] = {
      "is ms)"},
     {"controller.hwm", BN_CONFIG_INT, "0", S_NUM (0, INT_MAX),
      "high-water mark of every controller socket (0 = unlimited)"},
+    {"controller.client_hwm", BN_CONFIG_INT, "10000", S_NUM (0, INT_MAX),
+     "replies the controller queues for one client that does not read "
+     "them; past it they are dropped and counted, the hub's records keep "
+     "them (0 = unlimited)"},
     {"controller.curve", BN_CONFIG_BOOL, "false", S_BOOL,
      "CurveZMQ on every controller socket: its keypair in the profile's "
      "security folder, its public key in the connection files "

@@ -65,6 +65,7 @@ typedef struct {
     int db_flush;            //  ms between writes of records to SQLite
     char *reduce_plugins;    //  Reduction plugins the tree's nodes load
     int hwm;                 //  SNDHWM/RCVHWM of every socket
+    int client_hwm;          //  SNDHWM toward each client, 0: hwm
     zcert_t *curve;          //  Our CURVE keypair, or NULL without CURVE
     int ports[2];            //  controller.ports: lowest, highest (0: any)
     bool reuse;              //  Keep (and reuse) connection files
@@ -119,7 +120,17 @@ s_bind (s_controller_t *self, s_bound_t *bound, int type, const char *id,
     bound->sock = zsock_new (type);
     if (!bound->sock)
         return -1;
-    zsock_set_sndhwm (bound->sock, self->hwm);
+    //  a client-facing socket queues at most client_hwm replies for a peer
+    //  (below the socket's own hwm): a client that never reads costs that
+    //  much of the controller's memory, not everything it asked for. (A
+    //  listener takes the options the socket has when it binds.)
+    bool client = bound == &self->query || bound == &self->mux_in ||
+                  bound == &self->control_in || bound == &self->task_in;
+    int sndhwm = self->hwm;
+    if (client && self->client_hwm > 0 &&
+        (self->hwm == 0 || self->client_hwm < self->hwm))
+        sndhwm = self->client_hwm;
+    zsock_set_sndhwm (bound->sock, sndhwm);
     zsock_set_rcvhwm (bound->sock, self->hwm);
     zsock_set_linger (bound->sock, 0);
     //  every engine connects to the registration, mux, control, heart and
@@ -699,6 +710,7 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
         return NULL;
     }
     self->hwm = bn_config_int (config, "controller.hwm");
+    self->client_hwm = bn_config_int (config, "controller.client_hwm");
     //  the config allows only the modes' names
     const bn_bcast_mode_t *modes[] = {&bn_bcast_threads, &bn_bcast_processes};
     const char *mode = bn_config_str (config, "controller.tree_mode");
