@@ -2,6 +2,7 @@
 /*  bn_cmd_cluster: banyan cluster start, stop, list and clean.  */
 #include "bn_cliclient.h"
 #include "bn_clihelp.h"
+#include "bn_climits.h"
 #include "bn_cliopts.h"
 #include "bn_clusterrec.h"
 #include "bn_cmd.h"
@@ -645,6 +646,20 @@ s_start (int argc, char **argv)
     status = s_check_controller (opts, args.n);
     if (status != BN_EXIT_OK)
         goto done;
+    if (!args.dry_run) {
+        //  What stops the cluster half way is found before anything forks
+        bn_climits_t limits;
+        bn_climits_read (&limits);
+        char limit[1024];
+        if (bn_climits_check (&limits, args.n, args.plan.per_process,
+                              !ops->remote, limit, sizeof limit) != 0) {
+            bn_cliopts_error (opts, "%s", limit);
+            status = BN_EXIT_FAILURE;
+            goto done;
+        }
+        //  for the controller, which inherits it
+        bn_climits_raise_files (bn_climits_controller_files (args.n));
+    }
     if (!args.dry_run) {
         status = s_check_not_running (opts);
         if (status != BN_EXIT_OK)
