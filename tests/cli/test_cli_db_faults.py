@@ -76,8 +76,8 @@ def failures_logged(profile):
 
 
 def history(profile):
-    return [line.split()[0] for line in run(["history"] + profile.args()).stdout.splitlines()
-            if line.strip()]
+    lines = run(["history"] + profile.args()).stdout.splitlines()[1:]
+    return [line.split()[0] for line in lines if line.strip()]
 
 
 def exercise(profile, controller, what):
