@@ -2059,9 +2059,12 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
         self->up =
             s_socket (self, args->up_endpoint, self->level == 0, args->hwm,
                       args->curve, args->curve_serverkey, &self->up_endpoint);
+    //  a host node's leaf: its engines, on its host, connect as they
+    //  connect to the host node's other ports, without CURVE
     if (args->down_endpoint)
         self->down = s_socket (self, args->down_endpoint, true, args->hwm,
-                               args->curve, NULL, &self->down_endpoint);
+                               args->curve_serverkey ? NULL : args->curve, NULL,
+                               &self->down_endpoint);
     if (!self->up || !self->down) {
         bn_log_error ("%s: needs an up and a down socket", self->id);
         s_node_destroy (&self);

@@ -57,7 +57,9 @@ typedef struct {
                             //  these keys; NULL: no CURVE
     const char *curve_serverkey; //  with curve: the up socket connected on
                                  //  tcp:// is a CURVE client of this server
-                                 //  key (a host node's leaf); NULL: not
+                                 //  key (a host node's leaf), and the down
+                                 //  socket is plain, as its engines are on
+                                 //  its host; NULL: not
 
     //  Upward link. The root binds up_endpoint; other nodes connect it
     //  (the parent's down endpoint).

@@ -59,10 +59,11 @@ s_start_host (const char *engine_file)
 
 //  A controller beating every period ms, misses allowed, and a host node;
 //  a broadcast tree of depth (NULL: the default), its nodes banyan-scheduler
-//  processes when processes is set.
+//  processes when processes is set; CURVE on the controller's sockets when
+//  curve is set.
 static void
 s_start_tree (const char *period, const char *misses, const char *depth,
-              bool processes)
+              bool processes, bool curve)
 {
     snprintf (s_dir, sizeof s_dir, "/tmp/bn-check-cluster-hosts-XXXXXX");
     ck_assert_ptr_nonnull (mkdtemp (s_dir));
@@ -75,6 +76,10 @@ s_start_tree (const char *period, const char *misses, const char *depth,
                       0);
     if (depth)
         ck_assert_int_eq (bn_config_set (s_config, "controller.depth", depth,
+                                         BN_CONFIG_CMDLINE),
+                          0);
+    if (curve)
+        ck_assert_int_eq (bn_config_set (s_config, "controller.curve", "true",
                                          BN_CONFIG_CMDLINE),
                           0);
     if (processes) {
@@ -102,7 +107,7 @@ s_start_tree (const char *period, const char *misses, const char *depth,
 static void
 s_start (const char *period, const char *misses)
 {
-    s_start_tree (period, misses, NULL, false);
+    s_start_tree (period, misses, NULL, false, false);
 }
 
 //  count banyan engines connected to file (the host node's or the
@@ -273,9 +278,9 @@ END_TEST
 //  Broadcasts to four engines behind the host node and one engine of the
 //  controller, through a tree of depth: one copy reaches the host node.
 static void
-s_broadcasts (const char *depth, bool processes)
+s_broadcasts (const char *depth, bool processes, bool curve)
 {
-    s_start_tree ("100", "50", depth, processes);
+    s_start_tree ("100", "50", depth, processes, curve);
     zactor_t *hosted = s_start_engines (4);
     zactor_t *direct = s_start_engines_of (s_engine_file, 1);
     bn_client_t *client = s_client (5);
@@ -315,7 +320,7 @@ s_broadcasts (const char *depth, bool processes)
 START_TEST (test_broadcast)
 {
     //  the default tree, two leaves: the host node hangs below one of them
-    s_broadcasts (NULL, false);
+    s_broadcasts (NULL, false, false);
 }
 END_TEST
 
@@ -323,15 +328,23 @@ START_TEST (test_broadcast_deeper)
 {
     //  depth 0, the root serving all; depth 2, the inner nodes routing the
     //  host node's engines toward its leaf
-    s_broadcasts ("0", false);
-    s_broadcasts ("2", false);
+    s_broadcasts ("0", false, false);
+    s_broadcasts ("2", false, false);
 }
 END_TEST
 
 START_TEST (test_broadcast_processes)
 {
     //  the tree's nodes as banyan-scheduler processes
-    s_broadcasts ("2", true);
+    s_broadcasts ("2", true, false);
+}
+END_TEST
+
+START_TEST (test_broadcast_curve)
+{
+    //  CURVE on the controller's sockets: the host node's leaf is a CURVE
+    //  client of its parent, and its engines reach it as without
+    s_broadcasts (NULL, false, true);
 }
 END_TEST
 
@@ -517,6 +530,7 @@ main (void)
     tcase_add_test (tc, test_broadcast);
     tcase_add_test (tc, test_broadcast_deeper);
     tcase_add_test (tc, test_broadcast_processes);
+    tcase_add_test (tc, test_broadcast_curve);
     tcase_add_test (tc, test_engine_killed);
     tcase_add_test (tc, test_host_killed);
     suite_add_tcase (suite, tc);

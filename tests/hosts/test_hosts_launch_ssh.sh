@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # test_hosts_launch_ssh.sh: banyan cluster start --launcher ssh on three test
 # hosts, each a real sshd: one session a host, `banyan px hostname` prints
-# each host's name for its engines, cluster list names the hosts, cluster
-# stop leaves no process on any host; --host-node puts a host node in
-# front of each host's engines (with --curve); with --ip '*' the engines reach
-# --location; a cut host is named and the start fails, or with --min-hosts
-# goes on without it; a cluster whose supervisor was killed is still
-# stopped (the hosts' process groups killed over ssh); stock ipengines
-# with --engine-cmd.
+# each host's name for its engines, the stock Python client sees them all
+# and runs direct, broadcast and load-balanced work, cluster list names the
+# hosts, cluster stop leaves no process on any host; --host-node puts a
+# host node in front of each host's engines (with --curve: a client on one
+# host with another server key is refused, one on another host with the
+# key is served); with --ip '*' the engines reach --location; a cut host is
+# named and the start fails, or with --min-hosts goes on without it; a
+# cluster whose supervisor was killed is still stopped (the hosts' process
+# groups killed over ssh); stock ipengines with --engine-cmd.
 . "$(dirname "$0")/hoststest.sh" ssh
 hosts up 3 || fail "hosts up 3"
 bin=${BN_BUILD_DIR:?}/bin
@@ -44,6 +46,7 @@ echo "ok: cluster start -n 6 --launcher ssh --hosts h1,h2,h3"
 out=$("$bin/banyan" px --profile-dir "$profile" hostname) || fail "px hostname: $out"
 expect_lines "px hostname: each engine on its host" \
     $'[stdout:0] h1\n[stdout:1] h1\n[stdout:2] h2\n[stdout:3] h2\n[stdout:4] h3\n[stdout:5] h3' "$out"
+stock_client "$profile/security/ipcontroller-client.json" h1,h1,h2,h2,h3,h3
 for h in h1 h2 h3; do
     [ "$(on_host "$h" | grep -c banyan-engine)" = 1 ] \
         || fail "$h does not run one banyan-engine: $(on_host "$h" | tr '\n' ' ')"
@@ -68,6 +71,29 @@ for h in h1 h2 h3; do
 done
 out=$("$bin/banyan" px --direct --profile-dir "$profile" hostname) || fail "px --direct: $out"
 expect_lines "--host-node --curve: px --direct hostname through each host's node" \
+    $'[stdout:0] h1\n[stdout:1] h1\n[stdout:2] h2\n[stdout:3] h2\n[stdout:4] h3\n[stdout:5] h3' "$out"
+# a client on h1 with another server key gets no service, and the
+# controller goes on serving the others, on h2 and here
+wrong=$(mktemp -d /tmp/banyan-hosts-wrong.XXXXXX)
+mkdir "$wrong/security"
+info=$(cat "$profile/security/ipcontroller-client.json")
+key=$(sed -n 's/.*"curve_serverkey": *"\([^"]*\)".*/\1/p' <<< "$info")
+[ "${#key}" = 40 ] || fail "the client file's curve_serverkey: '$key'"
+other=$([ "${key:0:1}" = 0 ] && echo 1 || echo 0)${key:1}
+echo "${info/"$key"/"$other"}" > "$wrong/security/ipcontroller-client.json"
+t0=${EPOCHREALTIME//[.,]/}
+out=$(hosts run h1 "$bin/banyan" px --profile-dir "$wrong" --timeout 20 -t 0 'echo never' 2>&1) \
+    && fail "px on h1 with another server key worked: $out"
+took=$(( (${EPOCHREALTIME//[.,]/} - t0) / 1000 ))
+rm -rf "$wrong"
+[[ "$out" == *curve_serverkey* && "$out" != *never* ]] || fail "px with another server key said: $out"
+echo "ok: px on h1 with another server key is refused in $took ms: ${out%%$'\n'*}"
+out=$(hosts run h2 "$bin/banyan" px --direct --profile-dir "$profile" hostname) \
+    || fail "px on h2 with the key: $out"
+expect_lines "--curve: px on h2 with the server key is served" \
+    $'[stdout:0] h1\n[stdout:1] h1\n[stdout:2] h2\n[stdout:3] h2\n[stdout:4] h3\n[stdout:5] h3' "$out"
+out=$("$bin/banyan" px --profile-dir "$profile" hostname) || fail "px here: $out"
+expect_lines "--curve: and here, through the tree" \
     $'[stdout:0] h1\n[stdout:1] h1\n[stdout:2] h2\n[stdout:3] h2\n[stdout:4] h3\n[stdout:5] h3' "$out"
 out=$("$bin/banyan" cluster stop --profile-dir "$profile") || fail "cluster stop: $out"
 expect_nothing_on h1 h2 h3
