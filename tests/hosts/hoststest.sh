@@ -25,3 +25,19 @@ expect_lines ()
     [ "$got" = "$2" ] || fail "$1: expected $(tr '\n' ' ' <<< "$2"), got $(tr '\n' ' ' <<< "$got")"
     echo "ok: $1"
 }
+
+# stock_client CLIENT_FILE HOSTS: the stock IPython Parallel client sees
+# every engine of the cluster of CLIENT_FILE (its ipcontroller-client.json)
+# and runs direct, broadcast and
+# load-balanced work on them, each on its host (HOSTS: each engine's host
+# by id, "h1,h1,h2,h2"; stockclient.py). Says so and returns if this
+# machine has no ipyparallel for /usr/bin/python3.
+stock_client ()
+{
+    if ! /usr/bin/python3 -c 'import ipyparallel' 2> /dev/null; then
+        echo "skip: the stock client (no ipyparallel for /usr/bin/python3)"
+        return 0
+    fi
+    timeout 120 /usr/bin/python3 "$(dirname "${BASH_SOURCE[0]}")/stockclient.py" "$@" \
+        || fail "the stock client (above)"
+}

@@ -4,7 +4,9 @@
 # (MPICH's hydra, its proxies started over the run's ssh) on three test
 # hosts: one process a host, numbered by PMI_RANK in the order of --hosts,
 # so `banyan px hostname` prints h1 for engines 0-1, h2 for 2-3, h3 for
-# 4-5; cluster list names the hosts; cluster stop leaves no process.
+# 4-5, and the stock Python client sees them all and runs direct, broadcast
+# and load-balanced work; cluster list names the hosts; cluster stop leaves
+# no process.
 . "$(dirname "$0")/hoststest.sh" ssh mpich
 hosts up 3 || fail "hosts up 3"
 bin=${BN_BUILD_DIR:?}/bin
@@ -30,6 +32,7 @@ echo "ok: cluster start -n 6 --launcher mpiexec --hosts h1,h2,h3"
 out=$("$bin/banyan" px --profile-dir "$profile" hostname) || fail "px hostname: $out"
 expect_lines "px hostname: engines by PMI_RANK, in the order of --hosts" \
     $'[stdout:0] h1\n[stdout:1] h1\n[stdout:2] h2\n[stdout:3] h2\n[stdout:4] h3\n[stdout:5] h3' "$out"
+stock_client "$profile/security/ipcontroller-client.json" h1,h1,h2,h2,h3,h3
 session=$(sed -n 's/.*"sessions":\[\[\([0-9]*\),.*/\1/p' "$profile/pid/banyan-cluster.json")
 [[ "$(ps -o comm= -p "$session")" == mpiexec* ]] \
     || fail "the cluster's launch process $session is not mpiexec: $(ps -o comm= -p "$session")"

@@ -4,7 +4,8 @@
 # Slurm cluster of three test hosts: inside `salloc -N 3` one srun step,
 # one task a node, and through sbatch outside one. Each time `banyan px
 # hostname` prints each host's name for its engines (ids by SLURM_PROCID,
-# two a host), cluster list names the step or the job and its nodes, and
+# two a host; through sbatch the stock Python client sees them all and runs
+# direct, broadcast and load-balanced work), cluster list names the step or the job and its nodes, and
 # cluster stop leaves no step, no job and no process on the hosts; nor does
 # a start that fails.
 . "$(dirname "$0")/hoststest.sh" ssh slurm
@@ -87,6 +88,9 @@ job=${job%% *}
 out=$("$bin/banyan" px --profile-dir "$profile" --cluster-id batch hostname) \
     || fail "px hostname: $out"
 expect_two_a_host "px hostname in the batch job" "$out"
+hosts_of=$(sed -n 's/^\[stdout:\([0-9]\)\] \(h[1-3]\)$/\1 \2/p' <<< "$out" | sort -n \
+               | awk '{print $2}' | paste -sd,)
+stock_client "$profile/security/ipcontroller-batch-client.json" "$hosts_of"
 listed () { "$bin/banyan" cluster list --profile-dir "$profile" | grep -q "slurm *job $job: h\[1-3\]$"; }
 hosts_poll 10 listed || fail "cluster list: $("$bin/banyan" cluster list --profile-dir "$profile")"
 echo "ok: cluster list names job $job and its nodes"
