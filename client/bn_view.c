@@ -506,7 +506,8 @@ s_metadata (bn_view_t *self, bn_target_t *targets, size_t ntargets)
 //  hand the messages to the I/O thread.
 static int
 s_submit (bn_view_t *self, const char *type, json_t *content,
-          const s_apply_t *apply, bn_result_t **result_p)
+          const s_apply_t *apply, const void *input, size_t input_size,
+          bn_result_t **result_p)
 {
     bn_client_t *client = self->client;
     bn_sock_t sock = s_socket_of (self->kind);
@@ -522,6 +523,10 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
     //  Pickling may be long: done without the lock, once for every target
     if (rc == 0 && apply)
         rc = s_pack (first, apply);
+    //  one copy of the input, whose frame every message shares
+    if (rc == 0 && input_size &&
+        bn_msg_add_buffer (first, input, input_size) != 0)
+        rc = BN_ENOMEM;
 
     bn_target_t *targets = NULL;
     size_t ntargets = 0;
@@ -563,17 +568,20 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
         }
         msgs[i] = msg;
         bn_msg_set_content (msg, json_incref (content));
+        json_t *metadata = NULL;
         if (self->kind == BN_VIEW_DIRECT) {
             if (bn_msg_push_ident (msg, targets[i].uuid,
                                    strlen (targets[i].uuid)) != 0)
                 rc = BN_ENOMEM;
-        } else {
-            json_t *metadata = s_metadata (self, targets, ntargets);
-            if (metadata)
-                bn_msg_set_metadata (msg, metadata);
-            else
+            else if (input_size && !(metadata = json_object ()))
                 rc = BN_ENOMEM;
-        }
+        } else if (!(metadata = s_metadata (self, targets, ntargets)))
+            rc = BN_ENOMEM;
+        if (metadata && input_size &&
+            json_object_set_new (metadata, BN_EXEC_STDIN, json_true ()) != 0)
+            rc = BN_ENOMEM;
+        if (metadata)
+            bn_msg_set_metadata (msg, metadata);
     }
     if (msgs && msgs[0] == first)
         first = NULL;
@@ -619,7 +627,14 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
 int
 bn_view_execute (bn_view_t *self, const char *code, bn_result_t **result_p)
 {
-    if (!self || !code || !result_p)
+    return bn_view_execute_input (self, code, NULL, 0, result_p);
+}
+
+int
+bn_view_execute_input (bn_view_t *self, const char *code, const void *input,
+                       size_t input_size, bn_result_t **result_p)
+{
+    if (!self || !code || !result_p || (!input && input_size))
         return BN_EINVAL;
     bn_tracker_lock (self->tracker);
     bool silent = self->silent;
@@ -631,7 +646,8 @@ bn_view_execute (bn_view_t *self, const char *code, bn_result_t **result_p)
         *result_p = NULL;
         return BN_EINVAL;
     }
-    return s_submit (self, BN_MSG_EXECUTE_REQUEST, content, NULL, result_p);
+    return s_submit (self, BN_MSG_EXECUTE_REQUEST, content, NULL, input,
+                     input_size, result_p);
 }
 
 static bool
@@ -656,7 +672,8 @@ s_apply (bn_view_t *self, const s_apply_t *apply, bn_result_t **result_p)
     json_t *content = json_object ();
     if (!content)
         return BN_ENOMEM;
-    return s_submit (self, BN_MSG_APPLY_REQUEST, content, apply, result_p);
+    return s_submit (self, BN_MSG_APPLY_REQUEST, content, apply, NULL, 0,
+                     result_p);
 }
 
 int

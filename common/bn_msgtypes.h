@@ -92,6 +92,10 @@
 #define BN_BCAST_TIMESTAMPS "bn_timestamps"
 #define BN_BCAST_OUTPUT "bn_output"
 
+//  execute_request metadata: true when the request's first buffer is the
+//  command's standard input (banyan engines; others ignore it)
+#define BN_EXEC_STDIN "bn_stdin"
+
 //  Merged broadcast replies: metadata keys of their entries, one of the
 //  three shapes (bn_merged_writer.h), and of what every merged reply says
 #define BN_BCAST_TARGETS "broadcast_targets"

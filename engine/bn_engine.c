@@ -17,7 +17,8 @@
     function stops at once) and answers it "aborted"; 7.1.0's engines only
     skip the aborted requests still queued.
 
-    execute_request: `code` runs as `/bin/sh -c code` (stdin /dev/null,
+    execute_request: `code` runs as `/bin/sh -c code` (stdin /dev/null, or
+    the request's first buffer when its metadata has `bn_stdin: true`;
     BANYAN_ENGINE_ID and BANYAN_ENGINE_UUID in its environment); its output
     goes to iopub as stream messages while it runs. The reply's content
     has `returncode` (Python's subprocess convention: the exit status, or
@@ -632,9 +633,19 @@ s_spawn (bn_engine_t *self)
     s_current_t *current = &self->current;
     const char *code = json_string_value (
         json_object_get (bn_msg_content (current->msg), "code"));
-    current->shell =
-        bn_shell_new (self->env->watch, code, self->env->cwd, self->envp,
-                      current->time_limit, s_on_output, s_on_exit, self);
+    //  standard input the client sent with the command (banyan px)
+    size_t len, value_len;
+    const void *data = bn_msg_part_data (current->msg, BN_PART_METADATA, &len);
+    const char *value;
+    zmq_msg_t *input =
+        bn_jscan_value (data, len, BN_EXEC_STDIN, &value, &value_len) == 0 &&
+                value_len == 4 && memcmp (value, "true", 4) == 0
+            ? bn_msg_buffer (current->msg, 0)
+            : NULL;
+    current->shell = bn_shell_new_input (
+        self->env->watch, code, self->env->cwd, self->envp,
+        input ? zmq_msg_data (input) : NULL, input ? zmq_msg_size (input) : 0,
+        current->time_limit, s_on_output, s_on_exit, self);
     if (current->shell) {
         self->env->commands_running++;
         return;

@@ -22,6 +22,7 @@
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -328,10 +329,11 @@ s_pidfd_open (pid_t pid)
 #endif
 }
 
-//  Spawn the child with its ends of the pipes; returns its pid or -1.
+//  Spawn the child with its ends of the pipes and in_fd as its stdin
+//  (-1: /dev/null); returns its pid or -1.
 static pid_t
-s_spawn (const char *command, const char *cwd, char *const envp[], int out_fd,
-         int err_fd)
+s_spawn (const char *command, const char *cwd, char *const envp[], int in_fd,
+         int out_fd, int err_fd)
 {
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
@@ -354,8 +356,9 @@ s_spawn (const char *command, const char *cwd, char *const envp[], int out_fd,
                    SIGCHLD, SIGHUP,  SIGUSR1, SIGUSR2};
     for (size_t i = 0; i < sizeof reset / sizeof reset[0]; i++)
         sigaddset (&defaults, reset[i]);
-    rc = posix_spawn_file_actions_addopen (&actions, 0, "/dev/null", O_RDONLY,
-                                           0);
+    rc = in_fd >= 0 ? posix_spawn_file_actions_adddup2 (&actions, in_fd, 0)
+                    : posix_spawn_file_actions_addopen (
+                          &actions, 0, "/dev/null", O_RDONLY, 0);
     if (!rc)
         rc = posix_spawn_file_actions_adddup2 (&actions, out_fd, 1);
     if (!rc)
@@ -392,6 +395,46 @@ bn_shell_new (bn_watch_t *watch, const char *command, const char *cwd,
               bn_shell_output_fn *on_output, bn_shell_exit_fn *on_exit,
               void *arg)
 {
+    return bn_shell_new_input (watch, command, cwd, envp, NULL, 0, time_limit,
+                               on_output, on_exit, arg);
+}
+
+//  A file holding input (size bytes), read from its start, for a child's
+//  stdin: in memory, so that the child reads it at its pace and nothing
+//  here waits for it. Returns the descriptor, or -1 with errno set.
+static int
+s_input_file (const void *input, size_t size)
+{
+    int fd = memfd_create ("banyan-stdin", MFD_CLOEXEC);
+    const char *cursor = input;
+    while (fd >= 0 && size) {
+        ssize_t rc = write (fd, cursor, size);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc <= 0) {
+            int saved = rc < 0 ? errno : EIO;
+            close (fd);
+            errno = saved;
+            return -1;
+        }
+        cursor += rc;
+        size -= (size_t)rc;
+    }
+    if (fd >= 0 && lseek (fd, 0, SEEK_SET) != 0) {
+        int saved = errno;
+        close (fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+bn_shell_t *
+bn_shell_new_input (bn_watch_t *watch, const char *command, const char *cwd,
+                    char *const envp[], const void *input, size_t input_size,
+                    double time_limit, bn_shell_output_fn *on_output,
+                    bn_shell_exit_fn *on_exit, void *arg)
+{
     assert (watch);
     assert (command);
     assert (on_output);
@@ -409,6 +452,10 @@ bn_shell_new (bn_watch_t *watch, const char *command, const char *cwd,
         if (access (cwd, X_OK))
             return NULL;
     }
+    assert (input || input_size == 0);
+    int in_fd = input_size ? s_input_file (input, input_size) : -1;
+    if (input_size && in_fd < 0)
+        return NULL;
     int out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
     if (pipe2 (out_pipe, O_CLOEXEC) || pipe2 (err_pipe, O_CLOEXEC)) {
         int saved = errno;
@@ -416,11 +463,15 @@ bn_shell_new (bn_watch_t *watch, const char *command, const char *cwd,
             if (out_pipe[i] >= 0)
                 close (out_pipe[i]);
         }
+        if (in_fd >= 0)
+            close (in_fd);
         errno = saved;
         return NULL;
     }
-    pid_t pid = s_spawn (command, cwd, envp, out_pipe[1], err_pipe[1]);
+    pid_t pid = s_spawn (command, cwd, envp, in_fd, out_pipe[1], err_pipe[1]);
     int saved = errno;
+    if (in_fd >= 0)
+        close (in_fd);
     close (out_pipe[1]);
     close (err_pipe[1]);
     bn_shell_t *self = pid > 0 ? calloc (1, sizeof *self) : NULL;

@@ -43,6 +43,16 @@ bn_shell_t *bn_shell_new (bn_watch_t *watch, const char *command,
                           double time_limit, bn_shell_output_fn *on_output,
                           bn_shell_exit_fn *on_exit, void *arg);
 
+//  bn_shell_new with input (input_size bytes; none: /dev/null) as the
+//  command's standard input, kept in an anonymous file (memfd) that the
+//  command reads at its pace.
+bn_shell_t *bn_shell_new_input (bn_watch_t *watch, const char *command,
+                                const char *cwd, char *const envp[],
+                                const void *input, size_t input_size,
+                                double time_limit,
+                                bn_shell_output_fn *on_output,
+                                bn_shell_exit_fn *on_exit, void *arg);
+
 //  Stop watching the command; one still running is killed with its
 //  process group and reaped. NULL-safe; NULLs the caller's reference.
 void bn_shell_destroy (bn_shell_t **self_p);

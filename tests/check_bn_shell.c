@@ -188,6 +188,36 @@ START_TEST (test_working_dir_and_stdin)
 }
 END_TEST
 
+START_TEST (test_input)
+{
+    //  more input than a pipe holds, read at the command's pace
+    s_run_t run;
+    memset (&run, 0, sizeof run);
+    size_t size = 200000;
+    char *input = malloc (size);
+    ck_assert_ptr_nonnull (input);
+    for (size_t i = 0; i < size; i++)
+        input[i] = i % 100 == 99 ? '\n' : 'x';
+    zloop_t *loop = zloop_new ();
+    bn_watch_t *watch = bn_watch_new (loop);
+    run.shell =
+        bn_shell_new_input (watch, "sleep 0.1; cat | wc -c; cat | wc -c", NULL,
+                            NULL, input, size, 0, s_output, s_exit, &run);
+    free (input);
+    ck_assert_ptr_nonnull (run.shell);
+    zloop_timer (loop, 5, 0, s_stop_when_done, &run);
+    zloop_timer (loop, 10000, 1, s_deadline, NULL);
+    zloop_start (loop);
+    bn_shell_destroy (&run.shell);
+    bn_watch_destroy (&watch);
+    zloop_destroy (&loop);
+    ck_assert_int_eq (run.exits, 1);
+    //  the first cat reads it all, the second finds its end
+    ck_assert_str_eq (run.out, "200000\n0\n");
+    ck_assert_int_eq (run.status.exit_code, 0);
+}
+END_TEST
+
 START_TEST (test_invalid_utf8_is_replaced)
 {
     s_run_t run;
@@ -317,6 +347,7 @@ main (void)
     tcase_add_test (tc, test_exit_codes_and_signals);
     tcase_add_test (tc, test_time_limit_kills_group);
     tcase_add_test (tc, test_working_dir_and_stdin);
+    tcase_add_test (tc, test_input);
     tcase_add_test (tc, test_invalid_utf8_is_replaced);
     tcase_add_test (tc, test_signal_and_destroy);
     tcase_add_test (tc, test_end_escalates);

@@ -11,6 +11,7 @@
 #include <assert.h>
 #include <czmq.h>
 #include <dirent.h>
+#include <errno.h>
 #include <jansson.h>
 #include <limits.h>
 #include <stdio.h>
@@ -558,4 +559,40 @@ bn_cliclient_describe (bn_result_t *result, size_t index, bool timed_out,
         snprintf (text, size, "%s", ename);
     else
         snprintf (text, size, "%s", bn_strerror (status));
+}
+
+char *
+bn_cliclient_read_file (const char *path, size_t *size)
+{
+    assert (path);
+    assert (size);
+    FILE *file = strcmp (path, "-") == 0 ? stdin : fopen (path, "rb");
+    if (!file)
+        return NULL;
+    size_t alloc = 65536, used = 0;
+    char *data = malloc (alloc);
+    while (data) {
+        size_t got = fread (data + used, 1, alloc - used, file);
+        used += got;
+        if (used < alloc) {
+            if (ferror (file)) {
+                free (data);
+                data = NULL;
+            }
+            break;
+        }
+        char *bigger = realloc (data, alloc * 2);
+        if (!bigger) {
+            free (data);
+            data = NULL;
+            errno = ENOMEM;
+            break;
+        }
+        data = bigger;
+        alloc *= 2;
+    }
+    if (file != stdin)
+        fclose (file);
+    *size = used;
+    return data;
 }

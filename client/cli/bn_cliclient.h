@@ -79,4 +79,8 @@ int bn_cliclient_collect (bn_cliopts_t *opts, bn_client_t *client,
 void bn_cliclient_describe (bn_result_t *result, size_t index, bool timed_out,
                             char *text, size_t size, int *code, bool *failed);
 
+//  Read a whole file, or stdin for "-", into a new buffer of *size bytes
+//  (with room for one more). Returns NULL with errno set.
+char *bn_cliclient_read_file (const char *path, size_t *size);
+
 #endif

@@ -316,7 +316,13 @@ static const s_help_t s_helps[] = {
      "The command goes to the engines as one request through the\n"
      "controller's broadcast tree, which merges their replies (and with -b\n"
      "groups identical ones at its nodes); --direct sends one request per\n"
-     "engine through the mux instead. The output is the same either way.\n",
+     "engine through the mux instead. The output is the same either way.\n"
+     "\n"
+     "Standard input, when it is not a terminal, is read to its end and\n"
+     "given to the command on every engine, as clush does ('echo hi |\n"
+     "banyan px cat'); it travels once, whatever the number of engines.\n"
+     "--no-stdin leaves it unread (the command reads /dev/null), for a px\n"
+     "whose standard input never ends.\n",
      "  -t, --targets SET       engines to run on, e.g. 0-7,12 (default: all)\n"
      "  -b, --gather            group engines with identical output and\n"
      "                          status\n"
@@ -327,7 +333,9 @@ static const s_help_t s_helps[] = {
      "                          instead of one through the broadcast tree\n"
      "      --broadcast         through the broadcast tree (the default)\n"
      "      --balanced          run the command once, on whichever engine\n"
-     "                          (of -t) the task scheduler finds free\n",
+     "                          (of -t) the task scheduler finds free\n"
+     "      --no-stdin          do not read standard input; the command\n"
+     "                          reads /dev/null\n",
      true, true,
      "  0    every engine ran the command, whatever its exit status; with -S,\n"
      "       the largest exit status of the command on any engine\n"
@@ -341,7 +349,8 @@ static const s_help_t s_helps[] = {
      "  banyan px -t 0-3 -S 'test -d /scratch'\n"
      "  banyan px --timeout 60 -b 'make -C ~/src test'\n"
      "  banyan px --direct hostname\n"
-     "  banyan px --balanced 'make -C ~/src test'\n",
+     "  banyan px --balanced 'make -C ~/src test'\n"
+     "  banyan px 'cat > /tmp/job.sh' < job.sh\n",
      "time to wait for the controller (default:\n"
      "                          client.timeout, 10s) and for the results\n"
      "                          (default: no limit); engines that have not\n"

@@ -222,41 +222,6 @@ s_prepare_apply (s_apply_t *self, int argc, char **argv)
     return self->args ? BN_EXIT_OK : BN_EXIT_FAILURE;
 }
 
-//  Read a whole file, or stdin for "-". Returns NULL with errno set.
-static char *
-s_read_file (const char *path, size_t *size)
-{
-    FILE *file = strcmp (path, "-") == 0 ? stdin : fopen (path, "rb");
-    if (!file)
-        return NULL;
-    size_t alloc = 65536, used = 0;
-    char *data = malloc (alloc);
-    while (data) {
-        size_t got = fread (data + used, 1, alloc - used, file);
-        used += got;
-        if (used < alloc) {
-            if (ferror (file)) {
-                free (data);
-                data = NULL;
-            }
-            break;
-        }
-        char *bigger = realloc (data, alloc * 2);
-        if (!bigger) {
-            free (data);
-            data = NULL;
-            errno = ENOMEM;
-            break;
-        }
-        data = bigger;
-        alloc *= 2;
-    }
-    if (file != stdin)
-        fclose (file);
-    *size = used;
-    return data;
-}
-
 static int
 s_prepare_push (s_apply_t *self, int argc, char **argv)
 {
@@ -270,7 +235,7 @@ s_prepare_push (s_apply_t *self, int argc, char **argv)
         return BN_EXIT_USAGE;
     }
     size_t size = 0;
-    char *data = s_read_file (argv[1], &size);
+    char *data = bn_cliclient_read_file (argv[1], &size);
     if (!data) {
         bn_cliopts_error (self->opts, "cannot read %s: %s", argv[1],
                           strerror (errno));

@@ -17,9 +17,12 @@
 #include "bn_pxout.h"
 
 #include <czmq.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define S_WINDOW_MS 200 //  release window of the tree's merging nodes
 
@@ -29,6 +32,7 @@ typedef struct {
     bool gather;
     bool max_status;
     bool quiet;
+    bool no_stdin; //  --no-stdin
     bn_cliclient_route_t route;
     bn_idset_t *unsupported; //  engines the broadcast port refused
     bn_gather_t *gathered;
@@ -37,7 +41,7 @@ typedef struct {
     double timeout;
 } s_px_t;
 
-enum { S_OPT_BROADCAST = 1, S_OPT_DIRECT, S_OPT_BALANCED };
+enum { S_OPT_BROADCAST = 1, S_OPT_DIRECT, S_OPT_BALANCED, S_OPT_NO_STDIN };
 
 static int
 s_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
@@ -64,6 +68,9 @@ s_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
     case S_OPT_BALANCED:
         self->route = BN_CLICLIENT_BALANCED;
         return 0;
+    case S_OPT_NO_STDIN:
+        self->no_stdin = true;
+        return 0;
     default:
         return -1;
     }
@@ -72,6 +79,8 @@ s_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
 typedef struct {
     const char *command;
     bool group;
+    const char *input; //  px's standard input for every engine's command
+    size_t input_size;
 } s_call_t;
 
 static int
@@ -97,7 +106,8 @@ s_execute (bn_view_t *view, void *data, bn_result_t **result_p)
         if (rc != 0)
             return rc;
     }
-    return bn_view_execute (view, call->command, result_p);
+    return bn_view_execute_input (view, call->command, call->input,
+                                  call->input_size, result_p);
 }
 
 static void
@@ -153,6 +163,7 @@ bn_cmd_px (int argc, char **argv)
         {"broadcast", no_argument, NULL, S_OPT_BROADCAST},
         {"direct", no_argument, NULL, S_OPT_DIRECT},
         {"balanced", no_argument, NULL, S_OPT_BALANCED},
+        {"no-stdin", no_argument, NULL, S_OPT_NO_STDIN},
         {NULL, 0, NULL, 0}};
     self.route = BN_CLICLIENT_BROADCAST;
     int first = bn_cliopts_parse (self.opts, argc, argv, "t:bSq", options,
@@ -178,10 +189,27 @@ bn_cmd_px (int argc, char **argv)
             strcat (command, " ");
         strcat (command, argv[index]);
     }
+    //  Standard input that is open and not a terminal goes to every
+    //  engine's command, as clush forwards it: read to its end first
+    s_call_t call = {command, self.gather, NULL, 0};
+    char *input = NULL;
+    struct stat info;
+    if (!self.no_stdin && fstat (STDIN_FILENO, &info) == 0 &&
+        !isatty (STDIN_FILENO)) {
+        input = bn_cliclient_read_file ("-", &call.input_size);
+        if (!input) {
+            bn_cliopts_error (self.opts,
+                              "cannot read standard input: %s "
+                              "(--no-stdin leaves it alone)",
+                              strerror (errno));
+            free (command);
+            goto done;
+        }
+        call.input = input;
+    }
     bn_client_t *client = bn_cliclient_connect (self.opts, &status);
     bn_view_t *view = NULL;
     bn_result_t *result = NULL;
-    s_call_t call = {command, self.gather};
     if (self.route == BN_CLICLIENT_BROADCAST)
         self.unsupported = bn_idset_new ();
     if (client &&
@@ -226,6 +254,7 @@ bn_cmd_px (int argc, char **argv)
     bn_gather_destroy (&self.gathered);
     bn_idset_destroy (&self.unsupported);
     free (command);
+    free (input);
 done:
     bn_idset_destroy (&self.targets);
     bn_cliopts_destroy (&self.opts);

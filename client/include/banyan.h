@@ -373,6 +373,14 @@ int bn_view_set_retries (bn_view_t *self, int retries);
 //  BN_ENOCONTROLLER, BN_ECLOSED or BN_ENOMEM.
 int bn_view_execute (bn_view_t *self, const char *code, bn_result_t **result_p);
 
+//  bn_view_execute with input (input_size bytes, sent once, as a buffer
+//  of the request that every engine's copy shares) as the standard input
+//  of the command on each banyan engine, as clush forwards its own; an
+//  IPython engine ignores it. input_size 0: /dev/null, as
+//  bn_view_execute. Returns as bn_view_execute.
+int bn_view_execute_input (bn_view_t *self, const char *code, const void *input,
+                           size_t input_size, bn_result_t **result_p);
+
 //  Call a function on the targets with positional args (a LIST or TUPLE,
 //  or NULL for none) and keyword args (a DICT with STR keys, or NULL);
 //  both are borrowed. function is a name: without a dot ("echo") it is

@@ -181,5 +181,29 @@ with Profile("px") as profile:
           "apply --broadcast len @note where engine 1 has no note: NameError "
           "for it, the value for the other", describe(unbound))
 
+    piped = run(["px"] + px + ["cat"], input="hi\n")
+    check(piped.returncode == 0
+          and piped.stdout == "".join(f"[stdout:{e}] hi\n" for e in range(4)),
+          "echo hi | px cat: every engine's command reads px's stdin",
+          describe(piped))
+    lines = "".join(f"line {n}\n" for n in range(5000))
+    direct_in = run(["px", "--direct", "-b"] + px
+                    + ["awk 'END { print NR, $0 }'"], input=lines)
+    check(direct_in.returncode == 0
+          and direct_in.stdout == HEADER.format("0-3", 4)
+          + "5000 line 4999\n",
+          "px --direct -b with 5000 lines on stdin: each engine reads them "
+          "all", describe(direct_in))
+    balanced_in = run(["px", "--balanced"] + px + ["cat"], input="once\n")
+    check(balanced_in.returncode == 0
+          and balanced_in.stdout.endswith("] once\n")
+          and len(balanced_in.stdout.splitlines()) == 1,
+          "px --balanced: the one engine that runs it reads stdin",
+          describe(balanced_in))
+    unread = run(["px", "--no-stdin", "-t", "0"] + px + ["cat; echo end"],
+                 input="not read\n")
+    check(unread.returncode == 0 and unread.stdout == "[stdout:0] end\n",
+          "px --no-stdin: the command reads /dev/null", describe(unread))
+
     run(["cluster", "stop"] + profile.args(), timeout=60)
 finish()
