@@ -69,7 +69,6 @@ struct _bn_launcher_t {
     char *controller_path;
     char *engine_path;
     zlist_t *controller_args;
-    zlist_t *engine_args;
     pid_t supervisor; //  0 until started
     int event_fd;     //  Read end of the supervisor's pipe, or -1
     char line[1024];  //  Partial event line
@@ -95,19 +94,16 @@ bn_launcher_new (const char *profile_dir, const char *cluster_id)
     self->profile = strdup ("");
     self->problem = strdup ("");
     self->controller_args = zlist_new ();
-    self->engine_args = zlist_new ();
     self->warnings = zlist_new ();
     self->per_process = 1;
     self->timeout = 30;
     self->event_fd = -1;
     self->ops = &bn_launch_local;
     if (!self->profile_dir || !self->cluster_id || !self->profile ||
-        !self->problem || !self->controller_args || !self->engine_args ||
-        !self->warnings)
+        !self->problem || !self->controller_args || !self->warnings)
         bn_launcher_destroy (&self);
     else {
         zlist_autofree (self->controller_args);
-        zlist_autofree (self->engine_args);
         zlist_autofree (self->warnings);
     }
     return self;
@@ -128,7 +124,6 @@ bn_launcher_destroy (bn_launcher_t **self_p)
         free (self->controller_path);
         free (self->engine_path);
         zlist_destroy (&self->controller_args);
-        zlist_destroy (&self->engine_args);
         zlist_destroy (&self->warnings);
         free (self);
         *self_p = NULL;
@@ -195,13 +190,6 @@ bn_launcher_add_controller_arg (bn_launcher_t *self, const char *arg)
     return zlist_append (self->controller_args, (void *)arg);
 }
 
-int
-bn_launcher_add_engine_arg (bn_launcher_t *self, const char *arg)
-{
-    assert (self);
-    return zlist_append (self->engine_args, (void *)arg);
-}
-
 void
 bn_launcher_set_launch (bn_launcher_t *self, const bn_launch_ops_t *ops,
                         const bn_launch_plan_t *plan)
@@ -231,7 +219,6 @@ s_plan (bn_launcher_t *self)
         self->plan.n = self->n;
         self->plan.per_process = self->per_process;
         self->plan.engine = self->engine_path;
-        self->plan.engine_args = self->engine_args;
         self->plan.nhosts = self->n > 0 ? 1 : 0;
         self->plan.engines_per_host = self->n;
     }

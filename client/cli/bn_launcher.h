@@ -74,10 +74,6 @@ int bn_launcher_set_programs (bn_launcher_t *self, const char *controller,
 //  --profile-dir and --cluster-id). Returns -1 if out of memory.
 int bn_launcher_add_controller_arg (bn_launcher_t *self, const char *arg);
 
-//  Append an argument to every engine process's command line (after
-//  --file, --count and --id). Returns -1 if out of memory.
-int bn_launcher_add_engine_arg (bn_launcher_t *self, const char *arg);
-
 //  "cannot <doing> <path>: <why>" in text: the parent of path that is a
 //  file, not a folder, when error is ENOTDIR, else strerror (error).
 void bn_launcher_path_error (const char *path, const char *doing, int error,
