@@ -43,6 +43,7 @@ static const s_help_t s_helps[] = {
      "Commands:\n"
      "  cluster start   start a controller and N engines\n"
      "  cluster stop    stop a cluster and every process of it\n"
+     "  cluster add     add engines to a running cluster\n"
      "  cluster list    list the clusters of a profile or of all profiles\n"
      "  cluster clean   remove stale pid and connection files\n"
      "  engines         list the registered engines\n"
@@ -66,11 +67,12 @@ static const s_help_t s_helps[] = {
      "  banyan cluster stop\n",
      NULL},
 
-    {"cluster", "cluster {start|stop|list|clean} [OPTIONS]",
+    {"cluster", "cluster {start|stop|add|list|clean} [OPTIONS]",
      "manage clusters: a controller and its engines, as one process group",
      "Commands:\n"
      "  start   start a controller and N engines\n"
      "  stop    stop a cluster and every process of it\n"
+     "  add     add engines to a running cluster\n"
      "  list    list the clusters of a profile or of all profiles\n"
      "  clean   remove stale pid and connection files\n"
      "\n"
@@ -245,6 +247,29 @@ static const s_help_t s_helps[] = {
      "seconds the processes get to end after SIGTERM,\n"
      "                          before SIGKILL (default: 10; 30 for a\n"
      "                          cluster on other hosts)\n"},
+
+    {"cluster add", "cluster add -n N [OPTIONS]",
+     "add engines to a running cluster",
+     "Starts N more engines in a running cluster that 'banyan cluster\n"
+     "start' started on this host (the local launcher), as ipcluster's\n"
+     "engines command does: the cluster's supervisor starts them, so that\n"
+     "they are watched and stopped with the others by 'banyan cluster\n"
+     "stop'. They ask for the ids after every engine the cluster has had.\n"
+     "Returns once they are registered.\n",
+     "  -n N                    engines to add (required)\n"
+     "  -k, --engines-per-process K\n"
+     "                          engines a banyan-engine process runs\n"
+     "                          (default: 1)\n"
+     "  -q, --quiet             print nothing but errors\n",
+     true, false,
+     "  0   the engines were added and registered\n"
+     "  1   they could not be added, or did not register in time\n"
+     "  2   usage error\n"
+     "  12  no cluster started by 'banyan cluster start' runs here\n",
+     "  banyan cluster add -n 4\n"
+     "  banyan cluster add -n 64 -k 16 --profile-dir /tmp/big\n",
+     "seconds to wait for the engines to register\n"
+     "                          (default: 60)\n"},
 
     {"cluster list", "cluster list [OPTIONS]", "list clusters",
      "Lists the clusters recorded in the given profile, or with no profile\n"

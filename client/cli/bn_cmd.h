@@ -12,7 +12,7 @@
 #define BN_EXIT_NO_CLUSTER 12
 #define BN_EXIT_INTERRUPTED 130
 
-//  banyan cluster {start|stop|list|clean}
+//  banyan cluster {start|stop|add|list|clean}
 int bn_cmd_cluster (int argc, char **argv);
 
 //  banyan engines

@@ -11,6 +11,7 @@
 #include "bn_launch.h"
 #include "bn_launcher.h"
 #include "bn_path.h"
+#include "bn_proctable.h"
 #include "bn_progress.h"
 #include "bn_topology.h"
 
@@ -823,6 +824,210 @@ done:
 }
 
 // ---------------------------------------------------------------------------
+//  cluster add
+
+typedef struct {
+    long n;
+    long per_process;
+    bool quiet;
+} s_add_args_t;
+
+static int
+s_add_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
+{
+    s_add_args_t *args = data;
+    if (opt == 'n')
+        return bn_cliopts_int (opts, "-n", arg, 1, 1000000, &args->n);
+    if (opt == 'k')
+        return bn_cliopts_int (opts, "--engines-per-process", arg, 1, 1000000,
+                               &args->per_process);
+    if (opt == 'q') {
+        args->quiet = true;
+        return 0;
+    }
+    return -1;
+}
+
+//  The first id past every engine the cluster started and every engine
+//  registered, for added engines to ask for (the hub never gives an id
+//  twice).
+static int
+s_next_id (bn_clusterrec_t *record, bn_client_t *client)
+{
+    int next = 0;
+    size_t procs = bn_clusterrec_engine_procs (record);
+    for (size_t index = 0; index < procs; index++) {
+        int first, count;
+        bn_clusterrec_engine_proc (record, index, NULL, NULL, &first, &count);
+        if (first + count > next)
+            next = first + count;
+    }
+    bn_idset_t *ids = bn_client_ids (client);
+    for (int id = ids ? bn_idset_first (ids) : -1; id >= 0;
+         id = bn_idset_next (ids, id))
+        if (id + 1 > next)
+            next = id + 1;
+    bn_idset_destroy (&ids);
+    return next;
+}
+
+//  An added engine process that ended, described in text; false if none.
+static bool
+s_added_ended (bn_cliopts_t *opts, int first, char *text, size_t size)
+{
+    char *path = bn_clusterrec_path (bn_cliopts_profile_dir (opts),
+                                     bn_cliopts_cluster_id (opts));
+    bn_clusterrec_t *record = path ? bn_clusterrec_load (path) : NULL;
+    free (path);
+    size_t procs = record ? bn_clusterrec_engine_procs (record) : 0;
+    bool ended = false;
+    for (size_t index = 0; index < procs && !ended; index++) {
+        pid_t pid;
+        unsigned long long start;
+        int from;
+        bn_clusterrec_engine_proc (record, index, &pid, &start, &from, NULL);
+        if (from >= first && !bn_proctable_alive (pid, start)) {
+            snprintf (text, size, "banyan-engine (pid %d) ended", (int)pid);
+            ended = true;
+        }
+    }
+    bn_clusterrec_destroy (&record);
+    return ended;
+}
+
+static int
+s_add (int argc, char **argv)
+{
+    bn_cliopts_t *opts =
+        bn_cliopts_new ("cluster add", BN_CLIOPTS_CLUSTER | BN_CLIOPTS_PERMUTE);
+    if (!opts)
+        return BN_EXIT_FAILURE;
+    s_add_args_t args = {-1, 1, false};
+    static const struct option options[] = {
+        {"n", required_argument, NULL, 'n'},
+        {"engines-per-process", required_argument, NULL, 'k'},
+        {"quiet", no_argument, NULL, 'q'},
+        {NULL, 0, NULL, 0}};
+    int first = bn_cliopts_parse (opts, argc, argv, "n:k:q", options,
+                                  s_add_option, &args);
+    int status = first == BN_CLIOPTS_DONE ? BN_EXIT_OK : BN_EXIT_USAGE;
+    bn_clusterrec_t *record = NULL;
+    bn_client_t *client = NULL;
+    if (first < 0 || s_no_operands (opts, argc, argv, first) != 0)
+        goto done;
+    if (args.n < 1) {
+        bn_cliopts_usage_error (opts, "-n N is required");
+        goto done;
+    }
+    const char *profile_dir = bn_cliopts_profile_dir (opts);
+    const char *cluster_id = bn_cliopts_cluster_id (opts);
+    char *path = bn_clusterrec_path (profile_dir, cluster_id);
+    record = path ? bn_clusterrec_load (path) : NULL;
+    free (path);
+    bn_cluster_state_t state =
+        record ? bn_clusterrec_state (record, NULL) : BN_CLUSTER_STALE;
+    if (state == BN_CLUSTER_STALE || state == BN_CLUSTER_BROKEN) {
+        char *others = bn_cliclient_other_clusters (opts);
+        if (others)
+            bn_cliopts_error (opts,
+                              "no cluster without --cluster-id in %s, which "
+                              "holds the clusters %s: say which with "
+                              "--cluster-id",
+                              profile_dir, others);
+        else
+            bn_cliopts_error (opts,
+                              "no cluster that 'banyan cluster start' "
+                              "started is running in %s%s%s",
+                              profile_dir,
+                              *cluster_id ? " with cluster id " : "",
+                              cluster_id);
+        free (others);
+        status = BN_EXIT_NO_CLUSTER;
+        goto done;
+    }
+    status = BN_EXIT_FAILURE;
+    if (strcmp (bn_clusterrec_launcher (record), "local") != 0) {
+        bn_cliopts_error (opts,
+                          "only a cluster of the local launcher takes more "
+                          "engines; this one's is %s",
+                          bn_clusterrec_launcher (record));
+        goto done;
+    }
+    bn_climits_t limits;
+    bn_climits_read (&limits);
+    char problem[1024];
+    if (bn_climits_check (&limits, args.n, (int)args.per_process, true, problem,
+                          sizeof problem) != 0) {
+        bn_cliopts_error (opts, "%s", problem);
+        goto done;
+    }
+    client = bn_cliclient_connect (opts, &status);
+    if (!client)
+        goto done;
+    status = BN_EXIT_FAILURE;
+    size_t before = bn_client_engine_count (client);
+    int first_id = s_next_id (record, client);
+    double start = zclock_usecs () / 1e6;
+    if (bn_launcher_add (profile_dir, cluster_id, (int)args.n,
+                         (int)args.per_process, first_id, problem,
+                         sizeof problem) != 0) {
+        bn_cliopts_error (opts, "%s", problem);
+        goto done;
+    }
+    double timeout = bn_cliopts_timeout_given (opts) ? bn_cliopts_timeout (opts)
+                                                     : S_START_TIMEOUT;
+    bn_interrupt_install ();
+    bn_progress_t *progress = bn_progress_new (stderr, "registered", 0.0);
+    int rc = BN_ETIMEDOUT;
+    while (rc == BN_ETIMEDOUT) {
+        if (progress)
+            bn_progress_update (progress,
+                                bn_client_engine_count (client) - before,
+                                (size_t)args.n);
+        rc = bn_client_wait_for_engines (client, before + (size_t)args.n, 0.1);
+        if (rc != BN_ETIMEDOUT)
+            break;
+        if (s_added_ended (opts, first_id, problem, sizeof problem) ||
+            bn_interrupt_count () || zclock_usecs () / 1e6 - start > timeout)
+            break;
+    }
+    bn_progress_destroy (&progress);
+    size_t now = bn_client_engine_count (client);
+    if (rc == 0 && args.quiet)
+        status = BN_EXIT_OK;
+    else if (rc == 0) {
+        printf ("Added %ld engine%s (ids from %d) in %.2f s; the cluster has "
+                "%zu.\n",
+                args.n, args.n == 1 ? "" : "s", first_id,
+                zclock_usecs () / 1e6 - start, now);
+        status = BN_EXIT_OK;
+    } else if (bn_interrupt_count ())
+        status = BN_EXIT_INTERRUPTED;
+    else {
+        char *log =
+            bn_launcher_log_path_of (profile_dir, cluster_id, "engines");
+        bn_cliopts_error (
+            opts,
+            "%s: %zu of the %ld engines added registered (see "
+            "%s); 'banyan cluster stop%s' stops them with the "
+            "cluster",
+            rc == BN_ETIMEDOUT
+                ? (s_added_ended (opts, first_id, problem, sizeof problem)
+                       ? problem
+                       : "not in time")
+                : bn_strerror (rc),
+            now > before ? now - before : 0, args.n,
+            log ? log : "the engines log", bn_cliopts_selection (opts));
+        free (log);
+    }
+done:
+    bn_client_destroy (&client);
+    bn_clusterrec_destroy (&record);
+    bn_cliopts_destroy (&opts);
+    return status;
+}
+
+// ---------------------------------------------------------------------------
 //  cluster stop
 
 static int
@@ -1281,6 +1486,8 @@ bn_cmd_cluster (int argc, char **argv)
         status = s_start (argc - 1, argv + 1);
     else if (strcmp (sub, "stop") == 0)
         status = s_stop (argc - 1, argv + 1);
+    else if (strcmp (sub, "add") == 0)
+        status = s_add (argc - 1, argv + 1);
     else if (strcmp (sub, "list") == 0)
         status = s_list (argc - 1, argv + 1);
     else if (strcmp (sub, "clean") == 0)

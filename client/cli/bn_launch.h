@@ -45,6 +45,9 @@ typedef struct {
                                 //  NULL
     const char *log_level;      //  Of the engines
     zlist_t *engine_args;       //  More arguments of local engines
+    int first_id;               //  Id the first local engine asks for (the
+                                //  others follow), 0 but for engines added
+                                //  to a running cluster
     //  Filled by prepare
     int nhosts;           //  Hosts the engines go to
     int engines_per_host; //  Host r runs engine ids r*K..(r+1)*K-1,

@@ -51,7 +51,7 @@ s_commands (const bn_launch_plan_t *plan)
             plan->n - first < per_process ? plan->n - first : per_process;
         char count_text[16], first_text[16];
         snprintf (count_text, sizeof count_text, "%d", count);
-        snprintf (first_text, sizeof first_text, "%d", first);
+        snprintf (first_text, sizeof first_text, "%d", first + plan->first_id);
         size_t argc = 0;
         argv[argc++] = (char *)plan->engine;
         argv[argc++] = "--file";
@@ -67,7 +67,7 @@ s_commands (const bn_launch_plan_t *plan)
         bn_launch_cmd_t *command =
             bn_launch_cmd_new ("local", BN_LAUNCH_INFO_FILE, argv);
         if (command) {
-            command->first = first;
+            command->first = first + plan->first_id;
             command->count = count;
             command->hosts = 1;
         }

@@ -57,6 +57,9 @@
 //  Seconds before the start's deadline by which the hosts that did not
 //  report count as failed, so that `cluster start` can name them
 #define S_HOST_MARGIN 2.0
+//  Milliseconds `cluster add` gives the supervisor to take its request
+//  (it looks at least once a second)
+#define S_ADD_WAIT_MS 5000
 
 struct _bn_launcher_t {
     char *profile_dir;
@@ -282,9 +285,17 @@ char *
 bn_launcher_log_path (bn_launcher_t *self, const char *part)
 {
     assert (self);
-    bool named = *self->cluster_id;
-    return zsys_sprintf ("%s/log/banyan-%s%s%s.log", self->profile_dir, part,
-                         named ? "-" : "", named ? self->cluster_id : "");
+    return bn_launcher_log_path_of (self->profile_dir, self->cluster_id, part);
+}
+
+char *
+bn_launcher_log_path_of (const char *profile_dir, const char *cluster_id,
+                         const char *part)
+{
+    assert (profile_dir);
+    bool named = cluster_id && *cluster_id;
+    return zsys_sprintf ("%s/log/banyan-%s%s%s.log", profile_dir, part,
+                         named ? "-" : "", named ? cluster_id : "");
 }
 
 // ---------------------------------------------------------------------------
@@ -563,18 +574,20 @@ s_start_controller (s_supervisor_t *self)
     return pid;
 }
 
-//  Start the local engine processes, one a command of the local launcher.
+//  Start the local engine processes of plan, one a command of the local
+//  launcher, their output in the engines log (truncated first, or not).
 static int
-s_start_engines (s_supervisor_t *self)
+s_spawn_engines (s_supervisor_t *self, const bn_launch_plan_t *plan,
+                 bool truncate)
 {
     bn_launcher_t *launcher = self->launcher;
     char *log_path = bn_launcher_log_path (launcher, "engines");
-    int log_fd = log_path ? s_open_log (log_path, true) : -1;
+    int log_fd = log_path ? s_open_log (log_path, truncate) : -1;
     if (log_fd < 0)
         bn_log_warn ("cannot open %s: %s", log_path ? log_path : "log",
                      strerror (errno));
     free (log_path);
-    zlistx_t *commands = launcher->ops->commands (s_plan (launcher));
+    zlistx_t *commands = launcher->ops->commands (plan);
     if (!commands) {
         if (log_fd >= 0)
             close (log_fd);
@@ -597,11 +610,64 @@ s_start_engines (s_supervisor_t *self)
     if (log_fd >= 0)
         close (log_fd);
     s_save (self);
+    return rc;
+}
+
+//  Start the cluster's engines.
+static int
+s_start_engines (s_supervisor_t *self)
+{
+    bn_launcher_t *launcher = self->launcher;
+    int rc = s_spawn_engines (self, s_plan (launcher), true);
     if (rc == 0)
         s_event (self, "engines %zu %d %d",
                  bn_clusterrec_engine_procs (self->record), launcher->n,
                  launcher->n > 0 ? 1 : 0);
     return rc;
+}
+
+char *
+bn_launcher_add_path (const char *profile_dir, const char *cluster_id)
+{
+    assert (profile_dir);
+    bool named = cluster_id && *cluster_id;
+    return zsys_sprintf ("%s/pid/banyan-add%s%s.json", profile_dir,
+                         named ? "-" : "", named ? cluster_id : "");
+}
+
+//  Start the engines that `cluster add` asks for, if it does: its request
+//  file says how many, how many a process and the first id.
+static void
+s_add_engines (s_supervisor_t *self)
+{
+    bn_launcher_t *launcher = self->launcher;
+    char *path =
+        bn_launcher_add_path (launcher->profile_dir, launcher->cluster_id);
+    json_t *request = path ? json_load_file (path, 0, NULL) : NULL;
+    if (request)
+        unlink (path);
+    free (path);
+    if (!request)
+        return;
+    int n = 0, per_process = 0, first = -1;
+    if (json_unpack (request, "{s:i, s:i, s:i}", "n", &n, "per_process",
+                     &per_process, "first", &first) != 0 ||
+        n < 1 || per_process < 1 || first < 0)
+        bn_log_warn ("ignored a bad request to add engines");
+    else {
+        bn_log_info ("adding %d engines, %d per process, ids from %d", n,
+                     per_process, first);
+        bn_launch_plan_t plan = *s_plan (launcher);
+        plan.n = n;
+        plan.per_process = per_process;
+        plan.first_id = first;
+        s_spawn_engines (self, &plan, false);
+        launcher->n += n;
+        bn_clusterrec_set_engines (self->record, launcher->n,
+                                   launcher->per_process);
+        s_save (self);
+    }
+    json_decref (request);
 }
 
 static void
@@ -694,6 +760,7 @@ s_supervise (bn_launcher_t *launcher, int event_fd)
     sigaddset (&set, SIGCHLD);
     sigaddset (&set, SIGTERM);
     sigaddset (&set, SIGINT);
+    sigaddset (&set, SIGUSR1);
     sigprocmask (SIG_BLOCK, &set, NULL);
     //  A gone terminal or `cluster start` must not take the cluster down
     signal (SIGHUP, SIG_IGN);
@@ -798,7 +865,9 @@ s_supervise (bn_launcher_t *launcher, int event_fd)
             bn_remote_tick (self.remote);
             if (bn_remote_state (self.remote) < 0)
                 stopping = true;
-        }
+        } else
+            //  `cluster add` signals; a lost signal waits for the next tick
+            s_add_engines (&self);
     }
     if (self.remote) {
         s_reap (&self, true);
@@ -1044,6 +1113,55 @@ bn_launcher_abort (bn_launcher_t *self)
     bn_launcher_remove_files (self->profile_dir, self->cluster_id, false);
     self->supervisor = 0;
     return rc < 0 ? -1 : 0;
+}
+
+int
+bn_launcher_add (const char *profile_dir, const char *cluster_id, int n,
+                 int per_process, int first, char *error, size_t size)
+{
+    assert (profile_dir);
+    char *path = bn_clusterrec_path (profile_dir, cluster_id);
+    bn_clusterrec_t *record = path ? bn_clusterrec_load (path) : NULL;
+    free (path);
+    pid_t supervisor = record ? bn_clusterrec_pgid (record) : 0;
+    bool alive =
+        record && bn_proctable_alive (supervisor,
+                                      bn_clusterrec_supervisor_start (record));
+    bn_clusterrec_destroy (&record);
+    if (!alive) {
+        snprintf (error, size, "the cluster's supervisor is not running");
+        return -1;
+    }
+    path = bn_launcher_add_path (profile_dir, cluster_id);
+    char *staged = path ? zsys_sprintf ("%s.new", path) : NULL;
+    json_t *request = json_pack ("{s:i, s:i, s:i}", "n", n, "per_process",
+                                 per_process, "first", first);
+    int rc = -1;
+    if (staged && request && json_dump_file (request, staged, 0) == 0 &&
+        rename (staged, path) == 0)
+        rc = 0;
+    else
+        snprintf (error, size, "cannot write %s: %s", path ? path : "",
+                  strerror (errno));
+    json_decref (request);
+    free (staged);
+    //  Told at once, or on its next tick
+    if (rc == 0)
+        kill (supervisor, SIGUSR1);
+    int64_t until = zclock_mono () + S_ADD_WAIT_MS;
+    while (rc == 0 && access (path, F_OK) == 0) {
+        if (zclock_mono () > until) {
+            unlink (path);
+            snprintf (error, size,
+                      "the cluster's supervisor (pid %d) did not take the "
+                      "request",
+                      (int)supervisor);
+            rc = -1;
+        } else
+            zclock_sleep (10);
+    }
+    free (path);
+    return rc;
 }
 
 static int

@@ -79,6 +79,19 @@ int bn_launcher_add_controller_arg (bn_launcher_t *self, const char *arg);
 void bn_launcher_path_error (const char *path, const char *doing, int error,
                              char *text, size_t size);
 
+//  Path "<profile_dir>/pid/banyan-add[-<cluster_id>].json" of a request
+//  to add engines to a running cluster, malloc'd.
+char *bn_launcher_add_path (const char *profile_dir, const char *cluster_id);
+
+//  Ask the supervisor of the running local cluster of profile_dir and
+//  cluster_id to start n more engines, per_process of them a process,
+//  asking for ids first, first + 1, ...; they are its children as the
+//  others are, and stop with the cluster. Returns 0 once the supervisor
+//  has taken the request (not once they registered), or -1 with why in
+//  error.
+int bn_launcher_add (const char *profile_dir, const char *cluster_id, int n,
+                     int per_process, int first, char *error, size_t size);
+
 //  Make the profile folder and its security, pid and log folders, if they
 //  are not there, and check that they can be written in. Returns 0, or -1
 //  with the reason, naming the path, in error.
@@ -108,6 +121,10 @@ const char *bn_launcher_problem (bn_launcher_t *self);
 //  Path of the log file of a part of the cluster ("cluster", "controller",
 //  "engines"), malloc'd; NULL if out of memory.
 char *bn_launcher_log_path (bn_launcher_t *self, const char *part);
+
+//  The same for the cluster of profile_dir and cluster_id.
+char *bn_launcher_log_path_of (const char *profile_dir, const char *cluster_id,
+                               const char *part);
 
 //  Stop the cluster this launcher started, whether or not its record was
 //  written yet, and remove its files. Returns 0, or -1 if a process could
