@@ -28,9 +28,10 @@ struct _bn_benchfloor_t {
 };
 
 //  A helper: count DEALER echo sockets named e<first>... connected to the
-//  endpoint read from fd; echoes until fd reaches EOF. Never returns.
+//  endpoint read from fd; echoes (or answers each message with an empty
+//  frame) until fd reaches EOF. Never returns.
 static void
-s_helper (int fd, int first, int count)
+s_helper (int fd, int first, int count, bool echo)
 {
     char endpoint[256] = "";
     size_t got = 0;
@@ -82,7 +83,13 @@ s_helper (int fd, int first, int count)
                     break;
                 }
                 int more = zmq_msg_more (&frame);
-                zmq_msg_send (&frame, sockets[i], more ? ZMQ_SNDMORE : 0);
+                if (echo)
+                    zmq_msg_send (&frame, sockets[i], more ? ZMQ_SNDMORE : 0);
+                else {
+                    zmq_msg_close (&frame);
+                    if (!more)
+                        zmq_send (sockets[i], "", 0, 0);
+                }
             }
         }
     }
@@ -93,8 +100,8 @@ s_helper (int fd, int first, int count)
 }
 
 bn_benchfloor_t *
-bn_benchfloor_new (int engines, int per_process, double timeout, char *err,
-                   size_t errsize)
+bn_benchfloor_new (int engines, int per_process, bool echo, double timeout,
+                   char *err, size_t errsize)
 {
     assert (engines > 0);
     if (per_process < 1)
@@ -125,7 +132,7 @@ bn_benchfloor_new (int engines, int per_process, double timeout, char *err,
             close (fds[1]);
             for (int i = 0; i < h; i++)
                 close (self->pipes[i]);
-            s_helper (fds[0], first, count);
+            s_helper (fds[0], first, count, echo);
         }
         close (fds[0]);
         if (pid < 0) {

@@ -1,7 +1,8 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_suite_floor: floor.ZmqFloor, the bare ZeroMQ round trip to N echo
     sockets that every banyan figure is stated against: one message to
-    each at a time (time_echo), or M to each in flight (time_many).  */
+    each at a time (time_echo), M to each in flight (time_many), or the
+    payload one way with an empty answer (time_push).  */
 #include "bn_benchfloor.h"
 #include "bn_suites.h"
 
@@ -10,17 +11,30 @@
 //  The payload of time_many, as the many suites' echo
 #define S_MANY_BYTES 1000
 
-int
-bn_suite_floor_setup (bn_benchcase_t *c)
+static int
+s_setup (bn_benchcase_t *c, bool echo)
 {
     int engines = (int)bn_benchcase_long (c, "engines", 1);
     char err[256] = "";
-    bn_benchfloor_t *floor = bn_benchfloor_new (
-        engines, bn_benchcase_per_process (c, engines), 60, err, sizeof err);
+    bn_benchfloor_t *floor =
+        bn_benchfloor_new (engines, bn_benchcase_per_process (c, engines), echo,
+                           60, err, sizeof err);
     if (!floor)
         return bn_benchcase_fail (c, "%s", *err ? err : "out of memory");
     c->state = floor;
     return BN_BENCH_OK;
+}
+
+int
+bn_suite_floor_setup (bn_benchcase_t *c)
+{
+    return s_setup (c, true);
+}
+
+int
+bn_suite_floor_push_setup (bn_benchcase_t *c)
+{
+    return s_setup (c, false);
 }
 
 int

@@ -40,6 +40,23 @@ static const bn_benchdef_t s_table[] = {
                     "to each of N DEALER echo sockets in helper processes back "
                     "to back, then collects the M x N replies",
      .osu = NULL},
+    {.name = "floor.ZmqFloor.time_push",
+     .param_names = "engines bytes",
+     .params = "1 2 16 64 128 256 512 1024 | 1000 10000 100000 1000000 2000000",
+     .quick_params = "1 2 | 1000",
+     .unit = NULL,
+     .setup = bn_suite_floor_push_setup,
+     .run = bn_suite_floor_run,
+     .teardown = bn_suite_floor_teardown,
+     .repeat = 0,
+     .number = 0,
+     .warmup = 0,
+     .timeout = 120,
+     .floor = NULL,
+     .description = "bare ZeroMQ, one way: a ROUTER sends B bytes to N DEALER "
+                    "sockets in helper processes and collects the N empty "
+                    "answers",
+     .osu = NULL},
     {.name = "push.DirectViewBroadcast.time_push",
      .param_names = "engines bytes",
      .params = "1 2 16 64 128 256 512 1024 | 1000 10000 100000 1000000 2000000",
@@ -53,6 +70,7 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
+     .floor_bench = BN_BENCH_FLOOR_PUSH,
      .description = "noop(B bytes) on every engine, direct view (one request "
                     "per engine through the mux)",
      .osu = NULL},
@@ -69,6 +87,7 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
+     .floor_bench = BN_BENCH_FLOOR_PUSH,
      .description = "noop(B bytes) on every engine, broadcast view through the "
                     "tree, replies coalesced",
      .osu = NULL},
@@ -85,6 +104,7 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
+     .floor_bench = BN_BENCH_FLOOR_PUSH,
      .description = "noop(B bytes) on every engine, broadcast view through the "
                     "tree, replies forwarded one by one",
      .osu = NULL},
@@ -307,6 +327,7 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
+     .floor_bench = BN_BENCH_FLOOR_PUSH,
      .description = "a consuming call (builtins.len on stock engines) through "
                     "banyan, mixed or ipp; direct view",
      .osu = NULL},
@@ -430,6 +451,7 @@ static const bn_benchdef_t s_table[] = {
      .warmup = 0,
      .timeout = 300,
      .floor = "engines bytes",
+     .floor_bench = BN_BENCH_FLOOR_PUSH,
      .description = "noop(B bytes) on every engine; view 'direct' or 'tree' "
                     "(broadcast, coalescing)",
      .osu = "Bcast Latency"},

@@ -21,6 +21,8 @@
 #define S_FLOOR "floor.ZmqFloor.time_echo"
 #define S_MANY "many.CoalescingBroadcast.time_many"
 #define S_FLOOR_MANY "floor.ZmqFloor.time_many"
+#define S_PUSH "push.CoalescingBroadcast.time_push"
+#define S_FLOOR_PUSH "floor.ZmqFloor.time_push"
 
 static char s_dir[64];
 
@@ -213,6 +215,27 @@ START_TEST (test_many_against_pipelined_floor)
 }
 END_TEST
 
+START_TEST (test_push_against_one_way_floor)
+{
+    //  A push (the payload consumed, a short reply back) is stated against
+    //  the floor sending the payload one way, not against an echo of it
+    char out[16384], results[128];
+    snprintf (results, sizeof results, "%s/results", s_dir);
+    const char *run[] = {"run",       "--quick", "-b",        "^push\\.Coal",
+                         "--engines", "2",       "--results", results,
+                         "--machine", "testbox", "--commit",  S_COMMIT,
+                         NULL};
+    int rc = s_bench (out, sizeof out, run);
+    ck_assert_msg (rc == 0, "run exited %d:\n%s", rc, out);
+    char *floor = strstr (out, S_FLOOR_PUSH " (2, 1000)  ");
+    char *push = strstr (out, S_PUSH " (2, 1000)  ");
+    ck_assert_msg (floor && push && floor < push, "floor not first:\n%s", out);
+    char *ratio = strstr (push, "× floor");
+    ck_assert_msg (ratio && ratio < strchr (push, '\n'), "no ratio:\n%s", out);
+    ck_assert_ptr_null (strstr (out, S_FLOOR " ("));
+}
+END_TEST
+
 START_TEST (test_skipped_case)
 {
     //  A case that does not apply (stock engines are one Python process
@@ -348,6 +371,7 @@ main (void)
     tcase_set_timeout (tc, 110);
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_many_against_pipelined_floor);
+    tcase_add_test (tc, test_push_against_one_way_floor);
     tcase_add_test (tc, test_skipped_case);
     tcase_add_test (tc, test_runs_with_other_grids);
     tcase_add_test (tc, test_progress_on_a_terminal);
