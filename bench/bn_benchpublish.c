@@ -647,10 +647,13 @@ s_write_page (const char *path, const char *table_path, const char *results_dir,
              "floor last measured at that size (`floor.ZmqFloor`, a libzmq "
              "ROUTER\nsending the same payload to as many DEALER echo "
              "sockets in helper\nprocesses; for the `many` benchmarks, the "
-             "same number of messages in\nflight to each). Floors measured in "
+             "same number of messages in\nflight to each; for `push`, the "
+             "payload one way and an empty answer\nback). Floors measured in "
              "other runs "
              "make those ratios rough: compare\nfigures of one run, or use "
-             "`banyan-bench compare`.\n\n",
+             "`banyan-bench compare`. Where the time of a round\ntrip goes, "
+             "per process, thread and function: "
+             "[profile.md](profile.md).\n\n",
              results_dir);
     int rc = fputs (table, out) < 0 ? -1 : 0;
     if (fclose (out) != 0 || rc != 0) {
