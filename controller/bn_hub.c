@@ -20,10 +20,13 @@
     The engine state file (log/engines<ID>.json, for --restore) is written
     before an engine's registration_notification goes out. Registrations
     come in bursts (1,024 engines in a few seconds) and the file holds
-    every engine, so it is written at most once per S_STATE_DELAY_MS:
-    registration notifications wait with it, in order, and anything else
-    that changes the table or notifies (an unregistration, a shutdown)
-    writes it and sends them first.  */
+    every engine, so it is written at most once per S_STATE_DELAY_MS (or
+    S_STATE_COST times as long as the last write took, so that writing
+    it takes a bounded share of the hub's time with tens of thousands of
+    engines): registration and unregistration notifications wait with it,
+    in order, and anything else that notifies (a shutdown) sends them
+    first, writing it then. A host node lost takes its thousands of
+    engines with it, and one write covers them all.  */
 #include "bn_hub.h"
 
 #include <assert.h>
@@ -44,6 +47,7 @@
 #define S_BATCH 1024        //  queries read per wake-up before polling again
 #define S_UUID_MAX 255      //  longest engine uuid accepted
 #define S_STATE_DELAY_MS 20 //  longest wait to write the state file
+#define S_STATE_COST 5      //  or this times the last write's duration
 #define S_LOST_MAX 65536    //  lost engines remembered at most
 
 typedef struct {
@@ -124,7 +128,9 @@ struct _bn_hub_t {
     zhashx_t *lost;     //  uuid -> id + 1 of engines whose heart stopped
     bool state_dirty;   //  the state file is behind the engine table
     int state_timer;    //  zloop timer writing it, or -1
-    zlistx_t *announce; //  json_t * contents of registration notifications
+    int state_delay;    //  ms the timer waits
+    zlistx_t *announce; //  json_t [type, content] of notifications waiting
+                        //  for the state file
                         //  waiting for the state file
     bn_hosts_t *hosts;  //  Links of host nodes and their engines (borrowed),
                         //  or NULL: no host nodes
@@ -212,6 +218,7 @@ bn_hub_new (zsock_t *query, zsock_t *notifier, bn_session_t *session,
     self->links = zhashx_new ();
     self->lost = zhashx_new ();
     self->state_timer = -1;
+    self->state_delay = S_STATE_DELAY_MS;
     if (!connection_info || !self->engines || !self->relays || !self->stalls ||
         !self->leaving || !self->listeners || !self->announce || !self->links ||
         !self->lost) {
@@ -443,6 +450,7 @@ s_save_state (bn_hub_t *self)
 {
     if (!self->state_path)
         return;
+    int64_t start = zclock_mono ();
     json_t *state = json_pack (
         "{s:o, s:i}", "engines", bn_engine_table_engines (self->engines),
         "next_id", bn_engine_table_next_id (self->engines));
@@ -460,13 +468,17 @@ s_save_state (bn_hub_t *self)
                      self->state_path, strerror (errno));
     json_decref (state);
     zstr_free (&tmp);
+    int64_t took = zclock_mono () - start;
+    self->state_delay = took * S_STATE_COST > S_STATE_DELAY_MS
+                            ? (int)(took * S_STATE_COST)
+                            : S_STATE_DELAY_MS;
 }
 
 static void s_expect (bn_hub_t *self, const char *uuid, int id,
                       const char *via);
 
-//  Write the state file if it is behind, then send the registration
-//  notifications that waited for it.
+//  Write the state file if it is behind, then send the notifications that
+//  waited for it.
 static void
 s_state_flush (bn_hub_t *self)
 {
@@ -477,10 +489,12 @@ s_state_flush (bn_hub_t *self)
         s_save_state (self);
         self->state_dirty = false;
     }
-    json_t *content = zlistx_first (self->announce);
-    while (content) {
-        s_notify (self, BN_MSG_REGISTRATION_NOTIFICATION, content, NULL);
-        content = zlistx_next (self->announce);
+    json_t *note = zlistx_first (self->announce);
+    while (note) {
+        s_notify (self, json_string_value (json_array_get (note, 0)),
+                  json_incref (json_array_get (note, 1)), NULL);
+        json_decref (note);
+        note = zlistx_next (self->announce);
     }
     zlistx_purge (self->announce);
 }
@@ -492,6 +506,37 @@ s_on_state_timer (zloop_t *loop, int timer_id, void *arg)
     self->state_timer = -1;
     s_state_flush (self);
     return 0;
+}
+
+//  The state file is behind: write it with the timer (at once without a
+//  loop).
+static void
+s_state_later (bn_hub_t *self)
+{
+    self->state_dirty = true;
+    if (self->loop && self->state_timer < 0)
+        self->state_timer = zloop_timer (self->loop, (size_t)self->state_delay,
+                                         1, s_on_state_timer, self);
+    if (self->state_timer < 0)
+        s_state_flush (self);
+}
+
+//  Send notification type with content (taken) once the state file is
+//  written, after those waiting already.
+static void
+s_announce (bn_hub_t *self, const char *type, json_t *content)
+{
+    json_t *note = self->loop && content ? json_array () : NULL;
+    if (note && json_array_append_new (note, json_string (type)) == 0 &&
+        json_array_append (note, content) == 0 &&
+        zlistx_add_end (self->announce, note)) {
+        json_decref (content);
+        s_state_later (self);
+        return;
+    }
+    json_decref (note);
+    s_state_flush (self);
+    s_notify (self, type, content, NULL);
 }
 
 int
@@ -628,17 +673,8 @@ s_finish (bn_hub_t *self, const char *uuid)
     //  the state file is current before anyone hears of the engine: both
     //  wait for the timer, which takes a burst of registrations at once
     self->state_dirty = true;
-    json_t *content = json_pack ("{s:i, s:s}", "id", id, "uuid", uuid);
-    if (content && self->loop && zlistx_add_end (self->announce, content)) {
-        if (self->state_timer < 0)
-            self->state_timer = zloop_timer (self->loop, S_STATE_DELAY_MS, 1,
-                                             s_on_state_timer, self);
-        if (self->state_timer < 0)
-            s_state_flush (self);
-        return id;
-    }
-    s_state_flush (self);
-    s_notify (self, BN_MSG_REGISTRATION_NOTIFICATION, content, NULL);
+    s_announce (self, BN_MSG_REGISTRATION_NOTIFICATION,
+                json_pack ("{s:i, s:s}", "id", id, "uuid", uuid));
     return id;
 }
 
@@ -767,8 +803,8 @@ s_fail_and_notify (bn_hub_t *self, const char *uuid, int id)
         bn_relay_engine_remove (relay, uuid);
         relay = zlistx_next (self->relays);
     }
-    s_notify (self, BN_MSG_UNREGISTRATION_NOTIFICATION,
-              json_pack ("{s:i, s:s}", "id", id, "uuid", uuid), NULL);
+    s_announce (self, BN_MSG_UNREGISTRATION_NOTIFICATION,
+                json_pack ("{s:i, s:s}", "id", id, "uuid", uuid));
 }
 
 static int
@@ -808,8 +844,7 @@ bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
     self->stats.unregistrations++;
     bn_log_info ("hub: engine %d:%s unregistered (%s)", id, copy, reason);
     s_tell_listeners (self, copy, id, false);
-    self->state_dirty = true;
-    s_state_flush (self);
+    s_state_later (self);
     size_t waiting = 0;
     bn_relay_t *relay = zlistx_first (self->relays);
     while (relay) {

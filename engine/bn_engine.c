@@ -60,6 +60,7 @@ extern char **environ;
 #define S_TIMELIMIT_KEY "time_limit" //  request metadata, seconds
 #define S_OUTPUT_KEY BN_BCAST_OUTPUT //  request metadata: "reply"
 #define S_REPLY_OUTPUT_MAX (16 * 1024 * 1024) //  bytes kept per stream
+#define S_PING_MAX 40 //  longest ping remembered (a float's text)
 #define S_ENGINE_ID_VAR "BANYAN_ENGINE_ID"
 #define S_ENGINE_UUID_VAR "BANYAN_ENGINE_UUID"
 
@@ -94,19 +95,21 @@ struct _bn_engine_t {
     bn_watch_item_t *registration_item; //  watches of the sockets
     bn_watch_item_t *shell_item;
     bn_watch_item_t *control_item;
-    char topic[64];        //  "engine.<id>." iopub topic prefix
-    int64_t deadline;      //  registration deadline (ms, mono)
-    int64_t last_ping;     //  last ping or registration (ms)
-    int hb_period;         //  ms, from the registration reply
-    int execution_count;   //  non-silent execute_requests
-    bn_namespace_t *ns;    //  push/pull values
-    zlistx_t *queue;       //  bn_msg_t * waiting shell requests
-    zhashx_t *aborted;     //  msg_ids to answer "aborted"
-    zhashx_t *aborted_old; //  the previous generation of them, or NULL
-    s_current_t current;   //  the request being handled
-    bool dispatching;      //  inside s_next: no recursion
-    bool waiting;          //  in env->waiting for a command slot
-    char **envp;           //  commands' environment
+    char topic[64];            //  "engine.<id>." iopub topic prefix
+    int64_t deadline;          //  registration deadline (ms, mono)
+    int64_t last_ping;         //  last ping or registration (ms)
+    char answered[S_PING_MAX]; //  the last ping echoed
+    size_t answered_size;      //  its size, 0: none
+    int hb_period;             //  ms, from the registration reply
+    int execution_count;       //  non-silent execute_requests
+    bn_namespace_t *ns;        //  push/pull values
+    zlistx_t *queue;           //  bn_msg_t * waiting shell requests
+    zhashx_t *aborted;         //  msg_ids to answer "aborted"
+    zhashx_t *aborted_old;     //  the previous generation of them, or NULL
+    s_current_t current;       //  the request being handled
+    bool dispatching;          //  inside s_next: no recursion
+    bool waiting;              //  in env->waiting for a command slot
+    char **envp;               //  commands' environment
     bn_engine_stats_t stats;
 };
 
@@ -1441,6 +1444,17 @@ bn_engine_ping (bn_engine_t *self, zmq_msg_t *ping)
     if (self->state != BN_ENGINE_RUNNING)
         return;
     self->last_ping = zclock_mono ();
+    //  A heart pings again with the same text while it waits for new
+    //  hearts (every 100 ms while engines register): one answer to each
+    //  text is all it counts, and thousands of engines answering every
+    //  repeat would bury the pongs it waits for.
+    size_t size = zmq_msg_size (ping);
+    if (self->answered_size && size == self->answered_size &&
+        memcmp (zmq_msg_data (ping), self->answered, size) == 0)
+        return;
+    self->answered_size = size < sizeof self->answered ? size : 0;
+    if (self->answered_size)
+        memcpy (self->answered, zmq_msg_data (ping), size);
     zmq_msg_t copy;
     zmq_msg_init (&copy);
     if (zmq_msg_copy (&copy, ping) == 0 &&

@@ -97,7 +97,8 @@ int bn_engine_start (bn_engine_t *self);
 //  unregistration_request: the hub acts on the iopub shutdown_reply.)
 void bn_engine_stop (bn_engine_t *self, bn_engine_exit_t code);
 
-//  Echo one heartbeat ping (from the shared SUB) on the pong socket.
+//  Echo one heartbeat ping (from the shared SUB) on the pong socket,
+//  unless it repeats the ping echoed last.
 void bn_engine_ping (bn_engine_t *self, zmq_msg_t *ping);
 
 //  Check registration and heartbeat deadlines at monotonic time now_ms.

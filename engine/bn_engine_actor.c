@@ -7,6 +7,13 @@
     deadlines (one timer rather than one per engine keeps zloop's timer
     list short with thousands of engines).
 
+    At most BN_ENGINE_REGISTERING_MAX engines register at once; the next starts
+    when one of them is answered. Thousands of engines that all ask at
+    once only queue at the controller (or their host node), and each
+    would count that queue against its own registration timeout; in
+    turns, an engine's timeout measures how long the controller takes to
+    answer it.
+
     The timer does not check the deadlines itself: it pokes an inproc PAIR
     whose reader does. An engine that stops closes sockets and ends
     pollers, which is safe in a reader handler (zloop rebuilds its poll
@@ -50,6 +57,8 @@ typedef struct {
     bn_engine_env_t env; //  handed to every engine
     bn_engine_t **engines;
     int count;
+    int started;        //  engines[0..started) have asked to register
+    bool starting;      //  inside s_start_more: no recursion
     int running;        //  engines in BN_ENGINE_RUNNING
     int stopped;        //  engines in BN_ENGINE_STOPPED
     int exit_code;      //  highest exit code of a stopped engine
@@ -97,6 +106,30 @@ s_check_wait (s_actor_t *self, int64_t now)
     }
 }
 
+//  Start engines, in order, while fewer than BN_ENGINE_REGISTERING_MAX of the
+//  started ones wait for their registration_reply.
+static void
+s_start_more (s_actor_t *self)
+{
+    if (self->starting)
+        return;
+    self->starting = true;
+    while (self->started < self->count &&
+           self->started - self->running - self->stopped <
+               BN_ENGINE_REGISTERING_MAX) {
+        bn_engine_t *engine = self->engines[self->started++];
+        //  one stopped before its turn (a refused handshake, the end)
+        if (bn_engine_state (engine) != BN_ENGINE_REGISTERING)
+            continue;
+        if (bn_engine_start (engine)) {
+            bn_log_error ("engine %d: cannot reach the registration URL",
+                          self->started - 1);
+            bn_engine_stop (engine, BN_ENGINE_EXIT_REGISTRATION);
+        }
+    }
+    self->starting = false;
+}
+
 static void
 s_on_state (bn_engine_t *engine, void *arg)
 {
@@ -108,11 +141,12 @@ s_on_state (bn_engine_t *engine, void *arg)
             continue;
         bn_engine_state_t state = bn_engine_state (self->engines[i]);
         self->running += state == BN_ENGINE_RUNNING;
-        self->stopped += state == BN_ENGINE_STOPPED;
+        self->stopped += i < self->started && state == BN_ENGINE_STOPPED;
     }
     if (bn_engine_state (engine) == BN_ENGINE_STOPPED &&
         (int)bn_engine_exit_code (engine) > self->exit_code)
         self->exit_code = (int)bn_engine_exit_code (engine);
+    s_start_more (self);
     s_check_wait (self, zclock_mono ());
     if (self->stopped == self->count)
         s_report_stopped (self);
@@ -139,7 +173,8 @@ s_tick (zloop_t *loop, zsock_t *sock, void *arg)
     //  starved of the processor) count before the silence is judged
     s_read_pings (self, S_PINGS_MAX);
     int64_t now = zclock_mono ();
-    for (int i = 0; i < self->count; i++)
+    //  an engine not started yet has no deadline
+    for (int i = 0; i < self->started; i++)
         bn_engine_tick (self->engines[i], now);
     s_check_wait (self, now);
     return 0;
@@ -168,6 +203,8 @@ s_handshake_event (zloop_t *loop, zsock_t *sock, void *arg)
             "the controller refuses the engines' security handshake: %s",
             bn_curve_refusal (bn_connfile_curve_serverkey (self->connfile) !=
                               NULL));
+        //  none starts any more
+        self->started = self->count;
         for (int i = 0; i < self->count; i++)
             if (bn_engine_state (self->engines[i]) == BN_ENGINE_REGISTERING)
                 bn_engine_stop (self->engines[i], BN_ENGINE_EXIT_REGISTRATION);
@@ -421,10 +458,14 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     self->count =
         args->count > 0 ? args->count : bn_config_int (config, "engine.count");
     //  The controller answers a burst of registrations one by one, and
-    //  this thread sets each engine up in turn: allow 2 ms per engine.
+    //  this thread sets each engine up in turn: allow 2 ms per engine
+    //  registering at once.
+    int burst = self->count < BN_ENGINE_REGISTERING_MAX
+                    ? self->count
+                    : BN_ENGINE_REGISTERING_MAX;
     self->env.registration_timeout =
         bn_config_msecs (config, "engine.registration_timeout") / 1000.0 +
-        0.002 * self->count;
+        0.002 * burst;
     self->env.timeout = bn_config_msecs (config, "engine.timeout") / 1000.0;
     self->env.heartbeat_misses =
         bn_config_int (config, "engine.heartbeat_misses");
@@ -538,11 +579,7 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     zloop_reader (self->loop, self->pipe, s_pipe_event, self);
     zloop_reader (self->loop, self->wake[1], s_tick, self);
     zloop_timer (self->loop, S_TICK_MS, 0, s_tick_timer, self);
-    for (int i = 0; i < self->count; i++)
-        if (bn_engine_start (self->engines[i])) {
-            bn_log_error ("engine %d: cannot reach the registration URL", i);
-            bn_engine_stop (self->engines[i], BN_ENGINE_EXIT_REGISTRATION);
-        }
+    s_start_more (self);
     return 0;
 }
 
@@ -565,7 +602,9 @@ bn_engine_actor (zsock_t *pipe, void *args)
     bool terminated = false;
     if (rc == 0 && self.loop)
         terminated = zloop_start (self.loop) == -1 && !self.stop_asked;
-    //  Interrupted, or told to end: say goodbye to the controller.
+    //  Interrupted, or told to end: say goodbye to the controller (and
+    //  start none of those still waiting for their turn).
+    self.started = self.count;
     for (int i = 0; self.engines && i < self.count; i++)
         if (self.engines[i])
             bn_engine_stop (self.engines[i], BN_ENGINE_EXIT_OK);

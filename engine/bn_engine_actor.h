@@ -20,6 +20,10 @@ typedef struct {
     const char *cwd;             //  folder commands run in; NULL: current
 } bn_engine_args_t;
 
+//  Engines of one actor waiting for their registration_reply at once: the
+//  rest ask in turn, as these are answered.
+#define BN_ENGINE_REGISTERING_MAX 32
+
 //  The actor: zactor_new (bn_engine_actor, &args). Commands (strings):
 //    WAIT <ms>  replies "OK" once every engine is registered, "FAILED" if
 //               one failed to register, "TIMEOUT" after <ms>

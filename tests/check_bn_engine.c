@@ -523,6 +523,65 @@ START_TEST (test_registration_ids_and_heartbeat)
         free (beat);
     }
     ck_assert (seen[0] && seen[1] && seen[2]);
+
+    //  a ping repeated (a heart waiting for new hearts) is not echoed
+    //  again: after the repeat and a new ping, the new one's echoes come
+    zstr_send (fake->ping, "42.002521374000025");
+    zstr_send (fake->ping, "45.5");
+    for (int i = 0; i < 3; i++) {
+        char *who = NULL, *beat = NULL;
+        ck_assert_int_eq (zstr_recvx (fake->pong, &who, &beat, NULL), 2);
+        ck_assert_str_eq (beat, "45.5");
+        free (who);
+        free (beat);
+    }
+}
+END_TEST
+
+//  Many engines of one process ask to register in turns: no more than
+//  BN_ENGINE_REGISTERING_MAX wait for their reply at once, and each reply
+//  lets the next one ask.
+START_TEST (test_registration_window)
+{
+    s_fake_t *fake = s_fake;
+    int count = BN_ENGINE_REGISTERING_MAX + 8;
+    s_start (fake, count, -1, NULL);
+    bn_msg_t *asked[S_MAX];
+    for (int i = 0; i < BN_ENGINE_REGISTERING_MAX; i++)
+        asked[i] = s_recv_ok (fake->registration);
+    //  the rest wait: nothing more comes while none is answered
+    ck_assert_ptr_null (s_recv (fake->registration, 300));
+    for (int i = 0; i < BN_ENGINE_REGISTERING_MAX; i++) {
+        bn_msg_t *reply = bn_msg_new (fake->hub, BN_MSG_REGISTRATION_REPLY);
+        bn_msg_copy_idents (reply, asked[i]);
+        bn_msg_set_content (reply,
+                            json_pack ("{s:i, s:s, s:i}", "id", i, "status",
+                                       "ok", "hb_period", 3000));
+        ck_assert_int_eq (
+            bn_msg_send (&reply, zsock_resolve (fake->registration), fake->hub),
+            0);
+        bn_msg_destroy (&asked[i]);
+        //  one more asks for each one answered, until all have
+        if (i < count - BN_ENGINE_REGISTERING_MAX)
+            asked[BN_ENGINE_REGISTERING_MAX + i] =
+                s_recv_ok (fake->registration);
+    }
+    for (int i = BN_ENGINE_REGISTERING_MAX; i < count; i++) {
+        bn_msg_t *reply = bn_msg_new (fake->hub, BN_MSG_REGISTRATION_REPLY);
+        bn_msg_copy_idents (reply, asked[i]);
+        bn_msg_set_content (reply,
+                            json_pack ("{s:i, s:s, s:i}", "id", i, "status",
+                                       "ok", "hb_period", 3000));
+        ck_assert_int_eq (
+            bn_msg_send (&reply, zsock_resolve (fake->registration), fake->hub),
+            0);
+        bn_msg_destroy (&asked[i]);
+    }
+    zsock_set_rcvtimeo (fake->engines, S_TIMEOUT);
+    zstr_sendx (fake->engines, "WAIT", "5000", NULL);
+    char *answer = zstr_recv (fake->engines);
+    ck_assert_str_eq (answer, "OK");
+    free (answer);
 }
 END_TEST
 
@@ -1782,6 +1841,7 @@ main (void)
     tcase_set_timeout (tc, 30);
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_registration_ids_and_heartbeat);
+    tcase_add_test (tc, test_registration_window);
     tcase_add_test (tc, test_apply);
     tcase_add_test (tc, test_push_pull_clear);
     tcase_add_test (tc, test_sleep_does_not_block);
