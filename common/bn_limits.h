@@ -11,4 +11,11 @@
 //  routing ids must fit BN_TOPOLOGY_ID_MAX.
 #define BN_TOPOLOGY_MAX_DEPTH 6
 
+//  Ports the controller binds itself (the hub's query and notification
+//  ports, the heartbeat's two, and both sides of the mux, control, iopub
+//  and task relays); its broadcast tree binds one more for the root and
+//  one a leaf. controller.ports must hold them all: the controller refuses
+//  a smaller range, and cluster start before starting it.
+#define BN_CONTROLLER_OWN_PORTS 12
+
 #endif

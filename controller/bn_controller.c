@@ -21,6 +21,7 @@
 #include "bn_heart.h"
 #include "bn_hosts.h"
 #include "bn_hub.h"
+#include "bn_limits.h"
 #include "bn_log.h"
 #include "bn_monitor_link.h"
 #include "bn_msgtypes.h"
@@ -402,7 +403,7 @@ s_remove_files (s_controller_t *self)
 }
 
 //  The ports the controller binds itself (the tree's nodes bind the rest).
-#define S_OWN_PORTS 12
+#define S_OWN_PORTS BN_CONTROLLER_OWN_PORTS
 static void
 s_own_ports (s_controller_t *self, s_bound_t *all[S_OWN_PORTS])
 {

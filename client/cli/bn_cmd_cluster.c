@@ -10,6 +10,7 @@
 #include "bn_interrupt.h"
 #include "bn_launch.h"
 #include "bn_launcher.h"
+#include "bn_limits.h"
 #include "bn_path.h"
 #include "bn_proctable.h"
 #include "bn_progress.h"
@@ -293,7 +294,21 @@ s_check_controller (bn_cliopts_t *opts, long n)
             error);
         return BN_EXIT_USAGE;
     }
+    //  Every port it listens on from controller.ports
+    int lowest, highest;
+    int leaves = bn_topology_leaves (topology);
+    int listening = BN_CONTROLLER_OWN_PORTS + 1 + leaves;
     bn_topology_destroy (&topology);
+    if (bn_config_ports (config, "controller.ports", &lowest, &highest) &&
+        highest - lowest + 1 < listening) {
+        bn_cliopts_usage_error (
+            opts,
+            "--ports %d-%d holds %d ports; the controller listens on %d (%d "
+            "of its own, the broadcast root and %d leaves)",
+            lowest, highest, highest - lowest + 1, listening,
+            BN_CONTROLLER_OWN_PORTS, leaves);
+        return BN_EXIT_USAGE;
+    }
     //  The controller keeps its records in memory when it cannot open the
     //  file: a start that asked for a file fails instead
     const char *db = bn_config_str (config, "controller.db");

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """CLI: cluster start checks what the controller would refuse before it
-starts anything (--topology, --scheme, --db), and prints the controller's
-own reason when it still refuses (a --ports range too small), not only its
-exit status; it takes --db, --nodb and --restore, and task records kept in
-sqlite outlive a restart; a config file that is binary garbage is refused
-and unknown BANYAN_* variables are warned about; cluster stop --help states
-one default grace."""
+starts anything (--topology, --scheme, --db, a --ports range too small),
+and prints the controller's own reason when it still refuses (a port of
+--ports in use), not only its exit status; it takes --db, --nodb and
+--restore, and task records kept in sqlite outlive a restart; a config
+file that is binary garbage is refused and unknown BANYAN_* variables are
+warned about; cluster stop --help states one default grace."""
 
 import os
 import re
+import socket
 
 from clitest import Profile, check, cmdline, describe, finish, run, tree
 
@@ -48,15 +49,28 @@ with Profile("checks") as profile:
               f"cluster start {' '.join(option)}: status {status}, refused "
               f"before anything starts", describe(start))
 
-    # what only the controller knows: its reason, not only its status
-    start = run(["cluster", "start", "-n", "2", "--ports", "40000-40003"]
-                + profile.args(), timeout=60)
-    check(start.returncode == 1 and re.search(
-        r"banyan-controller \(pid \d+\) exited with status 1: "
-        r"controller.ports 40000-40003 holds 4 ports; this controller "
-        r"listens on \d+ \(", start.stderr),
-        "cluster start --ports with too few: the controller's own reason",
+    start = run(["cluster", "start", "-n", "2", "--ports", "61400-61403"]
+                + profile.args())
+    check(start.returncode == 2 and start.stderr.startswith(
+        "banyan cluster start: --ports 61400-61403 holds 4 ports; the "
+        "controller listens on 15 (12 of its own, the broadcast root and 2 "
+        "leaves)\n") and nothing_started(profile),
+        "cluster start --ports with too few: refused before anything starts",
         describe(start))
+
+    # what only the controller finds out: its reason, not only its status
+    held = socket.socket()
+    held.bind(("127.0.0.1", 61405))
+    held.listen()
+    start = run(["cluster", "start", "-n", "2", "--ports", "61400-61414"]
+                + profile.args(), timeout=60)
+    held.close()
+    check(start.returncode == 1 and re.search(
+        r"banyan-controller \(pid \d+\) exited with status 1: .*cannot "
+        r"bind tcp://127.0.0.1:\*\[61400-61414\]: Address already in use.*; "
+        r"the cluster was stopped\n", start.stderr),
+        "cluster start with a port of --ports in use: the controller's own "
+        "reason", describe(start))
 
     db = os.path.join(profile.dir, "records.db")
     start = run(["cluster", "start", "-n", "2", "--db", f"sqlite:{db}"]
