@@ -25,6 +25,7 @@
 typedef struct {
     bn_launch_cmd_t *cmd; //  What it runs (owned by the list)
     int rank;             //  Its host's rank when it serves one, else -1
+    int first_rank;       //  The rank of the first host it serves
     pid_t pid;            //  0 until started
     int in_fd;            //  Its standard input while held open, or -1
     int out_fd;           //  Its standard output until EOF, or -1
@@ -34,10 +35,11 @@ typedef struct {
     size_t out_size;
     char err[1024];
     size_t err_size;
-    char last[512]; //  Its last line on standard error
-    int reported;   //  Hosts that reported through it
-    bool ended;     //  Reaped
-    bool accounted; //  Its hosts that never reported were counted
+    char first[512]; //  Its first line on standard error
+    char last[512];  //  Its last line on standard error
+    int reported;    //  Hosts that reported through it
+    bool ended;      //  Reaped
+    bool accounted;  //  Its hosts that never reported were counted
 } s_session_t;
 
 struct _bn_remote_t {
@@ -51,6 +53,7 @@ struct _bn_remote_t {
     size_t nsessions;
     int *host_session; //  Session of each record host, by index
     size_t host_session_size;
+    bool *ranks;         //  Hosts that reported, by rank (plan->nhosts)
     int expected;        //  Hosts that should report
     int reported;        //  Hosts that did
     int failed;          //  Hosts that never will
@@ -118,6 +121,7 @@ bn_remote_destroy (bn_remote_t **self_p)
         }
         free (self->sessions);
         free (self->host_session);
+        free (self->ranks);
         zlistx_destroy (&self->commands);
         free (self);
         *self_p = NULL;
@@ -242,7 +246,8 @@ bn_remote_start (bn_remote_t *self, const char *info, int64_t deadline)
     self->commands = self->ops->commands (self->plan);
     size_t count = self->commands ? zlistx_size (self->commands) : 0;
     self->sessions = calloc (count + 1, sizeof *self->sessions);
-    if (!self->commands || !self->sessions) {
+    self->ranks = calloc ((size_t)self->plan->nhosts + 1, sizeof *self->ranks);
+    if (!self->commands || !self->sessions || !self->ranks) {
         s_event (self, "error out of memory");
         self->state = -1;
         return -1;
@@ -253,6 +258,7 @@ bn_remote_start (bn_remote_t *self, const char *info, int64_t deadline)
         s_session_t *session = &self->sessions[self->nsessions++];
         session->cmd = cmd;
         session->rank = cmd->hosts == 1 ? rank : -1;
+        session->first_rank = rank;
         session->in_fd = session->out_fd = session->err_fd = -1;
         //  A job's submission is the cluster's business, not the engines'
         session->log_fd = cmd->hosts ? self->log_fd : STDERR_FILENO;
@@ -391,6 +397,8 @@ s_on_report (bn_remote_t *self, size_t session_index,
                      report->pids);
         return;
     }
+    if (self->ranks && report->rank < self->plan->nhosts)
+        self->ranks[report->rank] = true;
     session->reported++;
     self->reported++;
     self->engines += report->count;
@@ -448,6 +456,9 @@ s_read_lines (bn_remote_t *self, size_t session_index, int fd, char *buffer,
             if (*used) {
                 buffer[*used] = 0;
                 if (is_err) {
+                    if (!*session->first)
+                        snprintf (session->first, sizeof session->first, "%s",
+                                  buffer);
                     snprintf (session->last, sizeof session->last, "%s",
                               buffer);
                     s_log_line (session->log_fd, session->cmd->label, buffer);
@@ -466,6 +477,9 @@ s_read_lines (bn_remote_t *self, size_t session_index, int fd, char *buffer,
                 *newline = 0;
             if (is_err) {
                 if (*start) {
+                    if (!*session->first)
+                        snprintf (session->first, sizeof session->first, "%s",
+                                  start);
                     snprintf (session->last, sizeof session->last, "%s", start);
                     s_log_line (session->log_fd, session->cmd->label, start);
                 }
@@ -550,10 +564,41 @@ s_account (bn_remote_t *self, s_session_t *session, const char *reason)
         snprintf (what, sizeof what, "host %s", session->cmd->label);
         s_fail_hosts (self, 1, what, reason);
     } else {
-        char what[300];
-        snprintf (what, sizeof what, "%s: %d of %d hosts", session->cmd->label,
-                  missing, session->cmd->hosts);
-        s_fail_hosts (self, missing, what, reason);
+        //  The hosts that did not report, when --hosts names them by rank
+        //  (mpiexec), and what the launch program said first (hydra: why
+        //  it could not reach one)
+        char names[200] = "";
+        size_t used = 0;
+        const char *name =
+            self->plan->hosts ? zlist_first (self->plan->hosts) : NULL;
+        for (int rank = 0; name && rank < self->plan->nhosts; rank++) {
+            if (rank >= session->first_rank &&
+                rank < session->first_rank + session->cmd->hosts &&
+                !self->ranks[rank]) {
+                bn_clusterrec_host_t host = {.name = (char *)name,
+                                             .rank = rank,
+                                             .pids = "",
+                                             .step = "",
+                                             .state = BN_HOST_FAILED,
+                                             .reason = (char *)reason};
+                bn_clusterrec_add_host (self->record, &host);
+                if (used < sizeof names)
+                    used += (size_t)snprintf (names + used, sizeof names - used,
+                                              "%s%s", used ? "," : "", name);
+            }
+            name = zlist_next (self->plan->hosts);
+        }
+        s_save (self);
+        char what[300], why[1200];
+        snprintf (what, sizeof what, "%s: %d of %d hosts%s%s%s",
+                  session->cmd->label, missing, session->cmd->hosts,
+                  *names ? " (" : "", names, *names ? ")" : "");
+        if (*session->first && strcmp (session->first, reason) != 0)
+            snprintf (why, sizeof why, "%s; %s said first: %s", reason,
+                      session->cmd->label, session->first);
+        else
+            snprintf (why, sizeof why, "%s", reason);
+        s_fail_hosts (self, missing, what, why);
     }
     s_check_start (self);
 }

@@ -6,7 +6,8 @@
 # so `banyan px hostname` prints h1 for engines 0-1, h2 for 2-3, h3 for
 # 4-5, and the stock Python client sees them all and runs direct, broadcast
 # and load-balanced work; cluster list names the hosts; cluster stop leaves
-# no process.
+# no process; a cut host is named with what mpiexec said, and the start
+# fails, or with --min-hosts goes on without it.
 . "$(dirname "$0")/hoststest.sh" ssh mpich
 hosts up 3 || fail "hosts up 3"
 bin=${BN_BUILD_DIR:?}/bin
@@ -46,3 +47,28 @@ hosts_poll 5 nothing_on_hosts || fail "processes left on the hosts: $(on_hosts |
 left=$(pgrep -f -- "$profile" | tr '\n' ' ')
 [ -z "$left" ] || fail "processes of the cluster left here: $left"
 echo "ok: cluster stop leaves no process here or on the hosts"
+
+# h3 cut off: hydra cannot reach it and waits; the start fails at its
+# --timeout naming h3 and what mpiexec said, or with --min-hosts 2 goes on
+# with the engines of h1 and h2
+hosts link h3 down || fail "hosts link h3 down"
+out=$("$bin/banyan" cluster start -n 6 --launcher mpiexec --hosts h1,h2,h3 --timeout 12 \
+          --ip "$HOSTS_HEAD" --profile-dir "$profile" 2>&1) \
+    && fail "cluster start with h3 cut off worked: $out"
+[[ "$out" == *"1 of 3 hosts failed, and 3 must start (--min-hosts): mpiexec: 1 of 3 hosts (h3): no answer in time; mpiexec said first: ssh: connect to host $HOSTS_NET.3 port 22: "* ]] \
+    || fail "cluster start with h3 cut off said: $out"
+echo "ok: h3 cut off: the start fails, naming h3 and what mpiexec said"
+hosts_poll 5 nothing_on_hosts || fail "processes left on the hosts: $(on_hosts | tr '\n' ' ')"
+out=$("$bin/banyan" cluster start -n 6 --launcher mpiexec --hosts h1,h2,h3 --timeout 12 \
+          --min-hosts 2 --ip "$HOSTS_HEAD" --profile-dir "$profile" 2>&1) \
+    || fail "cluster start --min-hosts 2: $out"
+[[ "$out" == *"warning: mpiexec: 1 of 3 hosts (h3): no answer in time"* &&
+   "$out" == *"4 engines registered in "*" on 2 hosts (mpiexec;"* ]] \
+    || fail "cluster start --min-hosts 2 said: $out"
+out=$("$bin/banyan" px --profile-dir "$profile" hostname) || fail "px hostname: $out"
+expect_lines "--min-hosts 2: the engines of h1 and h2" \
+    $'[stdout:0] h1\n[stdout:1] h1\n[stdout:2] h2\n[stdout:3] h2' "$out"
+out=$("$bin/banyan" cluster stop --profile-dir "$profile") || fail "cluster stop: $out"
+hosts_poll 5 nothing_on_hosts || fail "processes left on the hosts: $(on_hosts | tr '\n' ' ')"
+hosts link h3 up || fail "hosts link h3 up"
+echo "ok: cluster stop leaves nothing on the hosts"
