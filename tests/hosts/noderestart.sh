@@ -7,7 +7,8 @@
 # naming both of h2's engines (EngineError), not at the heartbeat bound
 # nor at the command's end; the host script there starts the node and
 # its engines again, and a later px reaches all four engines under the
-# same ids; cluster stop leaves nothing on the hosts.
+# same ids, banyan engines naming their new process; cluster stop leaves
+# nothing on the hosts.
 
 # What runs on host H besides its sshd and slurmd: "pid comm" lines.
 on_host ()
@@ -30,12 +31,13 @@ ms_since () { echo $(( (${EPOCHREALTIME//[.,]/} - $1) / 1000 )); }
 
 node_restart ()
 {
-    local out node again t0 lost back px_ms
+    local out node again t0 lost back px_ms before
     out=$("$bin/banyan" cluster start -n 4 --host-node --profile-dir "$profile" "$@" 2>&1) \
         || fail "cluster start --host-node $*: $out"
     [[ "$out" == *"4 engines registered in "*" on 2 hosts"* ]] || fail "cluster start said: $out"
     all_served || fail "px hostname: $(banyan px hostname 2>&1)"
     echo "ok: cluster start -n 4 --host-node $1 $2: px hostname prints h1 for 0-1, h2 for 2-3"
+    before=$(banyan engines | awk '$1 == 2 || $1 == 3 {print $3, $4}' | sort -u)
     node=$(host_node_of h2)
     [ -n "$node" ] && [ "$(wc -w <<< "$node")" = 1 ] \
         || fail "one host node on h2: $(on_host h2 | tr '\n' ' ')"
@@ -62,6 +64,19 @@ node_restart ()
     again=$(host_node_of h2)
     [ -n "$again" ] && [ "$again" != "$node" ] || fail "h2's host node: '$again' (was $node)"
     echo "ok: h2's host node started again (pid $again), px reaches engines 0-3 again after $back ms"
+    # banyan engines names the new process on h2 (the record took it),
+    # where it knows the engines' processes (not in a batch job, whose
+    # reports go to its output file)
+    local pids
+    pids=$(banyan engines | awk '$1 == 2 || $1 == 3 {print $3, $4}' | sort -u)
+    if [ "$before" != "- -" ]; then
+        [ "$(wc -l <<< "$pids")" = 1 ] && [ "${pids% *}" = h2 ] \
+            && [ "$pids" != "$before" ] \
+            && ip netns pids "bnh-$HOSTS_RUN-h2" | grep -qx "${pids#* }" \
+            && [ "$(ps -o comm= -p "${pids#* }")" = banyan-engine ] \
+            || fail "banyan engines: engines 2-3 on '$pids' (was '$before'), not a new banyan-engine on h2"
+        echo "ok: banyan engines names h2 and the new engine process ${pids#* } for engines 2-3"
+    fi
 
     out=$("$bin/banyan" cluster stop --profile-dir "$profile" 2>&1) || fail "cluster stop: $out"
     hosts_poll 20 nothing_on h1 h2 \
