@@ -4,8 +4,8 @@
 # Slurm cluster of three test hosts: inside `salloc -N 3` one srun step,
 # one task a node, and through sbatch outside one. Each time `banyan px
 # hostname` prints each host's name for its engines (ids by SLURM_PROCID,
-# two a host; through sbatch the stock Python client sees them all and runs
-# direct, broadcast and load-balanced work), cluster list names the step or the job and its nodes, and
+# two a host; the stock Python client sees them all and runs direct,
+# broadcast and load-balanced work), cluster list names the step or the job and its nodes, and
 # cluster stop leaves no step, no job and no process on the hosts; nor does
 # a start that fails.
 . "$(dirname "$0")/hoststest.sh" ssh slurm
@@ -14,7 +14,8 @@ bin=${BN_BUILD_DIR:?}/bin
 profile=$(mktemp -d /tmp/banyan-hosts-slurm.XXXXXX)
 trap '"$bin/banyan" cluster stop --profile-dir "$profile" -q > /dev/null 2>&1
       scancel --user=root > /dev/null 2>&1; hosts down; rm -rf "$profile"' EXIT
-export bin profile
+here=$(cd "$(dirname "$0")" && pwd)
+export bin profile here
 
 # What runs on the hosts besides sshd and slurmd: "pid comm" lines.
 on_hosts ()
@@ -52,6 +53,13 @@ cat > "$profile/in-allocation.sh" << 'SCRIPT'
 "$bin/banyan" cluster start -n 6 --launcher slurm --ip "$HOSTS_HEAD" \
     --profile-dir "$profile" > "$profile/start.out" 2>&1 || exit 1
 "$bin/banyan" px --profile-dir "$profile" hostname > "$profile/px.out" 2>&1
+if /usr/bin/python3 -c 'import ipyparallel' 2> /dev/null; then
+    hosts_of=$(sed -n 's/^\[stdout:\([0-9]\)\] \(h[1-3]\)$/\1 \2/p' "$profile/px.out" \
+                   | sort -n | awk '{print $2}' | paste -sd,)
+    timeout 60 /usr/bin/python3 "$here/stockclient.py" \
+        "$profile/security/ipcontroller-client.json" "$hosts_of" > "$profile/stock.out" 2>&1
+    echo $? > "$profile/stock.rc"
+fi
 "$bin/banyan" cluster list --profile-dir "$profile" > "$profile/list.out"
 squeue --noheader --steps --jobs="$SLURM_JOB_ID" --format=%i > "$profile/steps.out"
 "$bin/banyan" cluster stop --profile-dir "$profile" > "$profile/stop.out" 2>&1 || exit 2
@@ -64,6 +72,10 @@ grep -q "Cluster started: 6 engines registered in .* on 3 hosts (slurm;" "$profi
     || fail "cluster start inside salloc: $(cat "$profile/start.out")"
 echo "ok: cluster start -n 6 --launcher slurm inside salloc -N 3"
 expect_two_a_host "px hostname inside the allocation" "$(cat "$profile/px.out")"
+if [ -f "$profile/stock.rc" ]; then
+    [ "$(cat "$profile/stock.rc")" = 0 ] || fail "the stock client inside the allocation: $(cat "$profile/stock.out")"
+    sed 's/stock client:/stock client inside the allocation:/' "$profile/stock.out"
+fi
 job=$(cat "$profile/job.out")
 [ "$(cat "$profile/steps.out")" = "$job.0" ] \
     || fail "the allocation's steps while the cluster ran: $(cat "$profile/steps.out")"
