@@ -4,10 +4,10 @@
 # Slurm cluster of three test hosts: inside `salloc -N 3` one srun step,
 # one task a node, and through sbatch outside one. Each time `banyan px
 # hostname` prints each host's name for its engines (ids by SLURM_PROCID,
-# two a host; the stock Python client sees them all and runs direct,
-# broadcast and load-balanced work), cluster list names the step or the job and its nodes, and
-# cluster stop leaves no step, no job and no process on the hosts; nor does
-# a start that fails.
+# two a host), the stock Python client sees them all and runs direct,
+# broadcast and load-balanced work, cluster list names the step or the job
+# and its nodes, and cluster stop leaves no step, no job and no process on
+# the hosts; nor does a start that fails.
 . "$(dirname "$0")/hoststest.sh" ssh slurm
 hosts up 3 --slurm || fail "hosts up 3 --slurm"
 bin=${BN_BUILD_DIR:?}/bin
