@@ -38,6 +38,20 @@ int bn_suite_floor_run (bn_benchcase_t *c, double *value);
 int bn_suite_floor_many_run (bn_benchcase_t *c, double *value);
 void bn_suite_floor_teardown (bn_benchcase_t *c);
 
+//  Test hosts (bn_suite_hosts.c): a host node and engines on each of
+//  `hosts` network-namespace hosts.
+int bn_suite_hosts_coalescing_setup (bn_benchcase_t *c);
+int bn_suite_hosts_direct_setup (bn_benchcase_t *c);
+int bn_suite_hosts_payload_setup (bn_benchcase_t *c);
+int bn_suite_hosts_resources_setup (bn_benchcase_t *c);
+int bn_suite_hosts_echo_run (bn_benchcase_t *c, double *value);
+int bn_suite_hosts_payload_run (bn_benchcase_t *c, double *value);
+int bn_suite_hosts_registered_run (bn_benchcase_t *c, double *value);
+int bn_suite_hosts_controller_fds_run (bn_benchcase_t *c, double *value);
+int bn_suite_hosts_controller_mem_run (bn_benchcase_t *c, double *value);
+int bn_suite_hosts_node_mem_run (bn_benchcase_t *c, double *value);
+void bn_suite_hosts_teardown (bn_benchcase_t *c);
+
 //  Start-up and memory (bn_suite_system.c).
 int bn_suite_registered_run (bn_benchcase_t *c, double *value);
 int bn_suite_memory_setup (bn_benchcase_t *c);
