@@ -24,8 +24,8 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#define S_HEARTBEAT_MS 2000  //  ZMTP ping interval on the query socket
-#define S_HEARTBEAT_TTL 6000 //  no traffic this long: controller is gone
+#define S_HEARTBEAT_MS 2000  //  ZMTP ping interval (query, broadcast)
+#define S_HEARTBEAT_TTL 6000 //  no traffic this long: the peer is gone
 
 struct _bn_client_t {
     atomic_int refs;              //  the client and its views
@@ -66,7 +66,7 @@ s_free (bn_client_t *self)
             if (self->io.sockets[i])
                 zmq_close (self->io.sockets[i]);
         void *others[] = {self->io.iopub, self->io.notification,
-                          self->io.monitor};
+                          self->io.monitor, self->io.bcast_monitor};
         for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
             if (others[i])
                 zmq_close (others[i]);
@@ -238,6 +238,27 @@ s_open_sockets (bn_client_t *self, bn_connfile_t *cf)
                                     ZMQ_EVENT_DISCONNECTED |
                                         BN_CURVE_HANDSHAKE_EVENTS) != 0 ||
                 zmq_connect (self->io.monitor, endpoint) != 0)
+                rc = BN_ENOMEM;
+        } else if (i == BN_SOCK_BROADCAST) {
+            //  The broadcast scheduler can end or stop on its own (a tree
+            //  node process): what was sent to it then fails instead of
+            //  waiting for ever, whether it stops answering before or after
+            //  the connection's handshake.
+            int ivl = S_HEARTBEAT_MS, ttl = S_HEARTBEAT_TTL;
+            zmq_setsockopt (self->io.sockets[i], ZMQ_HEARTBEAT_IVL, &ivl,
+                            sizeof ivl);
+            zmq_setsockopt (self->io.sockets[i], ZMQ_HEARTBEAT_TIMEOUT, &ttl,
+                            sizeof ttl);
+            zmq_setsockopt (self->io.sockets[i], ZMQ_HANDSHAKE_IVL, &ttl,
+                            sizeof ttl);
+            char endpoint[64];
+            snprintf (endpoint, sizeof endpoint, "inproc://bn-client-bmon-%p",
+                      (void *)self);
+            self->io.bcast_monitor = zmq_socket (self->io.context, ZMQ_PAIR);
+            if (!self->io.bcast_monitor ||
+                zmq_socket_monitor (self->io.sockets[i], endpoint,
+                                    ZMQ_EVENT_DISCONNECTED) != 0 ||
+                zmq_connect (self->io.bcast_monitor, endpoint) != 0)
                 rc = BN_ENOMEM;
         }
         if (rc == 0 && s_connect (self->io.sockets[i], url) != 0)

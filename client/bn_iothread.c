@@ -187,6 +187,21 @@ bn_iothread_monitor_event (void *monitor)
     return event;
 }
 
+//  The broadcast scheduler's connection dropped: what was sent there gets
+//  no reply (the connection comes back by itself for later requests).
+static bool
+s_on_bcast_monitor (bn_iothread_t *self)
+{
+    if (bn_iothread_monitor_event (self->args.bcast_monitor) !=
+        ZMQ_EVENT_DISCONNECTED)
+        return false;
+    bn_log_info ("client: lost the connection to the broadcast scheduler");
+    bn_tracker_lock (self->args.tracker);
+    bool changed = bn_tracker_broadcast_lost (self->args.tracker);
+    bn_tracker_unlock (self->args.tracker);
+    return changed;
+}
+
 static bool
 s_on_monitor (bn_iothread_t *self)
 {
@@ -243,7 +258,14 @@ s_run (void *arg)
     //  Within one turn replies are read before output, notifications and
     //  connection events, so that a reply that arrived together with the
     //  news of its engine's (or the controller's) end still counts.
-    enum { P_IOPUB = BN_SOCK_COUNT, P_NOTIFY, P_MONITOR, P_PIPE, P_ALL };
+    enum {
+        P_IOPUB = BN_SOCK_COUNT,
+        P_NOTIFY,
+        P_MONITOR,
+        P_BCAST_MONITOR,
+        P_PIPE,
+        P_ALL
+    };
     zmq_pollitem_t items[P_ALL];
     memset (items, 0, sizeof items);
     void *sockets[P_ALL];
@@ -252,6 +274,7 @@ s_run (void *arg)
     sockets[P_IOPUB] = self->args.iopub;
     sockets[P_NOTIFY] = self->args.notification;
     sockets[P_MONITOR] = self->args.monitor;
+    sockets[P_BCAST_MONITOR] = self->args.bcast_monitor;
     sockets[P_PIPE] = self->pipe_back;
     int n = 0;
     int kind[P_ALL];
@@ -278,6 +301,10 @@ s_run (void *arg)
             }
             if (kind[i] == P_MONITOR) {
                 changed |= s_on_monitor (self);
+                continue;
+            }
+            if (kind[i] == P_BCAST_MONITOR) {
+                changed |= s_on_bcast_monitor (self);
                 continue;
             }
             for (int k = 0; k < S_BATCH; k++) {
@@ -310,6 +337,7 @@ s_run (void *arg)
     s_close_socket (&self->args.iopub, 0);
     s_close_socket (&self->args.notification, 0);
     s_close_socket (&self->args.monitor, 0);
+    s_close_socket (&self->args.bcast_monitor, 0);
     s_close_socket (&self->pipe_back, 0);
     return NULL;
 }
@@ -357,6 +385,7 @@ bn_iothread_new (bn_iothread_args_t *args)
     //  the thread has them now
     memset (args->sockets, 0, sizeof args->sockets);
     args->iopub = args->notification = args->monitor = NULL;
+    args->bcast_monitor = NULL;
     args->rx = NULL;
     return self;
 }

@@ -36,6 +36,7 @@ typedef struct {
     void *iopub;                  //  SUB to the iopub relay
     void *notification;           //  SUB to the hub's notifications
     void *monitor;                //  PAIR with the query socket's events
+    void *bcast_monitor;          //  PAIR with the broadcast socket's, or NULL
     bn_session_t *rx;             //  verifies what comes, signs what goes
     const char *session_id;       //  the client's header.session
     bn_tracker_t *tracker;        //  the requests waiting for replies

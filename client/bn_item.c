@@ -23,6 +23,7 @@ struct _bn_item_t {
     bn_item_done_fn *done; //  what to tell it
     bn_item_kind_t kind;   //  what the request is
     bool output_in_reply;  //  the request asked for bn_output: "reply"
+    bool via_broadcast;    //  sent to the broadcast scheduler
     char *msg_id;          //  the request's msg_id
     char *engine_uuid;     //  engine, once known
     int engine_id;         //  its id, or -1
@@ -337,6 +338,18 @@ bn_item_engine_died (bn_item_t *self, int id)
     snprintf (evalue, sizeof evalue, "Engine %d died while running task '%s'",
               id, self->msg_id);
     return bn_item_fail (self, BN_EENGINEDIED, "EngineError", evalue);
+}
+
+void
+bn_item_set_via_broadcast (bn_item_t *self)
+{
+    self->via_broadcast = true;
+}
+
+bool
+bn_item_via_broadcast (bn_item_t *self)
+{
+    return self->via_broadcast;
 }
 
 void

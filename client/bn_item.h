@@ -82,6 +82,11 @@ bool bn_item_fail (bn_item_t *self, int code, const char *ename,
 //  The item arrived in group number group.
 void bn_item_set_group (bn_item_t *self, int group);
 
+//  The item's request went to the broadcast scheduler (set once, before
+//  it is tracked), whose loss fails it (bn_tracker_broadcast_lost).
+void bn_item_set_via_broadcast (bn_item_t *self);
+bool bn_item_via_broadcast (bn_item_t *self);
+
 //  Its owner (the result it belongs to).
 bn_result_t *bn_item_result (bn_item_t *self);
 

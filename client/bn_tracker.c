@@ -192,6 +192,29 @@ bn_tracker_engine_died (bn_tracker_t *self, const char *uuid, int id)
     return changed;
 }
 
+bool
+bn_tracker_broadcast_lost (bn_tracker_t *self)
+{
+    size_t count;
+    bn_item_t **all = s_snapshot (self, &count);
+    bool changed = false;
+    for (size_t i = 0; all && i < count; i++) {
+        if (!bn_item_via_broadcast (all[i]) || bn_item_replied (all[i]))
+            continue;
+        char evalue[600];
+        snprintf (evalue, sizeof evalue,
+                  "the connection to the broadcast scheduler was lost before "
+                  "engine %d replied to '%s'",
+                  bn_item_engine_id (all[i]), bn_item_msg_id (all[i]));
+        if (bn_item_fail (all[i], BN_EENGINEDIED, "EngineError", evalue)) {
+            bn_tracker_untrack (self, all[i]);
+            changed = true;
+        }
+    }
+    free (all);
+    return changed;
+}
+
 json_t *
 bn_tracker_outstanding (bn_tracker_t *self)
 {

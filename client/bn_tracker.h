@@ -65,6 +65,12 @@ bn_item_t *bn_tracker_find (bn_tracker_t *self, const char *msg_id);
 //  completed.
 bool bn_tracker_engine_died (bn_tracker_t *self, const char *uuid, int id);
 
+//  With the lock held: the connection to the broadcast scheduler was lost
+//  (its process ended, or stopped answering): the items sent there that
+//  have no reply fail with EngineError, as nothing will answer them.
+//  Returns true if any completed.
+bool bn_tracker_broadcast_lost (bn_tracker_t *self);
+
 //  With the lock held: a JSON list of the msg_ids of every shell request
 //  still waiting for its reply; NULL if out of memory.
 json_t *bn_tracker_outstanding (bn_tracker_t *self);

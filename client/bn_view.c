@@ -603,6 +603,8 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
                 ? bn_result_add (result, msg_id, date, -1, NULL, BN_ITEM_SHELL)
                 : bn_result_add (result, msg_id, date, targets[i].id,
                                  targets[i].uuid, BN_ITEM_SHELL);
+        if (item && self->kind == BN_VIEW_BROADCAST)
+            bn_item_set_via_broadcast (item);
         if (!item || bn_tracker_track (bn_client_tracker (client), item) != 0)
             rc = BN_ENOMEM;
     }

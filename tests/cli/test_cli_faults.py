@@ -10,7 +10,9 @@ request is served:
   served, and no engine is left with a queue;
 - a node process of the broadcast tree stopped (processes mode): a leaf's
   engines fail at the tree's deadline, the root's requests at the client's
-  --timeout; continued, the tree serves them again;
+  --timeout or, without one, when the client's heartbeat to the root gives
+  up; continued, the tree serves them again; the root killed: a waiting
+  client's request fails at once, and the restarted root serves;
 - the controller killed (SIGKILL) under a waiting client: it says
   ControllerGone at once."""
 
@@ -171,12 +173,34 @@ with Profile("faults") as profile:
               and took < BOUND,
               f"the root stopped: px --timeout 3 reports both engines timed out "
               f"({took:.1f} s)", describe(root))
+        # without a timeout the client's heartbeat to the root gives up
+        root, took = timed(lambda: px(profile, "echo hi"))
+        check(root.returncode == 1 and root.stderr.count("EngineError") == 2
+              and took < BOUND,
+              f"the root stopped: px fails both engines with EngineError "
+              f"({took:.1f} s)", describe(root))
     finally:
         os.kill(nodes[0], signal.SIGCONT)
     served = wait_until(lambda: px(profile, "echo hi").returncode == 0, BOUND, step=0.2)
     check(served, "continued, the root serves again")
     check(node_pids(profile.record()["controller_pid"]) == nodes,
           "the same node processes (none was restarted)")
+    # the root killed under a waiting px
+    waiting = popen_px(profile, "sleep 1; echo late")
+    time.sleep(0.3)
+    os.kill(nodes[0], signal.SIGKILL)
+    killed = time.monotonic()
+    try:
+        out, err = waiting.communicate(timeout=BOUND)
+    except subprocess.TimeoutExpired:
+        waiting.kill()
+        out, err = waiting.communicate()
+    took = time.monotonic() - killed
+    check(waiting.returncode == 1 and err.count("EngineError") == 2,
+          f"the root killed: the waiting px fails both engines with EngineError "
+          f"({took:.1f} s)", f"rc={waiting.returncode}\n{out}\n{err}")
+    served = wait_until(lambda: px(profile, "echo hi").returncode == 0, BOUND, step=0.2)
+    check(served, "the root restarted serves again")
     stop = run(["cluster", "stop"] + profile.args(), timeout=60)
     check(stop.returncode == 0, "cluster stop", describe(stop))
 finish()
