@@ -7,8 +7,9 @@
     engines 20.3 MB (0.17 MB an engine); the controller has 7 threads,
     12.9 MB with 8 engines and 20.9 MB with 64 (0.14 MB an engine), and
     117 open files with 8 engines, 376 with 64 (about 4.6 an engine).
-    An engine process raises its own limit of open files to 11 an engine
-    (banyan_engine.c) up to the hard limit.  */
+    An engine process raises its own limit of open files as far as the
+    hard limit lets it (banyan_engine.c), and refuses to start below 8 an
+    engine and 69 more (bn_engine_actor.c).  */
 #include "bn_climits.h"
 
 #include <assert.h>
@@ -29,8 +30,8 @@
 #define S_CLUSTER_MEMORY (32 * S_MIB)
 #define S_CONTROLLER_FILES_PER_ENGINE 5
 #define S_CONTROLLER_FILES 128
-#define S_ENGINE_FILES_PER_ENGINE 11
-#define S_ENGINE_FILES 256
+#define S_ENGINE_FILES_PER_ENGINE 8
+#define S_ENGINE_FILES 69
 
 //  The number after "key:" in a /proc file's text, or -1.
 static long
@@ -221,18 +222,19 @@ bn_climits_check (const bn_climits_t *limits, long n, int per_process,
     else if (limit == S_LIMIT_CONTROLLER_FILES)
         used =
             snprintf (error, size,
-                      "-n %ld: the controller needs about %ld open files, "
+                      "the controller of %ld engines needs about %ld open "
+                      "files, "
                       "more than the %ld a process may have here "
                       "(ulimit -Hn): raise that limit, or start fewer "
                       "engines",
                       n, bn_climits_controller_files (n), limits->files_hard);
     else if (limit == S_LIMIT_ENGINE_FILES)
         used = snprintf (error, size,
-                         "--engines-per-process %d: a process of %d engines "
+                         "--engines-per-process %d: a process of %d engine%s "
                          "needs about %ld open files, more than the %ld a "
                          "process may have here (ulimit -Hn)",
-                         per_process, per_process, s_engine_files (per_process),
-                         limits->files_hard);
+                         per_process, per_process, per_process == 1 ? "" : "s",
+                         s_engine_files (per_process), limits->files_hard);
     else
         used = snprintf (error, size,
                          "-n %ld: %ld engine process%s and the controller "

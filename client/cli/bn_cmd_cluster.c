@@ -968,10 +968,13 @@ s_add (int argc, char **argv)
                           bn_clusterrec_launcher (record));
         goto done;
     }
+    //  The controller with them all, and the added processes
     bn_climits_t limits;
     bn_climits_read (&limits);
     char problem[1024];
-    if (bn_climits_check (&limits, args.n, (int)args.per_process, true, problem,
+    if (bn_climits_check (&limits, bn_clusterrec_n (record) + args.n, 1, false,
+                          problem, sizeof problem) != 0 ||
+        bn_climits_check (&limits, args.n, (int)args.per_process, true, problem,
                           sizeof problem) != 0) {
         bn_cliopts_error (opts, "%s", problem);
         goto done;

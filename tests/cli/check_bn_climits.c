@@ -70,19 +70,19 @@ START_TEST (test_files)
     //  The controller's: no --engines-per-process helps, local or not
     ck_assert_int_eq (
         bn_climits_check (&limits, 1000, 10, false, error, sizeof error), -1);
-    ck_assert_str_eq (error, "-n 1000: the controller needs about 5128 open "
-                             "files, more than the 4096 a process may have "
-                             "here (ulimit -Hn): raise that limit, or start "
-                             "fewer engines");
+    ck_assert_str_eq (error, "the controller of 1000 engines needs about "
+                             "5128 open files, more than the 4096 a process "
+                             "may have here (ulimit -Hn): raise that limit, "
+                             "or start fewer engines");
     ck_assert_int_eq (bn_climits_controller_files (1000), 5128);
     //  An engine process's: fewer engines a process
     ck_assert_int_eq (
         bn_climits_check (&limits, 700, 700, true, error, sizeof error), -1);
     ck_assert_str_eq (error, "--engines-per-process 700: a process of 700 "
-                             "engines needs about 7956 open files, more than "
+                             "engines needs about 5669 open files, more than "
                              "the 4096 a process may have here (ulimit -Hn); "
-                             "with --engines-per-process 349 (-k 349) it fits "
-                             "in 3 processes");
+                             "with --engines-per-process 503 (-k 503) it fits "
+                             "in 2 processes");
 }
 END_TEST
 

@@ -6,6 +6,7 @@ them as the others (one killed mid-command fails at once), and cluster
 stop stops them with the cluster."""
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -69,6 +70,18 @@ with Profile("add") as profile:
     check(proc.returncode == 1 and "EngineError" in out + err and took < 10,
           f"an added engine killed mid-command fails at once ({took:.1f} s)",
           f"{out}\n{err}")
+
+    # the controller is counted with every engine it has
+    if shutil.which("prlimit"):
+        add = subprocess.run(["prlimit", "--nofile=150:150", BANYAN, "cluster",
+                              "add", "-n", "10"] + profile.args(),
+                             capture_output=True, text=True, timeout=60)
+        check(add.returncode == 1 and add.stderr
+              == "banyan cluster add: the controller of 18 engines needs "
+              "about 218 open files, more than the 150 a process may have "
+              "here (ulimit -Hn): raise that limit, or start fewer engines\n",
+              "cluster add -n 10 under ulimit -n 150: the controller of all "
+              "18 would not fit", f"rc={add.returncode}\n{add.stderr}")
 
     members = tree(record["pgid"], [record["pgid"]])
     stop = run(["cluster", "stop"] + profile.args(), timeout=60)

@@ -34,28 +34,28 @@ with Profile("limits") as profile:
         proc = start(["-n", "64"], ["prlimit", "--nofile=100:100"],
                      profile.dir)
         check(proc.returncode == 1 and proc.stderr
-              == "banyan cluster start: -n 64: the controller needs about "
-              "448 open files, more than the 100 a process may have here "
+              == "banyan cluster start: the controller of 64 engines needs "
+              "about 448 open files, more than the 100 a process may have here "
               "(ulimit -Hn): raise that limit, or start fewer engines\n"
               and nothing_started(profile.dir),
               "-n 64 under ulimit -n 100: the controller's open files, "
               "before anything starts", describe(proc))
-        proc = start(["-n", "100", "-k", "100"],
+        proc = start(["-n", "150", "-k", "150"],
                      ["prlimit", "--nofile=1000:1000"], profile.dir)
         check(proc.returncode == 1 and re.search(
-            r"--engines-per-process 100: a process of 100 engines needs "
+            r"--engines-per-process 150: a process of 150 engines needs "
             r"about \d+ open files, more than the 1000 a process may have "
             r"here \(ulimit -Hn\); with --engines-per-process (\d+) \(-k "
             r"\1\) it fits in 2 processes\n$", proc.stderr)
             and nothing_started(profile.dir),
-            "-n 100 -k 100 under ulimit -n 1000: fewer engines a process "
+            "-n 150 -k 150 under ulimit -n 1000: fewer engines a process "
             "is suggested", describe(proc))
         # the suggestion works
         k = re.search(r"-k (\d+)\)", proc.stderr)
         if k:
-            proc = start(["-n", "100", "-k", k.group(1)],
+            proc = start(["-n", "150", "-k", k.group(1)],
                          ["prlimit", "--nofile=1000:1000"], profile.dir)
-            check(proc.returncode == 0 and "100 engines registered" in
+            check(proc.returncode == 0 and "150 engines registered" in
                   proc.stdout, f"and -k {k.group(1)} starts",
                   describe(proc))
             run(["cluster", "stop", "-q"] + profile.args(), timeout=60)
