@@ -207,6 +207,8 @@ s_start (bn_topology_t *topology, const char *key,
         if (options->restart_backoff_ms > 0)
             bn_treeproc_set_restart_backoff (self->procs,
                                              options->restart_backoff_ms);
+        bn_treeproc_set_liveness (self->procs, options->ping_ms,
+                                  options->ping_misses);
         rc = bn_treeproc_start (self->procs);
     }
     //  reports wait in the root until the records' end is bound

@@ -67,6 +67,8 @@ typedef struct {
     char *reduce_plugins;    //  Reduction plugins the tree's nodes load
     int hwm;                 //  SNDHWM/RCVHWM of every socket
     int client_hwm;          //  SNDHWM toward each client, 0: hwm
+    int hb_period;           //  ms between heartbeats (tree nodes' too)
+    int hb_misses;           //  heartbeats missed before one is lost
     zcert_t *curve;          //  Our CURVE keypair, or NULL without CURVE
     int ports[2];            //  controller.ports: lowest, highest (0: any)
     bool reuse;              //  Keep (and reuse) connection files
@@ -204,6 +206,8 @@ s_start_tree (s_controller_t *self)
                                   .deadline_ms = self->tree_deadline,
                                   .connect_grace_ms = self->connect_grace,
                                   .restart_backoff_ms = self->restart_backoff,
+                                  .ping_ms = self->hb_period,
+                                  .ping_misses = self->hb_misses,
                                   .reduce_plugins = self->reduce_plugins,
                                   .records = self->record_link,
                                   .hosts = self->hosts,
@@ -712,6 +716,9 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
     }
     self->hwm = bn_config_int (config, "controller.hwm");
     self->client_hwm = bn_config_int (config, "controller.client_hwm");
+    self->hb_period =
+        (int)bn_config_msecs (config, "controller.heartbeat_period");
+    self->hb_misses = bn_config_int (config, "controller.heartbeat_misses");
     //  the config allows only the modes' names
     const bn_bcast_mode_t *modes[] = {&bn_bcast_threads, &bn_bcast_processes};
     const char *mode = bn_config_str (config, "controller.tree_mode");

@@ -47,6 +47,8 @@ typedef struct {
     bn_nodelink_t *link;
     s_state_t state;
     int64_t started;    //  zclock_mono at the last start
+    int64_t pinged;     //  zclock_mono of the last PING
+    int64_t answered;   //  zclock_mono of the last word from it
     int64_t restart_at; //  zclock_mono when a stopped node starts again
     int delay;          //  ms before the next restart
     int restarts;       //  Restarts so far
@@ -64,10 +66,12 @@ struct _bn_treeproc_t {
     bn_treeproc_fn *handler;
     void *handler_arg;
     int start_timeout;
-    int max_delay; //  ms, the longest restart delay
-    zloop_t *loop; //  Set by attach
-    int tick;      //  Timer id in loop
-    bool stopping; //  Destroy in progress: no restarts
+    int max_delay;   //  ms, the longest restart delay
+    int ping_ms;     //  ms between PINGs of a ready node, 0: none
+    int ping_misses; //  periods a node may stay silent
+    zloop_t *loop;   //  Set by attach
+    int tick;        //  Timer id in loop
+    bool stopping;   //  Destroy in progress: no restarts
 };
 
 static void s_lost (bn_treeproc_t *self, s_node_t *node, bool restart);
@@ -479,6 +483,14 @@ s_lost (bn_treeproc_t *self, s_node_t *node, bool restart)
     }
 }
 
+void
+bn_treeproc_set_liveness (bn_treeproc_t *self, int period_ms, int misses)
+{
+    assert (self);
+    self->ping_ms = period_ms > 0 && misses > 0 ? period_ms : 0;
+    self->ping_misses = misses;
+}
+
 //  Record a READY message's endpoints; -1 if it is malformed.
 static int
 s_ready (bn_treeproc_t *self, s_node_t *node, zmsg_t *msg)
@@ -512,7 +524,10 @@ static void
 s_message (bn_treeproc_t *self, s_node_t *node, zmsg_t *msg)
 {
     char *command = zmsg_size (msg) ? zframe_strdup (zmsg_first (msg)) : NULL;
-    if (command && streq (command, "READY") && node->state == S_STARTING) {
+    node->answered = zclock_mono ();
+    if (command && streq (command, "PONG"))
+        ;
+    else if (command && streq (command, "READY") && node->state == S_STARTING) {
         if (s_ready (self, node, msg))
             bn_log_warn ("tree: node %zu sent a malformed READY", node->index);
     } else
@@ -547,8 +562,29 @@ s_on_link (zloop_t *loop, zmq_pollitem_t *item, void *arg)
     return 0;
 }
 
+//  Ping a ready node every ping_ms; kill one silent for ping_misses
+//  periods (its link then ends, and it is lost and restarted).
+static void
+s_check_alive (bn_treeproc_t *self, s_node_t *node, int64_t now)
+{
+    int64_t since =
+        node->answered > node->started ? node->answered : node->started;
+    int64_t bound = (int64_t)self->ping_ms * self->ping_misses;
+    if (now - since > bound) {
+        bn_log_error ("tree: node %zu (pid %d) has not answered for %.1f s; "
+                      "killing it",
+                      node->index, (int)node->pid, (now - since) / 1000.0);
+        kill (node->pid, SIGKILL);
+        node->answered = now;
+    } else if (now - node->pinged >= self->ping_ms) {
+        node->pinged = now;
+        bn_treeproc_sendx (self, node->index, "PING", NULL);
+    }
+}
+
 //  Restart stopped nodes whose delay passed, kill those that did not
-//  answer READY in time, flush links with queued messages.
+//  answer READY in time, ping ready ones, flush links with queued
+//  messages.
 static int
 s_on_tick (zloop_t *loop, int timer_id, void *arg)
 {
@@ -566,7 +602,8 @@ s_on_tick (zloop_t *loop, int timer_id, void *arg)
                           node->index, (int)node->pid, self->start_timeout);
             kill (node->pid, SIGKILL);
             node->started = now;
-        }
+        } else if (node->state == S_READY && self->ping_ms)
+            s_check_alive (self, node, now);
         if (node->link && bn_nodelink_pending (node->link) &&
             bn_nodelink_flush (node->link) < 0)
             s_lost (self, node, true);

@@ -91,6 +91,12 @@ void bn_treeproc_set_start_timeout (bn_treeproc_t *self, int timeout);
 #define BN_TREEPROC_RESTART_BACKOFF 5000
 void bn_treeproc_set_restart_backoff (bn_treeproc_t *self, int msecs);
 
+//  Ask each ready process over its link every period_ms whether it
+//  answers (PING, PONG); one silent for misses periods (stopped, or stuck)
+//  is killed, and so lost and restarted as any that ends. 0 = never (the
+//  default).
+void bn_treeproc_set_liveness (bn_treeproc_t *self, int period_ms, int misses);
+
 //  Start every process and wait until each has answered READY. Returns 0,
 //  or -1 if one could not be started, ended or did not answer in time (the
 //  others keep running until destroy).

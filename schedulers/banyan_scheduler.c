@@ -388,6 +388,12 @@ s_on_command (zactor_t *actor, bn_nodelink_t *link, zmsg_t **msg_p)
             zmsg_append (added, &uuid);
         bn_nodelink_send (link, &added);
         zframe_destroy (&uuid);
+    } else if (streq (command, "PING")) {
+        //  the controller's liveness check: a stopped or stuck process
+        //  does not answer
+        zmsg_t *pong = zmsg_new ();
+        zmsg_addstr (pong, "PONG");
+        bn_nodelink_send (link, &pong);
     } else if (streq (command, "ENGINE_REMOVE") ||
                streq (command, "ENGINE_UNROUTE") ||
                streq (command, "CHILD_LOST"))

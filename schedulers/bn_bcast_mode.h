@@ -42,6 +42,9 @@ typedef struct {
     const char *run_dir;    //  where the links' folder goes (NULL: $TMPDIR)
     int restart_backoff_ms; //  longest wait to restart a node (0: the
                             //  default)
+    int ping_ms;            //  a node is asked whether it answers this
+    int ping_misses;        //  often; this many periods silent, it is
+                            //  killed and restarted (0: never)
 } bn_bcast_options_t;
 
 typedef struct {

@@ -57,6 +57,14 @@ def timed(fn):
     return result, time.monotonic() - start
 
 
+def cont(pid):
+    """SIGCONT to pid, which the controller may have killed meanwhile."""
+    try:
+        os.kill(pid, signal.SIGCONT)
+    except ProcessLookupError:
+        pass
+
+
 def node_pids(controller_pid):
     """{node index: pid} of the tree's banyan-scheduler processes."""
     nodes = {}
@@ -146,8 +154,10 @@ with Profile("faults") as profile:
           f"rc={waiting.returncode}\n{out}\n{err}")
     run(["cluster", "stop"] + profile.args(), timeout=60)
 
-    # the tree's node processes stopped; the tree has a deadline
-    env = dict(ENV, BANYAN_CONTROLLER_TREE_DEADLINE="2s")
+    # the tree's node processes stopped; the tree has a deadline, and the
+    # controller kills a node silent for 5 s (25 beats of 200 ms)
+    env = dict(ENV, BANYAN_CONTROLLER_TREE_DEADLINE="2s",
+               BANYAN_CONTROLLER_HEARTBEAT_MISSES="25")
     start = run(["cluster", "start", "-n", "2", "-k", "1", "--depth", "1",
                  "--tree-mode", "processes"] + profile.args(), timeout=90, env=env)
     check(start.returncode == 0, "cluster start --depth 1 --tree-mode processes",
@@ -163,9 +173,11 @@ with Profile("faults") as profile:
               f"a leaf stopped: its engine fails at the deadline, the other answers "
               f"({took:.1f} s)", describe(leaf))
     finally:
-        os.kill(nodes[2], signal.SIGCONT)
+        cont(nodes[2])
     served = wait_until(lambda: px(profile, "echo hi").returncode == 0, BOUND, step=0.2)
     check(served, "continued, the leaf serves its engine again")
+    check(node_pids(profile.record()["controller_pid"]) == nodes,
+          "the same node processes (none was restarted)")
     os.kill(nodes[0], signal.SIGSTOP)
     try:
         root, took = timed(lambda: px(profile, "--timeout", "3", "echo hi"))
@@ -180,12 +192,11 @@ with Profile("faults") as profile:
               f"the root stopped: px fails both engines with EngineError "
               f"({took:.1f} s)", describe(root))
     finally:
-        os.kill(nodes[0], signal.SIGCONT)
+        cont(nodes[0])
     served = wait_until(lambda: px(profile, "echo hi").returncode == 0, BOUND, step=0.2)
-    check(served, "continued, the root serves again")
-    check(node_pids(profile.record()["controller_pid"]) == nodes,
-          "the same node processes (none was restarted)")
+    check(served, "continued (or killed and restarted), the root serves again")
     # the root killed under a waiting px
+    nodes = node_pids(profile.record()["controller_pid"])
     waiting = popen_px(profile, "sleep 1; echo late")
     time.sleep(0.3)
     os.kill(nodes[0], signal.SIGKILL)
@@ -201,6 +212,33 @@ with Profile("faults") as profile:
           f"({took:.1f} s)", f"rc={waiting.returncode}\n{out}\n{err}")
     served = wait_until(lambda: px(profile, "echo hi").returncode == 0, BOUND, step=0.2)
     check(served, "the root restarted serves again")
+    stop = run(["cluster", "stop"] + profile.args(), timeout=60)
+    check(stop.returncode == 0, "cluster stop", describe(stop))
+
+    # no deadline: a stopped leaf is found out by the controller's pings (10
+    # beats of 200 ms), killed and restarted
+    start = run(["cluster", "start", "-n", "2", "-k", "1", "--depth", "1",
+                 "--tree-mode", "processes"] + profile.args(), timeout=90,
+                env=dict(ENV, BANYAN_CONTROLLER_HEARTBEAT_MISSES="10"))
+    check(start.returncode == 0, "cluster start --depth 1 --tree-mode processes, "
+          "no deadline", describe(start))
+    nodes = node_pids(profile.record()["controller_pid"])
+    os.kill(nodes[2], signal.SIGSTOP)
+    leaf, took = timed(lambda: px(profile, "echo hi"))
+    check(leaf.returncode == 1 and leaf.stdout == "[stdout:0] hi\n"
+          and "[status:1] EngineError" in leaf.stderr and took < BOUND,
+          f"a leaf stopped: its engine fails when the controller finds it silent "
+          f"({took:.1f} s)", describe(leaf))
+    try:
+        cont(nodes[2])
+    except ProcessLookupError:
+        pass
+    served = wait_until(lambda: px(profile, "echo hi").returncode == 0, BOUND, step=0.2)
+    again = node_pids(profile.record()["controller_pid"])
+    check(served and again.get(2) not in (None, nodes[2]),
+          "the leaf was restarted and serves its engine again", (nodes, again))
+    log = open(os.path.join(profile.dir, "log", "banyan-controller.log")).read()
+    check("has not answered" in log, "the controller said why it killed the leaf")
     stop = run(["cluster", "stop"] + profile.args(), timeout=60)
     check(stop.returncode == 0, "cluster stop", describe(stop))
 finish()
