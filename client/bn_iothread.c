@@ -100,9 +100,9 @@ s_on_iopub (bn_iothread_t *self, bn_msg_t *msg)
         s_drop (self, bn_strerror (rc));
         return false;
     }
-    json_t *parent_header = bn_msg_parent (msg);
-    const char *session =
-        json_string_value (json_object_get (parent_header, "session"));
+    //  the parent's fields are scanned, not parsed: a broadcast's engines
+    //  each send two statuses per request
+    const char *session = bn_msg_parent_session (msg);
     const char *msg_id = bn_msg_parent_id (msg);
     const char *type = bn_msg_type (msg);
     json_t *content = bn_msg_content (msg);

@@ -17,12 +17,14 @@
 #define BN_INLINE_IDENTS 4
 #define BN_FIELD_MAX 256 //  header strings read without jansson
 
-//  Header fields a relay reads, scanned from the raw part on first use.
+//  Header fields a relay or a client reads, scanned from the raw part on
+//  first use.
 typedef enum {
     S_FIELD_MSG_ID,
     S_FIELD_MSG_TYPE,
     S_FIELD_SESSION,
     S_FIELD_PARENT_ID,
+    S_FIELD_PARENT_SESSION,
     S_FIELDS
 } s_field_id_t;
 
@@ -706,6 +708,13 @@ bn_msg_parent_id (bn_msg_t *self)
 {
     assert (self);
     return s_field (self, BN_PART_PARENT, S_FIELD_PARENT_ID, "msg_id");
+}
+
+const char *
+bn_msg_parent_session (bn_msg_t *self)
+{
+    assert (self);
+    return s_field (self, BN_PART_PARENT, S_FIELD_PARENT_SESSION, "session");
 }
 
 void

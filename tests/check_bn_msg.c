@@ -178,14 +178,16 @@ END_TEST
 
 START_TEST (test_fields_without_parsing)
 {
-    const char *frames[] = {BN_DELIM,
-                            "",
-                            "{\"msg_id\": \"m\\u00e9\", \"msg_type\": "
-                            "\"apply_request\", \"session\": \"s\", "
-                            "\"bad\": [1, 2}",
-                            "{\"msg_id\": \"parent\"}",
-                            "{}",
-                            "{}"};
+    const char *frames[] = {
+        BN_DELIM,
+        "",
+        "{\"msg_id\": \"m\\u00e9\", \"msg_type\": "
+        "\"apply_request\", \"session\": \"s\", "
+        "\"bad\": [1, 2}",
+        "{\"msg_id\": \"parent\", \"session\": "
+        "\"p\\u00e9\", \"n\": 123456789012345678901234567890}",
+        "{}",
+        "{}"};
     zmsg_t *raw = zmsg_new ();
     for (int i = 0; i < 6; i++)
         zmsg_addstr (raw, frames[i]);
@@ -194,7 +196,11 @@ START_TEST (test_fields_without_parsing)
     //  a malformed header yields no field, scanned or parsed
     ck_assert_ptr_null (bn_msg_id (msg));
     ck_assert_ptr_null (bn_msg_header (msg));
+    //  a parent's fields are read where jansson refuses the part (an
+    //  integer out of its range)
     ck_assert_str_eq (bn_msg_parent_id (msg), "parent");
+    ck_assert_str_eq (bn_msg_parent_session (msg), "p\xc3\xa9");
+    ck_assert_ptr_null (bn_msg_parent (msg));
     bn_msg_destroy (&msg);
 
     msg = bn_msg_new (s_session, BN_MSG_EXECUTE_REQUEST);
