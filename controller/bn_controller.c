@@ -34,13 +34,13 @@
 #include "bn_topology.h"
 #include "bn_wire.h"
 
+#define S_LISTEN_BACKLOG                                                       \
+    4096 //  pending connections per port (capped by
+         //  net.core.somaxconn)
 //  Requests a client may have on its way into the task port's ROUTER
 //  beyond what the scheduler queues (the scheduler stops reading past
 //  BN_TASK_QUEUE_MAX queued tasks; then this bounds libzmq's buffer and
 //  the flooding client's sends block).
-#define S_LISTEN_BACKLOG                                                       \
-    4096 //  pending connections per port (capped by
-         //  net.core.somaxconn)
 #define S_TASK_RCVHWM 1000
 
 //  One bound socket and the port it got.
@@ -134,7 +134,9 @@ s_bind (s_controller_t *self, s_bound_t *bound, int type, const char *id,
         (self->hwm == 0 || self->client_hwm < self->hwm))
         sndhwm = self->client_hwm;
     zsock_set_sndhwm (bound->sock, sndhwm);
-    zsock_set_rcvhwm (bound->sock, self->hwm);
+    zsock_set_rcvhwm (bound->sock, bound == &self->task_in && self->hwm == 0
+                                       ? S_TASK_RCVHWM
+                                       : self->hwm);
     zsock_set_linger (bound->sock, 0);
     //  every engine connects to the registration, mux, control, heart and
     //  leaf ports at about the same time: with libzmq's backlog of 100, a
@@ -280,8 +282,6 @@ s_bind_all (s_controller_t *self, bn_connfile_t *old_client,
         s_bind (self, &self->notifier, ZMQ_PUB, NULL, false,
                 s_old_port (c, "notification")))
         return -1;
-    if (self->hwm == 0)
-        zsock_set_rcvhwm (self->task_in.sock, S_TASK_RCVHWM);
     return 0;
 }
 
