@@ -77,16 +77,9 @@ def px_ok(profile, *args):
     return done.returncode == 0 and done.stdout.count("hi") == (1 if "-t" in args else 2)
 
 
-with Profile("storm") as profile:
-    start = run(["cluster", "start", "-n", "2", "-k", "1"] + profile.args(),
-                timeout=90, env=ENV)
-    check(start.returncode == 0, "cluster start -n 2 -k 1", describe(start))
-    controller = profile.record()["controller_pid"]
-    every = ports(profile)
-    check(len(every) >= 12, f"{len(every)} ports in the connection files", every)
-    before = fds(controller)
-    signer = Signer(os.path.join(profile.dir, "security", "ipcontroller-client.json"))
-
+def storm(every, signer):
+    """Connections opened and dropped on every port, and others cut in the
+    middle of a message; returns the seconds it took."""
     began = time.monotonic()
     for port in every:
         for _ in range(CONNECTIONS):
@@ -111,12 +104,41 @@ with Profile("storm") as profile:
                     peer.close()
                 except OSError:
                     pass  # a PUB or SUB port refuses a DEALER: also a fault
-    took = time.monotonic() - began
-    check(True, f"{CONNECTIONS} connections and 500 half-sent ones on each of "
-          f"{len(every)} ports in {took:.1f} s")
+    return time.monotonic() - began
+
+
+def node_pids(controller):
+    """The pids of the controller's banyan-scheduler processes."""
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                with open(f"/proc/{name}/cmdline", "rb") as f:
+                    args = f.read().split(b"\0")
+            except OSError:
+                continue
+            if int(fields[1]) == controller and b"--node" in args:
+                pids.append(int(name))
+    return sorted(pids)
+
+
+with Profile("storm") as profile:
+    start = run(["cluster", "start", "-n", "2", "-k", "1"] + profile.args(),
+                timeout=90, env=ENV)
+    check(start.returncode == 0, "cluster start -n 2 -k 1", describe(start))
+    controller = profile.record()["controller_pid"]
+    every = ports(profile)
+    check(len(every) >= 12, f"{len(every)} ports in the connection files", every)
+    before = fds(controller)
+    signer = Signer(os.path.join(profile.dir, "security", "ipcontroller-client.json"))
+
+    took = storm(every, signer)
     check(wait_until(lambda: fds(controller) <= before + 2, BOUND),
-          f"the controller keeps none of them ({before} descriptors before, "
-          f"{fds(controller)} after)")
+          f"{CONNECTIONS} connections and 500 cut ones on each of {len(every)} "
+          f"ports in {took:.1f} s: the controller keeps none of them ({before} "
+          f"descriptors before, {fds(controller)} after)")
     began = time.monotonic()
     served = px_ok(profile)
     check(served, f"px is served on both engines ({time.monotonic() - began:.1f} s)")
@@ -160,6 +182,28 @@ with Profile("storm") as profile:
           "px is served on both engines after the flood")
     flooder.close()
 
+    stop = run(["cluster", "stop"] + profile.args(), timeout=60)
+    check(stop.returncode == 0, "cluster stop", describe(stop))
+
+    # the same against a tree of banyan-scheduler processes, whose root and
+    # leaves own the broadcast ports
+    start = run(["cluster", "start", "-n", "2", "-k", "1", "--depth", "1",
+                 "--tree-mode", "processes"] + profile.args(), timeout=90, env=ENV)
+    check(start.returncode == 0, "cluster start --depth 1 --tree-mode processes",
+          describe(start))
+    controller = profile.record()["controller_pid"]
+    nodes = node_pids(controller)
+    owners = [controller] + nodes
+    before = sum(fds(pid) for pid in owners)
+    every = ports(profile)
+    signer = Signer(os.path.join(profile.dir, "security", "ipcontroller-client.json"))
+    took = storm(every, signer)
+    check(len(nodes) == 3 and node_pids(controller) == nodes,
+          f"{len(every)} ports stormed in {took:.1f} s: no node process died", nodes)
+    check(wait_until(lambda: sum(fds(pid) for pid in owners) <= before + 2, BOUND),
+          f"the controller and its nodes keep none of them ({before} descriptors "
+          f"before, {sum(fds(pid) for pid in owners)} after)")
+    check(px_ok(profile), "px is served on both engines")
     stop = run(["cluster", "stop"] + profile.args(), timeout=60)
     check(stop.returncode == 0, "cluster stop", describe(stop))
 finish()
