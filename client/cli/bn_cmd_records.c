@@ -506,9 +506,30 @@ bn_cmd_purge (int argc, char **argv)
         //  MSG_IDs, or with neither them nor -t every completed record
         const char **ids = NULL;
         if (first < argc) {
+            //  An id the hub does not know is named, not passed over
             ids = calloc ((size_t)(argc - first) + 1, sizeof (char *));
-            for (int i = first; ids && i < argc; i++)
-                ids[i - first] = argv[i];
+            size_t known = 0;
+            for (int i = first; ids && i < argc; i++) {
+                bn_result_t *result = NULL;
+                int rc = bn_client_get_result (
+                    client, argv[i], bn_cliopts_timeout (opts), &result);
+                bn_result_destroy (&result);
+                if (rc == BN_ENOENT) {
+                    bn_cliopts_error (opts,
+                                      "%s: no such msg_id: the hub knows no "
+                                      "request by it",
+                                      argv[i]);
+                    status = BN_EXIT_FAILURE;
+                } else
+                    ids[known++] = argv[i];
+            }
+            if (ids && !known && !targets) {
+                free (ids);
+                bn_client_destroy (&client);
+                bn_idset_destroy (&targets);
+                bn_cliopts_destroy (&opts);
+                return status;
+            }
         } else if (targets) {
             static const char *none[] = {NULL};
             ids = calloc (1, sizeof none);

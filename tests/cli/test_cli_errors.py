@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """CLI: errors that name what is wrong. A profile folder that cannot be
 made or written names its path and the reason; a profile path that is a
-file is named; engines -t with an id nobody has names it; result with an
-unknown msg_id says the hub knows no such request; stop and px without
+file is named; engines -t with an id nobody has names it; result and purge
+with an unknown msg_id say the hub knows no such request; stop and px without
 --cluster-id in a profile holding several clusters name them."""
 
 import os
@@ -83,6 +83,17 @@ with Profile("errors") as profile:
           "0123-nosuchid: no such msg_id: the hub knows no request by it" in
           result.stderr, "result with an unknown msg_id says so",
           describe(result))
+
+    run(["px"] + a + ["true"])
+    history = run(["history"] + a).stdout.splitlines()
+    msg_id = history[-1].split()[0] if len(history) > 1 else "?"
+    purge = run(["purge", "0123-nosuchid", msg_id] + a)
+    gone = run(["result", msg_id] + a)
+    check(purge.returncode == 1 and purge.stderr
+          == "banyan purge: 0123-nosuchid: no such msg_id: the hub knows no "
+          "request by it\n" and gone.returncode == 1,
+          "purge with an unknown msg_id names it, and purges the known one",
+          describe(purge) + describe(gone))
 
     several = ("no cluster without --cluster-id in "
                f"{profile.dir}, which holds the clusters a, b: say which "
