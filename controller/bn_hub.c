@@ -11,8 +11,10 @@
     unregistration_notification goes out, in that order, so that a client
     sees the errors before it synthesizes its own.
 
-    An engine whose heart stopped (a process stopped, a link cut for a
-    while) keeps its uuid and id in the lost table: when its heart answers
+    An engine whose heart's connection closes (its process died) is lost
+    at once, as one whose heart stopped. An engine whose heart stopped (a
+    process stopped, a link cut for a while) keeps its uuid and id in the
+    lost table: when its heart answers
     a ping again it is a pending registration of that id, as a restored
     engine is, and is back with its first pong after that. Its sockets are
     still connected, and an engine takes no notice of its unregistration.
@@ -1203,21 +1205,28 @@ s_from_link (bn_hub_t *self, bn_msg_t *msg)
     free (link);
 }
 
+//  Engine uuid's heart stopped, or its connection closed (why): it is
+//  unregistered as for a heart failure, and kept in the lost table.
 static void
-s_on_stopped_heart (void *arg, const char *uuid)
+s_heart_lost (bn_hub_t *self, const char *uuid, const char *why)
 {
-    bn_hub_t *self = (bn_hub_t *)arg;
-    if (zhashx_lookup (self->links, uuid)) {
-        s_host_lost (self, uuid, "heart failure");
-        return;
-    }
     bool pending = bn_engine_table_is_pending (self->engines, uuid);
-    int id = bn_hub_unregister (self, uuid, "heart failure");
+    int id = bn_hub_unregister (self, uuid, why);
     if (id < 0)
         return;
     self->stats.heart_failures++;
     if (!pending && zhashx_size (self->lost) < S_LOST_MAX)
         zhashx_update (self->lost, uuid, (void *)(intptr_t)(id + 1));
+}
+
+static void
+s_on_stopped_heart (void *arg, const char *uuid)
+{
+    bn_hub_t *self = (bn_hub_t *)arg;
+    if (zhashx_lookup (self->links, uuid))
+        s_host_lost (self, uuid, "heart failure");
+    else
+        s_heart_lost (self, uuid, "heart failure");
 }
 
 //  A pong from a heart the monitor does not know: an engine lost to heart
@@ -1243,17 +1252,20 @@ s_on_unknown_heart (void *arg, const char *uuid)
     s_expect (self, uuid, id, NULL);
 }
 
-//  A heart's pong connection closed. A host node's link that closes is a
-//  host node that died (or was stopped): its engines are lost at once, not
-//  a heartbeat bound later, so that its launcher may start it again and
-//  its engines come back under their ids. An engine of the controller's
-//  own keeps its heartbeat bound.
+//  A heart's pong connection closed: the process at its end died (or
+//  closed it), which is known at once instead of a heartbeat bound later.
+//  A host node's link loses its engines, so that its launcher may start it
+//  again and its engines come back under their ids; an engine is lost as
+//  for a heart failure (one still alive comes back as one whose heart
+//  beats again).
 static void
 s_on_closed_heart (void *arg, const char *uuid)
 {
     bn_hub_t *self = (bn_hub_t *)arg;
     if (zhashx_lookup (self->links, uuid))
         s_host_lost (self, uuid, "its connection closed");
+    else
+        s_heart_lost (self, uuid, "its connection closed");
 }
 
 static void

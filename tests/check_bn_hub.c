@@ -346,6 +346,37 @@ START_TEST (test_heart_failure)
 }
 END_TEST
 
+START_TEST (test_heart_closed)
+{
+    //  10 s beats: an engine whose heart's connection closes (its process
+    //  died) is lost at once, not after the heartbeat bound, and the other
+    //  stays
+    t_client_destroy (&s_client);
+    t_controller_stop (&s_ctl);
+    s_ctl = t_controller_start ("controller.heartbeat_period=10000",
+                                "controller.heartbeat_misses=2", NULL);
+    s_client = t_client_new (s_ctl);
+    t_engine_t *engine = t_engine_new (s_ctl);
+    t_engine_t *other = t_engine_new (s_ctl);
+    t_engine_register (engine, s_ctl, s_client, -1);
+    t_engine_register (other, s_ctl, s_client, -1);
+    s_assert_engines (2);
+    int64_t start = zclock_mono ();
+    zsock_destroy (&engine->hb_dealer);
+    bn_msg_t *note =
+        t_notification (s_client, BN_MSG_UNREGISTRATION_NOTIFICATION, 3000);
+    ck_assert_ptr_nonnull (note);
+    ck_assert_int_lt (zclock_mono () - start, 3000);
+    ck_assert_str_eq (t_content_str (note, "uuid"), engine->uuid);
+    bn_msg_destroy (&note);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "heart_failures"), 1);
+    ck_assert_int_eq (t_stat (s_ctl, "heart", "closed"), 1);
+    s_assert_engines (1);
+    t_engine_destroy (&engine);
+    t_engine_destroy (&other);
+}
+END_TEST
+
 START_TEST (test_queue_request)
 {
     t_engine_t *engine = t_engine_new (s_ctl);
@@ -1204,6 +1235,7 @@ s_suite (void)
     tcase_add_test (tc, test_registered_again_in_grace);
     tcase_add_test (tc, test_iopub_shutdown_reply);
     tcase_add_test (tc, test_heart_failure);
+    tcase_add_test (tc, test_heart_closed);
     tcase_add_test (tc, test_queue_request);
     tcase_add_test (tc, test_queue_request_no_engines);
     tcase_add_test (tc, test_unsupported_queries);
