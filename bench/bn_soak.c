@@ -1193,6 +1193,9 @@ bn_soak_run (bn_soak_t *self, FILE *out)
         fprintf (out, "\n");
         grew += bn_soakmon_report (mode->mon, mode->name, warmup, window,
                                    self->max_growth, out);
+        char path[4096];
+        snprintf (path, sizeof path, "%s/log/soak-samples.csv", mode->dir);
+        bn_soakmon_save (mode->mon, path);
         if (bn_soakmon_rss_growth (mode->mon) > rss_growth)
             rss_growth = bn_soakmon_rss_growth (mode->mon);
         if (bn_soakmon_fd_growth (mode->mon) > fd_growth)

@@ -336,6 +336,23 @@ bn_soakmon_report (bn_soakmon_t *self, const char *title, double warm_up,
     return failed;
 }
 
+int
+bn_soakmon_save (bn_soakmon_t *self, const char *path)
+{
+    assert (self);
+    FILE *file = fopen (path, "w");
+    if (!file)
+        return -1;
+    fprintf (file, "seconds,pid,process,rss_kb,fds\n");
+    for (size_t i = 0; i < self->count; i++)
+        for (size_t k = 0; k < self->procs[i].count; k++)
+            fprintf (file, "%.1f,%d,%s,%ld,%d\n",
+                     self->procs[i].samples[k].seconds, (int)self->procs[i].pid,
+                     self->procs[i].name, self->procs[i].samples[k].rss_kb,
+                     self->procs[i].samples[k].fds);
+    return fclose (file) == 0 ? 0 : -1;
+}
+
 double
 bn_soakmon_rss_growth (bn_soakmon_t *self)
 {

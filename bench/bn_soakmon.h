@@ -32,6 +32,10 @@ void bn_soakmon_sample (bn_soakmon_t *self, double seconds);
 int bn_soakmon_report (bn_soakmon_t *self, const char *title, double warm_up,
                        double window, double max_growth, FILE *out);
 
+//  Write every sample to path as CSV (seconds,pid,process,rss_kb,fds).
+//  Returns 0, or -1 if the file cannot be written.
+int bn_soakmon_save (bn_soakmon_t *self, const char *path);
+
 //  The largest growth (a fraction) of RSS and of descriptors among the
 //  judged processes, as the last report measured them.
 double bn_soakmon_rss_growth (bn_soakmon_t *self);
