@@ -555,6 +555,18 @@ s_new_records (s_controller_t *self)
     return records;
 }
 
+//  A PUB socket is only written to, and libzmq processes the commands of
+//  a socket (among them the end of a subscriber's connection, which frees
+//  its pipe) only when the socket is used or polled: polled for input,
+//  which never comes, the notification port frees each client's pipe as
+//  it goes instead of holding it (about 11 kB) until the next
+//  registration, and iopub while no output flows.
+static int
+s_on_pub_commands (zloop_t *loop, zsock_t *reader, void *arg)
+{
+    return 0;
+}
+
 //  Build components and register them in the loop.
 static int
 s_start_components (s_controller_t *self, int period, int misses,
@@ -631,6 +643,12 @@ s_start_components (s_controller_t *self, int period, int misses,
     //  signals are the main thread's business; only $TERM stops the loop
     zloop_set_nonstop (self->loop, true);
     if (zloop_reader (self->loop, self->pipe, s_on_pipe, self) ||
+        zloop_reader (self->loop, self->notifier.sock, s_on_pub_commands,
+                      NULL) ||
+        zloop_reader (self->loop, self->iopub_out.sock, s_on_pub_commands,
+                      NULL) ||
+        zloop_reader (self->loop, self->hb_ping.sock, s_on_pub_commands,
+                      NULL) ||
         bn_hub_attach (self->hub, self->loop) ||
         bn_heart_attach (self->heart, self->loop) ||
         bn_relay_attach (self->mux, self->loop) ||
