@@ -805,6 +805,8 @@ s_fail_and_notify (bn_hub_t *self, const char *uuid, int id)
         bn_relay_engine_remove (relay, uuid);
         relay = zlistx_next (self->relays);
     }
+    if (self->records && bn_engine_table_id (self->engines, uuid) < 0)
+        bn_records_engine_gone (self->records, uuid);
     s_announce (self, BN_MSG_UNREGISTRATION_NOTIFICATION,
                 json_pack ("{s:i, s:s}", "id", id, "uuid", uuid));
 }

@@ -34,6 +34,8 @@ typedef struct {
     size_t ncompleted; //  Answered requests
     char **done;       //  Ring of the last completed msg_ids
     size_t done_next;
+    size_t tracks; //  Pending requests that point to it
+    bool gone;     //  Unregistered: dropped when tracks reaches 0
 } s_engine_t;
 
 typedef struct {
@@ -115,8 +117,11 @@ s_engine (bn_records_t *self, const char *uuid)
     if (!uuid)
         return NULL;
     s_engine_t *engine = zhashx_lookup (self->engines, uuid);
-    if (engine)
+    if (engine) {
+        //  registered again under its uuid while a request was pending
+        engine->gone = false;
         return engine;
+    }
     engine = calloc (1, sizeof *engine);
     if (!engine)
         return NULL;
@@ -150,10 +155,21 @@ s_engine_done (s_engine_t *engine, const char *msg_id)
     engine->done_next = (engine->done_next + 1) % S_DONE_KEEP;
 }
 
-//  Forget a pending request.
+//  Point track to engine (which may be NULL).
+static void
+s_track_engine (s_track_t *track, s_engine_t *engine)
+{
+    track->engine = engine;
+    if (engine)
+        engine->tracks++;
+}
+
+//  Forget a pending request, and its engine if that has unregistered and
+//  this was the last request pointing to it.
 static void
 s_untrack (bn_records_t *self, s_track_t *track)
 {
+    s_engine_t *gone = NULL;
     if (track->engine) {
         if (streq (track->queue, BN_MONITOR_QUEUE_MUX)) {
             if (track->engine->nqueue)
@@ -162,10 +178,14 @@ s_untrack (bn_records_t *self, s_track_t *track)
             if (track->engine->ntasks)
                 track->engine->ntasks--;
         }
+        if (--track->engine->tracks == 0 && track->engine->gone)
+            gone = track->engine;
     } else if (streq (track->queue, BN_MONITOR_QUEUE_TASK) && self->unassigned)
         self->unassigned--;
     zhashx_delete (self->pending, track->msg_id);
     zlistx_delete (self->pending_order, track->handle);
+    if (gone)
+        zhashx_delete (self->engines, gone->uuid);
 }
 
 //  --------------------------------------------------------------------------
@@ -403,10 +423,12 @@ bn_records_request (bn_records_t *self, const char *queue, bn_msg_t *request,
     }
     memcpy (track->msg_id, msg_id, len + 1);
     track->queue = queue;
-    track->engine = s_engine (self, engine_uuid);
+    s_track_engine (track, s_engine (self, engine_uuid));
     track->remaining = -1;
     track->handle = zlistx_add_end (self->pending_order, track);
     if (!track->handle) {
+        if (track->engine)
+            track->engine->tracks--;
         free (track);
         self->stats.no_memory++;
         return;
@@ -432,6 +454,19 @@ bn_records_request (bn_records_t *self, const char *queue, bn_msg_t *request,
 }
 
 void
+bn_records_engine_gone (bn_records_t *self, const char *uuid)
+{
+    assert (self);
+    s_engine_t *engine = uuid ? zhashx_lookup (self->engines, uuid) : NULL;
+    if (!engine)
+        return;
+    if (engine->tracks)
+        engine->gone = true;
+    else
+        zhashx_delete (self->engines, uuid);
+}
+
+void
 bn_records_assigned (bn_records_t *self, const char *msg_id,
                      const char *engine_uuid)
 {
@@ -440,7 +475,7 @@ bn_records_assigned (bn_records_t *self, const char *msg_id,
         return;
     s_track_t *track = zhashx_lookup (self->pending, msg_id);
     if (track && !track->engine) {
-        track->engine = s_engine (self, engine_uuid);
+        s_track_engine (track, s_engine (self, engine_uuid));
         if (track->engine && track->queue == s_task) {
             track->engine->ntasks++;
             if (self->unassigned)
@@ -1016,14 +1051,15 @@ bn_records_stats (bn_records_t *self)
     s_stats_t *s = &self->stats;
     return json_pack (
         "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-        "s:I, s:I, s:I}",
+        "s:I, s:I, s:I, s:I}",
         "storage",
         self->kind == BN_RECORDS_NONE ? "none"
         : self->db                    ? "sqlite"
                                       : "memory",
         "sqlite_failed", self->db_path && !self->db, "records",
         (json_int_t)zlistx_size (self->order), "bytes", (json_int_t)self->bytes,
-        "pending", (json_int_t)zhashx_size (self->pending), "unassigned",
+        "pending", (json_int_t)zhashx_size (self->pending), "engines",
+        (json_int_t)zhashx_size (self->engines), "unassigned",
         (json_int_t)self->unassigned, "requests", (json_int_t)s->requests,
         "replies", (json_int_t)s->replies, "iopub", (json_int_t)s->iopub,
         "unknown", (json_int_t)s->unknown, "duplicates",

@@ -78,6 +78,12 @@ void bn_records_reply (bn_records_t *self, const char *queue, bn_msg_t *reply,
                        const char *engine_uuid);
 void bn_records_iopub (bn_records_t *self, bn_msg_t *msg);
 
+//  The hub has unregistered engine uuid: its counts and completed msg_ids
+//  are dropped, at once or when the last request pending on it is
+//  answered, so that engines coming and going leave nothing behind. A
+//  request for it before then (the same uuid registered again) keeps them.
+void bn_records_engine_gone (bn_records_t *self, const char *uuid);
+
 //  --------------------------------------------------------------------------
 //  Requests in flight
 

@@ -1,8 +1,8 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_records: the hub's task records: what a request, its reply and
-    its iopub output make of a TaskRecord, pending and per-engine counts,
-    the DictDB limits, --nodb, and SQLite (kept across a restart, an
-    unusable file, a full database).  */
+    its iopub output make of a TaskRecord, pending and per-engine counts
+    (dropped with their engine), the DictDB limits, --nodb, and SQLite (kept
+   across a restart, an unusable file, a full database).  */
 #include <check.h>
 #include <czmq.h>
 #include <string.h>
@@ -198,6 +198,76 @@ START_TEST (test_tasks)
     bn_msg_destroy (&reply);
     bn_msg_destroy (&aborted);
     free (msg_id);
+    bn_records_destroy (&records);
+}
+END_TEST
+
+//  The records' count of engines they keep state for.
+static json_int_t
+s_engines_kept (bn_records_t *records)
+{
+    json_t *stats = bn_records_stats (records);
+    json_int_t kept = json_integer_value (json_object_get (stats, "engines"));
+    json_decref (stats);
+    return kept;
+}
+
+START_TEST (test_engine_gone)
+{
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    const bn_monitor_t *monitor = bn_records_monitor (records);
+    bn_msg_t *done = s_request (1);
+    monitor->request (monitor->arg, BN_MONITOR_QUEUE_MUX, done, S_ENGINE);
+    bn_msg_t *reply = s_reply (done, "ok");
+    monitor->reply (monitor->arg, BN_MONITOR_QUEUE_MUX, reply, S_ENGINE);
+    bn_msg_destroy (&reply);
+    bn_msg_t *waiting = s_request (1);
+    monitor->request (monitor->arg, BN_MONITOR_QUEUE_MUX, waiting, S_ENGINE);
+    ck_assert_uint_eq (bn_records_completed_count (records, S_ENGINE), 1);
+    ck_assert_int_eq (s_engines_kept (records), 1);
+
+    //  unregistered with a request pending on it: kept until its answer
+    bn_records_engine_gone (records, S_ENGINE);
+    ck_assert_int_eq (s_engines_kept (records), 1);
+    ck_assert_uint_eq (bn_records_queue_count (records, S_ENGINE), 1);
+    reply = s_reply (waiting, "error");
+    monitor->reply (monitor->arg, BN_MONITOR_QUEUE_MUX, reply, S_ENGINE);
+    bn_msg_destroy (&reply);
+    ck_assert (!bn_records_pending (records, bn_msg_id (waiting)));
+    ck_assert_int_eq (s_engines_kept (records), 0);
+    ck_assert_uint_eq (bn_records_completed_count (records, S_ENGINE), 0);
+    //  the records themselves stay
+    ck_assert_uint_eq (bn_records_size (records), 2);
+
+    //  the same uuid again starts afresh; gone while idle, dropped at once
+    bn_msg_t *again = s_request (1);
+    monitor->request (monitor->arg, BN_MONITOR_QUEUE_MUX, again, S_ENGINE);
+    reply = s_reply (again, "ok");
+    monitor->reply (monitor->arg, BN_MONITOR_QUEUE_MUX, reply, S_ENGINE);
+    bn_msg_destroy (&reply);
+    ck_assert_uint_eq (bn_records_completed_count (records, S_ENGINE), 1);
+    bn_records_engine_gone (records, S_ENGINE);
+    ck_assert_int_eq (s_engines_kept (records), 0);
+    bn_records_engine_gone (records, S_ENGINE);
+    bn_records_engine_gone (records, "unknown");
+
+    //  registered again under its uuid while a request was pending: kept
+    bn_msg_t *first = s_request (1);
+    monitor->request (monitor->arg, BN_MONITOR_QUEUE_MUX, first, S_ENGINE);
+    bn_records_engine_gone (records, S_ENGINE);
+    bn_msg_t *second = s_request (1);
+    monitor->request (monitor->arg, BN_MONITOR_QUEUE_MUX, second, S_ENGINE);
+    reply = s_reply (first, "ok");
+    monitor->reply (monitor->arg, BN_MONITOR_QUEUE_MUX, reply, S_ENGINE);
+    bn_msg_destroy (&reply);
+    ck_assert_int_eq (s_engines_kept (records), 1);
+    ck_assert_uint_eq (bn_records_queue_count (records, S_ENGINE), 1);
+    ck_assert_uint_eq (bn_records_completed_count (records, S_ENGINE), 1);
+    bn_msg_destroy (&done);
+    bn_msg_destroy (&waiting);
+    bn_msg_destroy (&again);
+    bn_msg_destroy (&first);
+    bn_msg_destroy (&second);
     bn_records_destroy (&records);
 }
 END_TEST
@@ -580,6 +650,7 @@ s_suite (void)
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_tasks);
+    tcase_add_test (tc, test_engine_gone);
     tcase_add_test (tc, test_output_in_reply);
     tcase_add_test (tc, test_broadcast);
     tcase_add_loop_test (tc, test_broadcast_merged, 0, 3);

@@ -2,8 +2,9 @@
 /*  check_cluster_records: the hub's task records seen through libbanyan,
     with banyan's controller and engines run in this process as actors:
     results of other clients' requests, history, db queries, purge,
-    resubmit, SQLite records across a controller restart, --nodb, and
-    engines keeping their ids across a restart with --restore.  */
+    nothing kept of engines that went, resubmit, SQLite records across a
+   controller restart, --nodb, and engines keeping their ids across a restart
+   with --restore.  */
 #include "banyan.h"
 #include "bn_config.h"
 #include "bn_controller.h"
@@ -224,6 +225,50 @@ START_TEST (test_usage)
     free (executed);
     bn_client_destroy (&reader);
     bn_client_destroy (&sender);
+}
+END_TEST
+
+//  The controller's count of engines its records keep state for.
+static json_int_t
+s_engines_kept (bn_client_t *client)
+{
+    char *text = NULL;
+    ck_assert_int_eq (bn_client_stats (client, 10, &text), 0);
+    json_t *stats = json_loads (text, 0, NULL);
+    free (text);
+    json_t *kept =
+        json_object_get (json_object_get (stats, "records"), "engines");
+    ck_assert (json_is_integer (kept));
+    json_int_t count = json_integer_value (kept);
+    json_decref (stats);
+    return count;
+}
+
+//  Engines that come and go leave no state behind in the records, and
+//  their records stay.
+START_TEST (test_engines_gone)
+{
+    s_start_controller ();
+    s_start_engines (2);
+    bn_client_t *client = s_client (2);
+    char *first = s_run (client, 0, NULL, "a");
+    char *second = s_run (client, 1, NULL, "b");
+    ck_assert_int_eq (s_engines_kept (client), 2);
+    zactor_destroy (&s_engines);
+    int64_t deadline = zclock_mono () + 20000;
+    while (bn_client_engine_count (client) > 0 && zclock_mono () < deadline)
+        zclock_sleep (20);
+    ck_assert_uint_eq (bn_client_engine_count (client), 0);
+    while (s_engines_kept (client) > 0 && zclock_mono () < deadline)
+        zclock_sleep (20);
+    ck_assert_int_eq (s_engines_kept (client), 0);
+    bn_result_t *result;
+    ck_assert_int_eq (bn_client_get_result (client, second, 10, &result), 0);
+    ck_assert_str_eq (bn_value_str (bn_result_value (result, 0)), "b");
+    bn_result_destroy (&result);
+    free (first);
+    free (second);
+    bn_client_destroy (&client);
 }
 END_TEST
 
@@ -478,6 +523,7 @@ s_suite (void)
     tcase_set_timeout (tc, 60);
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_add_test (tc, test_usage);
+    tcase_add_test (tc, test_engines_gone);
     tcase_add_test (tc, test_broadcast);
     tcase_add_test (tc, test_resubmit);
     tcase_add_test (tc, test_sqlite_restart);
