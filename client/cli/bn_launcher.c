@@ -309,7 +309,8 @@ typedef struct {
     pid_t controller;
     bool controller_failed; //  The controller ended on its own
     char *engine_file;
-    int signal_fd;       //  SIGCHLD, SIGTERM and SIGINT as they come
+    int signal_fd;       //  SIGCHLD, SIGTERM, SIGINT and SIGUSR1 (cluster
+                         //  add) as they come
     bn_remote_t *remote; //  A remote launch, or NULL
     int engines_log;     //  Its engines' output, or -1
     zsock_t *hub;        //  DEALER to the registration port, once needed
