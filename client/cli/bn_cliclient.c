@@ -77,32 +77,81 @@ bn_cliclient_other_clusters (bn_cliopts_t *opts)
     return text;
 }
 
-//  The pid the controller pid file of the selected cluster names, if that
-//  process has ended: only for a controller of this host (the profile may
-//  be shared with others) and the profile's own connection file; else 0.
-static pid_t
-s_dead_controller (bn_cliopts_t *opts, bn_connfile_t *info)
+//  The profile folder and cluster id of a client file named as a
+//  controller writes it, "<profile>/security/ipcontroller[-ID]-client.json";
+//  false for any other name.
+static bool
+s_profile_of (const char *file, char **profile_p, char **cluster_id_p)
 {
-    if (bn_cliopts_file_given (opts))
-        return 0;
+    const char *slash = strrchr (file, '/');
+    const char *base = slash ? slash + 1 : file;
+    const char *prefix = "ipcontroller", *suffix = "-client.json";
+    size_t length = strlen (base), before = strlen (prefix),
+           after = strlen (suffix);
+    size_t folder = slash ? (size_t)(slash - file) : 0;
+    if (!slash || folder < 9 || strncmp (slash - 9, "/security", 9) != 0 ||
+        length < before + after || strncmp (base, prefix, before) != 0 ||
+        strcmp (base + length - after, suffix) != 0 ||
+        (length > before + after &&
+         (base[before] != '-' || length == before + after + 1)))
+        return false;
+    *profile_p = strndup (file, folder - 9);
+    *cluster_id_p =
+        length > before + after
+            ? strndup (base + before + 1, length - before - after - 1)
+            : strdup ("");
+    if (*profile_p && *cluster_id_p)
+        return true;
+    zstr_free (profile_p);
+    zstr_free (cluster_id_p);
+    return false;
+}
+
+//  The pid the controller pid file of the selected cluster names, if that
+//  process has ended, with the pid file's path in *pidfile_p (freed by the
+//  caller) and how to name that profile in *selection_p: only for a
+//  controller of this host (the profile may be shared with others) and a
+//  client file in its profile; else 0.
+static pid_t
+s_dead_controller (bn_cliopts_t *opts, bn_connfile_t *info, char **pidfile_p,
+                   char **selection_p)
+{
     char host[256] = "";
     if (gethostname (host, sizeof host - 1) != 0 ||
         strcmp (bn_connfile_location (info), host) != 0)
         return 0;
-    const char *profile_dir = bn_cliopts_profile_dir (opts);
-    const char *cluster_id = bn_cliopts_cluster_id (opts);
-    char *path = bn_clusterrec_controller_pidfile (profile_dir, cluster_id);
+    char *profile_dir = NULL, *cluster_id = NULL;
+    if (!bn_cliopts_file_given (opts)) {
+        profile_dir = strdup (bn_cliopts_profile_dir (opts));
+        cluster_id = strdup (bn_cliopts_cluster_id (opts));
+        *selection_p = strdup (bn_cliopts_selection (opts));
+    } else if (s_profile_of (bn_cliopts_client_file (opts), &profile_dir,
+                             &cluster_id))
+        *selection_p =
+            zsys_sprintf (" --profile-dir %s%s%s", profile_dir,
+                          *cluster_id ? " --cluster-id " : "", cluster_id);
+    char *path =
+        profile_dir && cluster_id
+            ? bn_clusterrec_controller_pidfile (profile_dir, cluster_id)
+            : NULL;
     FILE *file = path ? fopen (path, "r") : NULL;
-    free (path);
     long pid = 0;
     if (file) {
         if (fscanf (file, "%ld", &pid) != 1)
             pid = 0;
         fclose (file);
     }
-    if (pid <= 0 || pid > INT_MAX ||
+    if (pid <= 0 || pid > INT_MAX || !*selection_p ||
         bn_clusterrec_controller_pid (profile_dir, cluster_id) > 0)
-        return 0;
+        pid = 0;
+    free (profile_dir);
+    free (cluster_id);
+    if (pid > 0)
+        *pidfile_p = path;
+    else {
+        free (path);
+        zstr_free (selection_p);
+    }
     return (pid_t)pid;
 }
 
@@ -140,18 +189,17 @@ bn_cliclient_connect (bn_cliopts_t *opts, int *status)
         *status = BN_EXIT_FAILURE;
         return NULL;
     }
-    pid_t dead = s_dead_controller (opts, info);
+    char *pidfile = NULL, *selection = NULL;
+    pid_t dead = s_dead_controller (opts, info, &pidfile, &selection);
     bn_connfile_destroy (&info);
     if (dead > 0) {
-        char *pidfile = bn_clusterrec_controller_pidfile (
-            bn_cliopts_profile_dir (opts), bn_cliopts_cluster_id (opts));
         bn_cliopts_error (opts,
                           "no cluster: its controller (pid %d in %s) has "
                           "ended (start a new one with 'banyan cluster start "
                           "-n N%s')",
-                          (int)dead, pidfile ? pidfile : "its pid file",
-                          bn_cliopts_selection (opts));
+                          (int)dead, pidfile, selection);
         free (pidfile);
+        free (selection);
         *status = BN_EXIT_NO_CLUSTER;
         return NULL;
     }

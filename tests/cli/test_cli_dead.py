@@ -72,6 +72,17 @@ with Profile("dead") as profile:
               f"12 at once ({proc.elapsed:.1f} s), naming the dead pid",
               describe(proc))
 
+    client_file = os.path.join(profile.dir, "security",
+                               "ipcontroller-client.json")
+    proc = run(["px", "--timeout", "60", "--file", client_file, "hostname"])
+    check(proc.returncode == 12
+          and f"its controller (pid {record['controller_pid']} in {pidfile}) "
+          f"has ended (start a new one with 'banyan cluster start -n N "
+          f"--profile-dir {profile.dir}')" in proc.stderr
+          and proc.elapsed < 20,
+          f"px --file with the controller killed: its profile's pid file "
+          f"read, status 12 at once ({proc.elapsed:.1f} s)", describe(proc))
+
 with Profile("corrupt") as profile:
     path = os.path.join(profile.dir, "security", "ipcontroller-client.json")
     os.makedirs(os.path.dirname(path))
