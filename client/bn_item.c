@@ -5,6 +5,7 @@
 
 #include "bn_log.h"
 #include "bn_msgtypes.h"
+#include "bn_rawtext.h"
 
 #include <assert.h>
 #include <stdlib.h>
@@ -163,6 +164,7 @@ s_join_traceback (json_t *lines)
 }
 
 static int s_append (s_text_t *text, const char *data, size_t len);
+static int s_append_raw (s_text_t *text, const char *data, size_t len);
 
 bool
 bn_item_on_entry (bn_item_t *self, bn_reply_t *reply)
@@ -207,9 +209,9 @@ bn_item_on_entry (bn_item_t *self, bn_reply_t *reply)
     //  before its reply.
     if (reply->out || reply->err || reply->no_output || self->output_in_reply) {
         if ((reply->out &&
-             s_append (&self->out, reply->out, strlen (reply->out)) != 0) ||
+             s_append_raw (&self->out, reply->out, strlen (reply->out)) != 0) ||
             (reply->err &&
-             s_append (&self->err, reply->err, strlen (reply->err)) != 0))
+             s_append_raw (&self->err, reply->err, strlen (reply->err)) != 0))
             bn_log_warn ("client: out of memory for output");
         self->idle = true;
     }
@@ -278,6 +280,18 @@ s_append (s_text_t *text, const char *data, size_t len)
     return 0;
 }
 
+//  Append text as bn_rawtext encoded it: the bytes it stands for.
+static int
+s_append_raw (s_text_t *text, const char *data, size_t len)
+{
+    size_t old = text->len;
+    if (s_append (text, data, len) != 0)
+        return -1;
+    if (len)
+        text->len = old + bn_rawtext_decode (text->data + old, len);
+    return 0;
+}
+
 bool
 bn_item_on_iopub (bn_item_t *self, const char *msg_type, json_t *content)
 {
@@ -287,11 +301,16 @@ bn_item_on_iopub (bn_item_t *self, const char *msg_type, json_t *content)
         const char *name =
             json_string_value (json_object_get (content, "name"));
         json_t *text = json_object_get (content, "text");
+        //  a banyan engine's exact bytes, when the text could not hold them
+        json_t *bytes = json_object_get (content, BN_STREAM_BYTES);
         if (name && json_is_string (text)) {
             s_text_t *into =
                 strcmp (name, "stderr") == 0 ? &self->err : &self->out;
-            if (s_append (into, json_string_value (text),
-                          json_string_length (text)) != 0)
+            if ((json_is_string (bytes)
+                     ? s_append_raw (into, json_string_value (bytes),
+                                     json_string_length (bytes))
+                     : s_append (into, json_string_value (text),
+                                 json_string_length (text))) != 0)
                 bn_log_warn ("client: out of memory for output");
         }
     } else if (strcmp (msg_type, BN_MSG_EXECUTE_RESULT) == 0) {
@@ -484,6 +503,18 @@ const char *
 bn_item_stderr (bn_item_t *self)
 {
     return self->err.data ? self->err.data : "";
+}
+
+size_t
+bn_item_stdout_size (bn_item_t *self)
+{
+    return self->out.len;
+}
+
+size_t
+bn_item_stderr_size (bn_item_t *self)
+{
+    return self->err.len;
 }
 
 json_t *

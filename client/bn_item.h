@@ -112,6 +112,8 @@ const char *bn_item_evalue (bn_item_t *self);
 const char *bn_item_traceback (bn_item_t *self);
 const char *bn_item_stdout (bn_item_t *self); //  "" when none
 const char *bn_item_stderr (bn_item_t *self); //  "" when none
+size_t bn_item_stdout_size (bn_item_t *self); //  bytes, NULs included
+size_t bn_item_stderr_size (bn_item_t *self);
 json_t *bn_item_hops (bn_item_t *self);
 int bn_item_group (bn_item_t *self);
 bn_msg_t *bn_item_raw (bn_item_t *self);

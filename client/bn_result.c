@@ -435,6 +435,20 @@ bn_result_stderr (bn_result_t *self, size_t index)
     return item ? bn_item_stderr (item) : NULL;
 }
 
+size_t
+bn_result_stdout_size (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item ? bn_item_stdout_size (item) : 0;
+}
+
+size_t
+bn_result_stderr_size (bn_result_t *self, size_t index)
+{
+    bn_item_t *item = s_complete_item (self, index);
+    return item ? bn_item_stderr_size (item) : 0;
+}
+
 const bn_value_t *
 bn_result_value (bn_result_t *self, size_t index)
 {

@@ -92,6 +92,10 @@
 #define BN_BCAST_TIMESTAMPS "bn_timestamps"
 #define BN_BCAST_OUTPUT "bn_output"
 
+//  stream content: the output as bn_rawtext encodes it, beside its text,
+//  when the two differ (bytes that are not UTF-8, NULs)
+#define BN_STREAM_BYTES "bn_text"
+
 //  execute_request metadata: true when the request's first buffer is the
 //  command's standard input (banyan engines; others ignore it)
 #define BN_EXEC_STDIN "bn_stdin"

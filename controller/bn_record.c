@@ -12,6 +12,7 @@
 #include "bn_monitor.h"
 #include "bn_msgtypes.h"
 #include "bn_query.h"
+#include "bn_rawtext.h"
 
 struct _bn_record_t {
     char *msg_id;
@@ -508,9 +509,21 @@ s_fold_reply_output (bn_record_t *self, json_t *io)
                                      {"bn_stderr", "stderr"}};
     for (int i = 0; content && i < 2; i++) {
         json_t *text = json_object_get (content, keys[i][0]);
-        if (json_is_string (text) &&
-            json_string_length (json_object_get (io, keys[i][1])) == 0)
-            json_object_set (io, keys[i][1], text);
+        if (!json_is_string (text) ||
+            json_string_length (json_object_get (io, keys[i][1])) != 0)
+            continue;
+        //  the engine's bytes (bn_rawtext), as text every reader takes
+        size_t size = json_string_length (text), len;
+        char *bytes = malloc (size + 1);
+        if (bytes)
+            memcpy (bytes, json_string_value (text), size);
+        char *shown = bytes ? bn_rawtext_replace (
+                                  bytes, bn_rawtext_decode (bytes, size), &len)
+                            : NULL;
+        if (shown)
+            json_object_set_new (io, keys[i][1], json_stringn (shown, len));
+        free (bytes);
+        free (shown);
     }
 }
 

@@ -31,8 +31,10 @@
     broadcast tree, doc/broadcast.md) publishes nothing on iopub (no status, no
     stream, no error): what the command wrote comes back in the reply
     content as `bn_stdout` and `bn_stderr` (both always present, at most
-    S_REPLY_OUTPUT_MAX bytes each), so that it can be merged and grouped
-    with the results on the way up.  */
+    S_REPLY_OUTPUT_MAX bytes each, its bytes as bn_rawtext encodes them),
+    so that it can be merged and grouped with the results on the way up.
+    Stream messages carry bytes that are not UTF-8 as U+FFFD in their text
+    and exactly in `bn_text` (bn_rawtext).  */
 #include "bn_engine.h"
 #include "bn_apply.h"
 #include "bn_curve.h"
@@ -41,6 +43,7 @@
 #include "bn_log.h"
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
+#include "bn_rawtext.h"
 #include "bn_shell.h"
 #include "bn_wire.h"
 
@@ -288,8 +291,7 @@ s_reply_metadata (bn_engine_t *self, bn_msg_t *request, const char *status,
     return metadata;
 }
 
-//  A JSON string of size bytes of output (bn_shell hands it over as
-//  valid UTF-8).
+//  A JSON string of size bytes of output (bn_rawtext's encoding).
 static json_t *
 s_output_string (zchunk_t *chunk)
 {
@@ -559,7 +561,10 @@ s_output_keep (bn_engine_t *self, const char *name, const char *text,
         return;
     size_t room = S_REPLY_OUTPUT_MAX - zchunk_size (*chunk);
     if (size > room) {
+        //  (not within a character: the text stays UTF-8)
         size = room;
+        while (size && ((unsigned char)text[size] & 0xC0) == 0x80)
+            size--;
         if (!current->truncated)
             bn_log_warn ("engine %d: output of %s past %d bytes dropped",
                          self->id, bn_msg_id (current->msg),
@@ -570,18 +575,43 @@ s_output_keep (bn_engine_t *self, const char *name, const char *text,
         zchunk_extend (*chunk, text, size);
 }
 
+//  Output of the command, as it wrote it: kept for the reply, or
+//  published. Bytes that are not UTF-8 text (and NULs) reach banyan's
+//  readers through bn_rawtext's encoding, in bn_stdout and bn_stderr or a
+//  stream's bn_text, and others as U+FFFD in the stream's text.
 static void
 s_on_output (bn_shell_t *shell, const char *name, const char *text, size_t size,
              void *arg)
 {
     bn_engine_t *self = (bn_engine_t *)arg;
-    if (self->current.quiet) {
-        s_output_keep (self, name, text, size);
+    if (bn_rawtext_plain (text, size)) {
+        if (self->current.quiet)
+            s_output_keep (self, name, text, size);
+        else
+            s_publish (
+                self, self->current.msg, BN_MSG_STREAM, name,
+                json_pack ("{s:s, s:s%}", "name", name, "text", text, size),
+                true);
         return;
     }
-    s_publish (self, self->current.msg, BN_MSG_STREAM, name,
-               json_pack ("{s:s, s:s%}", "name", name, "text", text, size),
-               true);
+    size_t len, replaced_len;
+    char *encoded = bn_rawtext_encode (text, size, &len);
+    char *replaced = self->current.quiet
+                         ? NULL
+                         : bn_rawtext_replace (text, size, &replaced_len);
+    if (encoded && self->current.quiet)
+        s_output_keep (self, name, encoded, len);
+    else if (encoded && replaced)
+        s_publish (self, self->current.msg, BN_MSG_STREAM, name,
+                   json_pack ("{s:s, s:s%, s:s%}", "name", name, "text",
+                              replaced, replaced_len, BN_STREAM_BYTES, encoded,
+                              len),
+                   true);
+    else
+        bn_log_error ("engine %d: out of memory, %zu bytes of output lost",
+                      self->id, size);
+    free (encoded);
+    free (replaced);
 }
 
 static void

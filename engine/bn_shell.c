@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "bn_shell.h"
 #include "bn_log.h"
+#include "bn_rawtext.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -64,45 +65,9 @@ struct _bn_shell_t {
     void *arg;
 };
 
-//  Length of a valid UTF-8 sequence starting at data (size bytes left):
-//  n > 0 for a complete character, 0 for a valid but incomplete start,
-//  -1 for an invalid byte.
-static int
-s_utf8_char (const unsigned char *data, size_t size)
-{
-    unsigned char c = data[0];
-    int length;
-    unsigned char low = 0x80, high = 0xBF;
-    if (c < 0x80)
-        return 1;
-    else if (c >= 0xC2 && c <= 0xDF)
-        length = 2;
-    else if (c >= 0xE0 && c <= 0xEF) {
-        length = 3;
-        if (c == 0xE0)
-            low = 0xA0;
-        else if (c == 0xED)
-            high = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        length = 4;
-        if (c == 0xF0)
-            low = 0x90;
-        else if (c == 0xF4)
-            high = 0x8F;
-    } else
-        return -1;
-    for (int i = 1; i < length; i++) {
-        if ((size_t)i >= size)
-            return 0;
-        unsigned char next = data[i];
-        if (i == 1 ? (next < low || next > high) : (next < 0x80 || next > 0xBF))
-            return -1;
-    }
-    return length;
-}
-
-//  Deliver data (carry first) as valid UTF-8; keep an incomplete last
-//  character in the carry unless at_eof.
+//  Deliver data (carry first) as the command wrote it, but for a
+//  character cut short at the end, kept in the carry unless at_eof, so
+//  that no piece splits one.
 static void
 s_deliver (bn_shell_t *self, s_pipe_t *pipe_, const char *data, size_t size,
            bool at_eof)
@@ -110,41 +75,38 @@ s_deliver (bn_shell_t *self, s_pipe_t *pipe_, const char *data, size_t size,
     size_t total = pipe_->ncarry + size;
     if (total == 0)
         return;
-    //  Worst case every byte becomes a 3-byte replacement character.
-    unsigned char *in = malloc (total);
-    char *out = malloc (total * 3);
-    if (!in || !out) {
-        free (in);
-        free (out);
-        bn_log_error ("shell: out of memory, %zu bytes of output lost", size);
+    char *in = (char *)data;
+    if (pipe_->ncarry) {
+        in = malloc (total);
+        if (!in) {
+            bn_log_error ("shell: out of memory, %zu bytes of output lost",
+                          size);
+            pipe_->ncarry = 0;
+            return;
+        }
+        memcpy (in, pipe_->carry, pipe_->ncarry);
+        if (size)
+            memcpy (in + pipe_->ncarry, data, size);
         pipe_->ncarry = 0;
-        return;
     }
-    memcpy (in, pipe_->carry, pipe_->ncarry);
-    memcpy (in + pipe_->ncarry, data, size);
-    pipe_->ncarry = 0;
-    size_t outsize = 0;
-    size_t pos = 0;
-    while (pos < total) {
-        int length = s_utf8_char (in + pos, total - pos);
-        if (length > 0) {
-            memcpy (out + outsize, in + pos, length);
-            outsize += length;
-            pos += length;
-        } else if (length == 0 && !at_eof) {
-            pipe_->ncarry = total - pos;
-            memcpy (pipe_->carry, in + pos, pipe_->ncarry);
+    //  the start of a character cut short is among the last 3 bytes
+    size_t keep = 0;
+    for (size_t back = 1; !at_eof && back <= 3 && back <= total; back++) {
+        unsigned char c = (unsigned char)in[total - back];
+        if (c < 0x80)
             break;
-        } else {
-            memcpy (out + outsize, "\xEF\xBF\xBD", 3);
-            outsize += 3;
-            pos++;
+        if (c >= 0xC0) {
+            if (bn_rawtext_char (in + total - back, back) == 0)
+                keep = back;
+            break;
         }
     }
-    free (in);
-    if (outsize)
-        self->on_output (self, pipe_->name, out, outsize, self->arg);
-    free (out);
+    memcpy (pipe_->carry, in + total - keep, keep);
+    pipe_->ncarry = keep;
+    if (total > keep)
+        self->on_output (self, pipe_->name, in, total - keep, self->arg);
+    if (in != data)
+        free (in);
 }
 
 static void

@@ -21,8 +21,9 @@ typedef struct {
     bool ended;     //  ended by bn_shell_end
 } bn_shell_status_t;
 
-//  Called with each piece of output, as valid UTF-8 (invalid bytes become
-//  U+FFFD; a character split between reads is held until complete). name
+//  Called with each piece of output, the bytes as the command wrote them
+//  (any bytes: bn_rawtext carries them in JSON); a UTF-8 character split
+//  between reads is held until complete, so no piece splits one. name
 //  is "stdout" or "stderr".
 typedef void (bn_shell_output_fn) (bn_shell_t *shell, const char *name,
                                    const char *text, size_t size, void *arg);

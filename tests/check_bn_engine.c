@@ -12,6 +12,7 @@
 #include "bn_log.h"
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
+#include "bn_rawtext.h"
 #include "bn_wire.h"
 
 #include <check.h>
@@ -1174,10 +1175,14 @@ START_TEST (test_output_in_reply)
     json_t *content = bn_msg_content (reply);
     json_t *metadata = bn_msg_metadata (reply);
     ck_assert_str_eq (s_status_of (reply), "ok");
-    //  bytes that are not UTF-8 become U+FFFD, as on iopub
-    ck_assert_str_eq (
-        json_string_value (json_object_get (content, "bn_stdout")),
-        "out\nx\xef\xbf\xbdy");
+    //  bytes that are not UTF-8 travel as bn_rawtext encodes them, and
+    //  come back as they were
+    json_t *out = json_object_get (content, "bn_stdout");
+    ck_assert_str_eq (json_string_value (out), "out\nx\xf4\x8f\xbf\xbfy");
+    char raw[32];
+    snprintf (raw, sizeof raw, "%s", json_string_value (out));
+    ck_assert_uint_eq (bn_rawtext_decode (raw, strlen (raw)), 7);
+    ck_assert_str_eq (raw, "out\nx\xffy");
     ck_assert_str_eq (
         json_string_value (json_object_get (content, "bn_stderr")), "err\n");
     ck_assert (json_is_true (json_object_get (metadata, "is_broadcast")));

@@ -1,6 +1,7 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_shell: asynchronous shell commands with streamed output, exit
     statuses, time limits and signals.  */
+#include "bn_rawtext.h"
 #include "bn_shell.h"
 
 #include <check.h>
@@ -15,6 +16,7 @@ typedef struct {
     char out[8192];           //  stdout text, concatenated
     char err[8192];           //  stderr text, concatenated
     int nout;                 //  stdout callbacks
+    int pieces_split;         //  pieces that end within a character
     bn_shell_status_t status; //  as reported on exit
     int exits;                //  exit callbacks
     int64_t first_output;     //  zclock_mono of the first output
@@ -32,6 +34,13 @@ s_output (bn_shell_t *shell, const char *name, const char *text, size_t size,
         run->nout++;
     if (!run->first_output)
         run->first_output = zclock_mono ();
+    for (size_t back = 1; back <= 3 && back <= size; back++) {
+        unsigned char c = (unsigned char)text[size - back];
+        if (c >= 0xC0 && bn_rawtext_char (text + size - back, back) == 0)
+            run->pieces_split++;
+        if (c < 0x80 || c >= 0xC0)
+            break;
+    }
     size_t have = strlen (dest);
     ck_assert_uint_lt (have + size, 8192);
     memcpy (dest + have, text, size);
@@ -218,13 +227,16 @@ START_TEST (test_input)
 }
 END_TEST
 
-START_TEST (test_invalid_utf8_is_replaced)
+START_TEST (test_bytes_as_written)
 {
     s_run_t run;
-    //  a 3-byte character split across two writes, then an invalid byte
-    s_run (&run, "printf '\\342\\202'; sleep 0.1; printf '\\254 \\377\\n'",
+    //  a 3-byte character split across two writes, then bytes that are
+    //  not UTF-8: no piece splits the character, and every byte comes as
+    //  it was written
+    s_run (&run, "printf '\\342\\202'; sleep 0.1; printf '\\254 \\377\\376\\n'",
            NULL, 0);
-    ck_assert_str_eq (run.out, "\xE2\x82\xAC \xEF\xBF\xBD\n");
+    ck_assert_str_eq (run.out, "\xE2\x82\xAC \xFF\xFE\n");
+    ck_assert_int_eq (run.pieces_split, 0);
 }
 END_TEST
 
@@ -348,7 +360,7 @@ main (void)
     tcase_add_test (tc, test_time_limit_kills_group);
     tcase_add_test (tc, test_working_dir_and_stdin);
     tcase_add_test (tc, test_input);
-    tcase_add_test (tc, test_invalid_utf8_is_replaced);
+    tcase_add_test (tc, test_bytes_as_written);
     tcase_add_test (tc, test_signal_and_destroy);
     tcase_add_test (tc, test_end_escalates);
     suite_add_tcase (suite, tc);

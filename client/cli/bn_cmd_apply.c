@@ -105,16 +105,25 @@ s_on_item (bn_result_t *result, size_t index, bool timed_out, void *data)
                      : strdup ("<a value this client cannot decode>");
     }
     const char *out = bn_result_stdout (result, index);
+    size_t out_size = out ? bn_result_stdout_size (result, index) : 0;
     out = out ? out : "";
     if (self->gather) {
         //  A value is what groups engines; its text ends the block
-        char *text = repr ? zsys_sprintf ("%s%s\n", out, repr) : strdup (out);
-        if (!text || bn_gather_add (self->gathered, id, text, strlen (text), "",
-                                    0, status) != 0)
+        size_t repr_size = repr ? strlen (repr) + 1 : 0;
+        char *text = malloc (out_size + repr_size + 1);
+        if (text) {
+            memcpy (text, out, out_size);
+            if (repr)
+                memcpy (text + out_size, repr, repr_size - 1);
+            if (repr)
+                text[out_size + repr_size - 1] = '\n';
+        }
+        if (!text || bn_gather_add (self->gathered, id, text,
+                                    out_size + repr_size, "", 0, status) != 0)
             bn_cliopts_error (self->opts, "out of memory");
         free (text);
     } else {
-        bn_pxout_prefixed (stdout, "stdout", id, out, strlen (out));
+        bn_pxout_prefixed (stdout, "stdout", id, out, out_size);
         if (repr) {
             char prefix[32];
             snprintf (prefix, sizeof prefix, "[%d] ", id);

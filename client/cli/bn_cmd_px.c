@@ -131,19 +131,22 @@ s_on_item (bn_result_t *result, size_t index, bool timed_out, void *data)
         self->failed = true;
     int id = bn_result_engine_id (result, index);
     //  (what a command that timed out wrote before the abort ended it)
+    //  (the bytes as the command wrote them, NULs and all)
     const char *out = bn_result_stdout (result, index);
     const char *err = bn_result_stderr (result, index);
+    size_t out_size = out ? bn_result_stdout_size (result, index) : 0;
+    size_t err_size = err ? bn_result_stderr_size (result, index) : 0;
     out = out ? out : "";
     err = err ? err : "";
     if (self->gather) {
-        if (bn_gather_add (self->gathered, id, out, strlen (out), err,
-                           strlen (err), status) != 0)
+        if (bn_gather_add (self->gathered, id, out, out_size, err, err_size,
+                           status) != 0)
             bn_cliopts_error (self->opts, "out of memory");
         return;
     }
-    bn_pxout_prefixed (stdout, "stdout", id, out, strlen (out));
+    bn_pxout_prefixed (stdout, "stdout", id, out, out_size);
     fflush (stdout);
-    bn_pxout_prefixed (stderr, "stderr", id, err, strlen (err));
+    bn_pxout_prefixed (stderr, "stderr", id, err, err_size);
     if (*status && !self->quiet)
         bn_pxout_prefixed (stderr, "status", id, status, strlen (status));
 }

@@ -5,6 +5,7 @@
 #include "bn_cliclient.h"
 #include "bn_cliopts.h"
 #include "bn_cmd.h"
+#include "bn_pxout.h"
 
 #include <czmq.h>
 #include <jansson.h>
@@ -347,12 +348,16 @@ s_print_result (bn_result_t *result, int engine)
     }
     const char *out = bn_result_stdout (result, 0);
     const char *err = bn_result_stderr (result, 0);
-    if (out && *out)
-        printf ("[stdout]\n%s%s", out,
-                out[strlen (out) - 1] == '\n' ? "" : "\n");
-    if (err && *err)
-        printf ("[stderr]\n%s%s", err,
-                err[strlen (err) - 1] == '\n' ? "" : "\n");
+    size_t out_size = out ? bn_result_stdout_size (result, 0) : 0;
+    size_t err_size = err ? bn_result_stderr_size (result, 0) : 0;
+    if (out_size) {
+        printf ("[stdout]\n");
+        bn_pxout_text (stdout, out, out_size);
+    }
+    if (err_size) {
+        printf ("[stderr]\n");
+        bn_pxout_text (stdout, err, err_size);
+    }
     return failed;
 }
 

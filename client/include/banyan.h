@@ -522,9 +522,13 @@ const char *bn_result_started (bn_result_t *self, size_t index);
 const char *bn_result_completed (bn_result_t *self, size_t index);
 
 //  Output the engine wrote to stdout and stderr for this request, "" if
-//  none (complete).
+//  none (complete): a banyan engine's bytes as the command wrote them (not
+//  always UTF-8), another's text; NUL-terminated, and with _size its
+//  length, NULs within included.
 const char *bn_result_stdout (bn_result_t *self, size_t index);
 const char *bn_result_stderr (bn_result_t *self, size_t index);
+size_t bn_result_stdout_size (bn_result_t *self, size_t index);
+size_t bn_result_stderr_size (bn_result_t *self, size_t index);
 
 //  The value an apply returned, decoded from its pickle; NULL for
 //  execute, for errors, or when the pickle could not be read (complete).

@@ -205,5 +205,27 @@ with Profile("px") as profile:
     check(unread.returncode == 0 and unread.stdout == "[stdout:0] end\n",
           "px --no-stdin: the command reads /dev/null", describe(unread))
 
+    # Output is byte-transparent: bytes that are not UTF-8, a NUL, and a
+    # character that looks like banyan's escapes reach stdout unchanged
+    raw = b"caf\xe9 \xff\xfe a\x00b caf\xc3\xa9 \xf4\x8f\xbd\x81\n"
+    command = "printf 'caf\\351 \\377\\376 a\\000b caf\\303\\251 " \
+              "\\364\\217\\275\\201\\n'; printf '\\351rr\\n' >&2"
+    for mode in ([], ["--direct"], ["--balanced"]):
+        exact = subprocess.run([BANYAN, "px", "-t", "1"] + mode + px
+                               + [command], capture_output=True, timeout=60,
+                               stdin=subprocess.DEVNULL)
+        check(exact.returncode == 0
+              and exact.stdout.endswith(b"] " + raw)
+              and exact.stderr.endswith(b"] \xe9rr\n"),
+              "px %s: output bytes as the command wrote them"
+              % (" ".join(mode) or "(tree)"), repr(exact))
+    grouped = subprocess.run([BANYAN, "px", "-b"] + px + [command],
+                             capture_output=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+    check(grouped.returncode == 0
+          and grouped.stdout == HEADER.format("0-3", 4).encode() + raw
+          + b"[stderr] \xe9rr\n",
+          "px -b: the bytes too, every engine in one group", repr(grouped))
+
     run(["cluster", "stop"] + profile.args(), timeout=60)
 finish()

@@ -53,6 +53,16 @@ def main():
         checks.check("execute('echo hi') shows each engine's stdout",
                      result.stdout == ["hi\n"] * 3, result.stdout)
 
+        # bytes that are not UTF-8 (and a NUL): U+FFFD for the stock
+        # client, which ignores the exact bytes banyan's stream carries too
+        result = view.execute("printf 'caf\\351 \\377a\\000b\\n'",
+                              block=False)
+        result.get(timeout=TIMEOUT)
+        result.wait_for_output(timeout=TIMEOUT)
+        checks.check("output that is not UTF-8 reads with U+FFFD",
+                     result.stdout == ["caf\ufffd \ufffda\ufffdb\n"] * 3,
+                     result.stdout)
+
         result = view.execute("echo oops >&2", block=False)
         result.get(timeout=TIMEOUT)
         result.wait_for_output(timeout=TIMEOUT)
