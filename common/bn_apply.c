@@ -66,6 +66,26 @@ s_info_count (const bn_value_t *info, const char *key)
     return bn_value_int (value);
 }
 
+char *
+bn_apply_function (const bn_bytes_t *bufs, size_t nbufs)
+{
+    assert (bufs || nbufs == 0);
+    if (nbufs < 1)
+        return NULL;
+    bn_apply_t apply;
+    memset (&apply, 0, sizeof apply);
+    char reason[256];
+    size_t used = 0;
+    apply.f =
+        bn_deserialize_object (bufs, nbufs, &used, reason, sizeof (reason));
+    char *name = NULL;
+    if (apply.f && s_classify (&apply) == 0)
+        name = apply.kind == BN_APPLY_REFERENCE ? strdup (apply.name)
+                                                : strdup (apply.description);
+    bn_apply_clear (&apply);
+    return name;
+}
+
 int
 bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
                  char *err, size_t errsize)

@@ -39,6 +39,12 @@ typedef struct {
 int bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
                      char *err, size_t errsize);
 
+//  What the function of an apply_request's buffers is, decoding f alone:
+//  a Reference's name ("echo"), a global's or a function's module.name
+//  ("builtins.sum"), else its type; a new string, or NULL if f cannot be
+//  read.
+char *bn_apply_function (const bn_bytes_t *bufs, size_t nbufs);
+
 //  Free what bn_apply_unpack put in `self` and zero it; safe to repeat.
 void bn_apply_clear (bn_apply_t *self);
 

@@ -7,12 +7,14 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "bn_apply.h"
 #include "bn_jscan.h"
 #include "bn_merged_reader.h"
 #include "bn_monitor.h"
 #include "bn_msgtypes.h"
 #include "bn_query.h"
 #include "bn_rawtext.h"
+#include "bn_serialize.h"
 
 struct _bn_record_t {
     char *msg_id;
@@ -629,6 +631,22 @@ s_result_content (bn_record_t *self)
     return s_part_or_null (self->reply, BN_PART_CONTENT);
 }
 
+//  banyan's bn_function: what an apply_request calls ("echo",
+//  "builtins.sum"), read from its first buffers; null for others.
+static json_t *
+s_function (bn_msg_t *request)
+{
+    const char *type = request ? bn_msg_type (request) : NULL;
+    if (!type || !streq (type, BN_MSG_APPLY_REQUEST))
+        return json_null ();
+    bn_bytes_t bufs[4];
+    size_t nbufs = bn_bytes_from_msg (request, bufs, 4);
+    char *name = bn_apply_function (bufs, nbufs < 4 ? nbufs : 4);
+    json_t *value = name ? json_string (name) : NULL;
+    free (name);
+    return value ? value : json_null ();
+}
+
 json_t *
 bn_record_json (bn_record_t *self)
 {
@@ -680,6 +698,7 @@ bn_record_json (bn_record_t *self)
                          s_part_or_null (self->reply, BN_PART_METADATA));
     json_object_set_new (json, "result_content", s_result_content (self));
     json_object_set_new (json, "queue", s_string_or_null (self->queue));
+    json_object_set_new (json, "bn_function", s_function (self->request));
     json_object_update (json, io);
     json_decref (io);
     self->json = json;

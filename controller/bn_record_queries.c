@@ -269,13 +269,31 @@ s_history_request (bn_record_queries_t *self, bn_msg_t *request)
 }
 
 //  Keys of a TaskRecord, for checking db_request 'keys'.
-static const char *s_record_keys[] = {
-    "msg_id",        "header",          "metadata",       "content",
-    "buffers",       "submitted",       "client_uuid",    "engine_uuid",
-    "started",       "completed",       "resubmitted",    "received",
-    "result_header", "result_metadata", "result_content", "result_buffers",
-    "queue",         "execute_input",   "execute_result", "error",
-    "stdout",        "stderr",          "display_data",   NULL};
+static const char *s_record_keys[] = {"msg_id",
+                                      "header",
+                                      "metadata",
+                                      "content",
+                                      "buffers",
+                                      "submitted",
+                                      "client_uuid",
+                                      "engine_uuid",
+                                      "started",
+                                      "completed",
+                                      "resubmitted",
+                                      "received",
+                                      "result_header",
+                                      "result_metadata",
+                                      "result_content",
+                                      "result_buffers",
+                                      "queue",
+                                      "execute_input",
+                                      "execute_result",
+                                      "error",
+                                      "stdout",
+                                      "stderr",
+                                      "display_data",
+                                      "bn_function",
+                                      NULL};
 
 typedef struct {
     bn_query_t *query;

@@ -24,6 +24,15 @@ START_TEST (test_usage)
                       0);
     ck_assert_int_eq (apply.kind, BN_APPLY_REFERENCE);
     ck_assert_str_eq (apply.name, "echo");
+    //  What it calls, from f alone (the hub's history)
+    char *function = bn_apply_function (bufs, 1);
+    ck_assert_str_eq (function, "echo");
+    free (function);
+    function = bn_apply_function (bufs + 1, 1); //  the info dict
+    ck_assert_str_eq (function, "dict");
+    free (function);
+    bn_bytes_t junk = {"not a pickle", 12};
+    ck_assert_ptr_null (bn_apply_function (&junk, 1));
     ck_assert (bn_value_equal (apply.args, args));
     ck_assert (bn_value_equal (apply.kwargs, kwargs));
 

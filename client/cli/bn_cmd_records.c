@@ -45,8 +45,8 @@ s_failed (const char *command, const char *what, int rc)
 
 //  The TaskRecord keys history reads.
 static const char *s_history_keys[] = {
-    "msg_id",    "header",    "metadata",       "content", "engine_uuid",
-    "submitted", "completed", "result_content", NULL};
+    "msg_id",    "header",    "metadata",       "content",     "engine_uuid",
+    "submitted", "completed", "result_content", "bn_function", NULL};
 
 //  The id of engine uuid among the registered engines, or -1.
 static int
@@ -102,8 +102,12 @@ s_history_row (json_t *record, zhashx_t *ids)
     if (!json_is_string (json_object_get (record, "completed")))
         status = "pending";
     const char *type = json_string_value (json_object_get (header, "msg_type"));
+    //  what ran: an execute's code, an apply's function (banyan's hub
+    //  says which)
     json_t *code =
         json_object_get (json_object_get (record, "content"), "code");
+    if (!json_is_string (code))
+        code = json_object_get (record, "bn_function");
     char ran[64];
     snprintf (ran, sizeof ran, "%s%s", broadcast ? "broadcast " : "",
               type && streq (type, "execute_request") ? "execute"

@@ -74,7 +74,7 @@ with Profile("records") as profile:
           and rows[0][7] == "execute: echo out; echo err >&2; exit 3"
           and rows[1][7] == "broadcast execute: echo out $BANYAN_ENGINE_ID; "
                             "test $BANYAN_ENGINE_ID != 2"
-          and rows[3][7] == "broadcast apply",
+          and rows[3][7] == "broadcast apply: echo",
           "history: a table of msg_id, submitted, completed, engines, "
           "status and what ran; one row per broadcast", describe(table))
 
