@@ -59,6 +59,7 @@ extern char **environ;
 #define S_DRAIN 64                   //  messages read per readable event
 #define S_LINGER_MS 1000             //  time to flush replies when stopping
 #define S_DEFAULT_HB_MS 3000         //  hb_period when the reply gives none
+#define S_TICK_GAP_MS 1000           //  a tick this late: we were not running
 #define S_MAX_HB_MS 86400000         //  longest hb_period taken (a day)
 #define S_TIMELIMIT_KEY "time_limit" //  request metadata, seconds
 #define S_OUTPUT_KEY BN_BCAST_OUTPUT //  request metadata: "reply"
@@ -101,6 +102,7 @@ struct _bn_engine_t {
     char topic[64];            //  "engine.<id>." iopub topic prefix
     int64_t deadline;          //  registration deadline (ms, mono)
     int64_t last_ping;         //  last ping or registration (ms)
+    int64_t last_tick;         //  the previous bn_engine_tick (ms), 0: none
     char answered[S_PING_MAX]; //  the last ping echoed
     size_t answered_size;      //  its size, 0: none
     int hb_period;             //  ms, from the registration reply
@@ -1498,6 +1500,13 @@ void
 bn_engine_tick (bn_engine_t *self, int64_t now_ms)
 {
     assert (self);
+    //  A tick long after the previous one: this process was stopped (or
+    //  starved of the processor), and the controller's silence meanwhile
+    //  is not its to judge; the pings that waited may not even be read
+    //  yet. It counts again from now.
+    if (self->last_tick && now_ms - self->last_tick > S_TICK_GAP_MS)
+        self->last_ping = now_ms;
+    self->last_tick = now_ms;
     //  A reply may be waiting behind other engines' work: read it first.
     if (self->state == BN_ENGINE_REGISTERING && now_ms >= self->deadline &&
         self->registration)

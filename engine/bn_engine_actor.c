@@ -30,8 +30,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#define S_TICK_MS 100    //  deadline check period
-#define S_PINGS_MAX 4096 //  pings read before a tick judges the silence
+#define S_TICK_MS 100 //  deadline check period
 //  An engine holds 3 sockets (shell, control, pong; a registration DEALER
 //  before) and 8 descriptors: 3 socket mailboxes and 5 TCP connections
 //  (mux, task, broadcast, control, hb_pong); a running command 3 more.
@@ -160,8 +159,6 @@ s_tick_timer (zloop_t *loop, int timer_id, void *arg)
     return 0;
 }
 
-static void s_read_pings (s_actor_t *self, int max);
-
 static int
 s_tick (zloop_t *loop, zsock_t *sock, void *arg)
 {
@@ -169,9 +166,6 @@ s_tick (zloop_t *loop, zsock_t *sock, void *arg)
     char byte;
     while (zmq_recv (zsock_resolve (sock), &byte, 1, ZMQ_DONTWAIT) >= 0)
         ;
-    //  the pings that came while this process was not running (stopped, or
-    //  starved of the processor) count before the silence is judged
-    s_read_pings (self, S_PINGS_MAX);
     int64_t now = zclock_mono ();
     //  an engine not started yet has no deadline
     for (int i = 0; i < self->started; i++)
@@ -212,12 +206,11 @@ s_handshake_event (zloop_t *loop, zsock_t *sock, void *arg)
     return 0;
 }
 
-//  Read up to max pings waiting on the heartbeat SUB and answer them.
-static void
-s_read_pings (s_actor_t *self, int max)
+static int
+s_ping_event (zloop_t *loop, zsock_t *sock, void *arg)
 {
-    zsock_t *sock = self->ping;
-    for (int n = 0; n < max; n++) {
+    s_actor_t *self = (s_actor_t *)arg;
+    for (int n = 0; n < 16; n++) {
         zmq_msg_t ping;
         zmq_msg_init (&ping);
         if (zmq_msg_recv (&ping, zsock_resolve (sock), ZMQ_DONTWAIT) < 0) {
@@ -240,12 +233,6 @@ s_read_pings (s_actor_t *self, int max)
             zmq_msg_close (&rest);
         }
     }
-}
-
-static int
-s_ping_event (zloop_t *loop, zsock_t *sock, void *arg)
-{
-    s_read_pings ((s_actor_t *)arg, 16);
     return 0;
 }
 
