@@ -1321,6 +1321,7 @@ s_registration_event (bn_watch_item_t *item, void *arg)
         bn_msg_destroy (&msg);
         return;
     }
+    self->env->last_reply = zclock_mono ();
     json_t *content = bn_msg_content (msg);
     const char *status =
         json_string_value (json_object_get (content, "status"));
@@ -1511,7 +1512,13 @@ bn_engine_tick (bn_engine_t *self, int64_t now_ms)
     if (self->state == BN_ENGINE_REGISTERING && now_ms >= self->deadline &&
         self->registration)
         s_registration_event (self->registration_item, self);
-    if (self->state == BN_ENGINE_REGISTERING && now_ms >= self->deadline) {
+    //  The controller answers the engines of this process in turn: one
+    //  that answered another of them within the timeout is slow, not
+    //  gone, and this engine waits on.
+    int64_t progress = self->env->last_reply +
+                       (int64_t)(self->env->registration_timeout * 1000);
+    if (self->state == BN_ENGINE_REGISTERING && now_ms >= self->deadline &&
+        now_ms >= progress) {
         bn_log_error ("engine %s: no registration_reply within %g s",
                       self->uuid, self->env->registration_timeout);
         bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);

@@ -48,6 +48,10 @@ typedef struct {
     bn_functions_t *functions;   //  what apply_request can call
     const char *cwd;             //  folder commands run in, NULL: current
     double registration_timeout; //  seconds to wait for registration_reply
+                                 //  while no engine of the process gets
+                                 //  one
+    int64_t last_reply;          //  when one last got its registration
+                                 //  reply (ms, mono), 0: none yet
     double timeout;              //  seconds without a ping: controller gone
     int heartbeat_misses;        //  missed ping periods: controller gone
     double time_limit;           //  seconds a request may run, 0: no limit

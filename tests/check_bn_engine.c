@@ -1310,6 +1310,53 @@ START_TEST (test_registration_timeout)
 }
 END_TEST
 
+//  Reply to registration request (taken) with id.
+static void
+s_reply_registration (s_fake_t *fake, bn_msg_t **request, int id)
+{
+    bn_msg_t *reply = bn_msg_new (fake->hub, BN_MSG_REGISTRATION_REPLY);
+    bn_msg_copy_idents (reply, *request);
+    bn_msg_set_content (reply, json_pack ("{s:i, s:s, s:i}", "id", id, "status",
+                                          "ok", "hb_period", 3000));
+    ck_assert_int_eq (
+        bn_msg_send (&reply, zsock_resolve (fake->registration), fake->hub), 0);
+    bn_msg_destroy (request);
+}
+
+//  A controller that answers the engines of a process slowly, one after
+//  the other, is not taken for a gone one: an engine waits past its own
+//  timeout while another of its process was answered within it.
+START_TEST (test_registration_slow_controller)
+{
+    s_fake_t *fake = s_fake;
+    bn_config_t *config = bn_config_new ();
+    //  2 s; the times below keep 0.5 s from every deadline
+    bn_config_set (config, "engine.registration_timeout", "2",
+                   BN_CONFIG_CMDLINE);
+    s_start (fake, 2, -1, config);
+    bn_config_destroy (&config);
+    bn_msg_t *first = s_recv_ok (fake->registration);
+    bn_msg_t *second = s_recv_ok (fake->registration);
+    int64_t asked = zclock_mono ();
+    //  the first answered after 1 s, the second after 2.5 s: past its own
+    //  deadline (2 s), within 2 s of the first's answer
+    while (zclock_mono () < asked + 1000)
+        zclock_sleep (10);
+    s_reply_registration (fake, &first, 0);
+    while (zclock_mono () < asked + 2500)
+        zclock_sleep (10);
+    s_reply_registration (fake, &second, 1);
+    zsock_set_rcvtimeo (fake->engines, S_TIMEOUT);
+    zstr_sendx (fake->engines, "WAIT", "5000", NULL);
+    char *answer = zstr_recv (fake->engines);
+    ck_assert_str_eq (answer, "OK");
+    free (answer);
+    char *ids = s_command (fake, "IDS");
+    ck_assert (streq (ids, "0,1") || streq (ids, "1,0"));
+    free (ids);
+}
+END_TEST
+
 START_TEST (test_registration_refused)
 {
     s_fake_t *fake = s_fake;
@@ -1858,6 +1905,7 @@ main (void)
     tcase_add_test (tc, test_output_in_reply);
     tcase_add_test (tc, test_shutdown);
     tcase_add_test (tc, test_registration_timeout);
+    tcase_add_test (tc, test_registration_slow_controller);
     tcase_add_test (tc, test_registration_refused);
     tcase_add_test (tc, test_controller_gone);
     tcase_add_test (tc, test_pings_keep_engine_alive);
