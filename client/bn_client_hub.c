@@ -285,11 +285,16 @@ bn_client_get_result (bn_client_t *self, const char *msg_id, double timeout,
         bn_replies_deliver (item, msg, value, error, why, engine_id);
         value = NULL;
         static const char *streams[] = {"stdout", "stderr"};
+        //  (banyan's hub adds the exact bytes when the text lost some)
+        static const char *exact[] = {"bn_stdout", "bn_stderr"};
         for (int i = 0; i < 2; i++) {
             json_t *text = json_object_get (io, streams[i]);
+            json_t *bytes = json_object_get (entry, exact[i]);
             if (json_is_string (text) && json_string_length (text)) {
                 json_t *stream =
                     json_pack ("{s:s, s:O}", "name", streams[i], "text", text);
+                if (stream && json_is_string (bytes))
+                    json_object_set (stream, BN_STREAM_BYTES, bytes);
                 bn_item_on_iopub (item, BN_MSG_STREAM, stream);
                 json_decref (stream);
             }

@@ -524,13 +524,37 @@ s_fold_reply_output (bn_record_t *self, json_t *io)
                             : NULL;
         if (shown)
             json_object_set_new (io, keys[i][1], json_stringn (shown, len));
+        //  (bytes the text could not hold: banyan's readers get them)
+        if (bytes && shown &&
+            (len != size || memcmp (shown, json_string_value (text), len)))
+            json_object_set (io, keys[i][0], text);
         free (bytes);
         free (shown);
     }
 }
 
+//  Append text (a JSON string) to *stream; left as it is if out of memory.
+static void
+s_join (json_t **stream, json_t *text)
+{
+    if (!*stream)
+        return;
+    size_t old = json_string_length (*stream);
+    size_t add = json_string_length (text);
+    char *joined = malloc (old + add + 1);
+    if (!joined)
+        return;
+    memcpy (joined, json_string_value (*stream), old);
+    memcpy (joined + old, json_string_value (text), add + 1);
+    json_decref (*stream);
+    *stream = json_stringn_nocheck (joined, old + add);
+    free (joined);
+}
+
 //  The folded iopub output: execute_input, execute_result, error, stdout,
-//  stderr (and display_data when some was published).
+//  stderr (and display_data when some was published), and bn_stdout and
+//  bn_stderr, the exact bytes as bn_rawtext encodes them, when they are
+//  not what stdout and stderr say.
 static json_t *
 s_fold_io (bn_record_t *self)
 {
@@ -544,7 +568,11 @@ s_fold_io (bn_record_t *self)
             s_fold_reply_output (self, io);
         return io;
     }
+    //  the text every reader takes, and the exact bytes (bn_rawtext) that
+    //  banyan's engines add when it differs
     json_t *streams[2] = {json_string (""), json_string ("")};
+    json_t *exact[2] = {json_string (""), json_string ("")};
+    bool differs[2] = {false, false};
     bn_msg_t *msg = zlistx_first (self->iopub);
     while (msg) {
         const char *type = bn_msg_type (msg);
@@ -556,22 +584,15 @@ s_fold_io (bn_record_t *self)
         if (streq (type, "stream")) {
             const char *name =
                 json_string_value (json_object_get (content, "name"));
-            const char *text =
-                json_string_value (json_object_get (content, "text"));
+            json_t *text = json_object_get (content, "text");
+            json_t *bytes = json_object_get (content, BN_STREAM_BYTES);
             int which = name && streq (name, "stderr")   ? 1
                         : name && streq (name, "stdout") ? 0
                                                          : -1;
-            if (which >= 0 && text && streams[which]) {
-                size_t old = json_string_length (streams[which]);
-                size_t add = strlen (text);
-                char *joined = malloc (old + add + 1);
-                if (joined) {
-                    memcpy (joined, json_string_value (streams[which]), old);
-                    memcpy (joined + old, text, add + 1);
-                    json_decref (streams[which]);
-                    streams[which] = json_stringn_nocheck (joined, old + add);
-                    free (joined);
-                }
+            if (which >= 0 && json_is_string (text)) {
+                s_join (&streams[which], text);
+                s_join (&exact[which], json_is_string (bytes) ? bytes : text);
+                differs[which] |= json_is_string (bytes);
             }
         } else if (streq (type, "execute_input"))
             json_object_set (io, "execute_input",
@@ -582,10 +603,16 @@ s_fold_io (bn_record_t *self)
             json_object_set (io, type, content);
         msg = zlistx_next (self->iopub);
     }
-    if (streams[0])
-        json_object_set_new (io, "stdout", streams[0]);
-    if (streams[1])
-        json_object_set_new (io, "stderr", streams[1]);
+    static const char *keys[2][2] = {{"stdout", "bn_stdout"},
+                                     {"stderr", "bn_stderr"}};
+    for (int i = 0; i < 2; i++) {
+        if (streams[i])
+            json_object_set_new (io, keys[i][0], streams[i]);
+        if (exact[i] && differs[i])
+            json_object_set_new (io, keys[i][1], exact[i]);
+        else
+            json_decref (exact[i]);
+    }
     s_fold_reply_output (self, io);
     return io;
 }

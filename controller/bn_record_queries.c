@@ -238,6 +238,13 @@ s_result_request (bn_record_queries_t *self, bn_msg_t *request)
                 json_object_get (rec, "error"), "stdout",
                 json_object_get (rec, "stdout"), "stderr",
                 json_object_get (rec, "stderr"));
+            //  banyan's: the exact bytes of output that is not text
+            //  (bn_rawtext), beside io, which stock clients read
+            static const char *exact[] = {"bn_stdout", "bn_stderr"};
+            for (int i = 0; entry && i < 2; i++)
+                if (json_is_string (json_object_get (rec, exact[i])))
+                    json_object_set (entry, exact[i],
+                                     json_object_get (rec, exact[i]));
             if (entry)
                 json_object_set_new (reply, msg_id, entry);
             if (holder)

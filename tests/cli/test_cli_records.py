@@ -4,8 +4,9 @@ command ran, another reads back from the hub, every engine of a broadcast
 included."""
 
 import json
+import subprocess
 
-from clitest import Profile, check, describe, finish, run
+from clitest import BANYAN, Profile, check, describe, finish, run
 
 with Profile("records") as profile:
     start = run(["cluster", "start", "-n", "4"] + profile.args(), timeout=90)
@@ -119,6 +120,26 @@ with Profile("records") as profile:
               and values.stdout.count("value:     7\n") == 2,
               "result of apply --broadcast (replies forwarded): both engines",
               describe(values))
+
+    # Output that is not text: result gives the bytes back, whether the
+    # output came in the reply (the tree) or as stream messages (--direct)
+    for mode in ([], ["--direct"]):
+        before = set(run(["history", "--ids"] + args).stdout.split())
+        subprocess.run([BANYAN, "px", "-t", "1"] + mode + args
+                       + ["printf 'a\\377b\\000c\\n'; "
+                          "printf '\\351\\n' >&2"],
+                       capture_output=True, timeout=60,
+                       stdin=subprocess.DEVNULL)
+        new_ids = [i for i in run(["history", "--ids"] + args).stdout.split()
+                   if i not in before]
+        exact = subprocess.run([BANYAN, "result"] + args + new_ids[-1:],
+                               capture_output=True, timeout=60,
+                               stdin=subprocess.DEVNULL)
+        check(len(new_ids) == 1 and exact.returncode == 0
+              and b"[stdout]\na\xffb\x00c\n[stderr]\n\xe9\n"
+              in exact.stdout,
+              "result of px %s: the bytes the command wrote"
+              % (" ".join(mode) or "(tree)"), repr(exact))
 
     unknown = run(["result"] + args + ["no-such-msg-id"])
     check(unknown.returncode == 1 and "no-such-msg-id" in unknown.stderr,
