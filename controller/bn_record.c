@@ -21,17 +21,18 @@ struct _bn_record_t {
     const char *queue; //  BN_MONITOR_QUEUE_* or NULL
     char *engine_uuid;
     char *resubmitted;
-    bn_msg_t *request; //  No idents; buffers shared
-    bn_msg_t *reply;   //  No idents; buffers shared
-    int64_t received;  //  Microseconds since the epoch, 0 if no reply
-    zlistx_t *iopub;   //  bn_msg_t *, in arrival order, or NULL
-    zlistx_t *parts;   //  Broadcast: bn_msg_t * of every reply, merged
-                       //  or one engine's, in arrival order, or NULL
-    json_t *io;        //  Folded iopub of a record read from SQLite
-    json_t *json;      //  Cached TaskRecord, NULL when stale
-    uint64_t bytes;    //  Buffer bytes of request and reply
-    bool dirty;        //  Changed since written to SQLite
-    bool temporary;    //  Read from SQLite: freed on release
+    bn_msg_t *request;    //  No idents; buffers shared
+    bn_msg_t *reply;      //  No idents; buffers shared
+    int64_t received;     //  Microseconds since the epoch, 0 if no reply
+    zlistx_t *iopub;      //  bn_msg_t *, in arrival order, or NULL
+    zlistx_t *parts;      //  Broadcast: bn_msg_t * of every reply, merged
+                          //  or one engine's, in arrival order, or NULL
+    uint64_t parts_bytes; //  Buffer bytes of the merged parts
+    json_t *io;           //  Folded iopub of a record read from SQLite
+    json_t *json;         //  Cached TaskRecord, NULL when stale
+    uint64_t bytes;       //  Buffer bytes of request and reply
+    bool dirty;           //  Changed since written to SQLite
+    bool temporary;       //  Read from SQLite: freed on release
 };
 
 static int64_t
@@ -51,18 +52,14 @@ s_msg_bytes (bn_msg_t *msg)
     return bytes;
 }
 
-//  Buffer bytes of the request and the replies (a broadcast's last reply
-//  is one of its parts).
+//  Buffer bytes of the request and the replies: a broadcast's are its
+//  merged parts (its last reply is one of its parts; an engine's own
+//  reply counts in that engine's record).
 static uint64_t
 s_bytes (bn_record_t *self)
 {
-    uint64_t bytes = s_msg_bytes (self->request);
-    if (!self->parts)
-        return bytes + s_msg_bytes (self->reply);
-    for (bn_msg_t *part = zlistx_first (self->parts); part;
-         part = zlistx_next (self->parts))
-        bytes += s_msg_bytes (part);
-    return bytes;
+    return s_msg_bytes (self->request) +
+           (self->parts ? self->parts_bytes : s_msg_bytes (self->reply));
 }
 
 static void
@@ -424,7 +421,7 @@ bn_record_set_resubmitted (bn_record_t *self, const char *new_id)
 }
 
 int
-bn_record_add_part (bn_record_t *self, bn_msg_t *reply)
+bn_record_add_part (bn_record_t *self, bn_msg_t *reply, bool merged)
 {
     assert (self);
     assert (reply);
@@ -436,6 +433,8 @@ bn_record_add_part (bn_record_t *self, bn_msg_t *reply)
         return -1;
     }
     bn_msg_clear_idents (copy);
+    if (merged)
+        self->parts_bytes += s_msg_bytes (copy);
     self->bytes = s_bytes (self);
     s_changed (self);
     return 0;

@@ -60,8 +60,9 @@ void bn_record_set_reply (bn_record_t *self, bn_msg_t *reply,
 
 //  Keep a copy (sharing its frames) of one reply of a broadcast, merged
 //  or one engine's; the result content is then the first failing one's.
-//  Returns 0, or -1 if out of memory.
-int bn_record_add_part (bn_record_t *self, bn_msg_t *reply);
+//  Only a merged one's buffers count in bn_record_bytes (an engine's own
+//  reply counts in its own record). Returns 0, or -1 if out of memory.
+int bn_record_add_part (bn_record_t *self, bn_msg_t *reply, bool merged);
 
 //  Note the engine a task was assigned to.
 void bn_record_set_engine (bn_record_t *self, const char *engine_uuid);

@@ -550,7 +550,7 @@ s_broadcast_reply (bn_records_t *self, const char *parent_id, bn_msg_t *reply,
         //  every engine's part stays in the original's record: a merged
         //  one is split when a query asks for an engine's
         uint64_t bytes = bn_record_bytes (original);
-        if (bn_record_add_part (original, reply) != 0)
+        if (bn_record_add_part (original, reply, merged) != 0)
             self->stats.no_memory++;
         self->bytes += bn_record_bytes (original) - bytes;
     }

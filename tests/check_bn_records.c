@@ -310,7 +310,7 @@ START_TEST (test_broadcast)
         char id[256];
         snprintf (id, sizeof id, "%s_%s", orig, i ? "other" : S_ENGINE);
         bn_msg_set_msg_id (per_engine, id);
-        bn_msg_t *reply = s_reply (per_engine, "ok");
+        bn_msg_t *reply = s_reply (per_engine, i ? "ok" : "error");
         json_object_set_new (bn_msg_metadata (reply), "original_msg_id",
                              json_string (orig));
         bn_msg_touch (reply, BN_PART_METADATA);
@@ -328,6 +328,16 @@ START_TEST (test_broadcast)
     ck_assert (!bn_records_pending (records, orig));
     bn_record_t *record = bn_records_get (records, orig);
     ck_assert (bn_record_completed (record));
+    //  its status is the failing engine's, though the last reply is ok
+    json_t *content =
+        json_object_get (bn_record_json (record), "result_content");
+    ck_assert_str_eq (s_str (content, "status"), "error");
+    //  the replies' bytes count once, in the engines' records
+    uint64_t request_bytes = 0;
+    for (size_t i = 0; i < bn_msg_nbuffers (request); i++)
+        request_bytes += zmq_msg_size (bn_msg_buffer (request, i));
+    ck_assert_uint_eq (bn_record_bytes (record), request_bytes);
+    ck_assert_uint_eq (bn_records_bytes (records), 3 * request_bytes + 2 * 6);
     bn_record_release (&record);
     bn_msg_destroy (&request);
     free (orig);
