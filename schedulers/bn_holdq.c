@@ -118,10 +118,31 @@ bn_holdq_set_grace (bn_holdq_t *self, int grace_ms)
     self->grace = grace_ms > 0 ? grace_ms : 0;
 }
 
+static int s_on_timer (zloop_t *loop, int timer_id, void *arg);
+
+//  Arm the retry timer if it is not. It fires once and is armed again
+//  while anything is held: a handler that ended its own timer would have
+//  zloop free it under the loop's feet once the loop has stopped and
+//  started again (zloop_timer_end removes at once then), as a test's loop
+//  does.
+static int
+s_arm (bn_holdq_t *self)
+{
+    if (self->timer == -1 && self->loop)
+        self->timer =
+            zloop_timer (self->loop, BN_HOLDQ_RETRY_MS, 1, s_on_timer, self);
+    return self->timer;
+}
+
 static int
 s_on_timer (zloop_t *loop, int timer_id, void *arg)
 {
-    return bn_holdq_retry ((bn_holdq_t *)arg);
+    bn_holdq_t *self = (bn_holdq_t *)arg;
+    self->timer = -1;
+    bn_holdq_retry (self);
+    if (self->head)
+        s_arm (self);
+    return 0;
 }
 
 int
@@ -130,9 +151,8 @@ bn_holdq_attach (bn_holdq_t *self, zloop_t *loop)
     assert (self);
     assert (loop);
     self->loop = loop;
-    if (self->held && self->timer == -1)
-        self->timer =
-            zloop_timer (loop, BN_HOLDQ_RETRY_MS, 0, s_on_timer, self);
+    if (self->held)
+        s_arm (self);
     return self->held && self->timer == -1 ? -1 : 0;
 }
 
@@ -216,9 +236,7 @@ s_hold (bn_holdq_t *self, s_engine_t *engine, void *item)
             self->head = engine;
         self->tail = engine;
     }
-    if (self->timer == -1 && self->loop)
-        self->timer =
-            zloop_timer (self->loop, BN_HOLDQ_RETRY_MS, 0, s_on_timer, self);
+    s_arm (self);
     return 1;
 }
 
