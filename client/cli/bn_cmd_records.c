@@ -43,6 +43,19 @@ s_failed (const char *command, const char *what, int rc)
     return BN_EXIT_FAILURE;
 }
 
+//  The hub answers a history or a records query with a KeyError only when
+//  it keeps no records.
+static int
+s_history_failed (const char *what, int rc)
+{
+    if (rc != BN_ENOENT)
+        return s_failed ("history", what, rc);
+    fprintf (stderr,
+             "banyan history: the hub keeps no task records (its controller "
+             "runs with --nodb or --db none)\n");
+    return BN_EXIT_FAILURE;
+}
+
 //  The TaskRecord keys history reads.
 static const char *s_history_keys[] = {
     "msg_id",    "header",    "metadata",       "content",     "engine_uuid",
@@ -269,7 +282,7 @@ bn_cmd_history (int argc, char **argv)
             for (size_t i = 0; i < count; i++)
                 printf ("%s\n", ids[i]);
         else
-            status = s_failed ("history", "the hub's history", rc);
+            status = s_history_failed ("the hub's history", rc);
         bn_client_free_strv (&ids);
     } else if (client) {
         char *text = NULL;
@@ -288,7 +301,7 @@ bn_cmd_history (int argc, char **argv)
         bn_idset_destroy (&registered);
         json_t *rows = records && ids ? s_history_rows (records, ids) : NULL;
         if (rc != 0)
-            status = s_failed ("history", "the hub's records", rc);
+            status = s_history_failed ("the hub's records", rc);
         else if (!rows)
             status = s_failed ("history", "the hub's records", BN_EPROTO);
         else if (self.json) {

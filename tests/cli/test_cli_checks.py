@@ -101,6 +101,12 @@ with Profile("checks") as profile:
     check(start.returncode == 0 and "none" in controller,
           "cluster start --nodb: the controller keeps no records",
           describe(start) + f"\n{controller}")
+    history = run(["history"] + profile.args())
+    check(history.returncode == 1
+          and "keeps no task records" in history.stderr
+          and "--nodb" in history.stderr,
+          "history under --nodb says the hub keeps no records",
+          describe(history))
     run(["cluster", "stop", "-q"] + profile.args(), timeout=60)
 
 with Profile("garbage") as profile:
