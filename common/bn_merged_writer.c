@@ -3,6 +3,7 @@
     entries, written as text where a node writes one per engine.  */
 #include "bn_merged_writer.h"
 
+#include "bn_jdump.h"
 #include "bn_msgtypes.h"
 
 #include <assert.h>
@@ -154,7 +155,7 @@ bn_merged_writer_finish (bn_merged_writer_t *self, json_t *base, bn_msg_t *msg)
     assert (msg);
     static const char targets[] = "\"" BN_BCAST_TARGETS "\":[";
     static const char replies[] = "],\"" BN_BCAST_REPLIES "\":[";
-    char *head = json_dumps (base, JSON_COMPACT);
+    char *head = bn_jdump (base, NULL);
     size_t head_len = head ? strlen (head) : 0;
     int rc = -1;
     if (head_len >= 2 && head[head_len - 1] == '}' && !self->targets.failed &&

@@ -3,6 +3,7 @@
     demand, buffers moved without copying.  */
 #include "bn_msg.h"
 #include "bn_error.h"
+#include "bn_jdump.h"
 #include "bn_jscan.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
@@ -300,12 +301,13 @@ s_flush (bn_msg_t *self)
     for (int i = 0; i < 4; i++) {
         if (!self->dirty[i])
             continue;
-        char *text = json_dumps (self->json[i], JSON_COMPACT);
+        size_t size;
+        char *text = bn_jdump (self->json[i], &size);
         if (!text)
             return -1;
         zmq_msg_close (&self->parts[i]);
-        if (zmq_msg_init_data (&self->parts[i], text, strlen (text),
-                               s_free_data, NULL) != 0) {
+        if (zmq_msg_init_data (&self->parts[i], text, size, s_free_data,
+                               NULL) != 0) {
             free (text);
             zmq_msg_init (&self->parts[i]);
             return -1;

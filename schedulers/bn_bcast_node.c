@@ -40,6 +40,7 @@
 #include "bn_group.h"
 #include "bn_holdq.h"
 #include "bn_idset.h"
+#include "bn_jdump.h"
 #include "bn_jscan.h"
 #include "bn_log.h"
 #include "bn_merged_reader.h"
@@ -739,7 +740,7 @@ s_header_template (bn_msg_t *request, char **text_p, size_t *at,
     if (!header)
         return -1;
     json_object_set_new (header, "msg_id", json_string (S_MARKER));
-    char *text = json_dumps (header, JSON_COMPACT);
+    char *text = bn_jdump (header, NULL);
     json_decref (header);
     if (!text)
         return -1;
@@ -857,7 +858,7 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
     json_object_del (md, "targets");
     json_object_del (md, S_DEADLINE_LEFT);
     json_object_set_new (md, "original_msg_id", json_string (req->key));
-    char *md_text = md ? json_dumps (md, JSON_COMPACT) : NULL;
+    char *md_text = md ? bn_jdump (md, NULL) : NULL;
     json_decref (md);
     char *header = NULL;
     size_t at = 0, marker = 0;
