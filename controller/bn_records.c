@@ -546,9 +546,11 @@ s_broadcast_reply (bn_records_t *self, const char *parent_id, bn_msg_t *reply,
         if (record)
             s_record_reply (self, record, reply, engine_uuid);
     }
-    if (original && self->kind != BN_RECORDS_NONE) {
+    if (original && track && self->kind != BN_RECORDS_NONE) {
         //  every engine's part stays in the original's record: a merged
-        //  one is split when a query asks for an engine's
+        //  one is split when a query asks for an engine's. (Only while it
+        //  is pending: a reply repeated after it completed would grow the
+        //  record without bound.)
         uint64_t bytes = bn_record_bytes (original);
         if (bn_record_add_part (original, reply, merged) != 0)
             self->stats.no_memory++;

@@ -428,6 +428,15 @@ START_TEST (test_broadcast_merged)
     snprintf (stray, sizeof stray, "%s_no-such-engine", orig);
     ck_assert_ptr_null (bn_records_get (records, stray));
     ck_assert (!bn_records_pending (records, orig));
+    //  a merged reply repeated once the broadcast completed changes nothing
+    uint64_t bytes = bn_records_bytes (records);
+    for (int i = 0; i < 100; i++) {
+        bn_msg_t *reply = s_merged_reply (request, orig, shape, 0);
+        bn_records_reply (records, BN_MONITOR_QUEUE_BROADCAST, reply, NULL);
+        bn_msg_destroy (&reply);
+    }
+    ck_assert_uint_eq (bn_records_bytes (records), bytes);
+    ck_assert_uint_eq (bn_records_size (records), 1);
     bn_record_t *record = bn_records_get (records, orig);
     ck_assert_ptr_nonnull (record);
     ck_assert (bn_record_completed (record));
