@@ -7,9 +7,9 @@
     controller's open files and memory and the host nodes' memory. Where
     hosts cannot be made (not root) every case is skipped, saying why.  */
 #include "bn_benchhosts.h"
+#include "bn_procinfo.h"
 #include "bn_suites.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,37 +248,14 @@ bn_suite_hosts_resources_setup (bn_benchcase_t *c)
     return rc;
 }
 
-//  Peak resident bytes (VmHWM) of process pid; -1 if unknown.
-static double
-s_peak (pid_t pid)
-{
-    char path[64], line[256];
-    snprintf (path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *file = fopen (path, "r");
-    double bytes = -1;
-    while (file && fgets (line, sizeof line, file))
-        if (strncmp (line, "VmHWM:", 6) == 0)
-            bytes = atof (line + 6) * 1024;
-    if (file)
-        fclose (file);
-    return bytes;
-}
-
 int
 bn_suite_hosts_controller_fds_run (bn_benchcase_t *c, double *value)
 {
     s_state_t *self = c->state;
-    char path[64];
-    snprintf (path, sizeof path, "/proc/%d/fd",
-              (int)bn_benchhosts_controller_pid (self->hosts));
-    DIR *dir = opendir (path);
-    if (!dir)
-        return bn_benchcase_fail (c, "cannot read %s", path);
-    int count = 0;
-    struct dirent *entry;
-    while ((entry = readdir (dir)))
-        count += entry->d_name[0] != '.';
-    closedir (dir);
+    pid_t pid = bn_benchhosts_controller_pid (self->hosts);
+    int count = bn_procinfo_fds (pid);
+    if (count < 0)
+        return bn_benchcase_fail (c, "cannot read /proc/%d/fd", (int)pid);
     *value = count;
     return BN_BENCH_OK;
 }
@@ -287,7 +264,7 @@ int
 bn_suite_hosts_controller_mem_run (bn_benchcase_t *c, double *value)
 {
     s_state_t *self = c->state;
-    *value = s_peak (bn_benchhosts_controller_pid (self->hosts));
+    *value = bn_procinfo_peak (bn_benchhosts_controller_pid (self->hosts));
     return *value >= 0 ? BN_BENCH_OK
                        : bn_benchcase_fail (c, "no controller process");
 }
@@ -299,7 +276,8 @@ bn_suite_hosts_node_mem_run (bn_benchcase_t *c, double *value)
     s_state_t *self = c->state;
     *value = -1;
     for (int i = 0; i < self->count; i++) {
-        double peak = s_peak (bn_benchhosts_node_pid (self->hosts, i));
+        double peak =
+            bn_procinfo_peak (bn_benchhosts_node_pid (self->hosts, i));
         if (peak > *value)
             *value = peak;
     }

@@ -3,6 +3,7 @@
     memory (peak resident size of the controller, a tree node and one
     engine process) of a banyan cluster.  */
 #include "bn_benchcluster.h"
+#include "bn_procinfo.h"
 #include "bn_suites.h"
 
 #include <dirent.h>
@@ -90,22 +91,6 @@ bn_suite_memory_teardown (bn_benchcase_t *c)
     c->state = NULL;
 }
 
-//  Peak resident bytes (VmHWM) of process pid; -1 if unknown.
-static double
-s_peak (pid_t pid)
-{
-    char path[64], line[256];
-    snprintf (path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *file = fopen (path, "r");
-    double bytes = -1;
-    while (file && fgets (line, sizeof line, file))
-        if (strncmp (line, "VmHWM:", 6) == 0)
-            bytes = atof (line + 6) * 1024;
-    if (file)
-        fclose (file);
-    return bytes;
-}
-
 //  The first process running program (a basename) with an argument that
 //  names the case's folder; 0 if there is none.
 static pid_t
@@ -175,7 +160,7 @@ s_largest_child (pid_t parent, const char *program)
         if (sscanf (close + 2, "%*c %d", &ppid) != 1 || ppid != parent ||
             strcmp (comm, wanted) != 0)
             continue;
-        double bytes = s_peak (pid);
+        double bytes = bn_procinfo_peak (pid);
         if (bytes > largest)
             largest = bytes;
     }
@@ -189,7 +174,7 @@ bn_suite_controller_mem_run (bn_benchcase_t *c, double *value)
 {
     s_state_t *self = c->state;
     pid_t pid = bn_benchcluster_controller_pid (self->cluster);
-    *value = pid > 0 ? s_peak (pid) : -1;
+    *value = pid > 0 ? bn_procinfo_peak (pid) : -1;
     return *value >= 0 ? BN_BENCH_OK
                        : bn_benchcase_fail (c, "no controller process");
 }
@@ -213,7 +198,7 @@ int
 bn_suite_engine_mem_run (bn_benchcase_t *c, double *value)
 {
     pid_t pid = s_find_process (c, "banyan-engine");
-    *value = pid > 0 ? s_peak (pid) : -1;
+    *value = pid > 0 ? bn_procinfo_peak (pid) : -1;
     return *value >= 0 ? BN_BENCH_OK
                        : bn_benchcase_fail (c, "no banyan-engine process");
 }
