@@ -1501,11 +1501,13 @@ void
 bn_engine_tick (bn_engine_t *self, int64_t now_ms)
 {
     assert (self);
-    //  A tick long after the previous one: this process was stopped (or
-    //  starved of the processor), and the controller's silence meanwhile
-    //  is not its to judge; the pings that waited may not even be read
-    //  yet. It counts again from now.
-    if (self->last_tick && now_ms - self->last_tick > S_TICK_GAP_MS)
+    //  A tick long after the previous one (or after the registration): this
+    //  process was stopped (or starved of the processor), and the
+    //  controller's silence meanwhile is not its to judge; the pings that
+    //  waited may not even be read yet. It counts again from now.
+    int64_t since =
+        self->last_tick > self->last_ping ? self->last_tick : self->last_ping;
+    if (since && now_ms - since > S_TICK_GAP_MS)
         self->last_ping = now_ms;
     self->last_tick = now_ms;
     //  A reply may be waiting behind other engines' work: read it first.

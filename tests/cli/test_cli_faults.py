@@ -57,6 +57,17 @@ def timed(fn):
     return result, time.monotonic() - start
 
 
+def logs(profile):
+    """The last lines of the cluster's logs."""
+    text = ""
+    folder = os.path.join(profile.dir, "log")
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".log"):
+            with open(os.path.join(folder, name)) as f:
+                text += f"{name}:\n" + "".join(f.readlines()[-15:])
+    return text
+
+
 def cont(pid):
     """SIGCONT to pid, which the controller may have killed meanwhile."""
     try:
@@ -82,10 +93,10 @@ def node_pids(controller_pid):
 
 
 with Profile("faults") as profile:
-    # an engine leaves a controller silent for 2 s: the stop below lasts
+    # an engine leaves a controller silent for 3 s: the stop below lasts
     # longer, and the stopped engine must not count it as silence
-    start = run(["cluster", "start", "-n", "2", "-k", "1"] + profile.args(),
-                timeout=90, env=dict(ENV, BANYAN_ENGINE_TIMEOUT="2s"))
+    start = run(["cluster", "start", "-n", "2", "-k", "1", "--log-level", "info"]
+                + profile.args(), timeout=90, env=dict(ENV, BANYAN_ENGINE_TIMEOUT="3s"))
     check(start.returncode == 0, "cluster start -n 2 -k 1", describe(start))
     before = engines(profile)
     check(sorted(before) == [0, 1], "two engines, one per process", before)
@@ -104,14 +115,14 @@ with Profile("faults") as profile:
               f"the other engine answers meanwhile ({took:.1f} s)", describe(other))
         check(wait_until(lambda: sorted(engines(profile)) == [0], BOUND),
               "the stopped engine is unregistered", engines(profile))
-        time.sleep(max(0.0, 4 - (time.monotonic() - stopped_at)))
+        time.sleep(max(0.0, 5 - (time.monotonic() - stopped_at)))
     finally:
         os.kill(pid, signal.SIGCONT)
     # continued: back under its id and uuid
     resumed = time.monotonic()
     back = wait_until(lambda: engines(profile).get(1) == (uuid, pid), BOUND)
     check(back, f"continued, engine 1 is back with its uuid "
-          f"({time.monotonic() - resumed:.1f} s)", engines(profile))
+          f"({time.monotonic() - resumed:.1f} s)", (engines(profile), logs(profile)))
     both = px(profile, "echo hi")
     check(both.returncode == 0 and both.stdout == "[stdout:0] hi\n[stdout:1] hi\n",
           "and both engines answer px", describe(both))
