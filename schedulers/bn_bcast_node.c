@@ -32,6 +32,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +58,9 @@
 #define S_BATCH 1024       //  messages read per wake-up before polling again
 #define S_TICK 10          //  ms between deadline/window checks
 #define S_DEADLINE_STEP 25 //  ms each level waits past the level below
+//  The longest deadline taken, ms (31 years): the clock's sums with it
+//  never overflow.
+#define S_DEADLINE_MAX INT64_C (1000000000000)
 #define S_RECONNECT_IVL 10 //  ms between attempts to reach the parent
 #define S_FIELD 256        //  longest metadata string scanned in place
 #define S_MARKER                                                               \
@@ -1216,21 +1220,28 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
              json_is_true (json_object_get (metadata, BN_BCAST_GROUP)))
         req->group = bn_group_new ();
     json_t *window = json_object_get (metadata, BN_BCAST_WINDOW);
-    req->window_ms = json_is_integer (window) && json_integer_value (window) > 0
+    req->window_ms = json_is_integer (window) &&
+                             json_integer_value (window) > 0 &&
+                             json_integer_value (window) <= INT_MAX
                          ? (int)json_integer_value (window)
                          : 100;
-    //  ms until the leaves act, from the client or the parent
+    //  ms until the leaves act, from the client or the parent (a longer
+    //  one is S_DEADLINE_MAX)
     int64_t left = -1;
     if (root) {
         json_t *ms = json_object_get (metadata, BN_BCAST_DEADLINE);
-        int64_t relative = json_is_number (ms) ? (int64_t)json_number_value (ms)
-                                               : self->deadline_ms;
+        double relative =
+            json_is_number (ms) ? json_number_value (ms) : self->deadline_ms;
         if (relative > 0)
-            left = relative;
+            left =
+                relative < S_DEADLINE_MAX ? (int64_t)relative : S_DEADLINE_MAX;
     } else {
         json_t *ms = json_object_get (metadata, S_DEADLINE_LEFT);
         if (json_is_integer (ms))
-            left = json_integer_value (ms) > 0 ? json_integer_value (ms) : 0;
+            left = json_integer_value (ms) < 0 ? 0
+                   : json_integer_value (ms) < S_DEADLINE_MAX
+                       ? json_integer_value (ms)
+                       : S_DEADLINE_MAX;
     }
     size_t n = json_array_size (targets);
     req->slots = n ? calloc (n, sizeof (s_slot_t)) : NULL;

@@ -487,6 +487,34 @@ START_TEST (test_deadline)
 }
 END_TEST
 
+START_TEST (test_deadline_far)
+{
+    //  a deadline too far to reach (the clock's sums would overflow) is
+    //  one that does not come: the broadcast waits for its last engine
+    s_start (2, NULL);
+    const int all[] = {0, 1, 2, 3, -1};
+    char *original =
+        s_broadcast (true, all,
+                     json_pack ("{s:I}", BN_BCAST_DEADLINE,
+                                (json_int_t)9223372036854775000LL));
+    bn_msg_t *requests[S_ENGINES];
+    for (int i = 0; i < S_ENGINES; i++)
+        requests[i] = s_engine_receive (i, original);
+    for (int i = 0; i < S_ENGINES; i++)
+        if (i != 1)
+            s_engine_reply (i, requests[i], true);
+    bn_msg_t *early = t_recv_within (s_client->broadcast, 300);
+    ck_assert_msg (early == NULL, "a reply came before the last engine's");
+    s_engine_reply (1, requests[1], true);
+    bn_msg_t *reply = s_merged (original, all);
+    ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+    ck_assert_uint_eq (bn_msg_nbuffers (reply), 4);
+    bn_msg_destroy (&reply);
+    free (original);
+    s_stop ();
+}
+END_TEST
+
 START_TEST (test_bad_requests)
 {
     s_start (1, NULL);
@@ -1009,6 +1037,7 @@ main (void)
     tcase_add_test (tc, test_errors_keep_alignment);
     tcase_add_test (tc, test_engine_lost);
     tcase_add_test (tc, test_deadline);
+    tcase_add_test (tc, test_deadline_far);
     tcase_add_test (tc, test_bad_requests);
     tcase_add_test (tc, test_group);
     tcase_add_test (tc, test_group_failure);
