@@ -500,7 +500,10 @@ s_soak (int argc, char **argv)
         status = bn_soak_client_main (client);
     else {
         int rc = bn_soak_run (soak, stdout);
-        status = rc < 0 ? S_EXIT_ERROR : rc > 0 ? S_EXIT_FAILED : S_EXIT_OK;
+        status = rc < 0    ? S_EXIT_ERROR
+                 : rc == 2 ? S_EXIT_INTERRUPTED
+                 : rc > 0  ? S_EXIT_FAILED
+                           : S_EXIT_OK;
     }
     bn_soak_destroy (&soak);
     return status;

@@ -142,6 +142,16 @@ struct _s_mode_t {
     FILE *events; //  log/soak-events.log: what the trouble thread did
 };
 
+//  SIGINT or SIGTERM: the soak stops early, reports and ends its clusters
+//  (which run in process groups of their own, and would outlive it)
+static volatile sig_atomic_t s_interrupted;
+
+static void
+s_on_signal (int signal)
+{
+    s_interrupted = signal;
+}
+
 static double
 s_now (void)
 {
@@ -1110,6 +1120,11 @@ bn_soak_run (bn_soak_t *self, FILE *out)
              "soak: %.0f s of mixed traffic, %d engines per cluster, "
              "warm-up %.0f s, samples every %.1f s, in %s\n",
              self->duration, self->engines, warmup, interval, self->root);
+    struct sigaction action = {.sa_handler = s_on_signal}, old_int, old_term;
+    sigemptyset (&action.sa_mask);
+    s_interrupted = 0;
+    sigaction (SIGINT, &action, &old_int);
+    sigaction (SIGTERM, &action, &old_term);
     static const char *names[2] = {"threads", "processes"};
     size_t started = 0, wanted = 0;
     for (int i = 0; i < 2; i++)
@@ -1118,10 +1133,15 @@ bn_soak_run (bn_soak_t *self, FILE *out)
             self->modes[i] = s_mode_start (self, names[i], out);
             started += self->modes[i] != NULL;
         }
-    if (started < wanted) {
-        fprintf (out, "soak: FAIL (a cluster did not start; logs in %s)\n",
+    if (started < wanted || s_interrupted) {
+        fprintf (out, "soak: FAIL (%s; logs in %s)\n",
+                 s_interrupted ? "interrupted" : "a cluster did not start",
                  self->root);
-        return -1;
+        for (int i = 0; i < 2; i++)
+            s_mode_destroy (&self->modes[i]);
+        sigaction (SIGINT, &old_int, NULL);
+        sigaction (SIGTERM, &old_term, NULL);
+        return s_interrupted ? 2 : -1;
     }
     bn_soakmon_t *client_mon = bn_soakmon_new (0, true);
     double start = s_now ();
@@ -1136,7 +1156,7 @@ bn_soak_run (bn_soak_t *self, FILE *out)
                                 self->modes[i]) == 0;
         }
     double next_progress = start + self->duration / 10;
-    while (s_now () - start < self->duration) {
+    while (s_now () - start < self->duration && !s_interrupted) {
         double seconds = s_now () - start;
         for (int i = 0; i < 2; i++)
             if (self->modes[i])
@@ -1162,8 +1182,12 @@ bn_soak_run (bn_soak_t *self, FILE *out)
             fflush (out);
             next_progress += self->duration / 10;
         }
-        zclock_sleep ((int)(interval * 1000));
+        for (double until = s_now () + interval;
+             s_now () < until && !s_interrupted;)
+            zclock_sleep (100);
     }
+    if (s_interrupted)
+        fprintf (out, "soak: interrupted after %.0f s\n", s_now () - start);
     //  The last samples, with the traffic still running
     double seconds = s_now () - start;
     for (int i = 0; i < 2; i++)
@@ -1211,18 +1235,23 @@ bn_soak_run (bn_soak_t *self, FILE *out)
     fprintf (out,
              "\nsoak: %s: %zu sent, %zu unanswered; largest growth after "
              "warm-up: RSS %+.1f %%, descriptors %+.1f %% (limit %.1f %%)\n",
-             passed ? "PASS" : "FAIL", sent, unanswered, rss_growth * 100,
-             fd_growth * 100, self->max_growth * 100);
+             s_interrupted ? "INTERRUPTED"
+             : passed      ? "PASS"
+                           : "FAIL",
+             sent, unanswered, rss_growth * 100, fd_growth * 100,
+             self->max_growth * 100);
     for (int i = 0; i < 2; i++)
         s_mode_destroy (&self->modes[i]);
-    if (passed && !self->keep) {
+    sigaction (SIGINT, &old_int, NULL);
+    sigaction (SIGTERM, &old_term, NULL);
+    if (passed && !s_interrupted && !self->keep) {
         char command[4200];
         snprintf (command, sizeof command, "rm -rf '%s'", self->root);
         if (system (command) != 0)
             fprintf (out, "soak: could not remove %s\n", self->root);
     } else
         fprintf (out, "soak: logs in %s\n", self->root);
-    return passed ? 0 : 1;
+    return s_interrupted ? 2 : passed ? 0 : 1;
 }
 
 int

@@ -45,7 +45,8 @@ void bn_soak_set_keep (bn_soak_t *self, bool keep);
 
 //  Run the soak, printing progress and the report to out. Returns 0 if
 //  it passed, 1 if it failed (requests unanswered, wrong results,
-//  growth), -1 if a cluster could not be started.
+//  growth), 2 if SIGINT or SIGTERM cut it short (reported, the clusters
+//  stopped), -1 if a cluster could not be started.
 int bn_soak_run (bn_soak_t *self, FILE *out);
 
 //  The client that vanishes, as its own process (banyan-bench soak
