@@ -320,8 +320,14 @@ bn_record_new_engine (bn_record_t *original, const char *uuid,
     }
     bn_msg_t *part = original->parts ? zlistx_first (original->parts) : NULL;
     for (; part && !self->reply; part = zlistx_next (original->parts))
-        if (bn_merged_engines (part) >= 0)
+        if (bn_merged_shape (part) != BN_MERGED_NONE)
             self->reply = s_find_entry (part, uuid, eid, self->request);
+    if (!self->reply && original->reply) {
+        //  every reply is in and none is the engine's (its own record was
+        //  culled, or the tree failed without it): there is none to wait for
+        bn_record_destroy (&self);
+        return NULL;
+    }
     if (self->reply)
         self->received = original->received;
     self->bytes = s_bytes (self);

@@ -29,7 +29,7 @@ bn_record_t *bn_record_new_row (const bn_records_row_t *row);
 //  request under msg_id, and once the engine's entry has arrived, a reply
 //  rebuilt from it (its status, times, output, error and buffers, shared).
 //  NULL if original is no such broadcast, uuid is not one of its targets,
-//  or out of memory.
+//  original completed without the engine's entry, or out of memory.
 bn_record_t *bn_record_new_engine (bn_record_t *original, const char *uuid,
                                    const char *msg_id);
 

@@ -447,6 +447,47 @@ START_TEST (test_broadcast_merged)
 }
 END_TEST
 
+START_TEST (test_broadcast_merged_without)
+{
+    //  a coalescing broadcast that completes without one engine's entry (a
+    //  merged reply that reached no engine ends it): that engine's part is
+    //  no such record, not one that waits for ever
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    bn_msg_t *request = s_request (1);
+    bn_msg_set_metadata (request,
+                         json_pack ("{s:[[s,i],[s,i]], s:b, s:b}", "targets",
+                                    S_ENGINE, 0, "other", 1, "is_broadcast", 1,
+                                    "is_coalescing", 1));
+    char *orig = strdup (bn_msg_id (request));
+    bn_records_request (records, BN_MONITOR_QUEUE_BROADCAST, request, NULL);
+    char other[300];
+    snprintf (other, sizeof other, "%s_other", orig);
+    bn_record_t *part = bn_records_get (records, other);
+    ck_assert_msg (part && !bn_record_completed (part),
+                   "a part is pending before the replies");
+    bn_record_release (&part);
+    bn_msg_t *reply = s_merged_reply (request, orig, 0, 0);
+    bn_records_reply (records, BN_MONITOR_QUEUE_BROADCAST, reply, NULL);
+    bn_msg_destroy (&reply);
+    reply = s_merged_reply (request, orig, 0, 0);
+    json_object_set_new (bn_msg_metadata (reply), "broadcast_targets",
+                         json_array ());
+    bn_msg_touch (reply, BN_PART_METADATA);
+    bn_records_reply (records, BN_MONITOR_QUEUE_BROADCAST, reply, NULL);
+    bn_msg_destroy (&reply);
+    ck_assert (!bn_records_pending (records, orig));
+    ck_assert_ptr_null (bn_records_get (records, other));
+    char mine[300];
+    snprintf (mine, sizeof mine, "%s_%s", orig, S_ENGINE);
+    part = bn_records_get (records, mine);
+    ck_assert (part && bn_record_completed (part));
+    bn_record_release (&part);
+    bn_msg_destroy (&request);
+    free (orig);
+    bn_records_destroy (&records);
+}
+END_TEST
+
 START_TEST (test_limits)
 {
     //  10 records at most: the 11th culls the oldest tenth (+1), never a
@@ -673,6 +714,7 @@ s_suite (void)
     tcase_add_test (tc, test_output_in_reply);
     tcase_add_test (tc, test_broadcast);
     tcase_add_loop_test (tc, test_broadcast_merged, 0, 3);
+    tcase_add_test (tc, test_broadcast_merged_without);
     tcase_add_test (tc, test_limits);
     tcase_add_test (tc, test_nodb);
     suite_add_tcase (suite, tc);
