@@ -14,10 +14,10 @@
     An engine whose heart's connection closes (its process died) is lost
     at once, as one whose heart stopped. An engine whose heart stopped (a
     process stopped, a link cut for a while) keeps its uuid and id in the
-    lost table: when its heart answers
-    a ping again it is a pending registration of that id, as a restored
-    engine is, and is back with its first pong after that. Its sockets are
-    still connected, and an engine takes no notice of its unregistration.
+    lost table: when its heart answers a ping again it is a pending
+    registration of that id, as a restored engine is, and is back with its
+    first pong after that. Its sockets are still connected, and an engine
+    takes no notice of its unregistration.
 
     The engine state file (log/engines<ID>.json, for --restore) is written
     before an engine's registration_notification goes out. Registrations
@@ -133,7 +133,6 @@ struct _bn_hub_t {
     int state_delay;    //  ms the timer waits
     zlistx_t *announce; //  json_t [type, content] of notifications waiting
                         //  for the state file
-                        //  waiting for the state file
     bn_hosts_t *hosts;  //  Links of host nodes and their engines (borrowed),
                         //  or NULL: no host nodes
     zhashx_t *links;    //  link id -> s_host_t
