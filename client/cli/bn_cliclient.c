@@ -77,6 +77,20 @@ bn_cliclient_other_clusters (bn_cliopts_t *opts)
     return text;
 }
 
+bool
+bn_cliclient_error_other_clusters (bn_cliopts_t *opts)
+{
+    char *others = bn_cliclient_other_clusters (opts);
+    if (!others)
+        return false;
+    bn_cliopts_error (opts,
+                      "no cluster without --cluster-id in %s, which holds "
+                      "the clusters %s: say which with --cluster-id",
+                      bn_cliopts_profile_dir (opts), others);
+    free (others);
+    return true;
+}
+
 //  The profile folder and cluster id of a client file named as a
 //  controller writes it, "<profile>/security/ipcontroller[-ID]-client.json";
 //  false for any other name.
@@ -164,19 +178,11 @@ bn_cliclient_connect (bn_cliopts_t *opts, int *status)
     //  bn_client_new would wait for the file to appear: a missing one
     //  means there is no cluster, now
     if (access (file, F_OK) != 0) {
-        char *others = bn_cliclient_other_clusters (opts);
-        if (others)
-            bn_cliopts_error (opts,
-                              "no cluster without --cluster-id in %s, which "
-                              "holds the clusters %s: say which with "
-                              "--cluster-id",
-                              bn_cliopts_profile_dir (opts), others);
-        else
+        if (!bn_cliclient_error_other_clusters (opts))
             bn_cliopts_error (opts,
                               "no cluster: %s does not exist (start one with "
                               "'banyan cluster start -n N%s')",
                               file, bn_cliopts_selection (opts));
-        free (others);
         *status = BN_EXIT_NO_CLUSTER;
         return NULL;
     }

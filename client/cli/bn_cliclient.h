@@ -24,6 +24,10 @@ bn_client_t *bn_cliclient_connect (bn_cliopts_t *opts, int *status);
 //  (or out of memory). The caller frees it.
 char *bn_cliclient_other_clusters (bn_cliopts_t *opts);
 
+//  If there are such clusters, print that the options must say which
+//  (--cluster-id) and return true; else false, nothing printed.
+bool bn_cliclient_error_other_clusters (bn_cliopts_t *opts);
+
 //  Say which of targets are not registered (and which are), or that no
 //  engines are.
 void bn_cliclient_report_missing (bn_cliopts_t *opts, bn_client_t *client,

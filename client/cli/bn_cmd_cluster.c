@@ -942,21 +942,13 @@ s_add (int argc, char **argv)
     bn_cluster_state_t state =
         record ? bn_clusterrec_state (record, NULL) : BN_CLUSTER_STALE;
     if (state == BN_CLUSTER_STALE || state == BN_CLUSTER_BROKEN) {
-        char *others = bn_cliclient_other_clusters (opts);
-        if (others)
-            bn_cliopts_error (opts,
-                              "no cluster without --cluster-id in %s, which "
-                              "holds the clusters %s: say which with "
-                              "--cluster-id",
-                              profile_dir, others);
-        else
+        if (!bn_cliclient_error_other_clusters (opts))
             bn_cliopts_error (opts,
                               "no cluster that 'banyan cluster start' "
                               "started is running in %s%s%s",
                               profile_dir,
                               *cluster_id ? " with cluster id " : "",
                               cluster_id);
-        free (others);
         status = BN_EXIT_NO_CLUSTER;
         goto done;
     }
@@ -1128,19 +1120,9 @@ s_stop (int argc, char **argv)
                               "controller runs there (pid %d): it was not "
                               "started by 'banyan cluster start'",
                               profile_dir, which, cluster_id, (int)controller);
-        else {
-            char *others = bn_cliclient_other_clusters (opts);
-            if (others)
-                bn_cliopts_error (opts,
-                                  "no cluster without --cluster-id in %s, "
-                                  "which holds the clusters %s: say which "
-                                  "with --cluster-id",
-                                  profile_dir, others);
-            else
-                bn_cliopts_error (opts, "no cluster is running in %s%s%s",
-                                  profile_dir, which, cluster_id);
-            free (others);
-        }
+        else if (!bn_cliclient_error_other_clusters (opts))
+            bn_cliopts_error (opts, "no cluster is running in %s%s%s",
+                              profile_dir, which, cluster_id);
         status = BN_EXIT_ALREADY_STOPPED;
     } else {
         bn_cliopts_error (opts, "some processes of the cluster would not end");
