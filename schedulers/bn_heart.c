@@ -469,7 +469,7 @@ s_pong (bn_heart_t *self, zmq_msg_t *id, zmq_msg_t *ping)
         int fd = zmq_msg_get (ping, ZMQ_SRCFD);
         char text[16];
         s_fd_key (fd, text);
-        if (fd >= 0 && zhashx_lookup (self->hearts, key)) {
+        if (fd >= 0 && zhashx_lookup (self->hearts, key) == heart) {
             const char *other = zhashx_lookup (self->by_fd, text);
             s_heart_t *stale =
                 other ? zhashx_lookup (self->hearts, other) : NULL;
