@@ -43,7 +43,7 @@ s_usage (FILE *file)
     fputs ("Usage: " S_NAME " --node I [OPTION]...\n"
            "  or:  " S_NAME " --host [--file F] [--profile-dir D] "
            "[--host-name NAME]\n"
-           "                         [--ip ADDR] [OPTION]...\n"
+           "                         [--ip ADDR] [--ports LO-HI] [OPTION]...\n"
            "Run one node of a banyan broadcast tree: it takes broadcast "
            "requests\n"
            "from above (clients at the root, its parent node elsewhere), sends "
@@ -124,6 +124,9 @@ s_usage (FILE *file)
            "                        host name)\n"
            "  --ip ADDR             the address engines connect to (default\n"
            "                        127.0.0.1: only this host's)\n"
+           "  --ports LO-HI         take each of the 8 ports it listens on "
+           "from LO..HI\n"
+           "                        (default: controller.ports, any)\n"
            "  Once the hub has accepted it, it writes the host-local file and "
            "prints its\n"
            "  path on standard output; engines of the host use that file.\n"
@@ -181,6 +184,7 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
         {"--reduce-plugins", "controller.reduce_plugins"},
         {"--deadline", "controller.tree_deadline"},
         {"--connect-grace", "controller.connect_grace"},
+        {"--ports", "controller.ports"},
     };
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -280,11 +284,13 @@ s_parse (int argc, char **argv, s_options_t *options, bn_config_t *config)
                 "--monitor or --trusted-links");
         return 0;
     }
+    //  a tree node binds the endpoints it is given
     if (options->file || options->profile_dir || options->host_name ||
-        options->ip)
-        return bn_args_usage_error (
-            S_NAME, "%s",
-            "--file, --profile-dir, --host-name and --ip go with --host");
+        options->ip ||
+        streq (bn_config_source (config, "controller.ports"), "command line"))
+        return bn_args_usage_error (S_NAME, "%s",
+                                    "--file, --profile-dir, --host-name, --ip "
+                                    "and --ports go with --host");
     if (options->node < 0)
         return bn_args_usage_error (S_NAME, "%s", "--node is required");
     if (!options->bind_down)
@@ -565,9 +571,12 @@ s_run_host (const s_options_t *options, bn_config_t *config)
                                 BN_CONNFILE_ENGINE)
             : NULL;
     const char *plugins = bn_config_str (config, "controller.reduce_plugins");
+    int lowest, highest;
+    bn_config_ports (config, "controller.ports", &lowest, &highest);
     bn_hostnode_args_t args = {.connection_info = info,
                                .name = options->host_name,
                                .ip = options->ip,
+                               .ports = {lowest, highest},
                                .connfile_path = path,
                                .registration_timeout_ms = (int)bn_config_msecs (
                                    config, "controller.registration_timeout"),

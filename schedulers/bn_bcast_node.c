@@ -1999,10 +1999,12 @@ s_socket (s_node_t *self, const char *endpoint, bool bind, int hwm,
     int rc = bind ? bn_wire_bind (sock, endpoint, BN_WIRE_REBIND_WAIT)
                   : zsock_connect (sock, "%s", endpoint);
     if (rc < 0) {
+        int error = errno;
         bn_log_error ("%s: cannot %s %s: %s", self->id,
                       bind ? "bind" : "connect", endpoint,
-                      zmq_strerror (errno));
+                      zmq_strerror (error));
         zsock_destroy (&sock);
+        errno = error;
         return NULL;
     }
     *last = bind ? zsock_last_endpoint (sock) : strdup (endpoint);
@@ -2073,10 +2075,11 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
                       args->curve, args->curve_serverkey, &self->up_endpoint);
     //  a host node's leaf: its engines, on its host, connect as they
     //  connect to the host node's other ports, without CURVE
-    if (args->down_endpoint)
-        self->down = s_socket (self, args->down_endpoint, true, args->hwm,
-                               args->curve_serverkey ? NULL : args->curve, NULL,
-                               &self->down_endpoint);
+    if (args->down_endpoint &&
+        !(self->down = s_socket (self, args->down_endpoint, true, args->hwm,
+                                 args->curve_serverkey ? NULL : args->curve,
+                                 NULL, &self->down_endpoint)))
+        args->down_error = errno;
     if (!self->up || !self->down) {
         bn_log_error ("%s: needs an up and a down socket", self->id);
         s_node_destroy (&self);

@@ -84,6 +84,9 @@ typedef struct {
                           //  wait for its connection (bn_holdq; 0 = not)
     const bn_monitor_t *monitor; //  root only: the hub's monitor, or NULL
     int status;                  //  Out: 0 started, -1 start-up failed
+    int down_error;              //  Out: the errno of a down_endpoint that
+                                 //  could not be bound (EADDRINUSE: no port
+                                 //  of its range is free), else 0
 } bn_bcast_node_args_t;
 
 //  The node actor (args: bn_bcast_node_args_t *). Commands on the pipe:

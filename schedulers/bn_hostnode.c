@@ -90,6 +90,7 @@ struct _s_node_t {
     char *link;              //  link id
     char *name;              //  host name
     char *ip;                //  engine-facing address
+    int ports[2];            //  range of the engine-facing ports (0: any)
     char *connfile_path;     //  host-local connection file
     bool connfile_written;
     int registration_timeout; //  ms
@@ -162,6 +163,18 @@ s_sock (s_node_t *self, int type, const char *identity)
     return sock;
 }
 
+//  The endpoint a port for the engines binds: any port of our address, or
+//  the first free one of our range. Returns -1 (logged) if it is too long.
+static int
+s_endpoint (s_node_t *self, char *buf, size_t size)
+{
+    if (bn_wire_tcp_bind_endpoint (buf, size, self->ip, 0, self->ports[0],
+                                   self->ports[1]) == 0)
+        return 0;
+    bn_log_error ("host: the address '%s' is too long", self->ip);
+    return -1;
+}
+
 //  A socket bound on our address for the engines; its port in *port.
 static zsock_t *
 s_local (s_node_t *self, int type, const char *identity, int *port)
@@ -173,18 +186,30 @@ s_local (s_node_t *self, int type, const char *identity, int *port)
     if (type == ZMQ_ROUTER)
         zsock_set_router_mandatory (sock, 1);
     char endpoint[300];
-    snprintf (endpoint, sizeof endpoint, "tcp://%s:0", self->ip);
-    char *last = NULL;
-    if (bn_wire_bind (sock, endpoint, 0) < 0 ||
-        !(last = zsock_last_endpoint (sock)) ||
-        (*port = bn_wire_endpoint_port (last)) <= 0) {
-        bn_log_error ("host: cannot bind %s: %s", endpoint,
-                      zmq_strerror (errno));
-        zstr_free (&last);
+    if (s_endpoint (self, endpoint, sizeof endpoint)) {
         zsock_destroy (&sock);
         return NULL;
     }
+    if (bn_wire_bind (sock, endpoint, 0) < 0) {
+        int error = errno;
+        if (self->ports[0] && error == EADDRINUSE)
+            bn_log_error ("host: cannot bind %s: no port of controller.ports "
+                          "%d-%d is free",
+                          endpoint, self->ports[0], self->ports[1]);
+        else
+            bn_log_error ("host: cannot bind %s: %s", endpoint,
+                          zmq_strerror (error));
+        zsock_destroy (&sock);
+        return NULL;
+    }
+    char *last = zsock_last_endpoint (sock);
+    *port = bn_wire_endpoint_port (last);
     zstr_free (&last);
+    if (*port <= 0) {
+        bn_log_error ("host: cannot read the port bound for %s", endpoint);
+        zsock_destroy (&sock);
+        return NULL;
+    }
     return sock;
 }
 
@@ -952,14 +977,15 @@ static int
 s_start_leaf (s_node_t *self, const char *reduce_plugins, int grace,
               uint32_t random)
 {
+    char down[300];
+    if (s_endpoint (self, down, sizeof down))
+        return -1;
     char err[256] = "";
     self->topology = bn_topology_new ("kary:1", 1, 0, err, sizeof err);
     char *up =
         self->topology
             ? bn_connfile_broadcast_url (self->upstream, (size_t)self->up_leaf)
             : NULL;
-    char down[300];
-    snprintf (down, sizeof down, "tcp://%s:0", self->ip);
     self->leaf_id = zsys_sprintf (BN_ROUTING_SCHEDULER_PREFIX "h%08x", random);
     //  its link up leaves the host: CURVE, when the controller asks for it
     bn_bcast_node_args_t args = {
@@ -979,8 +1005,13 @@ s_start_leaf (s_node_t *self, const char *reduce_plugins, int grace,
         self->leaf = zactor_new (bn_bcast_node_actor, &args);
     zstr_free (&up);
     if (!self->leaf || args.status != 0) {
-        bn_log_error ("host: the broadcast leaf did not start%s%s",
-                      *err ? ": " : "", err);
+        if (self->ports[0] && args.down_error == EADDRINUSE)
+            bn_log_error ("host: the broadcast leaf did not start: no port "
+                          "of controller.ports %d-%d is free",
+                          self->ports[0], self->ports[1]);
+        else
+            bn_log_error ("host: the broadcast leaf did not start%s%s",
+                          *err ? ": " : "", err);
         return -1;
     }
     zstr_send (self->leaf, "ENDPOINTS");
@@ -1007,6 +1038,20 @@ s_node_new (zsock_t *pipe, bn_hostnode_args_t *args)
                                      ? args->registration_timeout_ms
                                      : 30000;
     self->flush_timer = self->hello_timer = self->beat_timer = -1;
+    //  a range too small for every port fails now, not at the last bind
+    if (args->ports[0] > 0 && args->ports[1] >= args->ports[0]) {
+        self->ports[0] = args->ports[0];
+        self->ports[1] = args->ports[1];
+        int held = self->ports[1] - self->ports[0] + 1;
+        if (held < BN_HOSTNODE_PORTS) {
+            bn_log_error ("host: controller.ports %d-%d holds %d ports; a "
+                          "host node listens on %d",
+                          self->ports[0], self->ports[1], held,
+                          BN_HOSTNODE_PORTS);
+            s_node_destroy (&self);
+            return NULL;
+        }
+    }
     char err[256] = "";
     self->upstream =
         args->connection_info

@@ -18,6 +18,8 @@ typedef struct {
                                  //  host's, gethostname)
     const char *ip;              //  address the engine-facing ports bind
                                  //  (NULL: 127.0.0.1)
+    int ports[2];                //  lowest and highest port they come
+                                 //  from (0: any port)
     const char *connfile_path;   //  where the host-local connection file
                                  //  goes once the hub has welcomed us
     int registration_timeout_ms; //  how long the hub has to welcome us
@@ -30,9 +32,14 @@ typedef struct {
     int status;                  //  Out: 0 started, -1 start-up failed
 } bn_hostnode_args_t;
 
+//  Ports a host node listens on for its engines: registration, mux,
+//  control, task, iopub, the heartbeat's two and its broadcast leaf's.
+#define BN_HOSTNODE_PORTS 8
+
 //  The host node actor (args: bn_hostnode_args_t *). It binds its ports,
 //  connects its links and says hello to the hub; start-up fails (status
-//  -1) on bad connection info or a port it cannot bind. Then, on the pipe,
+//  -1) on bad connection info, a port range smaller than BN_HOSTNODE_PORTS
+//  or a port it cannot bind. Then, on the pipe,
 //  once:
 //    READY path        the hub welcomed it; the connection file is written
 //    FAILED reason     the hub refused it or did not answer in time; the

@@ -1,10 +1,20 @@
 /*  check_cluster_hosts: engines behind a host node (doc/hosts.md), with the
     controller, the host node and the engines as actors of this process and
     a libbanyan client: what a client sees of engines on another host.  */
+#include <dirent.h>
+
 #include "banyan.h"
 #include "bn_ctltest.h"
 #include "bn_engine_actor.h"
 #include "bn_hostnode.h"
+#include "bn_log.h"
+
+//  Host node port ranges of test_ports: BN_HOSTNODE_PORTS ports each, from
+//  a block no other test binds from (check_bn_wire searches 62500-63499),
+//  above Linux's ephemeral ports (32768-60999), which outgoing connections
+//  take
+#define S_LOWEST_PORT 63600
+#define S_HIGHEST_PORT 63699
 
 static char s_dir[256];        //  the controller's profile folder
 static char s_host_dir[300];   //  the host node's
@@ -493,6 +503,191 @@ START_TEST (test_engine_killed)
 }
 END_TEST
 
+//  Start a host node named name from the controller's engine connection
+//  info, its ports from lowest..highest, its file in s_dir/name; wait until
+//  it says READY. NULL if it did not start.
+static zactor_t *
+s_host_ranged (const char *info, const char *name, int lowest, int highest)
+{
+    char path[400];
+    snprintf (path, sizeof path, "%s/%s/security/ipcontroller-engine.json",
+              s_dir, name);
+    bn_hostnode_args_t args = {.connection_info = info,
+                               .name = name,
+                               .ports = {lowest, highest},
+                               .connfile_path = path,
+                               .registration_timeout_ms = 10000,
+                               .connect_grace_ms = 3000,
+                               .status = -1};
+    zactor_t *host = zactor_new (bn_hostnode_actor, &args);
+    ck_assert_ptr_nonnull (host);
+    if (args.status != 0) {
+        zactor_destroy (&host);
+        return NULL;
+    }
+    zpoller_t *poller = zpoller_new (host, NULL);
+    ck_assert_ptr_nonnull (zpoller_wait (poller, 10000));
+    zpoller_destroy (&poller);
+    char *ready = NULL, *file = NULL;
+    zstr_recvx (host, &ready, &file, NULL);
+    ck_assert_str_eq (ready, "READY");
+    ck_assert_str_eq (file, path);
+    zstr_free (&ready);
+    zstr_free (&file);
+    return host;
+}
+
+//  The IPv4 ports this process listens on: the sockets of /proc/net/tcp in
+//  state LISTEN whose inodes are among its descriptors.
+static zlistx_t *
+s_listening (void)
+{
+    zlistx_t *inodes = zlistx_new ();
+    zlistx_set_destructor (inodes, (zlistx_destructor_fn *)zstr_free);
+    zlistx_set_comparator (inodes, (zlistx_comparator_fn *)strcmp);
+    DIR *fds = opendir ("/proc/self/fd");
+    ck_assert_ptr_nonnull (fds);
+    struct dirent *entry;
+    while ((entry = readdir (fds))) {
+        char link[300], target[64];
+        snprintf (link, sizeof link, "/proc/self/fd/%s", entry->d_name);
+        ssize_t length = readlink (link, target, sizeof target - 1);
+        if (length <= 0)
+            continue;
+        target[length] = 0;
+        unsigned long inode;
+        if (sscanf (target, "socket:[%lu]", &inode) == 1)
+            zlistx_add_end (inodes, zsys_sprintf ("%lu", inode));
+    }
+    closedir (fds);
+    zlistx_t *ports = zlistx_new ();
+    zlistx_set_destructor (ports, (zlistx_destructor_fn *)zstr_free);
+    zlistx_set_comparator (ports, (zlistx_comparator_fn *)strcmp);
+    FILE *table = fopen ("/proc/net/tcp", "r");
+    ck_assert_ptr_nonnull (table);
+    char line[512];
+    while (fgets (line, sizeof line, table)) {
+        unsigned int port, state;
+        char inode[32];
+        //  sl local_address rem_address st tx:rx tr:when retrnsmt uid
+        //  timeout inode
+        if (sscanf (line, " %*s %*x:%x %*s %x %*s %*s %*s %*s %*s %31s", &port,
+                    &state, inode) == 3 &&
+            state == 0x0A && zlistx_find (inodes, inode))
+            zlistx_add_end (ports, zsys_sprintf ("%u", port));
+    }
+    fclose (table);
+    zlistx_destroy (&inodes);
+    return ports;
+}
+
+START_TEST (test_ports)
+{
+    s_start ("100", "50");
+    char *info = s_slurp (s_engine_file);
+    char log_path[300];
+    snprintf (log_path, sizeof log_path, "%s/host.log", s_dir);
+    ck_assert_int_eq (bn_log_set_file (log_path), 0);
+
+    //  a host node given a range listens on its ports only: the first range
+    //  of the block that another run of this test does not hold
+    zlistx_t *before = s_listening ();
+    zactor_t *host = NULL;
+    int lowest, highest;
+    for (lowest = S_LOWEST_PORT;; lowest += BN_HOSTNODE_PORTS) {
+        highest = lowest + BN_HOSTNODE_PORTS - 1;
+        ck_assert_msg (highest <= S_HIGHEST_PORT,
+                       "no host node started with a range of %d-%d",
+                       S_LOWEST_PORT, S_HIGHEST_PORT);
+        if ((host = s_host_ranged (info, "h2", lowest, highest)))
+            break;
+    }
+    zlistx_t *after = s_listening ();
+    size_t added = 0;
+    for (char *port = zlistx_first (after); port; port = zlistx_next (after)) {
+        if (zlistx_find (before, port))
+            continue;
+        ck_assert_msg (atoi (port) >= lowest && atoi (port) <= highest,
+                       "the host node listens on %s, not in %d-%d", port,
+                       lowest, highest);
+        added++;
+    }
+    ck_assert_uint_eq (added, BN_HOSTNODE_PORTS);
+    zlistx_destroy (&before);
+    zlistx_destroy (&after);
+
+    //  its connection file gives its engines those ports, and they are
+    //  served through them
+    char path[400];
+    snprintf (path, sizeof path, "%s/h2/security/ipcontroller-engine.json",
+              s_dir);
+    json_t *file = json_load_file (path, 0, NULL);
+    ck_assert_ptr_nonnull (file);
+    static const char *names[] = {"registration", "mux",      "control",
+                                  "task",         "iopub",    "hb_ping",
+                                  "hb_pong",      "broadcast"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        json_t *value = json_object_get (file, names[i]);
+        json_int_t port = json_integer_value (
+            json_is_array (value) ? json_array_get (value, 0) : value);
+        ck_assert_msg (port >= lowest && port <= highest,
+                       "%s port %lld is not in %d-%d", names[i],
+                       (long long)port, lowest, highest);
+    }
+    json_decref (file);
+    zactor_t *engines = s_start_engines_of (path, 2);
+    bn_client_t *client = s_client (2);
+    bn_view_t *direct = bn_view_new (client, BN_VIEW_DIRECT);
+    bn_result_t *result = NULL;
+    ck_assert_int_eq (bn_view_execute (direct, "echo ranged", &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    ck_assert_uint_eq (bn_result_count (result), 2);
+    for (size_t i = 0; i < 2; i++)
+        ck_assert_str_eq (bn_result_stdout (result, i), "ranged\n");
+    bn_result_destroy (&result);
+    bn_view_destroy (&direct);
+    bn_client_destroy (&client);
+    zactor_destroy (&engines);
+
+    //  a second host node in the same range finds no port free, and says
+    //  which range
+    ck_assert_ptr_null (s_host_ranged (info, "h3", lowest, highest));
+    //  a range smaller than its ports is refused before it binds any
+    ck_assert_ptr_null (s_host_ranged (info, "h4", lowest, highest - 1));
+    //  the next range with its last port held: the broadcast leaf, bound
+    //  last, finds none (or, when another run of this test holds more of
+    //  it, a port bound before)
+    int next = highest <= S_HIGHEST_PORT - BN_HOSTNODE_PORTS ? highest + 1
+                                                             : S_LOWEST_PORT;
+    int last = next + BN_HOSTNODE_PORTS - 1;
+    zsock_t *held = zsock_new (ZMQ_ROUTER);
+    ck_assert_ptr_nonnull (held);
+    zsock_bind (held, "tcp://127.0.0.1:%d", last);
+    ck_assert_ptr_null (s_host_ranged (info, "h5", next, last));
+    zsock_destroy (&held);
+    bn_log_set_file (NULL);
+    char *log = s_slurp (log_path);
+    char expected[200];
+    snprintf (expected, sizeof expected,
+              "host: cannot bind tcp://127.0.0.1:*[%d-%d]: no port of "
+              "controller.ports %d-%d is free",
+              lowest, highest, lowest, highest);
+    ck_assert_msg (strstr (log, expected), "%s", log);
+    snprintf (expected, sizeof expected,
+              "host: controller.ports %d-%d holds 7 ports; a host node "
+              "listens on 8",
+              lowest, highest - 1);
+    ck_assert_msg (strstr (log, expected), "%s", log);
+    snprintf (expected, sizeof expected,
+              "no port of controller.ports %d-%d is free", next, last);
+    ck_assert_msg (strstr (log, expected), "%s", log);
+    free (log);
+    zactor_destroy (&host);
+    free (info);
+    s_stop ();
+}
+END_TEST
+
 START_TEST (test_host_killed)
 {
     //  the host node goes away: its link's heart stops, so do its engines
@@ -533,6 +728,7 @@ main (void)
     tcase_add_test (tc, test_broadcast_curve);
     tcase_add_test (tc, test_engine_killed);
     tcase_add_test (tc, test_host_killed);
+    tcase_add_test (tc, test_ports);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

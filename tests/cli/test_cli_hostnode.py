@@ -70,6 +70,18 @@ proc = subprocess.run([SCHEDULER, "--file", "x.json", "--node", "0"],
                       capture_output=True, text=True, timeout=30, env=environ())
 check(proc.returncode == 2 and "go with --host" in proc.stderr,
       "banyan-scheduler --file without --host: usage error", describe(proc))
+proc = subprocess.run([SCHEDULER, "--ports", "61600-61699", "--node", "0"],
+                      capture_output=True, text=True, timeout=30, env=environ())
+check(proc.returncode == 2 and "--ports go with --host" in proc.stderr,
+      "banyan-scheduler --ports without --host: usage error", describe(proc))
+for bad in ["61699-61600", "61600", "0-10", "61600-70000", "a-b"]:
+    proc = subprocess.run([SCHEDULER, "--host", "--ports", bad],
+                          capture_output=True, text=True, timeout=30,
+                          env=environ())
+    check(proc.returncode == 2 and f"controller.ports: '{bad}' is not a port "
+          "range LO-HI" in proc.stderr,
+          f"banyan-scheduler --host --ports {bad}: usage error, status 2",
+          describe(proc))
 proc = subprocess.run([SCHEDULER, "--host"], capture_output=True, text=True,
                       timeout=30, env=environ())
 check(proc.returncode == 1 and "BANYAN_CONNECTION_INFO" in proc.stderr,
@@ -77,8 +89,9 @@ check(proc.returncode == 1 and "BANYAN_CONNECTION_INFO" in proc.stderr,
       describe(proc))
 help = subprocess.run([SCHEDULER, "--help"], capture_output=True, text=True,
                       timeout=30)
-check(help.returncode == 0 and "--host-name NAME" in help.stdout,
-      "banyan-scheduler --help tells of --host")
+check(help.returncode == 0 and "--host-name NAME" in help.stdout
+      and "--ports LO-HI" in help.stdout,
+      "banyan-scheduler --help tells of --host and --ports")
 
 with Profile("hostnode") as profile, Profile("hostnode-h1") as host_dir:
     ctl = subprocess.Popen([CONTROLLER] + profile.args() + PING,
@@ -157,10 +170,21 @@ with Profile("hostnode") as profile, Profile("hostnode-h1") as host_dir:
               "the hub counts the host node lost")
         stop(eng2)
 
-        # a host node stopped by SIGTERM removes its file and exits 0
-        host, path = host_node(["--profile-dir", host_dir.dir], info)
+        # a host node stopped by SIGTERM removes its file and exits 0; this
+        # one given a range (above the ephemeral ports) takes its ports
+        # from it
+        host, path = host_node(["--profile-dir", host_dir.dir, "--ports",
+                                "61600-61699"], info)
         procs.append(host)
         check(path == local, "a new host node starts on the host")
+        with open(local) as f:
+            local_info = json.load(f)
+        ports = [local_info[name] for name in
+                 ("registration", "mux", "control", "task", "iopub",
+                  "hb_ping", "hb_pong")] + local_info["broadcast"]
+        check(len(ports) == 8 and all(61600 <= p <= 61699 for p in ports),
+              "--ports 61600-61699: every port of its file is in the range",
+              ports)
         host.send_signal(signal.SIGTERM)
         check(host.wait(timeout=20) == 0 and not os.path.exists(local),
               "SIGTERM: the host node exits 0 and removes its file")
