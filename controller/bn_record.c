@@ -519,8 +519,14 @@ s_fold_reply_output (bn_record_t *self, json_t *io)
         if (!json_is_string (text) ||
             json_string_length (json_object_get (io, keys[i][1])) != 0)
             continue;
-        //  the engine's bytes (bn_rawtext), as text every reader takes
+        //  the engine's bytes (bn_rawtext), as text every reader takes;
+        //  text without escapes or NULs (the common case) is that already
         size_t size = json_string_length (text), len;
+        if (!memchr (json_string_value (text), 0xF4, size) &&
+            !memchr (json_string_value (text), 0, size)) {
+            json_object_set (io, keys[i][1], text);
+            continue;
+        }
         char *bytes = malloc (size + 1);
         if (bytes)
             memcpy (bytes, json_string_value (text), size);

@@ -279,13 +279,19 @@ START_TEST (test_output_in_reply)
     bn_msg_t *request = s_request (1);
     bn_records_request (records, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
     bn_msg_t *reply = s_reply (request, "ok");
-    bn_msg_set_content (reply, json_pack ("{s:s, s:s, s:s}", "status", "ok",
-                                          "bn_stdout", "in reply\n",
-                                          "bn_stderr", "warned\n"));
+    //  (stderr holds the byte 0xFF as bn_rawtext encodes it)
+    bn_msg_set_content (reply,
+                        json_pack ("{s:s, s:s, s:s}", "status", "ok",
+                                   "bn_stdout", "in reply\n", "bn_stderr",
+                                   "warned \xF4\x8F\xBF\xBF\n"));
     bn_records_reply (records, BN_MONITOR_QUEUE_MUX, reply, S_ENGINE);
     bn_record_t *record = bn_records_get (records, bn_msg_id (request));
-    ck_assert_str_eq (s_str (bn_record_json (record), "stdout"), "in reply\n");
-    ck_assert_str_eq (s_str (bn_record_json (record), "stderr"), "warned\n");
+    json_t *json = bn_record_json (record);
+    ck_assert_str_eq (s_str (json, "stdout"), "in reply\n");
+    ck_assert_ptr_null (json_object_get (json, "bn_stdout"));
+    //  every reader sees U+FFFD for it, banyan's the exact byte too
+    ck_assert_str_eq (s_str (json, "stderr"), "warned \xEF\xBF\xBD\n");
+    ck_assert_str_eq (s_str (json, "bn_stderr"), "warned \xF4\x8F\xBF\xBF\n");
     bn_record_release (&record);
     bn_msg_destroy (&request);
     bn_msg_destroy (&reply);
