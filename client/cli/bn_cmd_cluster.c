@@ -750,6 +750,8 @@ s_start (int argc, char **argv)
         snprintf (ports, sizeof ports, "%d-%d", lowest, highest);
         bn_launcher_add_controller_arg (launcher, "--ports");
         bn_launcher_add_controller_arg (launcher, ports);
+        //  and the host nodes, on the firewalled hosts too
+        args.plan.ports = ports;
     }
     if (bn_config_bool (config, "controller.curve"))
         bn_launcher_add_controller_arg (launcher, "--curve");

@@ -165,8 +165,13 @@ bn_hostscript (const bn_launch_plan_t *plan, const char *rank,
             "BANYAN_CONNECTION_INFO=\"$I\" ",
             out);
         s_dquote (out, scheduler);
+        fputs (" --host --profile-dir \"$t\"", out);
+        if (plan->ports && *plan->ports) {
+            fputs (" --ports ", out);
+            s_dquote (out, plan->ports);
+        }
         fprintf (out,
-                 " --host --profile-dir \"$t\" --log-level %s >&2 &\n"
+                 " --log-level %s >&2 &\n"
                  "n=$!\n"
                  "i=0\n"
                  "until [ -f \"$j\" ] || [ -n \"$o\" ]; do\n"

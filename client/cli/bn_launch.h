@@ -40,6 +40,8 @@ typedef struct {
     const char *engine_cmd;     //  Stock engine command (ipengine), or NULL
     const char *batch_template; //  --batch-template's text, or NULL
     bool host_node;             //  Start a host node before the engines
+    const char *ports;          //  "LO-HI" the host nodes' ports come
+                                //  from, or NULL: any
     const char *engine;         //  banyan-engine here (absolute)
     const char *scheduler;      //  banyan-scheduler here (absolute), or
                                 //  NULL

@@ -39,14 +39,15 @@ static const char *s_engine_text =
     "case \"$*\" in *\"--id 4 \"*) exit 7;; esac\n"
     "exec sleep 300\n";
 
-//  The stand-in host node: writes the info it was given to <dir>/node.<pid>
-//  and an engine file into its --profile-dir, then sleeps until killed.
+//  The stand-in host node: writes the info it was given and its arguments
+//  to <dir>/node.<pid> and an engine file into its --profile-dir, then
+//  sleeps until killed.
 static const char *s_node_text =
     "#!/bin/sh\n"
-    "d=\n"
+    "d= a=$*\n"
     "while [ $# -gt 0 ]; do case $1 in --profile-dir) d=$2; shift;; esac; "
     "shift; done\n"
-    "echo \"$BANYAN_CONNECTION_INFO|\" > \"${0%/*}/node.$$\"\n"
+    "echo \"$BANYAN_CONNECTION_INFO|$a\" > \"${0%/*}/node.$$\"\n"
     "mkdir -p \"$d/security\" && echo {} > "
     "\"$d/security/ipcontroller-engine.json\"\n"
     "exec sleep 300\n";
@@ -411,9 +412,13 @@ s_expect_node_report (s_host_t *host, int restart, pid_t *pids)
     ck_assert_int_eq (report.count, 2);
     ck_assert_int_eq (s_pids (report.pids, pids, 4), 2);
     ck_assert_int_gt (report.node, 0);
-    //  the node has the info, the engines its file and their ids only
+    //  the node has the info and the plan's port range, the engines its
+    //  file and their ids only
     char *said = s_said ("node", report.node);
-    ck_assert_str_eq (said, S_INFO "|");
+    ck_assert_msg (strncmp (said, S_INFO "|--host --profile-dir ",
+                            strlen (S_INFO "|--host --profile-dir ")) == 0 &&
+                       strstr (said, " --ports 63700-63799 --log-level warn"),
+                   "%s", said);
     free (said);
     for (int index = 0; index < 2; index++) {
         said = s_engine_said (pids[index]);
@@ -429,8 +434,9 @@ s_expect_node_report (s_host_t *host, int restart, pid_t *pids)
 START_TEST (test_node_restart)
 {
     //  --host-node: the node killed, its engines are ended and all start
-    //  again with the same ids; killed again within 10 s, the script
-    //  gives up, ends the engines and exits with status 3
+    //  again with the same ids (the node with the same --ports); killed
+    //  again within 10 s, the script gives up, ends the engines and exits
+    //  with status 3
     zlist_t *hosts = zlist_new ();
     zlist_append (hosts, "a");
     bn_launch_plan_t plan = {.profile_dir = s_dir,
@@ -439,6 +445,7 @@ START_TEST (test_node_restart)
                              .per_process = 1,
                              .hosts = hosts,
                              .host_node = true,
+                             .ports = "63700-63799",
                              .engine = s_engine,
                              .scheduler = s_node,
                              .log_level = "warn"};

@@ -109,7 +109,9 @@ with tempfile.TemporaryDirectory(prefix="banyan-launch.") as tmp:
               "--job-name=banyan-engines sh -c \"$script\" banyan-host"]),
             ("mpiexec", ["--launcher", "mpiexec", "--hosts", "h1,h2"], {},
              ["mpiexec -hosts h1,h2 -ppn 1 -n 2 sh -c \"$script\" "
-              "banyan-host"])]:
+              "banyan-host"]),
+            ("ssh", ["--launcher", "ssh", "--hosts", "h1,h2"], {},
+             ["ssh -o BatchMode=yes h2 \"sh -c '$script' banyan-host 1\""])]:
         dry = run(["cluster", "start", "-n", "4", "--host-node", "--ip",
                    "198.18.0.254", "--profile-dir", profile_dir, "--dry-run"]
                   + args, env={**path_env, **env})
@@ -119,8 +121,24 @@ with tempfile.TemporaryDirectory(prefix="banyan-launch.") as tmp:
             f"# banyan cluster start --launcher {args[1]} --dry-run: what "
             "would run (nothing was)."]
             and all(line in lines for line in expect)
-            and "banyan-scheduler\" --host --profile-dir" in dry.stdout,
+            and "banyan-scheduler\" --host --profile-dir \"$t\" --log-level"
+            in dry.stdout,
             f"--dry-run of {what} prints {expect[-1]!r}", describe(dry))
+        # --ports: the controller and every host node take their ports
+        # from the range (a firewalled site)
+        ranged = run(["cluster", "start", "-n", "4", "--host-node", "--ip",
+                      "198.18.0.254", "--ports", "61500-61599",
+                      "--profile-dir", profile_dir, "--dry-run"]
+                     + args, env={**path_env, **env})
+        controller = [line for line in ranged.stdout.splitlines()
+                      if "/banyan-controller " in line]
+        check(ranged.returncode == 0 and len(controller) == 1
+              and " --ports 61500-61599 " in controller[0]
+              and "banyan-scheduler\" --host --profile-dir \"$t\" --ports "
+              "\"61500-61599\" --log-level" in ranged.stdout,
+              f"--dry-run of {what} with --ports: the controller's command "
+              "and the host script's banyan-scheduler --host have the range",
+              describe(ranged))
         syntax = subprocess.run(["sh", "-n"], input=dry.stdout, text=True,
                                 capture_output=True)
         check(syntax.returncode == 0,

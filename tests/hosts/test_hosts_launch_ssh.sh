@@ -7,7 +7,7 @@
 # hosts, cluster stop leaves no process on any host; --host-node puts a
 # host node in front of each host's engines (with --curve: a client on one
 # host with another server key is refused, one on another host with the
-# key is served); with --ip '*' the engines reach --location; a cut host is
+# key is served; with --ports, it and the controller listen in the range); with --ip '*' the engines reach --location; a cut host is
 # named and the start fails, or with --min-hosts goes on without it; a
 # cluster whose supervisor was killed is still stopped (the hosts' process
 # groups killed over ssh); stock ipengines with --engine-cmd.
@@ -60,15 +60,32 @@ out=$("$bin/banyan" cluster stop --profile-dir "$profile") || fail "cluster stop
 expect_nothing_on h1 h2 h3
 
 # --host-node: a host node on each host, its engines behind it; with
-# --curve, the controller's public key travels with the connection info
+# --curve, the controller's public key travels with the connection info;
+# with --ports, every port the controller and the host nodes listen on is
+# in the range (above the ephemeral ports)
 out=$("$bin/banyan" cluster start -n 6 --hosts h1,h2,h3 --host-node --curve \
-          "${launch[@]}" 2>&1) || fail "cluster start --host-node --curve: $out"
+          --ports 61700-61799 "${launch[@]}" 2>&1) \
+    || fail "cluster start --host-node --curve --ports: $out"
 grep -q '"curve_serverkey": *"[^"]' "$profile/security/ipcontroller-engine.json" \
     || fail "no curve_serverkey in $(cat "$profile/security/ipcontroller-engine.json")"
 for h in h1 h2 h3; do
     [ "$(on_host "$h" | awk '{print $2}' | grep -c '^banyan-schedule')" = 1 ] \
         || fail "$h does not run one host node: $(on_host "$h" | tr '\n' ' ')"
 done
+ports=$(tr -d '\n' < "$profile/security/ipcontroller-engine.json" \
+        | grep -o '"[a-z_]*": *\[* *[0-9][0-9, ]*' | grep -o '[0-9][0-9]*' \
+        | sort -n | tr '\n' ' ')
+[ -n "$ports" ] && ! tr ' ' '\n' <<< "$ports" | grep -qvE '^(617[0-9][0-9])?$' \
+    || fail "the controller's engine ports are not all in 61700-61799: $ports"
+for h in h1 h2 h3; do
+    # what listens on the host but its sshd: the host node's 8 ports
+    listening=$(hosts run "$h" ss -Htln | awk '{n = split($4, a, ":"); print a[n]}' \
+                | grep -vx 22 | sort -n | tr '\n' ' ')
+    [ "$(wc -w <<< "$listening")" = 8 ] \
+        && ! tr ' ' '\n' <<< "$listening" | grep -qvE '^(617[0-9][0-9])?$' \
+        || fail "$h listens on $listening, not on 8 ports of 61700-61799"
+done
+echo "ok: --ports 61700-61799: the controller's engine ports ($ports) and each host node's 8 ports in the range"
 out=$("$bin/banyan" px --direct --profile-dir "$profile" hostname) || fail "px --direct: $out"
 expect_lines "--host-node --curve: px --direct hostname through each host's node" \
     $'[stdout:0] h1\n[stdout:1] h1\n[stdout:2] h2\n[stdout:3] h2\n[stdout:4] h3\n[stdout:5] h3' "$out"
