@@ -95,6 +95,37 @@ START_TEST (test_char)
 }
 END_TEST
 
+//  Decode text (size bytes) from a buffer of exactly size + 1 bytes, as a
+//  reader holds a string a peer sent; check what comes back.
+static void
+s_decode (const char *text, size_t size, const char *bytes, size_t expected)
+{
+    char *buffer = malloc (size + 1);
+    ck_assert_ptr_nonnull (buffer);
+    memcpy (buffer, text, size);
+    ck_assert_uint_eq (bn_rawtext_decode (buffer, size), expected);
+    ck_assert (memcmp (buffer, bytes, expected) == 0);
+    ck_assert_int_eq (buffer[expected], 0);
+    free (buffer);
+}
+
+START_TEST (test_decode_not_encoded)
+{
+    //  text a peer wrote that bn_rawtext_encode did not: escapes cut short
+    //  at the end, lead bytes without their escape's continuation, and
+    //  characters just outside the escapes stay as they are
+    s_decode ("\xf4", 1, "\xf4", 1);
+    s_decode ("a\xf4\x8f", 3, "a\xf4\x8f", 3);
+    s_decode ("\xf4\x8f\xbf", 3, "\xf4\x8f\xbf", 3);
+    s_decode ("\xf4\x8f\xbf\x7f", 4, "\xf4\x8f\xbf\x7f", 4);
+    s_decode ("\xf4\x8f\xbb\xbf", 4, "\xf4\x8f\xbb\xbf", 4);
+    s_decode ("\xf4\x90\xbf\xbf", 4, "\xf4\x90\xbf\xbf", 4);
+    //  an escape among them still decodes, and nothing after it is lost
+    s_decode ("\xf4\xf4\x8f\xbf\xbf\xf4", 6, "\xf4\xff\xf4", 3);
+    s_decode ("", 0, "", 0);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -104,6 +135,7 @@ main (void)
     tcase_add_test (tc, test_plain);
     tcase_add_test (tc, test_escapes_stay_apart);
     tcase_add_test (tc, test_char);
+    tcase_add_test (tc, test_decode_not_encoded);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
