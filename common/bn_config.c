@@ -112,8 +112,8 @@ static const s_setting_t s_settings[] = {
      "security folder, its public key in the connection files "
      "(curve_serverkey)"},
     {"controller.ports", BN_CONFIG_PORTS, "", S_PORTS,
-     "range LO-HI every port the controller and its tree nodes listen on "
-     "comes from (empty: any port)"},
+     "range LO-HI every port the controller, its tree nodes and host nodes "
+     "(banyan-scheduler --host) listen on comes from (empty: any port)"},
     {"controller.reuse_files", BN_CONFIG_BOOL, "false", S_BOOL,
      "keep connection files (ports and key) on exit and reuse them"},
     {"controller.reduce_plugins", BN_CONFIG_STRING, "", S_STR (NULL, NULL),
