@@ -28,6 +28,8 @@ struct _bn_record_t {
     zlistx_t *parts;      //  Broadcast: bn_msg_t * of every reply, merged
                           //  or one engine's, in arrival order, or NULL
     uint64_t parts_bytes; //  Buffer bytes of the merged parts
+    zhashx_t *split;      //  uuid -> s_split_t, the merged parts' entries
+                          //  by engine once complete, or NULL
     json_t *io;           //  Folded iopub of a record read from SQLite
     json_t *json;         //  Cached TaskRecord, NULL when stale
     uint64_t bytes;       //  Buffer bytes of request and reply
@@ -244,6 +246,79 @@ s_entry_reply (bn_msg_t *merged, bool spliced, bn_merged_entry_t *entry,
     return reply;
 }
 
+//  One engine's entry of a merged part, found once for every query of an
+//  engine's part: a scan of the part for each would take the hub time
+//  growing with the square of the engines (46 s to read each part of a
+//  10,000-engine broadcast).
+typedef struct {
+    bn_msg_t *part;          //  the merged reply holding it (in parts)
+    bool spliced;            //  its lists were read spliced
+    bn_merged_entry_t entry; //  its slices point into the part's metadata
+    char status[32];         //  entry.status's text
+} s_split_t;
+
+static void
+s_split_destroy (void **item)
+{
+    free (*item);
+    *item = NULL;
+}
+
+//  Index the entries that name their engine's uuid (the targets shape) of
+//  every merged part, the first of an engine's kept; the index stays empty
+//  if a merged part has another shape (an entry there may name the engine
+//  by its id first), and NULL if out of memory.
+static void
+s_split_index (bn_record_t *self)
+{
+    self->split = zhashx_new ();
+    if (!self->split)
+        return;
+    zhashx_set_destructor (self->split, s_split_destroy);
+    bn_msg_t *part = self->parts ? zlistx_first (self->parts) : NULL;
+    for (; part; part = zlistx_next (self->parts)) {
+        bn_merged_shape_t shape = bn_merged_shape (part);
+        if (shape != BN_MERGED_TARGETS && shape != BN_MERGED_NONE) {
+            zhashx_purge (self->split);
+            return;
+        }
+        if (shape != BN_MERGED_TARGETS)
+            continue;
+        //  whether the lists were spliced is known once every entry is read
+        bn_merged_reader_t *reader = bn_merged_reader_new (part);
+        bn_merged_entry_t entry;
+        int rc;
+        while (reader && (rc = bn_merged_reader_next (reader, &entry)) != 0 &&
+               rc != -1)
+            ;
+        bool spliced = reader && bn_merged_reader_spliced (reader);
+        bn_merged_reader_destroy (&reader);
+        reader = bn_merged_reader_new (part);
+        while (reader && (rc = bn_merged_reader_next (reader, &entry)) != 0 &&
+               rc != -1) {
+            if (rc < 0 || !entry.uuid ||
+                zhashx_lookup (self->split, entry.uuid))
+                continue;
+            s_split_t *split = calloc (1, sizeof *split);
+            if (!split || zhashx_insert (self->split, entry.uuid, split) != 0) {
+                free (split);
+                bn_merged_reader_destroy (&reader);
+                zhashx_destroy (&self->split);
+                return;
+            }
+            split->part = part;
+            split->spliced = spliced;
+            split->entry = entry;
+            split->entry.uuid = NULL;
+            split->entry.engines = NULL;
+            snprintf (split->status, sizeof split->status, "%s",
+                      entry.status ? entry.status : "error");
+            split->entry.status = split->status;
+        }
+        bn_merged_reader_destroy (&reader);
+    }
+}
+
 //  Find engine uuid (id eid) in merged reply; its reply, or NULL.
 static bn_msg_t *
 s_find_entry (bn_msg_t *merged, const char *uuid, int eid, bn_msg_t *request)
@@ -304,8 +379,14 @@ bn_record_new_engine (bn_record_t *original, const char *uuid,
     assert (msg_id);
     if (!original->request)
         return NULL;
-    int eid = s_target_id (original->request, uuid);
-    if (eid < 0)
+    //  (a complete broadcast's parts no longer change)
+    if (original->reply && original->parts && !original->split)
+        s_split_index (original);
+    s_split_t *split =
+        original->split ? zhashx_lookup (original->split, uuid) : NULL;
+    //  an engine with an entry of its own is one of the targets
+    int eid = split ? split->entry.eid : s_target_id (original->request, uuid);
+    if (!split && eid < 0)
         return NULL;
     bn_record_t *self = bn_record_new (msg_id);
     if (!self)
@@ -318,7 +399,13 @@ bn_record_new_engine (bn_record_t *original, const char *uuid,
         bn_record_destroy (&self);
         return NULL;
     }
-    bn_msg_t *part = original->parts ? zlistx_first (original->parts) : NULL;
+    if (split) {
+        bn_merged_entry_t entry = split->entry;
+        self->reply = s_entry_reply (split->part, split->spliced, &entry, uuid,
+                                     self->request);
+    }
+    bn_msg_t *part =
+        original->parts && !split ? zlistx_first (original->parts) : NULL;
     for (; part && !self->reply; part = zlistx_next (original->parts))
         if (bn_merged_shape (part) != BN_MERGED_NONE)
             self->reply = s_find_entry (part, uuid, eid, self->request);
@@ -345,6 +432,7 @@ bn_record_destroy (bn_record_t **self_p)
     bn_msg_destroy (&self->reply);
     s_msg_list_destroy (&self->iopub);
     s_msg_list_destroy (&self->parts);
+    zhashx_destroy (&self->split);
     json_decref (self->io);
     json_decref (self->json);
     free (self->msg_id);
@@ -439,6 +527,7 @@ bn_record_add_part (bn_record_t *self, bn_msg_t *reply, bool merged)
         return -1;
     }
     bn_msg_clear_idents (copy);
+    zhashx_destroy (&self->split);
     if (merged)
         self->parts_bytes += s_msg_bytes (copy);
     self->bytes = s_bytes (self);

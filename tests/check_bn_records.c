@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bn_merged_writer.h"
 #include "bn_msgtypes.h"
 #include "bn_records.h"
 #include "bn_testdir.h"
@@ -494,6 +495,91 @@ START_TEST (test_broadcast_merged_without)
 }
 END_TEST
 
+START_TEST (test_broadcast_merged_many)
+{
+    //  one merged reply (as a tree node writes it, bn_replies spliced) for
+    //  a broadcast to 100 engines: each engine's part, asked for once the
+    //  broadcast completed, has its own status, times and buffers
+    enum { N = 100 };
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    bn_msg_t *request = s_request (1);
+    json_t *targets = json_array ();
+    char uuid[64];
+    for (int i = 0; i < N; i++) {
+        snprintf (uuid, sizeof uuid, "engine-%03d", i);
+        json_array_append_new (targets, json_pack ("[s,i]", uuid, i));
+    }
+    bn_msg_set_metadata (request,
+                         json_pack ("{s:o, s:b, s:b}", "targets", targets,
+                                    "is_broadcast", 1, "is_coalescing", 1));
+    char *orig = strdup (bn_msg_id (request));
+    bn_records_request (records, BN_MONITOR_QUEUE_BROADCAST, request, NULL);
+    bn_msg_t *copy = bn_msg_dup (request);
+    char id[300];
+    snprintf (id, sizeof id, "%s_engine-000", orig);
+    bn_msg_set_msg_id (copy, id);
+    bn_msg_t *reply = bn_msg_new_reply (s_engine, copy, BN_MSG_APPLY_REPLY);
+    bn_msg_clear_idents (reply);
+    bn_merged_writer_t *writer = bn_merged_writer_new ();
+    for (int i = 0; i < N; i++) {
+        //  every third engine failed (no buffer), the others one buffer
+        bool ok = i % 3 != 0;
+        char started[32], value[16];
+        snprintf (started, sizeof started, "2026-01-01T00:00:%02d.000000Z",
+                  i % 60);
+        json_t *error = ok ? NULL
+                           : json_pack ("{s:s, s:s, s:s}", "status", "error",
+                                        "ename", "ValueError", "evalue", "bad");
+        char *entry = bn_merged_entry (ok ? "ok" : "error", started, started,
+                                       ok ? 1 : 0, error, NULL, NULL);
+        json_decref (error);
+        snprintf (uuid, sizeof uuid, "engine-%03d", i);
+        bn_merged_writer_add (writer, uuid, i, entry, strlen (entry));
+        free (entry);
+        snprintf (value, sizeof value, "v%d", i);
+        if (ok)
+            bn_msg_add_buffer (reply, value, strlen (value));
+    }
+    json_t *base = json_pack ("{s:s, s:b, s:s}", "status", "error",
+                              "is_coalescing", 1, "original_msg_id", orig);
+    ck_assert_int_eq (bn_merged_writer_finish (writer, base, reply), 0);
+    json_decref (base);
+    bn_merged_writer_destroy (&writer);
+    bn_msg_set_content (reply, json_pack ("{s:s}", "status", "error"));
+    bn_records_reply (records, BN_MONITOR_QUEUE_BROADCAST, reply, NULL);
+    ck_assert (!bn_records_pending (records, orig));
+    for (int i = N - 1; i >= 0; i--) {
+        snprintf (id, sizeof id, "%s_engine-%03d", orig, i);
+        bn_record_t *part = bn_records_get (records, id);
+        ck_assert_msg (part && bn_record_completed (part), "%s", id);
+        json_t *json = bn_record_json (part);
+        const char *status =
+            s_str (json_object_get (json, "result_metadata"), "status");
+        ck_assert_str_eq (status, i % 3 ? "ok" : "error");
+        char started[32];
+        snprintf (started, sizeof started, "2026-01-01T00:00:%02d.000000Z",
+                  i % 60);
+        ck_assert_str_eq (s_str (json, "started"), started);
+        ck_assert_uint_eq (bn_record_nbuffers (part, true), i % 3 ? 1 : 0);
+        if (i % 3) {
+            char value[16];
+            snprintf (value, sizeof value, "v%d", i);
+            zmq_msg_t *buffer = bn_record_buffer (part, true, 0);
+            ck_assert_uint_eq (zmq_msg_size (buffer), strlen (value));
+            ck_assert_mem_eq (zmq_msg_data (buffer), value, strlen (value));
+        }
+        bn_record_release (&part);
+    }
+    snprintf (id, sizeof id, "%s_engine-%03d", orig, N);
+    ck_assert_ptr_null (bn_records_get (records, id));
+    bn_msg_destroy (&reply);
+    bn_msg_destroy (&copy);
+    bn_msg_destroy (&request);
+    free (orig);
+    bn_records_destroy (&records);
+}
+END_TEST
+
 START_TEST (test_limits)
 {
     //  10 records at most: the 11th culls the oldest tenth (+1), never a
@@ -721,6 +807,7 @@ s_suite (void)
     tcase_add_test (tc, test_broadcast);
     tcase_add_loop_test (tc, test_broadcast_merged, 0, 3);
     tcase_add_test (tc, test_broadcast_merged_without);
+    tcase_add_test (tc, test_broadcast_merged_many);
     tcase_add_test (tc, test_limits);
     tcase_add_test (tc, test_nodb);
     suite_add_tcase (suite, tc);
