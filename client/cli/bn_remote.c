@@ -439,6 +439,19 @@ s_on_line (bn_remote_t *self, size_t session_index, char *line)
     s_log_line (session->log_fd, session->cmd->label, line);
 }
 
+//  A line a session wrote on its standard error: logged, and kept as its
+//  first and last (the start of a long line is enough to name a fault).
+static void
+s_err_line (s_session_t *session, const char *line)
+{
+    if (!*session->first)
+        snprintf (session->first, sizeof session->first, "%.*s",
+                  (int)sizeof session->first - 1, line);
+    snprintf (session->last, sizeof session->last, "%.*s",
+              (int)sizeof session->last - 1, line);
+    s_log_line (session->log_fd, session->cmd->label, line);
+}
+
 //  Read what fd has into buffer, calling on_line for each whole line (or
 //  an overlong part). Returns false at EOF or on an error.
 static bool
@@ -455,14 +468,9 @@ s_read_lines (bn_remote_t *self, size_t session_index, int fd, char *buffer,
         if (got <= 0) {
             if (*used) {
                 buffer[*used] = 0;
-                if (is_err) {
-                    if (!*session->first)
-                        snprintf (session->first, sizeof session->first, "%s",
-                                  buffer);
-                    snprintf (session->last, sizeof session->last, "%s",
-                              buffer);
-                    s_log_line (session->log_fd, session->cmd->label, buffer);
-                } else
+                if (is_err)
+                    s_err_line (session, buffer);
+                else
                     s_on_line (self, session_index, buffer);
                 *used = 0;
             }
@@ -476,13 +484,8 @@ s_read_lines (bn_remote_t *self, size_t session_index, int fd, char *buffer,
             if (newline)
                 *newline = 0;
             if (is_err) {
-                if (*start) {
-                    if (!*session->first)
-                        snprintf (session->first, sizeof session->first, "%s",
-                                  start);
-                    snprintf (session->last, sizeof session->last, "%s", start);
-                    s_log_line (session->log_fd, session->cmd->label, start);
-                }
+                if (*start)
+                    s_err_line (session, start);
             } else
                 s_on_line (self, session_index, start);
             if (!newline) {
