@@ -24,7 +24,8 @@ def px(cluster, *args):
     return subprocess.run(
         [bnharness.binary("banyan"), "px", "--profile-dir",
          cluster.profile_dir, "--timeout", "20"] + list(args),
-        capture_output=True, text=True, timeout=60)
+        capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL)
 
 
 def copy_with_key(cluster, name, serverkey):

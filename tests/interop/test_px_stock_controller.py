@@ -19,7 +19,8 @@ def px(cluster, *args):
     return subprocess.run(
         [bnharness.binary("banyan"), "px", "--profile-dir",
          cluster.profile_dir, "--timeout", "30"] + list(args),
-        capture_output=True, text=True, timeout=60)
+        capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL)
 
 
 def main():
