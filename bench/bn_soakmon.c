@@ -2,6 +2,7 @@
 /*  bn_soakmon: sample the RSS (VmRSS) and open descriptors (/proc/PID/fd)
     of a cluster's processes, and report their growth after warm-up.  */
 #include "bn_soakmon.h"
+#include "bn_procinfo.h"
 
 #include <assert.h>
 #include <dirent.h>
@@ -110,34 +111,9 @@ s_read_name (pid_t pid, const char *comm, char *name, size_t size)
 static int
 s_read_usage (pid_t pid, long *rss_kb, int *fds)
 {
-    char path[64], line[256];
-    snprintf (path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *file = fopen (path, "r");
-    if (!file)
-        return -1;
-    *rss_kb = -1;
-    while (fgets (line, sizeof line, file))
-        if (strncmp (line, "VmRSS:", 6) == 0)
-            *rss_kb = atol (line + 6);
-    fclose (file);
-    snprintf (path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *dir = opendir (path);
-    if (!dir || *rss_kb < 0) {
-        if (dir)
-            closedir (dir);
-        return -1;
-    }
-    *fds = 0;
-    struct dirent *entry;
-    while ((entry = readdir (dir)))
-        if (entry->d_name[0] != '.')
-            (*fds)++;
-    closedir (dir);
-    //  the descriptor opendir held is not the process's own when pid is
-    //  this process
-    if (pid == getpid ())
-        (*fds)--;
-    return 0;
+    *rss_kb = bn_procinfo_status_kb (pid, "VmRSS");
+    *fds = bn_procinfo_fds (pid);
+    return *rss_kb < 0 || *fds < 0 ? -1 : 0;
 }
 
 static s_proc_t *
