@@ -946,6 +946,33 @@ bn_msg_send_flags (bn_msg_t **self_p, void *socket, bn_session_t *session,
 }
 
 int
+bn_msg_send_client (bn_msg_t **self_p, void *socket, bn_session_t *session,
+                    bn_msg_undelivered_t *undelivered, const char *who)
+{
+    if (bn_msg_send_flags (self_p, socket, session, ZMQ_DONTWAIT) == 0) {
+        undelivered->full = false;
+        return 0;
+    }
+    if (errno == EHOSTUNREACH) {
+        undelivered->client_gone++;
+        bn_log_debug ("%s: client gone, reply dropped", who);
+    } else if (errno == EAGAIN) {
+        //  said once, until a reply goes out again
+        undelivered->client_full++;
+        if (!undelivered->full)
+            bn_log_warn ("%s: a client does not read its replies; dropping "
+                         "them (controller.client_hwm)",
+                         who);
+        undelivered->full = true;
+    } else {
+        undelivered->send_failed++;
+        bn_log_warn ("%s: reply to client failed: %s", who,
+                     zmq_strerror (errno));
+    }
+    return -1;
+}
+
+int
 bn_msg_send_routed (bn_msg_t **self_p, void *socket, bn_session_t *session,
                     int flags)
 {

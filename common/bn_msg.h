@@ -180,6 +180,23 @@ int bn_msg_send_flags (bn_msg_t **self_p, void *socket, bn_session_t *session,
 int bn_msg_send_routed (bn_msg_t **self_p, void *socket, bn_session_t *session,
                         int flags);
 
+//  Counts, by cause, of the replies a scheduler could not give its
+//  clients (bn_msg_send_client).
+typedef struct {
+    uint64_t client_gone; //  the client is no longer connected
+    uint64_t client_full; //  its queue is full (controller.client_hwm)
+    uint64_t send_failed; //  any other send error
+    bool full;            //  dropped for a full queue, none sent since
+} bn_msg_undelivered_t;
+
+//  Send a reply to a client on a ROUTER without blocking (bn_msg_send_flags
+//  with ZMQ_DONTWAIT). A reply that cannot go is counted in undelivered
+//  and logged as "<who>: ...": a client that does not read its replies
+//  once, until a reply reaches a client again. Returns 0 when sent, else
+//  -1; the message is destroyed either way.
+int bn_msg_send_client (bn_msg_t **self_p, void *socket, bn_session_t *session,
+                        bn_msg_undelivered_t *undelivered, const char *who);
+
 //  Total bytes on the wire (idents, delimiter, signature, parts, buffers).
 size_t bn_msg_size (bn_msg_t *self);
 

@@ -56,10 +56,9 @@ typedef struct {
     uint64_t not_connected;  //  Engine registered but not connected here
     uint64_t held;           //  Requests held until the engine connected
     uint64_t stranded;       //  Requests failed because the engine left
-    uint64_t client_gone;    //  Replies for clients no longer connected
-    uint64_t client_full;    //  Replies for clients that do not read them
-    uint64_t duplicate_id;   //  Requests reusing a pending msg_id
-    uint64_t send_failed;    //  Other send errors
+    bn_msg_undelivered_t undelivered; //  Replies clients did not get
+    uint64_t duplicate_id;            //  Requests reusing a pending msg_id
+    uint64_t send_failed;             //  Other send errors
 } s_stats_t;
 
 struct _bn_relay_t {
@@ -78,7 +77,6 @@ struct _bn_relay_t {
     const bn_monitor_t *monitor; //  Told of what passes (borrowed)
     bn_holdq_t *holdq;           //  Requests for engines connecting
     bn_hosts_t *hosts;           //  Links of host nodes (borrowed), or NULL
-    bool client_full; //  A reply was dropped: a client's queue is full
     s_stats_t stats;
 };
 
@@ -308,29 +306,9 @@ bn_relay_error_reply (bn_session_t *session, bn_msg_t *request,
 static void
 s_send_client (bn_relay_t *self, bn_msg_t **reply_p)
 {
-    if (bn_msg_send_flags (reply_p, self->client_handle, self->session,
-                           ZMQ_DONTWAIT) == 0) {
+    if (bn_msg_send_client (reply_p, self->client_handle, self->session,
+                            &self->stats.undelivered, self->name) == 0)
         self->stats.forwarded++;
-        self->client_full = false;
-        return;
-    }
-    if (errno == EHOSTUNREACH) {
-        self->stats.client_gone++;
-        bn_log_debug ("%s: client gone, reply dropped", self->name);
-    } else if (errno == EAGAIN) {
-        //  its queue is at controller.client_hwm: said once, until a
-        //  reply goes out again
-        self->stats.client_full++;
-        if (!self->client_full)
-            bn_log_warn ("%s: a client does not read its replies; dropping "
-                         "them (controller.client_hwm)",
-                         self->name);
-        self->client_full = true;
-    } else {
-        self->stats.send_failed++;
-        bn_log_warn ("%s: reply to client failed: %s", self->name,
-                     zmq_strerror (errno));
-    }
 }
 
 //  Answer request (idents [client, engine]) with an EngineError.
@@ -763,9 +741,11 @@ bn_relay_stats (bn_relay_t *self)
         (json_int_t)s->drops.bad_header, "unknown_engine",
         (json_int_t)s->unknown_engine, "not_connected",
         (json_int_t)s->not_connected, "held", (json_int_t)s->held, "stranded",
-        (json_int_t)s->stranded, "client_gone", (json_int_t)s->client_gone,
-        "client_full", (json_int_t)s->client_full, "duplicate_id",
-        (json_int_t)s->duplicate_id, "send_failed", (json_int_t)s->send_failed,
-        "engines", (json_int_t)zhashx_size (self->engines), "pending",
+        (json_int_t)s->stranded, "client_gone",
+        (json_int_t)s->undelivered.client_gone, "client_full",
+        (json_int_t)s->undelivered.client_full, "duplicate_id",
+        (json_int_t)s->duplicate_id, "send_failed",
+        (json_int_t)(s->send_failed + s->undelivered.send_failed), "engines",
+        (json_int_t)zhashx_size (self->engines), "pending",
         (json_int_t)zhashx_size (self->pending));
 }

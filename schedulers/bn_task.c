@@ -135,16 +135,14 @@ typedef struct {
     uint64_t timed_out;     //  TaskTimeout failures
     uint64_t stranded;      //  Tasks of engines that died
     uint64_t not_connected; //  Engine registered but not on the task port
-    uint64_t client_gone;   //  Replies for clients no longer connected
-    uint64_t client_full;   //  Replies for clients that do not read them
-    uint64_t send_failed;   //  Other send errors
-    uint64_t paused;        //  Times the client side was paused
+    bn_msg_undelivered_t undelivered; //  Replies clients did not get
+    uint64_t send_failed;             //  Other send errors
+    uint64_t paused;                  //  Times the client side was paused
 } s_stats_t;
 
 struct _bn_task_t {
     bn_task_scheme_t scheme;
     int hwm;              //  0 = unlimited
-    bool client_full;     //  A reply was dropped: a client's queue is full
     zsock_t *client_side; //  Client ROUTER (borrowed)
     zsock_t *engine_side; //  Engine ROUTER (borrowed)
     void *client_handle;
@@ -688,27 +686,9 @@ s_finished (bn_task_t *self, const char *msg_id)
 static void
 s_send_client (bn_task_t *self, bn_msg_t **msg_p)
 {
-    if (bn_msg_send_flags (msg_p, self->client_handle, self->session,
-                           ZMQ_DONTWAIT) == 0) {
+    if (bn_msg_send_client (msg_p, self->client_handle, self->session,
+                            &self->stats.undelivered, "task") == 0)
         self->stats.forwarded++;
-        self->client_full = false;
-        return;
-    }
-    if (errno == EHOSTUNREACH) {
-        self->stats.client_gone++;
-        bn_log_debug ("task: client gone, reply dropped");
-    } else if (errno == EAGAIN) {
-        //  its queue is at controller.client_hwm: said once, until a
-        //  reply goes out again
-        self->stats.client_full++;
-        if (!self->client_full)
-            bn_log_warn ("task: a client does not read its replies; dropping "
-                         "them (controller.client_hwm)");
-        self->client_full = true;
-    } else {
-        self->stats.send_failed++;
-        bn_log_warn ("task: reply to client failed: %s", zmq_strerror (errno));
-    }
 }
 
 //  msg_id finished in state (on engine): its record goes to the end of
@@ -2105,9 +2085,11 @@ bn_task_stats (bn_task_t *self)
         (json_int_t)s->retried, "invalid", (json_int_t)s->invalid, "impossible",
         (json_int_t)s->impossible, "timed_out", (json_int_t)s->timed_out,
         "stranded", (json_int_t)s->stranded, "not_connected",
-        (json_int_t)s->not_connected, "client_gone", (json_int_t)s->client_gone,
-        "client_full", (json_int_t)s->client_full, "send_failed",
-        (json_int_t)s->send_failed, "paused", (json_int_t)s->paused, "engines",
+        (json_int_t)s->not_connected, "client_gone",
+        (json_int_t)s->undelivered.client_gone, "client_full",
+        (json_int_t)s->undelivered.client_full, "send_failed",
+        (json_int_t)(s->send_failed + s->undelivered.send_failed), "paused",
+        (json_int_t)s->paused, "engines",
         (json_int_t)zhashx_size (self->engines), "queued",
         (json_int_t)self->queued, "running", (json_int_t)self->running,
         "records", (json_int_t)zhashx_size (self->records));
