@@ -85,14 +85,14 @@ bn_rawtext_plain (const void *data, size_t size)
 }
 
 //  data with each byte that is not part of a plain character written by
-//  put (4 bytes of room each; it returns the bytes it wrote); NULL if out
-//  of memory.
+//  put (at most width bytes each; it returns the bytes it wrote); NULL if
+//  out of memory.
 static char *
-s_rewrite (const void *data, size_t size, size_t *len_p,
+s_rewrite (const void *data, size_t size, size_t *len_p, size_t width,
            size_t (*put) (unsigned char byte, unsigned char *out))
 {
     const unsigned char *p = data;
-    unsigned char *out = malloc (size * 4 + 1);
+    unsigned char *out = malloc (size * width + 1);
     if (!out)
         return NULL;
     size_t pos = 0, len = 0;
@@ -137,14 +137,14 @@ char *
 bn_rawtext_encode (const void *data, size_t size, size_t *len_p)
 {
     assert (data || size == 0);
-    return s_rewrite (data, size, len_p, s_put_escape);
+    return s_rewrite (data, size, len_p, 4, s_put_escape);
 }
 
 char *
 bn_rawtext_replace (const void *data, size_t size, size_t *len_p)
 {
     assert (data || size == 0);
-    return s_rewrite (data, size, len_p, s_put_replacement);
+    return s_rewrite (data, size, len_p, 3, s_put_replacement);
 }
 
 size_t
