@@ -132,7 +132,18 @@ bn_record_new_row (const bn_records_row_t *row)
     self->request = row->request ? bn_msg_dup (row->request) : NULL;
     self->reply = row->reply ? bn_msg_dup (row->reply) : NULL;
     self->received = row->received;
-    self->bytes = s_msg_bytes (self->request) + s_msg_bytes (self->reply);
+    if (row->has_parts && (self->parts = zlistx_new ())) {
+        //  the reply was the last of a completed broadcast's parts
+        for (size_t i = 0; i <= row->nparts; i++) {
+            bn_msg_t *part = i < row->nparts ? row->parts[i] : row->reply;
+            bn_msg_t *copy = part ? bn_msg_dup (part) : NULL;
+            if (copy && !zlistx_add_end (self->parts, copy))
+                bn_msg_destroy (&copy);
+            if (copy && bn_merged_engines (copy) >= 0)
+                self->parts_bytes += s_msg_bytes (copy);
+        }
+    }
+    self->bytes = s_bytes (self);
     if (row->io)
         self->io = json_loads (row->io, 0, NULL);
     if (!self->msg_id)
@@ -862,6 +873,56 @@ bn_record_completed (bn_record_t *self)
     return self->reply != NULL;
 }
 
+//  The parts a broadcast's row keeps beside its reply, in a new array
+//  (*count of them; NULL if none): every merged part, whose entries are
+//  the engines' parts a query splits, but the last when it is the reply
+//  (stored already); of the engines' own replies, each kept whole in its
+//  own record, only the first failure, without its buffers, for the
+//  broadcast's result content. Nothing here is parsed: merged parts are
+//  told by their keys' names, and a reply's status by a scan.
+static bn_msg_t **
+s_stored_parts (bn_record_t *self, size_t *count)
+{
+    *count = 0;
+    size_t size = self->parts ? zlistx_size (self->parts) : 0;
+    bn_msg_t **parts = size ? calloc (size, sizeof *parts) : NULL;
+    if (!parts)
+        return NULL;
+    bn_msg_t *last = zlistx_last (self->parts);
+    const char *reply_id = self->reply ? bn_msg_id (self->reply) : NULL;
+    const char *last_id = bn_msg_id (last);
+    bool skip_last = reply_id && last_id && streq (reply_id, last_id);
+    bool failure = false;
+    for (bn_msg_t *part = zlistx_first (self->parts); part;
+         part = zlistx_next (self->parts)) {
+        if (part == last && skip_last)
+            break;
+        if (bn_merged_shape (part) != BN_MERGED_NONE) {
+            parts[(*count)++] = bn_msg_dup (part);
+            continue;
+        }
+        size_t len;
+        const void *data = bn_msg_part_data (part, BN_PART_CONTENT, &len);
+        char status[16];
+        if (failure ||
+            bn_jscan_string (data, len, "status", status, sizeof status) < 0 ||
+            streq (status, BN_STATUS_OK))
+            continue;
+        failure = true;
+        bn_msg_t *copy = bn_msg_dup (part);
+        if (copy)
+            bn_msg_clear_buffers (copy);
+        parts[(*count)++] = copy;
+    }
+    //  (a copy that failed for lack of memory is left out)
+    size_t kept = 0;
+    for (size_t i = 0; i < *count; i++)
+        if (parts[i])
+            parts[kept++] = parts[i];
+    *count = kept;
+    return parts;
+}
+
 int
 bn_record_write (bn_record_t *self, bn_records_sqlite_t *db)
 {
@@ -870,6 +931,8 @@ bn_record_write (bn_record_t *self, bn_records_sqlite_t *db)
     json_t *io = s_fold_io (self);
     char *io_text = io ? json_dumps (io, JSON_COMPACT) : NULL;
     json_decref (io);
+    size_t nparts = 0;
+    bn_msg_t **parts = s_stored_parts (self, &nparts);
     bn_records_row_t row = {
         .msg_id = self->msg_id,
         .queue = self->queue,
@@ -880,8 +943,14 @@ bn_record_write (bn_record_t *self, bn_records_sqlite_t *db)
         .request = self->request,
         .reply = self->reply,
         .io = io_text,
+        .has_parts = self->parts != NULL,
+        .parts = parts,
+        .nparts = nparts,
     };
     int rc = bn_records_sqlite_put (db, &row);
+    for (size_t i = 0; i < nparts; i++)
+        bn_msg_destroy (&parts[i]);
+    free (parts);
     free (io_text);
     return rc;
 }

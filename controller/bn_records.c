@@ -73,6 +73,8 @@ struct _bn_records_t {
     bool bytes_stuck; //  Over size_limit with nothing to cull
     bn_records_sqlite_t *db;
     char *db_path;
+    bn_record_t *loaded; //  The broadcast read from SQLite last to split
+                         //  an engine's part from, or NULL
     bn_monitor_t monitor;
     s_stats_t stats;
 };
@@ -263,6 +265,7 @@ bn_records_destroy (bn_records_t **self_p)
     if (self->db)
         bn_records_flush (self);
     bn_records_sqlite_destroy (&self->db);
+    bn_record_destroy (&self->loaded);
     zhashx_destroy (&self->records);
     zlistx_destroy (&self->order);
     zhashx_destroy (&self->pending);
@@ -797,6 +800,7 @@ s_db_failed (bn_records_t *self, const char *what)
                   bn_records_sqlite_error (self->db));
     bn_records_sqlite_rollback (self->db);
     bn_records_sqlite_destroy (&self->db);
+    bn_record_destroy (&self->loaded);
 }
 
 int
@@ -860,6 +864,21 @@ s_split (bn_records_t *self, const char *msg_id)
     memcpy (orig, msg_id, len);
     orig[len] = 0;
     bn_record_t *original = s_lookup (self, orig);
+    if (!original && self->loaded &&
+        streq (bn_record_msg_id (self->loaded), orig))
+        original = self->loaded;
+    if (!original && self->db) {
+        //  a broadcast of an earlier controller, or one culled from memory:
+        //  kept while its engines' parts are read one after the other (a
+        //  client asks for each), instead of read back again for each
+        bn_record_t *loaded = NULL;
+        if (bn_records_sqlite_get (self->db, orig, s_get_row, &loaded) < 0)
+            s_db_failed (self, "read");
+        else if (loaded) {
+            bn_record_destroy (&self->loaded);
+            self->loaded = original = loaded;
+        }
+    }
     return original ? bn_record_new_engine (original, cut + 1, msg_id) : NULL;
 }
 
@@ -992,6 +1011,8 @@ bn_records_drop (bn_records_t *self, const char *msg_id)
     assert (self);
     if (!msg_id || zhashx_lookup (self->pending, msg_id))
         return -1;
+    if (self->loaded && streq (bn_record_msg_id (self->loaded), msg_id))
+        bn_record_destroy (&self->loaded);
     int rc = -1;
     bn_record_t *record = s_lookup (self, msg_id);
     if (record) {
@@ -1017,6 +1038,8 @@ bn_records_set_resubmitted (bn_records_t *self, const char *msg_id,
                             const char *new_id)
 {
     assert (self);
+    if (self->loaded && streq (bn_record_msg_id (self->loaded), msg_id))
+        bn_record_destroy (&self->loaded);
     bn_record_t *record = s_lookup (self, msg_id);
     if (!record && self->db) {
         //  bring the record back into memory so that it is written again

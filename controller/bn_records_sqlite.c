@@ -2,7 +2,10 @@
 /*  bn_records_sqlite: one table of task records, written with prepared
     statements and bound parameters only. A message is stored as its four
     JSON parts (BLOBs, NULL header = no message) and its buffers packed in
-    one BLOB as (8-byte little-endian length, bytes)...  */
+    one BLOB as (8-byte little-endian length, bytes)...; a broadcast's
+    other replies (parts) in one BLOB, each as its frame count (8 bytes,
+    little-endian) and its frames so packed: header, parent, metadata,
+    content, buffers.  */
 #include "bn_records_sqlite.h"
 
 #include "bn_log.h"
@@ -18,7 +21,7 @@
 #define S_COLUMNS                                                              \
     "msg_id, queue, engine_uuid, resubmitted, submitted, received, header, "   \
     "parent, metadata, content, buffers, result_header, result_parent, "       \
-    "result_metadata, result_content, result_buffers, io"
+    "result_metadata, result_content, result_buffers, io, parts"
 
 enum {
     S_COL_MSG_ID,
@@ -30,6 +33,7 @@ enum {
     S_COL_REQUEST, //  4 parts, then buffers
     S_COL_REPLY = S_COL_REQUEST + 5,
     S_COL_IO = S_COL_REPLY + 5,
+    S_COL_PARTS,
     S_NCOLS
 };
 
@@ -116,10 +120,25 @@ bn_records_sqlite_new (const char *path, char *err, size_t err_size)
         " resubmitted TEXT, submitted INTEGER, received INTEGER,"
         " header BLOB, parent BLOB, metadata BLOB, content BLOB, buffers BLOB,"
         " result_header BLOB, result_parent BLOB, result_metadata BLOB,"
-        " result_content BLOB, result_buffers BLOB, io TEXT);"
+        " result_content BLOB, result_buffers BLOB, io TEXT, parts BLOB);"
         "CREATE INDEX IF NOT EXISTS banyan_records_submitted"
         " ON banyan_records (submitted);",
         NULL, NULL, &message);
+    if (rc != SQLITE_OK) {
+        snprintf (err, err_size, "cannot use %s: %s", path,
+                  message ? message : sqlite3_errstr (rc));
+        sqlite3_free (message);
+        bn_records_sqlite_destroy (&self);
+        return NULL;
+    }
+    //  a file of a banyan that kept no parts gets their column
+    sqlite3_stmt *probe = NULL;
+    if (sqlite3_prepare_v2 (self->db, "SELECT parts FROM banyan_records", -1,
+                            &probe, NULL) != SQLITE_OK)
+        rc = sqlite3_exec (self->db,
+                           "ALTER TABLE banyan_records ADD COLUMN parts BLOB",
+                           NULL, NULL, &message);
+    sqlite3_finalize (probe);
     if (rc != SQLITE_OK) {
         snprintf (err, err_size, "cannot use %s: %s", path,
                   message ? message : sqlite3_errstr (rc));
@@ -134,7 +153,7 @@ bn_records_sqlite_new (const char *path, char *err, size_t err_size)
     }
     if (s_prepare (self, &self->put,
                    "INSERT OR REPLACE INTO banyan_records (" S_COLUMNS
-                   ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") ||
+                   ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)") ||
         s_prepare (self, &self->get,
                    "SELECT " S_COLUMNS
                    " FROM banyan_records WHERE msg_id = ?") ||
@@ -212,6 +231,32 @@ s_bind_text (sqlite3_stmt *stmt, int col, const char *text)
                 : sqlite3_bind_null (stmt, col + 1);
 }
 
+static void
+s_put_len (unsigned char *at, uint64_t len)
+{
+    for (int b = 0; b < 8; b++)
+        at[b] = (unsigned char)(len >> (8 * b));
+}
+
+static uint64_t
+s_get_len (const unsigned char *at)
+{
+    uint64_t len = 0;
+    for (int b = 0; b < 8; b++)
+        len |= (uint64_t)at[b] << (8 * b);
+    return len;
+}
+
+//  Pack frame (its length, then its bytes) at blob + *at.
+static void
+s_pack (unsigned char *blob, size_t *at, const void *data, uint64_t len)
+{
+    s_put_len (blob + *at, len);
+    if (len)
+        memcpy (blob + *at + 8, data, len);
+    *at += 8 + len;
+}
+
 //  Bind a message's parts and packed buffers from column first on;
 //  buffers are packed into *packed (caller frees).
 static int
@@ -241,14 +286,55 @@ s_bind_msg (sqlite3_stmt *stmt, int first, bn_msg_t *msg,
     size_t at = 0;
     for (size_t i = 0; i < bn_msg_nbuffers (msg); i++) {
         zmq_msg_t *frame = bn_msg_buffer (msg, i);
-        uint64_t len = zmq_msg_size (frame);
-        for (int b = 0; b < 8; b++)
-            blob[at++] = (unsigned char)(len >> (8 * b));
-        memcpy (blob + at, zmq_msg_data (frame), len);
-        at += len;
+        s_pack (blob, &at, zmq_msg_data (frame), zmq_msg_size (frame));
     }
     *packed = blob;
     return sqlite3_bind_blob64 (stmt, first + 4 + 1, blob, total,
+                                SQLITE_STATIC) == SQLITE_OK
+               ? 0
+               : -1;
+}
+
+//  Bind a row's parts, packed into *packed (caller frees), or NULL.
+static int
+s_bind_parts (sqlite3_stmt *stmt, const bn_records_row_t *row,
+              unsigned char **packed)
+{
+    *packed = NULL;
+    if (!row->has_parts)
+        return sqlite3_bind_null (stmt, S_COL_PARTS + 1) == SQLITE_OK ? 0 : -1;
+    size_t total = 0;
+    for (size_t p = 0; p < row->nparts; p++) {
+        bn_msg_t *msg = row->parts[p];
+        total += 8;
+        for (int part = 0; part < 4; part++) {
+            size_t size;
+            bn_msg_part_data (msg, (bn_part_t)part, &size);
+            total += 8 + size;
+        }
+        for (size_t i = 0; i < bn_msg_nbuffers (msg); i++)
+            total += 8 + zmq_msg_size (bn_msg_buffer (msg, i));
+    }
+    unsigned char *blob = malloc (total ? total : 1);
+    if (!blob)
+        return -1;
+    size_t at = 0;
+    for (size_t p = 0; p < row->nparts; p++) {
+        bn_msg_t *msg = row->parts[p];
+        s_put_len (blob + at, 4 + bn_msg_nbuffers (msg));
+        at += 8;
+        for (int part = 0; part < 4; part++) {
+            size_t size;
+            const void *data = bn_msg_part_data (msg, (bn_part_t)part, &size);
+            s_pack (blob, &at, data, size);
+        }
+        for (size_t i = 0; i < bn_msg_nbuffers (msg); i++) {
+            zmq_msg_t *frame = bn_msg_buffer (msg, i);
+            s_pack (blob, &at, zmq_msg_data (frame), zmq_msg_size (frame));
+        }
+    }
+    *packed = blob;
+    return sqlite3_bind_blob64 (stmt, S_COL_PARTS + 1, blob, total,
                                 SQLITE_STATIC) == SQLITE_OK
                ? 0
                : -1;
@@ -260,7 +346,7 @@ bn_records_sqlite_put (bn_records_sqlite_t *self, const bn_records_row_t *row)
     assert (self);
     assert (row && row->msg_id);
     sqlite3_stmt *stmt = self->put;
-    unsigned char *request_blob = NULL, *reply_blob = NULL;
+    unsigned char *request_blob = NULL, *reply_blob = NULL, *parts_blob = NULL;
     int rc = -1;
     if (s_bind_text (stmt, S_COL_MSG_ID, row->msg_id) == SQLITE_OK &&
         s_bind_text (stmt, S_COL_QUEUE, row->queue) == SQLITE_OK &&
@@ -272,13 +358,15 @@ bn_records_sqlite_put (bn_records_sqlite_t *self, const bn_records_row_t *row)
             SQLITE_OK &&
         s_bind_msg (stmt, S_COL_REQUEST, row->request, &request_blob) == 0 &&
         s_bind_msg (stmt, S_COL_REPLY, row->reply, &reply_blob) == 0 &&
-        s_bind_text (stmt, S_COL_IO, row->io) == SQLITE_OK)
+        s_bind_text (stmt, S_COL_IO, row->io) == SQLITE_OK &&
+        s_bind_parts (stmt, row, &parts_blob) == 0)
         rc = s_step_done (self, stmt, "write");
     else
         s_error (self, "bind");
     sqlite3_clear_bindings (stmt);
     free (request_blob);
     free (reply_blob);
+    free (parts_blob);
     return rc;
 }
 
@@ -317,15 +405,80 @@ s_column_msg (sqlite3_stmt *stmt, int first)
     size_t total = (size_t)sqlite3_column_bytes (stmt, first + 4);
     size_t at = 0;
     while (msg && blob && at + 8 <= total) {
-        uint64_t len = 0;
-        for (int b = 0; b < 8; b++)
-            len |= (uint64_t)blob[at + b] << (8 * b);
+        uint64_t len = s_get_len (blob + at);
         at += 8;
         if (len > total - at || bn_msg_add_buffer (msg, blob + at, len) != 0)
             break;
         at += len;
     }
     return msg;
+}
+
+//  The next packed frame of blob (total bytes) at *at: its bytes and
+//  length; false if what is left is not a whole frame.
+static bool
+s_unpack (const unsigned char *blob, size_t total, size_t *at,
+          const void **data, size_t *len)
+{
+    if (total - *at < 8)
+        return false;
+    uint64_t size = s_get_len (blob + *at);
+    if (size > total - *at - 8)
+        return false;
+    *data = blob + *at + 8;
+    *len = (size_t)size;
+    *at += 8 + (size_t)size;
+    return true;
+}
+
+//  The messages packed in the parts column into a new array (*count of
+//  them), as far as they are well-formed; NULL when there are none.
+static bn_msg_t **
+s_column_parts (sqlite3_stmt *stmt, size_t *count)
+{
+    *count = 0;
+    const unsigned char *blob = sqlite3_column_blob (stmt, S_COL_PARTS);
+    size_t total = (size_t)sqlite3_column_bytes (stmt, S_COL_PARTS);
+    size_t at = 0, max = 0;
+    bn_msg_t **parts = NULL;
+    while (blob && total - at >= 8) {
+        uint64_t nframes = s_get_len (blob + at);
+        at += 8;
+        //  (each frame takes 8 bytes at least)
+        if (nframes < 4 || nframes > (total - at) / 8)
+            break;
+        const void *data[4];
+        size_t size[4];
+        bool whole = true;
+        for (int part = 0; part < 4 && whole; part++) {
+            whole = s_unpack (blob, total, &at, &data[part], &size[part]);
+            if (whole && size[part] == 0) {
+                data[part] = "{}";
+                size[part] = 2;
+            }
+        }
+        if (!whole)
+            break;
+        if (*count == max) {
+            max = max ? 2 * max : 4;
+            bn_msg_t **more = realloc (parts, max * sizeof *parts);
+            if (!more)
+                break;
+            parts = more;
+        }
+        bn_msg_t *msg = bn_msg_new_parts (data, size);
+        for (uint64_t i = 4; msg && i < nframes; i++) {
+            const void *bytes;
+            size_t len;
+            if (!s_unpack (blob, total, &at, &bytes, &len) ||
+                bn_msg_add_buffer (msg, bytes, len) != 0)
+                bn_msg_destroy (&msg);
+        }
+        if (!msg)
+            break;
+        parts[(*count)++] = msg;
+    }
+    return parts;
 }
 
 static const char *
@@ -348,10 +501,15 @@ s_row (sqlite3_stmt *stmt, bn_records_row_fn *fn, void *arg)
         .request = s_column_msg (stmt, S_COL_REQUEST),
         .reply = s_column_msg (stmt, S_COL_REPLY),
         .io = s_column_text (stmt, S_COL_IO),
+        .has_parts = sqlite3_column_type (stmt, S_COL_PARTS) != SQLITE_NULL,
     };
+    row.parts = s_column_parts (stmt, &row.nparts);
     int rc = row.msg_id ? fn (arg, &row) : 0;
     bn_msg_destroy (&row.request);
     bn_msg_destroy (&row.reply);
+    for (size_t i = 0; i < row.nparts; i++)
+        bn_msg_destroy (&row.parts[i]);
+    free (row.parts);
     return rc;
 }
 

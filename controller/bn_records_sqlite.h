@@ -28,6 +28,12 @@ typedef struct {
     bn_msg_t *request;
     bn_msg_t *reply;
     const char *io; //  JSON text of the iopub output, or NULL
+    //  A broadcast's replies kept beside reply (merged ones, whose entries
+    //  are its engines' parts), oldest first, reply not among them; with
+    //  has_parts false the record keeps none (its column is NULL).
+    bool has_parts;
+    bn_msg_t **parts;
+    size_t nparts;
 } bn_records_row_t;
 
 //  Called with each row read; non-zero stops the iteration.

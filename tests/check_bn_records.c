@@ -727,6 +727,96 @@ START_TEST (test_sqlite_restart)
 }
 END_TEST
 
+START_TEST (test_sqlite_broadcast)
+{
+    //  a coalescing broadcast to three engines: one engine's own error
+    //  first, then two merged replies of one engine each (a forwarding
+    //  root above merging nodes; bn_groups, then 7.1.0's broadcast_targets
+    //  alone, which does not say whose buffers are whose). Written to SQLite,
+    //  read back by the next controller: each engine's part of the merged
+    //  replies, and the broadcast's result content (the error), as before
+    char path[300];
+    snprintf (path, sizeof path, "%s/records.db", s_dir);
+    char err[512];
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    ck_assert_int_eq (bn_records_open_sqlite (records, path, err, sizeof err),
+                      0);
+    bn_msg_t *request = s_request (1);
+    bn_msg_set_metadata (request,
+                         json_pack ("{s:[[s,i],[s,i],[s,i]], s:b, "
+                                    "s:b}",
+                                    "targets", S_ENGINE, 0, "other", 1, "third",
+                                    2, "is_broadcast", 1, "is_coalescing", 1));
+    char *orig = strdup (bn_msg_id (request));
+    bn_records_request (records, BN_MONITOR_QUEUE_BROADCAST, request, NULL);
+    char third[300];
+    snprintf (third, sizeof third, "%s_third", orig);
+    bn_msg_t *copy = bn_msg_dup (request);
+    bn_msg_set_msg_id (copy, third);
+    bn_msg_t *reply = s_reply (copy, "error");
+    json_object_set_new (bn_msg_metadata (reply), "original_msg_id",
+                         json_string (orig));
+    json_object_set_new (bn_msg_metadata (reply), "engine",
+                         json_string ("third"));
+    bn_msg_touch (reply, BN_PART_METADATA);
+    bn_records_reply (records, BN_MONITOR_QUEUE_BROADCAST, reply, NULL);
+    bn_msg_destroy (&reply);
+    bn_msg_destroy (&copy);
+    //  written while pending, then again once complete
+    ck_assert_int_eq (bn_records_flush (records), 0);
+    for (int id = 0; id < 2; id++) {
+        reply = s_merged_reply (request, orig, id ? 0 : 1, id);
+        bn_records_reply (records, BN_MONITOR_QUEUE_BROADCAST, reply, NULL);
+        bn_msg_destroy (&reply);
+    }
+    ck_assert (!bn_records_pending (records, orig));
+    ck_assert_int_eq (bn_records_flush (records), 0);
+    bn_records_destroy (&records);
+
+    records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    ck_assert_int_eq (bn_records_open_sqlite (records, path, err, sizeof err),
+                      0);
+    for (int round = 0; round < 2; round++)
+        for (int id = 0; id < 3; id++) {
+            const char *uuid = id == 0 ? S_ENGINE : id == 1 ? "other" : "third";
+            char part_id[300];
+            snprintf (part_id, sizeof part_id, "%s_%s", orig, uuid);
+            bn_record_t *part = bn_records_get (records, part_id);
+            ck_assert_msg (part && bn_record_completed (part), "%s", part_id);
+            json_t *json = bn_record_json (part);
+            ck_assert_str_eq (s_str (json, "msg_id"), part_id);
+            ck_assert_str_eq (s_str (json, "engine_uuid"), uuid);
+            ck_assert_str_eq (
+                s_str (json_object_get (json, "result_content"), "status"),
+                id == 2 ? "error" : "ok");
+            ck_assert_uint_eq (bn_record_nbuffers (part, true), id != 1);
+            zmq_msg_t *buffer = bn_record_buffer (part, true, 0);
+            ck_assert (id == 1 ||
+                       (zmq_msg_size (buffer) == 6 &&
+                        memcmp (zmq_msg_data (buffer), "result", 6) == 0));
+            bn_record_release (&part);
+        }
+    char stray[300];
+    snprintf (stray, sizeof stray, "%s_no-such-engine", orig);
+    ck_assert_ptr_null (bn_records_get (records, stray));
+    bn_record_t *record = bn_records_get (records, orig);
+    ck_assert (record && bn_record_completed (record));
+    ck_assert_str_eq (
+        s_str (json_object_get (bn_record_json (record), "result_content"),
+               "status"),
+        "error");
+    bn_record_release (&record);
+    //  purged, its parts go with it
+    ck_assert_int_eq (bn_records_drop (records, orig), 0);
+    char mine[300];
+    snprintf (mine, sizeof mine, "%s_%s", orig, S_ENGINE);
+    ck_assert_ptr_null (bn_records_get (records, mine));
+    bn_records_destroy (&records);
+    bn_msg_destroy (&request);
+    free (orig);
+}
+END_TEST
+
 START_TEST (test_sqlite_unusable)
 {
     char path[300], err[512];
@@ -814,6 +904,7 @@ s_suite (void)
     tc = tcase_create ("sqlite");
     tcase_add_checked_fixture (tc, s_tmp_setup, s_tmp_teardown);
     tcase_add_test (tc, test_sqlite_restart);
+    tcase_add_test (tc, test_sqlite_broadcast);
     tcase_add_test (tc, test_sqlite_unusable);
     tcase_add_test (tc, test_sqlite_full);
     suite_add_tcase (suite, tc);

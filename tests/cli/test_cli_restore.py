@@ -3,7 +3,9 @@
 waiting client and started again: the client says ControllerGone at once,
 the banyan engines come back to the new controller on their own under
 their old ids and uuids, px is served, and the history of before the
-restart is still there, with a direct request's result."""
+restart is still there, with a direct request's result and each engine's
+result of a broadcast (kept as one merged reply: its engines' parts are
+split from it after the restart as before)."""
 
 import os
 import signal
@@ -54,11 +56,14 @@ with Profile("restore") as profile:
     try:
         check(wait_until(lambda: len(engines(profile)) == 2, BOUND), "two engines")
         before = engines(profile)
-        done = run(["px"] + profile.args() + ["echo before"])
+        done = run(["px"] + profile.args() + ["echo before $BANYAN_ENGINE_ID"])
         check(done.returncode == 0, "px before the restart", describe(done))
         done = run(["px", "--direct", "-t", "0"] + profile.args() + ["echo direct before"])
         check(done.returncode == 0, "px --direct before the restart", describe(done))
         history = ids(profile)
+        parts = run(["result"] + profile.args() + [history[0]])
+        check(parts.returncode == 0 and parts.stdout.count("status:    ok") == 2,
+              "banyan result shows each engine's part of the broadcast", describe(parts))
 
         waiting = subprocess.Popen([BANYAN, "px"] + profile.args() + ["sleep 3; echo late"],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -94,6 +99,11 @@ with Profile("restore") as profile:
         result = run(["result"] + profile.args() + [history[-1]])
         check(result.returncode == 0 and "direct before" in result.stdout,
               "and the direct request's result", describe(result))
+        again = run(["result"] + profile.args() + [history[0]])
+        check(again.returncode == 0 and again.stdout == parts.stdout
+              and "before 0" in again.stdout and "before 1" in again.stdout,
+              "and each engine's result of the broadcast, as before the restart",
+              f"before:\n{parts.stdout}\n{describe(again)}")
         check(workers.poll() is None, "the engine process never stopped")
     finally:
         for proc in (workers, second or first):
