@@ -377,6 +377,12 @@ bn_benchcluster_pgid (bn_benchcluster_t *self)
 }
 
 const char *
+bn_benchcluster_client_file (bn_benchcluster_t *self)
+{
+    return self->client_file;
+}
+
+const char *
 bn_benchcluster_engine_file (bn_benchcluster_t *self)
 {
     return self->engine_file;

@@ -68,6 +68,9 @@ pid_t bn_benchcluster_controller_pid (bn_benchcluster_t *self);
 //  engine processes (the launcher's), or 0 for the other stacks.
 pid_t bn_benchcluster_pgid (bn_benchcluster_t *self);
 
+//  The client connection file.
+const char *bn_benchcluster_client_file (bn_benchcluster_t *self);
+
 //  The engine connection file (for engines started later).
 const char *bn_benchcluster_engine_file (bn_benchcluster_t *self);
 

@@ -21,11 +21,13 @@ typedef enum { BN_BENCH_TIME, BN_BENCH_TRACK, BN_BENCH_PEAKMEM } bn_benchkind_t;
 #define BN_BENCH_MAX_PARAMS 4
 
 //  The floors figures are stated against (suite table entry names): one
-//  message to each echo socket at a time, M to each in flight, or the
-//  payload one way (an empty answer back).
+//  message to each echo socket at a time, M to each in flight, the
+//  payload one way (an empty answer back), or N commands started with
+//  posix_spawn.
 #define BN_BENCH_FLOOR_NAME "floor.ZmqFloor.time_echo"
 #define BN_BENCH_FLOOR_MANY "floor.ZmqFloor.time_many"
 #define BN_BENCH_FLOOR_PUSH "floor.ZmqFloor.time_push"
+#define BN_BENCH_FLOOR_SPAWN "floor.Spawn.time_spawn"
 
 typedef struct _bn_benchcase_t bn_benchcase_t;
 typedef struct _bn_benchdef_t bn_benchdef_t;

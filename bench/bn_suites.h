@@ -52,6 +52,13 @@ int bn_suite_hosts_controller_mem_run (bn_benchcase_t *c, double *value);
 int bn_suite_hosts_node_mem_run (bn_benchcase_t *c, double *value);
 void bn_suite_hosts_teardown (bn_benchcase_t *c);
 
+//  banyan px and its floor, posix_spawn (bn_suite_px.c).
+int bn_suite_spawn_setup (bn_benchcase_t *c);
+int bn_suite_spawn_run (bn_benchcase_t *c, double *value);
+int bn_suite_px_setup (bn_benchcase_t *c);
+int bn_suite_px_run (bn_benchcase_t *c, double *value);
+void bn_suite_px_teardown (bn_benchcase_t *c);
+
 //  Start-up and memory (bn_suite_system.c).
 int bn_suite_registered_run (bn_benchcase_t *c, double *value);
 int bn_suite_memory_setup (bn_benchcase_t *c);
