@@ -15,6 +15,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,8 @@ struct _bn_heart_t {
     size_t last_size;
     int64_t started_us; //  Monotonic start, for the lifetime
     zloop_t *loop;      //  Loop we beat in, once attached
+    int64_t beat_ms;    //  When the loop's last beat was (zclock_mono), or 0
+    bool unjudged;      //  That beat did not count misses
     int fast_timer;     //  Extra ping timer id, or -1
     int64_t fast_due;   //  When it fires (zclock_mono)
     bn_heart_fn *on_new;
@@ -267,10 +270,30 @@ bn_heart_set_unknown_handler (bn_heart_t *self, bn_heart_fn *on_unknown)
     self->on_unknown = on_unknown;
 }
 
+static void s_beat (bn_heart_t *self, bool judge);
+
+//  The loop's beat. One that comes more than two periods after the last
+//  (this process was stopped, SIGSTOP, or starved) does not count misses:
+//  the hearts were silent because nobody listened, and their pongs may not
+//  even be read yet; it sends a fresh ping, which the next beat judges.
+//  Never two beats in a row go unjudged, so that a starved process still
+//  finds stopped hearts. A beat less than half a period after the last is
+//  the loop catching up with those it could not fire, and is left out.
 static int
 s_on_beat (zloop_t *loop, int timer_id, void *arg)
 {
-    bn_heart_beat ((bn_heart_t *)arg);
+    bn_heart_t *self = (bn_heart_t *)arg;
+    int64_t now = zclock_mono ();
+    int64_t since = self->beat_ms ? now - self->beat_ms : self->period_ms;
+    if (since < self->period_ms / 2)
+        return 0;
+    self->beat_ms = now;
+    bool judge = since <= 2 * (int64_t)self->period_ms || self->unjudged;
+    if (!judge)
+        bn_log_info ("heart: a beat %" PRId64 " ms late: misses not counted",
+                     since - self->period_ms);
+    self->unjudged = !judge;
+    s_beat (self, judge);
     return 0;
 }
 
@@ -376,6 +399,14 @@ void
 bn_heart_beat (bn_heart_t *self)
 {
     assert (self);
+    s_beat (self, true);
+}
+
+//  A beat: count the misses of the hearts that did not answer (when judge),
+//  report those stopped, send a new ping.
+static void
+s_beat (bn_heart_t *self, bool judge)
+{
     self->stats.beats++;
     zlistx_t *stopped = zlistx_new ();
     assert (stopped);
@@ -384,10 +415,10 @@ bn_heart_beat (bn_heart_t *self)
     while (heart) {
         if (heart->responded)
             heart->misses = 0;
-        else if (++heart->misses > self->max_misses)
+        else if (judge && ++heart->misses > self->max_misses)
             zlistx_add_end (
                 stopped, strdup ((const char *)zhashx_cursor (self->hearts)));
-        else
+        else if (judge)
             bn_log_info ("heart: %s missed %d beat(s)",
                          (const char *)zhashx_cursor (self->hearts),
                          heart->misses);

@@ -389,6 +389,63 @@ START_TEST (test_closed)
 }
 END_TEST
 
+//  A one-shot zloop timer that holds the loop for *arg ms, as the process
+//  stopped (SIGSTOP) or starved would.
+static int
+s_loop_hold (zloop_t *loop, int timer_id, void *arg)
+{
+    zclock_sleep (*(int *)arg);
+    return 0;
+}
+
+//  A zloop timer: end the loop when a heart stopped, the beats reached
+//  s_loop_want or time is up.
+static int
+s_loop_beats (zloop_t *loop, int timer_id, void *arg)
+{
+    return s_stopped_count || s_stat ("beats") >= s_loop_want ||
+                   zclock_mono () > s_loop_end
+               ? -1
+               : 0;
+}
+
+START_TEST (test_held_loop)
+{
+    //  50 ms beats, two misses allowed, and the loop held for 600 ms (12
+    //  beats): a heart that answers is not stopped by the beats the loop
+    //  missed, whose silence was the loop's own, nor by the 20 after
+    bn_heart_destroy (&s_heart);
+    s_heart = bn_heart_new (s_ping, s_pong, 50, 2);
+    bn_heart_set_handlers (s_heart, s_on_new, s_on_stopped, NULL);
+    zloop_t *loop = zloop_new ();
+    ck_assert_int_eq (bn_heart_attach (s_heart, loop), 0);
+    zloop_reader (loop, s_fake.sub, s_loop_echo, &s_fake);
+    bn_heart_expect (s_heart, "engine-a");
+    s_loop_until (loop, &s_new_count, 1);
+    ck_assert_int_eq (s_new_count, 1);
+    for (int round = 0; round < 2; round++) {
+        int hold = 600;
+        zloop_timer (loop, 1, 1, s_loop_hold, &hold);
+        s_loop_want = (int)s_stat ("beats") + 20;
+        s_loop_end = zclock_mono () + 10000;
+        int timer = zloop_timer (loop, 10, 0, s_loop_beats, NULL);
+        zloop_start (loop);
+        zloop_timer_end (loop, timer);
+        ck_assert_int_eq (s_stopped_count, 0);
+        ck_assert_int_ge (s_stat ("beats"), s_loop_want);
+    }
+    //  silent, it still stops after the hold
+    zloop_reader_end (loop, s_fake.sub);
+    zloop_reader (loop, s_fake.sub, s_loop_echo, NULL);
+    s_loop_end = zclock_mono () + 5000;
+    zloop_timer (loop, 10, 0, s_loop_check, &s_stopped_count);
+    zloop_start (loop);
+    ck_assert_int_eq (s_stopped_count, 1);
+    bn_heart_destroy (&s_heart);
+    zloop_destroy (&loop);
+}
+END_TEST
+
 static Suite *
 s_suite (void)
 {
@@ -403,6 +460,7 @@ s_suite (void)
     tcase_add_test (tc, test_bad_and_unknown);
     tcase_add_test (tc, test_extra_ping);
     tcase_add_test (tc, test_stops_in_loop);
+    tcase_add_test (tc, test_held_loop);
     tcase_add_test (tc, test_closed);
     suite_add_tcase (suite, tc);
     return suite;
