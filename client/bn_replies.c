@@ -45,6 +45,7 @@ bn_replies_decode (bn_msg_t *msg, size_t start, size_t end, size_t *used,
         zmq_msg_t *frame = bn_msg_buffer (msg, i);
         bytes[i - start].data = zmq_msg_data (frame);
         bytes[i - start].size = zmq_msg_size (frame);
+        bytes[i - start].frame = frame;
     }
     bn_value_t *value =
         bn_deserialize_object (bytes, n - start, used, why, whysize);

@@ -864,6 +864,25 @@ bn_msg_add_buffer_owned (bn_msg_t *self, void *data, size_t size)
     return 0;
 }
 
+int
+bn_msg_add_buffer_data (bn_msg_t *self, void *data, size_t size,
+                        zmq_free_fn *ffn, void *hint)
+{
+    assert (self);
+    assert (ffn);
+    if (s_buffer_reserve (self, self->nbuffers + 1) != 0) {
+        ffn (data, hint);
+        return -1;
+    }
+    zmq_msg_t *slot = &self->buffers[self->nbuffers];
+    if (zmq_msg_init_data (slot, data, size, ffn, hint) != 0) {
+        ffn (data, hint);
+        return -1;
+    }
+    self->nbuffers++;
+    return 0;
+}
+
 void
 bn_msg_clear_buffers (bn_msg_t *self)
 {

@@ -160,6 +160,11 @@ int bn_msg_add_buffer (bn_msg_t *self, const void *data, size_t size);
 int bn_msg_add_buffer_msg (bn_msg_t *self, zmq_msg_t *frame);
 //  Append a frame that takes ownership of malloc'd data (freed with free).
 int bn_msg_add_buffer_owned (bn_msg_t *self, void *data, size_t size);
+//  Append a frame over data without copying it: libzmq calls ffn (data,
+//  hint) once when every frame sharing it is closed or sent (on failure,
+//  before this returns -1).
+int bn_msg_add_buffer_data (bn_msg_t *self, void *data, size_t size,
+                            zmq_free_fn *ffn, void *hint);
 //  Drop all buffers.
 void bn_msg_clear_buffers (bn_msg_t *self);
 

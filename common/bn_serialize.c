@@ -13,6 +13,7 @@ typedef struct {
     void *data;
     size_t size;
     bool owned; //  a malloc'd pickle, else bytes borrowed from a value
+    void *hold; //  borrowed bytes: a hold on them (bn_value_bytes_hold)
 } s_frame_t;
 
 typedef struct {
@@ -21,8 +22,10 @@ typedef struct {
     size_t cap;
 } s_frames_t;
 
+//  Add a frame: a malloc'd pickle (owned, taken even on failure), or a
+//  value's bytes with a hold on them (taken likewise).
 static int
-s_frames_add (s_frames_t *self, void *data, size_t size, bool owned)
+s_frames_add (s_frames_t *self, void *data, size_t size, bool owned, void *hold)
 {
     if (self->size == self->cap) {
         size_t cap = self->cap ? 2 * self->cap : 8;
@@ -31,6 +34,7 @@ s_frames_add (s_frames_t *self, void *data, size_t size, bool owned)
         if (!frames) {
             if (owned)
                 free (data);
+            bn_value_bytes_let_go (hold);
             return -1;
         }
         self->frames = frames;
@@ -39,6 +43,7 @@ s_frames_add (s_frames_t *self, void *data, size_t size, bool owned)
     self->frames[self->size].data = data;
     self->frames[self->size].size = size;
     self->frames[self->size].owned = owned;
+    self->frames[self->size].hold = hold;
     self->size++;
     return 0;
 }
@@ -46,11 +51,20 @@ s_frames_add (s_frames_t *self, void *data, size_t size, bool owned)
 static void
 s_frames_clear (s_frames_t *self)
 {
-    for (size_t i = 0; i < self->size; i++)
+    for (size_t i = 0; i < self->size; i++) {
         if (self->frames[i].owned)
             free (self->frames[i].data);
+        bn_value_bytes_let_go (self->frames[i].hold);
+    }
     free (self->frames);
     memset (self, 0, sizeof (*self));
+}
+
+//  libzmq's free function of a frame sharing a value's bytes.
+static void
+s_let_go (void *data, void *hold)
+{
+    bn_value_bytes_let_go (hold);
 }
 
 static zmsg_t *
@@ -74,8 +88,13 @@ s_frames_to_msg (s_frames_t *self, bn_msg_t *msg)
             //  The message takes the pickle, even when it fails.
             frame->owned = false;
             rc = bn_msg_add_buffer_owned (msg, frame->data, frame->size);
-        } else
-            rc = bn_msg_add_buffer (msg, frame->data, frame->size);
+        } else {
+            //  and the hold on a value's bytes likewise
+            void *hold = frame->hold;
+            frame->hold = NULL;
+            rc = bn_msg_add_buffer_data (msg, frame->data, frame->size,
+                                         s_let_go, hold);
+        }
     }
     s_frames_clear (self);
     return rc;
@@ -293,10 +312,15 @@ s_serialize (const bn_value_t *value, s_frames_t *frames)
             oob[j] = oob[j - 1];
         oob[j] = entry;
     }
-    int rc = pickle ? s_frames_add (frames, pickle, pickle_size, true) : -1;
-    for (size_t i = 0; rc == 0 && i < canner.noob; i++)
-        rc = s_frames_add (frames, (void *)bn_value_bytes_data (oob[i].value),
-                           bn_value_bytes_size (oob[i].value), false);
+    int rc =
+        pickle ? s_frames_add (frames, pickle, pickle_size, true, NULL) : -1;
+    for (size_t i = 0; rc == 0 && i < canner.noob; i++) {
+        void *hold = bn_value_bytes_hold (oob[i].value);
+        rc = hold ? s_frames_add (
+                        frames, (void *)bn_value_bytes_data (oob[i].value),
+                        bn_value_bytes_size (oob[i].value), false, hold)
+                  : -1;
+    }
     free (oob);
     return rc;
 }
@@ -349,6 +373,38 @@ s_canned_buffers (const bn_value_t *value)
     return buffers;
 }
 
+//  The release of bytes that share a frame: close the frame's copy.
+static void
+s_close_frame (void *data, void *frame)
+{
+    zmq_msg_close ((zmq_msg_t *)frame);
+    free (frame);
+}
+
+//  A BYTES value of a buffer: sharing its frame when it has one of at
+//  least BN_SERIALIZE_SHARE_THRESHOLD bytes, else a copy. NULL when out
+//  of memory.
+static bn_value_t *
+s_bytes_of (const bn_bytes_t *buffer)
+{
+    if (!buffer->frame || buffer->size < BN_SERIALIZE_SHARE_THRESHOLD)
+        return bn_value_new_bytes (buffer->data, buffer->size);
+    zmq_msg_t *copy = (zmq_msg_t *)malloc (sizeof *copy);
+    if (!copy)
+        return NULL;
+    zmq_msg_init (copy);
+    if (zmq_msg_copy (copy, buffer->frame) != 0) {
+        zmq_msg_close (copy);
+        free (copy);
+        return NULL;
+    }
+    bn_value_t *value = bn_value_new_bytes_shared (
+        zmq_msg_data (copy), zmq_msg_size (copy), s_close_frame, copy);
+    if (!value)
+        s_close_frame (NULL, copy);
+    return value;
+}
+
 //  _restore_buffers: fill a canned object's None buffers from the frames.
 static int
 s_restore (bn_value_t *value, const bn_bytes_t *frames, size_t nframes,
@@ -365,7 +421,7 @@ s_restore (bn_value_t *value, const bn_bytes_t *frames, size_t nframes,
             return -1;
         }
         const bn_bytes_t *frame = &frames[(*next)++];
-        bn_value_t *data = bn_value_new_bytes (frame->data, frame->size);
+        bn_value_t *data = s_bytes_of (frame);
         if (!data) {
             bn_error_set (err, errsize, "out of memory");
             return -1;
@@ -531,6 +587,7 @@ bn_bytes_from_msg (bn_msg_t *msg, bn_bytes_t *out, size_t max)
         zmq_msg_t *frame = bn_msg_buffer (msg, i);
         out[i].data = zmq_msg_data (frame);
         out[i].size = zmq_msg_size (frame);
+        out[i].frame = frame;
     }
     return n;
 }

@@ -11,10 +11,13 @@
 #include "bn_msg.h"
 #include "bn_value.h"
 
-//  A borrowed buffer: one frame of an apply_request or apply_reply.
+//  A borrowed buffer: one frame of an apply_request or apply_reply. When
+//  frame is set (bn_bytes_from_msg), a big bytes value decoded from it
+//  shares the frame's bytes instead of copying them.
 typedef struct {
     const void *data;
     size_t size;
+    zmq_msg_t *frame; //  the frame holding data, or NULL
 } bn_bytes_t;
 
 //  The module of ipyparallel's canned classes (CannedBytes, Reference...).
@@ -23,6 +26,11 @@ typedef struct {
 //  ipyparallel's thresholds (jupyter_client.session MAX_BYTES, MAX_ITEMS)
 #define BN_SERIALIZE_BUFFER_THRESHOLD 1024 //  bytes over this go out of band
 #define BN_SERIALIZE_ITEM_THRESHOLD 64     //  containers below this are canned
+
+//  Bytes decoded from a frame of at least this size share it; smaller
+//  ones are copied, as libzmq may receive them into a batch buffer that
+//  sharing would keep (8 KiB, ZMQ_IN_BATCH_SIZE).
+#define BN_SERIALIZE_SHARE_THRESHOLD 65536
 
 //  ipyparallel.serialize.deserialize_object: decode the pickle in
 //  frames[0], put the out-of-band frames that follow into the canned
@@ -45,8 +53,9 @@ bn_value_t *bn_deserialize_object (const bn_bytes_t *frames, size_t nframes,
 //  bn_pickle_encode) or when out of memory.
 zmsg_t *bn_serialize_object (const bn_value_t *value);
 
-//  Same, appending the frames to `msg` as buffers (the pickle without a
-//  copy).  Returns 0, or -1 (the message may then hold some of them).
+//  Same, appending the frames to `msg` as buffers, none of them copied:
+//  the out-of-band frames share the values' bytes (bn_value_bytes_hold).
+//  Returns 0, or -1 (the message may then hold some of them).
 int bn_serialize_object_add (bn_msg_t *msg, const bn_value_t *value);
 
 //  Python's order of two dict keys of one kind: str, bytes, or numbers.

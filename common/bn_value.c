@@ -8,6 +8,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sodium.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,8 +28,9 @@ struct _bn_value_t {
         int64_t i;
         double f;
         struct {
-            char *data; //  NUL-terminated copy
+            char *data; //  NUL-terminated copy; a BYTES value's are shared
             size_t size;
+            struct _bn_value_bytes_t *bytes; //  BYTES: what holds data
         } s;
         struct {
             bn_value_t **items; //  a dict stores key, value, key, value...
@@ -442,9 +444,76 @@ s_discard (bn_value_t *value, bn_value_t *spill)
     return 0;
 }
 
+//  The bytes of a BYTES value, which its copies and the frames sending
+//  them share (they are never changed): the last to let go releases
+//  them, from whichever thread that is.
+struct _bn_value_bytes_t {
+    atomic_size_t refs;
+    bn_value_release_fn *release; //  NULL: the bytes follow this block
+    void *data;                   //  what release gets
+    void *hint;
+};
+
+static struct _bn_value_bytes_t *
+s_bytes_ref (struct _bn_value_bytes_t *bytes)
+{
+    atomic_fetch_add_explicit (&bytes->refs, 1, memory_order_relaxed);
+    return bytes;
+}
+
+static void
+s_bytes_unref (struct _bn_value_bytes_t *bytes)
+{
+    if (atomic_fetch_sub_explicit (&bytes->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    if (bytes->release)
+        bytes->release (bytes->data, bytes->hint);
+    free (bytes);
+}
+
+static bn_value_t *
+s_new_bytes (const void *data, size_t size)
+{
+    if (size > SIZE_MAX - sizeof (struct _bn_value_bytes_t) - 1)
+        return NULL;
+    bn_value_t *self = s_new (BN_VALUE_BYTES);
+    struct _bn_value_bytes_t *bytes =
+        self ? malloc (sizeof *bytes + size + 1) : NULL;
+    if (!bytes) {
+        free (self);
+        return NULL;
+    }
+    atomic_init (&bytes->refs, 1);
+    bytes->release = NULL;
+    bytes->data = bytes + 1;
+    bytes->hint = NULL;
+    self->u.s.data = (char *)(bytes + 1);
+    if (size)
+        memcpy (self->u.s.data, data, size);
+    self->u.s.data[size] = 0;
+    self->u.s.size = size;
+    self->u.s.bytes = bytes;
+    return self;
+}
+
+//  A BYTES value sharing other's bytes.
+static bn_value_t *
+s_share_bytes (const bn_value_t *other)
+{
+    bn_value_t *self = s_new (BN_VALUE_BYTES);
+    if (!self)
+        return NULL;
+    self->u.s.data = other->u.s.data;
+    self->u.s.size = other->u.s.size;
+    self->u.s.bytes = s_bytes_ref (other->u.s.bytes);
+    return self;
+}
+
 static bn_value_t *
 s_new_sized (bn_value_type_t type, const void *data, size_t size)
 {
+    if (type == BN_VALUE_BYTES)
+        return s_new_bytes (data, size);
     if (size == SIZE_MAX)
         return NULL;
     bn_value_t *self = s_new (type);
@@ -511,6 +580,43 @@ bn_value_new_bytes (const void *data, size_t size)
 {
     assert (data || size == 0);
     return s_new_sized (BN_VALUE_BYTES, data, size);
+}
+
+bn_value_t *
+bn_value_new_bytes_shared (const void *data, size_t size,
+                           bn_value_release_fn *release, void *hint)
+{
+    assert (data || size == 0);
+    assert (release);
+    bn_value_t *self = s_new (BN_VALUE_BYTES);
+    struct _bn_value_bytes_t *bytes = self ? malloc (sizeof *bytes) : NULL;
+    if (!bytes) {
+        free (self);
+        return NULL;
+    }
+    atomic_init (&bytes->refs, 1);
+    bytes->release = release;
+    bytes->data = (void *)data;
+    bytes->hint = hint;
+    self->u.s.data = (char *)data;
+    self->u.s.size = size;
+    self->u.s.bytes = bytes;
+    return self;
+}
+
+void *
+bn_value_bytes_hold (const bn_value_t *self)
+{
+    if (!self || self->type != BN_VALUE_BYTES)
+        return NULL;
+    return s_bytes_ref (self->u.s.bytes);
+}
+
+void
+bn_value_bytes_let_go (void *hold)
+{
+    if (hold)
+        s_bytes_unref ((struct _bn_value_bytes_t *)hold);
 }
 
 bn_value_t *
@@ -593,8 +699,10 @@ bn_value_destroy (bn_value_t **self_p)
         return;
     switch (self->type) {
     case BN_VALUE_STR:
-    case BN_VALUE_BYTES:
         free (self->u.s.data);
+        break;
+    case BN_VALUE_BYTES:
+        s_bytes_unref (self->u.s.bytes);
         break;
     case BN_VALUE_LIST:
     case BN_VALUE_TUPLE:
@@ -648,8 +756,9 @@ bn_value_dup (const bn_value_t *self)
     case BN_VALUE_FLOAT:
         return bn_value_new_float (self->u.f);
     case BN_VALUE_STR:
-    case BN_VALUE_BYTES:
         return s_new_sized (self->type, self->u.s.data, self->u.s.size);
+    case BN_VALUE_BYTES:
+        return s_share_bytes (self);
     case BN_VALUE_GLOBAL:
         return bn_value_new_global (self->u.g.module, self->u.g.name);
     case BN_VALUE_OBJECT: {

@@ -40,6 +40,18 @@ bn_value_t *bn_value_new_str (const char *string);
 bn_value_t *bn_value_new_strn (const char *data, size_t size);
 //  Copies `size` bytes.
 bn_value_t *bn_value_new_bytes (const void *data, size_t size);
+//  Called once when the bytes given to bn_value_new_bytes_shared are no
+//  longer needed, from whichever thread lets go of them last.
+typedef void (bn_value_release_fn) (void *data, void *hint);
+//  BYTES of `size` bytes at data, not copied: a payload of gigabytes held
+//  once. They must stay unchanged until release (data, hint) is called,
+//  once, when the value, its copies and the requests sending them (which
+//  send them without copying) are done with them: possibly after the
+//  value is destroyed, and from the client's I/O thread. NULL when out of
+//  memory; release is then not called and data stays the caller's.
+bn_value_t *bn_value_new_bytes_shared (const void *data, size_t size,
+                                       bn_value_release_fn *release,
+                                       void *hint);
 bn_value_t *bn_value_new_list (void);
 bn_value_t *bn_value_new_tuple (void);
 bn_value_t *bn_value_new_dict (void);
@@ -60,7 +72,8 @@ bn_value_t *bn_value_new_reduce (bn_value_t *callable, bn_value_t *args);
 //  Destroy a value and everything in it; NULLs the pointer; NULL-safe.
 void bn_value_destroy (bn_value_t **self_p);
 
-//  Deep copy; NULL when out of memory.
+//  Deep copy (BYTES share their unchanging bytes with the original);
+//  NULL when out of memory.
 bn_value_t *bn_value_dup (const bn_value_t *self);
 
 //  True if both trees hold the same values: same types (True is not 1),
@@ -92,9 +105,15 @@ double bn_value_float (const bn_value_t *self);
 //  NUL-terminated contents of a STR.
 const char *bn_value_str (const bn_value_t *self);
 size_t bn_value_str_size (const bn_value_t *self);
-//  Contents of BYTES (followed by a NUL not counted in the size).
+//  Contents of BYTES (followed by a NUL not counted in the size, except
+//  bytes made by bn_value_new_bytes_shared).
 const void *bn_value_bytes_data (const bn_value_t *self);
 size_t bn_value_bytes_size (const bn_value_t *self);
+//  A hold on the bytes of BYTES for what outlives the value, such as a
+//  frame sending them: they stay valid until bn_value_bytes_let_go (hold),
+//  even once the value is destroyed. NULL for other values.
+void *bn_value_bytes_hold (const bn_value_t *self);
+void bn_value_bytes_let_go (void *hold);
 //  Module and name of a GLOBAL.
 const char *bn_value_global_module (const bn_value_t *self);
 const char *bn_value_global_name (const bn_value_t *self);

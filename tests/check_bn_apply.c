@@ -31,7 +31,7 @@ START_TEST (test_usage)
     function = bn_apply_function (bufs + 1, 1); //  the info dict
     ck_assert_str_eq (function, "dict");
     free (function);
-    bn_bytes_t junk = {"not a pickle", 12};
+    bn_bytes_t junk = {"not a pickle", 12, NULL};
     ck_assert_ptr_null (bn_apply_function (&junk, 1));
     ck_assert (bn_value_equal (apply.args, args));
     ck_assert (bn_value_equal (apply.kwargs, kwargs));
@@ -189,7 +189,8 @@ START_TEST (test_apply_unpack)
     bn_value_t *value = bn_value_new_int (3);
     zmsg_t *msg = bn_serialize_object (value);
     zframe_t *frame = zmsg_first (msg);
-    bn_bytes_t bufs[2] = {{zframe_data (frame), zframe_size (frame)}, {0, 0}};
+    bn_bytes_t bufs[2] = {{zframe_data (frame), zframe_size (frame), NULL},
+                          {0, 0, NULL}};
     t_load_frames ("apply_noargs", &f);
     bufs[1] = f.frames[1];
     ck_assert_int_eq (bn_apply_unpack (bufs, 2, &apply, err, sizeof (err)), 0);

@@ -231,6 +231,12 @@ s_prepare_apply (s_apply_t *self, int argc, char **argv)
     return self->args ? BN_EXIT_OK : BN_EXIT_FAILURE;
 }
 
+static void
+s_free (void *data, void *hint)
+{
+    free (data);
+}
+
 static int
 s_prepare_push (s_apply_t *self, int argc, char **argv)
 {
@@ -251,10 +257,14 @@ s_prepare_push (s_apply_t *self, int argc, char **argv)
         return BN_EXIT_FAILURE;
     }
     self->args = bn_value_new_dict ();
-    bn_value_t *bytes = bn_value_new_bytes (data, size);
-    free (data);
+    //  the file's bytes are sent as read, never copied
+    bn_value_t *bytes = bn_value_new_bytes_shared (data, size, s_free, NULL);
+    if (!bytes)
+        free (data);
     if (!self->args || !bytes ||
         bn_value_dict_set_str (self->args, argv[0], bytes) != 0) {
+        if (!self->args)
+            bn_value_destroy (&bytes);
         bn_value_destroy (&self->args);
         return BN_EXIT_FAILURE;
     }
