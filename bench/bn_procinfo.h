@@ -1,6 +1,7 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_procinfo: what banyan-bench reads of a process in /proc: a memory
-    figure of its status and its open descriptors.  */
+    figure of its status, the largest peak among a parent's children, its
+    open descriptors; and resetting its peak.  */
 #ifndef BN_PROCINFO_H_INCLUDED
 #define BN_PROCINFO_H_INCLUDED
 
@@ -12,6 +13,15 @@ long bn_procinfo_status_kb (pid_t pid, const char *field);
 
 //  Peak resident bytes (VmHWM) of pid; -1 if unknown.
 double bn_procinfo_peak (pid_t pid);
+
+//  The largest peak resident size (bytes) among the processes running
+//  program (a basename) whose parent is parent; -1 if there are none.
+double bn_procinfo_largest_child (pid_t parent, const char *program);
+
+//  Set the peak resident size of pid back to its present resident size
+//  (/proc/PID/clear_refs), so that VmHWM measures what follows. Returns 0
+//  or -1.
+int bn_procinfo_reset_peak (pid_t pid);
 
 //  The open descriptors of pid, less the one this call holds when pid is
 //  this process; -1 if the process is gone.

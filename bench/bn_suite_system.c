@@ -125,50 +125,6 @@ s_find_process (bn_benchcase_t *c, const char *program)
     return found;
 }
 
-//  The largest peak resident size among the processes running program
-//  whose parent is parent; -1 if there are none.
-static double
-s_largest_child (pid_t parent, const char *program)
-{
-    DIR *proc = opendir ("/proc");
-    struct dirent *entry;
-    double largest = -1;
-    while (proc && (entry = readdir (proc))) {
-        pid_t pid = (pid_t)atoi (entry->d_name);
-        if (pid <= 0)
-            continue;
-        char path[64], stat[512];
-        snprintf (path, sizeof path, "/proc/%d/stat", (int)pid);
-        FILE *file = fopen (path, "r");
-        if (!file)
-            continue;
-        size_t size = fread (stat, 1, sizeof stat - 1, file);
-        fclose (file);
-        stat[size] = 0;
-        //  pid (comm) state ppid ...: comm is cut to 15 characters
-        char *close = strrchr (stat, ')');
-        char *open = strchr (stat, '(');
-        if (!open || !close || close < open)
-            continue;
-        char comm[16];
-        size_t length = (size_t)(close - open - 1);
-        snprintf (comm, sizeof comm, "%.*s", (int)(length < 15 ? length : 15),
-                  open + 1);
-        char wanted[16];
-        snprintf (wanted, sizeof wanted, "%.15s", program); //  comm is cut
-        int ppid = 0;
-        if (sscanf (close + 2, "%*c %d", &ppid) != 1 || ppid != parent ||
-            strcmp (comm, wanted) != 0)
-            continue;
-        double bytes = bn_procinfo_peak (pid);
-        if (bytes > largest)
-            largest = bytes;
-    }
-    if (proc)
-        closedir (proc);
-    return largest;
-}
-
 int
 bn_suite_controller_mem_run (bn_benchcase_t *c, double *value)
 {
@@ -186,8 +142,9 @@ bn_suite_tree_node_mem_run (bn_benchcase_t *c, double *value)
 {
     s_state_t *self = c->state;
     pid_t controller = bn_benchcluster_controller_pid (self->cluster);
-    *value =
-        controller > 0 ? s_largest_child (controller, "banyan-scheduler") : -1;
+    *value = controller > 0
+                 ? bn_procinfo_largest_child (controller, "banyan-scheduler")
+                 : -1;
     if (*value < 0)
         return bn_benchcase_skip (c, "no banyan-scheduler process: the "
                                      "tree's nodes run inside the controller");

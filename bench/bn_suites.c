@@ -1,7 +1,7 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_suites: banyan-bench's table of benchmarks: the floor, the thesis's
     suites with IPython Parallel's asv names, peer mode, OSU-style tests,
-    test hosts, start-up and memory.  */
+    test hosts, payloads past 2 GiB, start-up and memory.  */
 #include "bn_suites.h"
 
 #include <stddef.h>
@@ -678,6 +678,47 @@ static const bn_benchdef_t s_table[] = {
      .description = "`banyan px -b true` on N engines, B bytes on its "
                     "standard input (0: --no-stdin), from starting the CLI "
                     "to its exit",
+     .osu = NULL},
+    {.name = "large.Push.track_seconds",
+     .param_names = "view bytes",
+     .params = "'direct' 'tree' 'tree_processes' | 3221225472",
+     .quick_params = "'direct' 'tree' | 104857600",
+     .unit = "seconds",
+     .setup = bn_suite_large_setup,
+     .run = bn_suite_large_seconds_run,
+     .teardown = bn_suite_large_teardown,
+     .repeat = 1,
+     .number = 0,
+     .warmup = -1,
+     .timeout = 1800,
+     .floor = NULL,
+     .description =
+         "seconds from the C client's push of B bytes (one shared buffer, "
+         "not copied) to its last reply: to one engine through the mux "
+         "(direct), or to 4 engines through the tree (depth 0; nodes as "
+         "threads or processes); each engine's SHA-256 of what it holds "
+         "is checked. Skipped without memory for a copy in every process",
+     .osu = NULL},
+    {.name = "large.Memory.peakmem_process",
+     .param_names = "view bytes process",
+     .params = "'direct' 'tree' 'tree_processes' | 3221225472 | 'client' "
+               "'controller' 'node' 'engine1' 'engine2' 'engine3' 'engine4'",
+     .quick_params = "'direct' 'tree' | 104857600 | 'client' 'controller' "
+                     "'node' 'engine1' 'engine2' 'engine3' 'engine4'",
+     .unit = NULL,
+     .setup = bn_suite_large_setup,
+     .run = bn_suite_large_peak_run,
+     .teardown = bn_suite_large_teardown,
+     .repeat = 1,
+     .number = 0,
+     .warmup = -1,
+     .timeout = 1800,
+     .floor = NULL,
+     .description =
+         "peak resident size of a process in the transfer of "
+         "large.Push.track_seconds (one for each): the client (from the "
+         "payload made on), the controller, the largest tree node "
+         "process, each engine",
      .osu = NULL},
     {.name = "startup.Registration.track_registered",
      .param_names = "engines",

@@ -58,6 +58,12 @@ int bn_suite_spawn_run (bn_benchcase_t *c, double *value);
 int bn_suite_px_setup (bn_benchcase_t *c);
 int bn_suite_px_run (bn_benchcase_t *c, double *value);
 void bn_suite_px_teardown (bn_benchcase_t *c);
+//  Payloads past 2 GiB (bn_suite_large.c): a transfer of `bytes` on
+//  `view` in setup, then its time or a `process`'s peak.
+int bn_suite_large_setup (bn_benchcase_t *c);
+int bn_suite_large_seconds_run (bn_benchcase_t *c, double *value);
+int bn_suite_large_peak_run (bn_benchcase_t *c, double *value);
+void bn_suite_large_teardown (bn_benchcase_t *c);
 
 //  Start-up and memory (bn_suite_system.c).
 int bn_suite_registered_run (bn_benchcase_t *c, double *value);
