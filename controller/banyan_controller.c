@@ -11,6 +11,7 @@
 #include "bn_config.h"
 #include "bn_controller.h"
 #include "bn_log.h"
+#include "bn_malloc.h"
 
 #define S_NAME "banyan-controller"
 
@@ -173,6 +174,7 @@ s_usage (FILE *file)
 int
 main (int argc, char **argv)
 {
+    bn_malloc_setup ();
     bn_config_t *config = bn_config_new ();
     if (!config) {
         fprintf (stderr, S_NAME ": out of memory\n");

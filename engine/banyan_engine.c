@@ -7,6 +7,7 @@
 #include "bn_connfile.h"
 #include "bn_engine_actor.h"
 #include "bn_log.h"
+#include "bn_malloc.h"
 
 #include <czmq.h>
 #include <errno.h>
@@ -155,6 +156,7 @@ main (int argc, char *argv[])
     const char *file = NULL, *profile_dir = NULL, *config_file = NULL;
     const char *work_dir = NULL;
     int first_id = -1;
+    bn_malloc_setup ();
     bn_config_t *config = bn_config_new ();
     if (!config)
         return 1;

@@ -21,6 +21,7 @@
 #include "bn_curve.h"
 #include "bn_hostnode.h"
 #include "bn_log.h"
+#include "bn_malloc.h"
 #include "bn_monitor_link.h"
 #include "bn_nodelink.h"
 #include "bn_topology.h"
@@ -624,6 +625,7 @@ s_run_host (const s_options_t *options, bn_config_t *config)
 int
 main (int argc, char **argv)
 {
+    bn_malloc_setup ();
     bn_config_t *config = bn_config_new ();
     if (!config) {
         fprintf (stderr, S_NAME ": out of memory\n");
