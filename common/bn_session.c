@@ -33,7 +33,8 @@
 //  becomes the previous one and the old previous one is forgotten. So
 //  between BN_HISTORY/2 and BN_HISTORY of the most recent digests are kept,
 //  as Python's 65536-entry history with culling does. Tables start small and
-//  grow, so that a process with many logical engines stays small.
+//  grow, so that a process with many logical engines stays small; a
+//  long-lived receiver reserves them whole (bn_session_reserve_history).
 #define BN_HISTORY 65536
 #define BN_DIGEST 32
 
@@ -97,28 +98,53 @@ s_generation_insert (s_generation_t *gen, const uint8_t *digest)
     }
 }
 
+//  Move the generation to a table of slots slots, its pages written now.
+//  Returns 0, or -1 if out of memory (the table is left as it was).
+static int
+s_generation_resize (s_generation_t *gen, size_t slots)
+{
+    s_generation_t bigger = {malloc (slots * BN_DIGEST), malloc (slots), slots,
+                             0};
+    if (!bigger.digests || !bigger.used) {
+        free (bigger.digests);
+        free (bigger.used);
+        return -1;
+    }
+    memset (bigger.digests, 0, slots * BN_DIGEST);
+    memset (bigger.used, 0, slots);
+    for (size_t slot = 0; slot < gen->slots; slot++)
+        if (gen->used[slot])
+            s_generation_insert (&bigger, gen->digests + slot * BN_DIGEST);
+    free (gen->digests);
+    free (gen->used);
+    *gen = bigger;
+    return 0;
+}
+
 //  Add a digest, growing the table to keep it at most half full; on
 //  allocation failure the digest is not remembered.
 static void
 s_generation_add (s_generation_t *gen, const uint8_t *digest)
 {
-    if (gen->count * 2 >= gen->slots) {
-        size_t slots = gen->slots ? gen->slots * 2 : 64;
-        s_generation_t bigger = {malloc (slots * BN_DIGEST), calloc (slots, 1),
-                                 slots, 0};
-        if (!bigger.digests || !bigger.used) {
-            free (bigger.digests);
-            free (bigger.used);
-            return;
-        }
-        for (size_t slot = 0; slot < gen->slots; slot++)
-            if (gen->used[slot])
-                s_generation_insert (&bigger, gen->digests + slot * BN_DIGEST);
-        free (gen->digests);
-        free (gen->used);
-        *gen = bigger;
-    }
+    if (gen->count * 2 >= gen->slots &&
+        s_generation_resize (gen, gen->slots ? gen->slots * 2 : 64) != 0)
+        return;
     s_generation_insert (gen, digest);
+}
+
+int
+bn_session_reserve_history (bn_session_t *self)
+{
+    assert (self);
+    if (!self->signing)
+        return 0;
+    //  A generation holds fewer than BN_HISTORY/2 digests when one is
+    //  added, so BN_HISTORY slots keep it at most half full
+    for (int i = 0; i < 2; i++)
+        if (self->gen[i].slots < BN_HISTORY &&
+            s_generation_resize (&self->gen[i], BN_HISTORY) != 0)
+            return BN_ENOMEM;
+    return 0;
 }
 
 void

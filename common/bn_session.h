@@ -52,6 +52,14 @@ int bn_session_verify (bn_session_t *self, const void *sig, size_t sig_size,
                        const void *const parts[4], const size_t sizes[4],
                        bool record);
 
+//  Size the replay history for the most digests it keeps (two tables of
+//  65,536 digests, about 4 MiB), its pages written now:
+//  a receiver that lives long then keeps a flat size, where the tables
+//  otherwise double with its traffic until they are full. Returns 0, or
+//  BN_ENOMEM (the history is then as it was). With signing off, nothing is
+//  kept: returns 0.
+int bn_session_reserve_history (bn_session_t *self);
+
 //  Generate a fresh `8hex-24hex` id (as Python's new_id) into buf (34 bytes).
 void bn_session_new_id (char *buf);
 

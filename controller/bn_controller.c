@@ -829,6 +829,8 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
     self->key = old_client ? strdup (bn_connfile_key (old_client))
                            : bn_connfile_new_key ();
     self->session = self->key ? bn_session_new (self->key, NULL) : NULL;
+    if (self->session && bn_session_reserve_history (self->session) != 0)
+        bn_session_destroy (&self->session);
     int rc = self->session ? s_bind_all (self, old_client, old_engine) : -1;
     bn_connfile_destroy (&old_client);
     bn_connfile_destroy (&old_engine);

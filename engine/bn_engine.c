@@ -1406,6 +1406,13 @@ bn_engine_destroy (bn_engine_t **self_p)
 }
 
 int
+bn_engine_reserve_history (bn_engine_t *self)
+{
+    assert (self);
+    return bn_session_reserve_history (self->session);
+}
+
+int
 bn_engine_start (bn_engine_t *self)
 {
     assert (self);

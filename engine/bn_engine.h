@@ -90,6 +90,10 @@ bn_engine_t *bn_engine_new (bn_engine_env_t *env, int requested_id);
 //  unregistration; see bn_engine_stop). NULL-safe.
 void bn_engine_destroy (bn_engine_t **self_p);
 
+//  Size the engine's replay history whole now (about 4 MiB), so that its
+//  memory stays flat as its traffic fills it. Returns 0, or BN_ENOMEM.
+int bn_engine_reserve_history (bn_engine_t *self);
+
 //  Connect the registration socket and send registration_request.
 //  Returns -1 if the socket cannot be made.
 int bn_engine_start (bn_engine_t *self);

@@ -37,6 +37,11 @@
 #define S_SOCKETS_PER_ENGINE 4
 #define S_FDS_PER_ENGINE 8
 #define S_FDS_PER_COMMAND 3
+//  Engines of a process whose replay histories are sized whole at the
+//  start (about 4 MiB each): a few engines a process stay flat from the
+//  start, many engines a process keep histories that grow with their
+//  traffic only
+#define S_RESERVED_HISTORIES 4
 
 typedef struct {
     zsock_t *pipe; //  to the actor's owner
@@ -544,8 +549,11 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     for (int i = 0; i < self->count; i++) {
         self->engines[i] = bn_engine_new (
             &self->env, args->first_id >= 0 ? args->first_id + i : -1);
-        if (!self->engines[i]) {
+        if (!self->engines[i] ||
+            (i < S_RESERVED_HISTORIES &&
+             bn_engine_reserve_history (self->engines[i]) != 0)) {
             bn_log_error ("out of memory creating engine %d", i);
+            bn_engine_destroy (&self->engines[i]);
             self->count = i;
             return -1;
         }

@@ -2042,7 +2042,9 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
     self->loop = zloop_new ();
     if (!self->id || !self->session || !self->requests || !self->timed ||
         !self->losses || !self->holdq || !self->loop ||
-        strlen (self->id) > BN_BCAST_NODE_ID_MAX) {
+        strlen (self->id) > BN_BCAST_NODE_ID_MAX ||
+        //  the root remembers what it received against replays
+        (self->level == 0 && bn_session_reserve_history (self->session))) {
         s_node_destroy (&self);
         return NULL;
     }

@@ -5,6 +5,9 @@
 #include "bn_session.h"
 
 #include <check.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +162,72 @@ START_TEST (test_history_bounded)
 }
 END_TEST
 
+//  Bytes allocated by this process now (0 where the C library cannot say).
+static size_t
+s_allocated (void)
+{
+#ifdef __GLIBC__
+    struct mallinfo2 info = mallinfo2 ();
+    return info.uordblks + info.hblkhd;
+#else
+    return 0;
+#endif
+}
+
+START_TEST (test_reserved_history)
+{
+    //  digests recorded before the reservation are still refused after it
+    bn_session_t *session = bn_session_new (s_key, NULL);
+    const void *parts[4];
+    size_t sizes[4];
+    char header[64];
+    char hex[BN_SIGNATURE_SIZE + 1];
+    char early[100][BN_SIGNATURE_SIZE + 1];
+    for (int i = 0; i < 100; i++) {
+        snprintf (header, sizeof header, "{\"msg_id\":\"r%d\"}", i);
+        s_parts (header, parts, sizes);
+        bn_session_sign (session, parts, sizes, early[i]);
+        ck_assert_int_eq (
+            bn_session_verify (session, early[i], 64, parts, sizes, true), 0);
+    }
+    ck_assert_int_eq (bn_session_reserve_history (session), 0);
+    ck_assert_int_eq (bn_session_reserve_history (session), 0);
+    for (int i = 0; i < 100; i++) {
+        snprintf (header, sizeof header, "{\"msg_id\":\"r%d\"}", i);
+        s_parts (header, parts, sizes);
+        ck_assert_int_eq (
+            bn_session_verify (session, early[i], 64, parts, sizes, true),
+            BN_EREPLAY);
+    }
+    //  then it takes as many digests as it keeps, and turns over, without
+    //  allocating: its size is what it reserved
+    size_t allocated = s_allocated ();
+    for (int i = 100; i < 70000; i++) {
+        snprintf (header, sizeof header, "{\"msg_id\":\"r%d\"}", i);
+        s_parts (header, parts, sizes);
+        bn_session_sign (session, parts, sizes, hex);
+        ck_assert_int_eq (
+            bn_session_verify (session, hex, 64, parts, sizes, true), 0);
+        ck_assert_int_eq (
+            bn_session_verify (session, hex, 64, parts, sizes, true),
+            BN_EREPLAY);
+    }
+    ck_assert_uint_eq (s_allocated (), allocated);
+    //  the oldest are forgotten as before, the latest still refused
+    s_parts ("{\"msg_id\":\"r0\"}", parts, sizes);
+    ck_assert_int_eq (
+        bn_session_verify (session, early[0], 64, parts, sizes, true), 0);
+    s_parts (header, parts, sizes);
+    ck_assert_int_eq (bn_session_verify (session, hex, 64, parts, sizes, true),
+                      BN_EREPLAY);
+    bn_session_destroy (&session);
+    //  a session that does not sign keeps nothing
+    session = bn_session_new ("", NULL);
+    ck_assert_int_eq (bn_session_reserve_history (session), 0);
+    bn_session_destroy (&session);
+}
+END_TEST
+
 START_TEST (test_unsigned)
 {
     bn_session_t *session = bn_session_new ("", NULL);
@@ -224,6 +293,7 @@ main (void)
     tcase_add_test (tc, test_bad_signatures);
     tcase_add_test (tc, test_replay);
     tcase_add_test (tc, test_history_bounded);
+    tcase_add_test (tc, test_reserved_history);
     tcase_add_test (tc, test_unsigned);
     tcase_add_test (tc, test_ids);
     suite_add_tcase (suite, tc);
