@@ -1,7 +1,7 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_bcast_procs: the topology turned into banyan-scheduler command
-    lines for bn_treeproc, and the engine table replayed to a leaf that
-    was restarted.  */
+    lines for bn_treeproc, the engine table replayed to a leaf that was
+    restarted, and the client port held for the root (bn_bcast_front).  */
 #include "bn_bcast_procs.h"
 
 #include <assert.h>
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bn_bcast_front.h"
 #include "bn_log.h"
 #include "bn_treeproc.h"
 #include "bn_wire.h"
@@ -25,6 +26,7 @@ typedef struct {
     zhashx_t *engines; //  Registered engines: uuid -> s_engine_t
     size_t nleaves;
     bn_hosts_t *hosts; //  host nodes and their engines (borrowed), or NULL
+    bn_bcast_front_t *front; //  the client port, held for the root
 } s_procs_t;
 
 //  A registered engine, as its nodes were told of it.
@@ -86,13 +88,27 @@ s_on_event (void *arg, size_t node, const char *event, zmsg_t *msg)
     s_procs_t *self = (s_procs_t *)arg;
     if (streq (event, "READY"))
         s_replay (self, node);
+    if (node != 0 || !self->front)
+        return;
+    if (streq (event, "READY"))
+        bn_bcast_front_set_root (self->front, true);
+    else if (streq (event, "LOST")) {
+        char *why = msg ? zmsg_popstr (msg) : NULL;
+        char text[320];
+        snprintf (text, sizeof text,
+                  "the broadcast tree's root (a process) %s while the request "
+                  "was in flight",
+                  why ? why : "ended");
+        zstr_free (&why);
+        bn_bcast_front_root_lost (self->front, text);
+    }
 }
 
-//  Where the root reports to the records (ipc, in the links' folder).
+//  Where the front reaches the root (ipc, in the links' folder).
 static char *
-s_monitor_endpoint (s_procs_t *self)
+s_root_endpoint (s_procs_t *self)
 {
-    return zsys_sprintf ("ipc://%s/monitor.ipc", bn_treeproc_dir (self->procs));
+    return zsys_sprintf ("ipc://%s/root.ipc", bn_treeproc_dir (self->procs));
 }
 
 //  Set up node's command line and binds. Returns -1 if out of memory.
@@ -129,29 +145,23 @@ s_set_node (s_procs_t *self, int node, const bn_bcast_options_t *options)
         args[count++] = "--log-file";
         args[count++] = log_file;
     }
-    char *monitor =
-        node == 0 && options->records ? s_monitor_endpoint (self) : NULL;
-    if (monitor) {
-        args[count++] = "--monitor";
-        args[count++] = monitor;
-    }
     if (options->reduce_plugins && *options->reduce_plugins) {
         args[count++] = "--reduce-plugins";
         args[count++] = options->reduce_plugins;
     }
     args[count] = NULL;
     int rc = bn_treeproc_set_node (self->procs, (size_t)node, parent, args);
-    zstr_free (&monitor);
     zstr_free (&up);
     zstr_free (&connect);
     if (rc)
         return -1;
     char endpoint[300];
-    if (node == 0)
-        rc = bn_wire_tcp_bind_endpoint (
-                 endpoint, sizeof endpoint, options->ip, options->root_port,
-                 options->lowest_port, options->highest_port) ||
-             bn_treeproc_add_bind (self->procs, 0, "up", endpoint);
+    if (node == 0) {
+        //  the client port is the front's: the root is reached through it
+        char *root = s_root_endpoint (self);
+        rc = root ? bn_treeproc_add_bind (self->procs, 0, "up", root) : -1;
+        zstr_free (&root);
+    }
     int leaf = bn_topology_leaf_index (topology, node);
     if (rc == 0 && leaf >= 0) {
         int port = options->leaf_ports ? options->leaf_ports[leaf] : 0;
@@ -211,14 +221,21 @@ s_start (bn_topology_t *topology, const char *key,
                                   options->ping_misses);
         rc = bn_treeproc_start (self->procs);
     }
-    //  reports wait in the root until the records' end is bound
-    char *monitor =
-        rc == 0 && options->records ? s_monitor_endpoint (self) : NULL;
-    if (monitor && bn_monitor_link_bind (options->records, monitor)) {
-        bn_log_error ("broadcast tree: cannot bind %s", monitor);
+    //  the front reports what passes it to the records, on this thread: the
+    //  root reports nothing (no copy of a request or reply crosses into
+    //  this process but the one the front relays)
+    char endpoint[300];
+    char *root = rc == 0 ? s_root_endpoint (self) : NULL;
+    if (root && bn_wire_tcp_bind_endpoint (
+                    endpoint, sizeof endpoint, options->ip, options->root_port,
+                    options->lowest_port, options->highest_port) == 0)
+        self->front = bn_bcast_front_new (
+            endpoint, root, options->hwm, options->curve, key,
+            options->records ? bn_monitor_link_target (options->records)
+                             : NULL);
+    zstr_free (&root);
+    if (!self->front)
         rc = -1;
-    }
-    zstr_free (&monitor);
     if (rc == 0)
         bn_log_info ("broadcast tree: %s as processes, root port %d",
                      bn_topology_describe (self->topology), s_port (self, -1));
@@ -237,6 +254,7 @@ s_stop (void **self_p)
     s_procs_t *self = (s_procs_t *)*self_p;
     if (!self)
         return;
+    bn_bcast_front_destroy (&self->front);
     bn_treeproc_destroy (&self->procs);
     zhashx_destroy (&self->engines);
     bn_topology_destroy (&self->topology);
@@ -250,9 +268,11 @@ s_port (void *arg, int leaf)
     s_procs_t *self = (s_procs_t *)arg;
     assert (self);
     assert (leaf < (int)self->nleaves);
-    int node = leaf < 0 ? 0 : bn_topology_leaf_node (self->topology, leaf);
-    const char *endpoint = bn_treeproc_endpoint (self->procs, (size_t)node,
-                                                 leaf < 0 ? "up" : "down");
+    if (leaf < 0)
+        return bn_bcast_front_port (self->front);
+    int node = bn_topology_leaf_node (self->topology, leaf);
+    const char *endpoint =
+        bn_treeproc_endpoint (self->procs, (size_t)node, "down");
     return endpoint ? bn_wire_endpoint_port (endpoint) : -1;
 }
 
@@ -261,7 +281,10 @@ s_attach (void *arg, zloop_t *loop)
 {
     s_procs_t *self = (s_procs_t *)arg;
     assert (self);
-    return bn_treeproc_attach (self->procs, loop);
+    return bn_treeproc_attach (self->procs, loop) ||
+                   bn_bcast_front_attach (self->front, loop)
+               ? -1
+               : 0;
 }
 
 //  Send node command and its arguments (NULL-terminated) and wait until it
@@ -365,8 +388,11 @@ s_stats (void *arg)
             json_object_update_missing (entry, counters);
         json_decref (counters);
     }
-    if (stats)
+    if (stats) {
         json_object_set_new (stats, "requests", json_integer (requests));
+        json_object_set_new (stats, "front",
+                             bn_bcast_front_stats (self->front));
+    }
     return stats;
 }
 

@@ -4,9 +4,11 @@
     a bn_treeproc supervisor. The counterpart of bn_bcast_tree (threads
     mode) for the controller.
 
-    Links: the root binds the client-facing broadcast port and each leaf
-    its engine-facing port on tcp://<ip> (the ports the connection files
-    give); every inner node binds its down socket on
+    Links: the controller holds the client-facing broadcast port
+    (bn_bcast_front) and reaches the root at ipc://<private folder>/root.ipc,
+    so that clients keep their connections, and get answers, when the root
+    dies; each leaf binds its engine-facing port on tcp://<ip> (the ports
+    the connection files give); every inner node binds its down socket on
     ipc://<private folder>/<node>.ipc and its children connect there. ipc
     rather than loopback tcp: no TCP stack per hop, no port to find or to
     win back after a restart (the path is fixed by the node's index), and
@@ -24,8 +26,9 @@
 #include "bn_bcast_mode.h"
 
 //  The nodes as banyan-scheduler processes (options->program), started
-//  and watched by a bn_treeproc supervisor; the root reports to the
-//  records link, bound at an ipc endpoint in the links' folder. Stats add
+//  and watched by a bn_treeproc supervisor; the front reports what passes
+//  the client port to the records link's target, on the loop's thread
+//  (the root process reports nothing). Stats add
 //  "mode": "processes" and per node pid, state, restarts and last_loss
 //  (a node that does not answer is waited for up to a second).
 extern const bn_bcast_mode_t bn_bcast_processes;

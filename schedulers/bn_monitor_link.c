@@ -204,6 +204,13 @@ bn_monitor_link_destroy (bn_monitor_link_t **self_p)
 }
 
 const bn_monitor_t *
+bn_monitor_link_target (bn_monitor_link_t *self)
+{
+    assert (self);
+    return self->target;
+}
+
+const bn_monitor_t *
 bn_monitor_link_sender (bn_monitor_link_t *self)
 {
     assert (self);

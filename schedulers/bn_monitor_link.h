@@ -43,6 +43,10 @@ int bn_monitor_link_attach (bn_monitor_link_t *self, zloop_t *loop);
 //  socket is not shared). Valid as long as the link is.
 const bn_monitor_t *bn_monitor_link_sender (bn_monitor_link_t *self);
 
+//  The monitor the link delivers to, for a caller on the loop's own thread
+//  (NULL for a remote link). Valid as long as the link is.
+const bn_monitor_t *bn_monitor_link_target (bn_monitor_link_t *self);
+
 //  Deliver what has arrived; returns 0.
 int bn_monitor_link_ready (bn_monitor_link_t *self);
 

@@ -10,9 +10,10 @@ request is served:
   served, and no engine is left with a queue;
 - a node process of the broadcast tree stopped (processes mode): a leaf's
   engines fail at the tree's deadline, the root's requests at the client's
-  --timeout or, without one, when the client's heartbeat to the root gives
-  up; continued, the tree serves them again; the root killed: a waiting
-  client's request fails at once, and the restarted root serves;
+  --timeout or, without one, when the controller finds the root silent,
+  kills it and answers them; continued, the tree serves them again; the
+  root killed: the controller answers a waiting client's request at once,
+  and the restarted root serves;
 - the controller killed (SIGKILL) under a waiting client: it says
   ControllerGone at once."""
 
@@ -200,7 +201,8 @@ with Profile("faults") as profile:
               and took < BOUND,
               f"the root stopped: px --timeout 3 reports both engines timed out "
               f"({took:.1f} s)", describe(root))
-        # without a timeout the client's heartbeat to the root gives up
+        # without a timeout the controller finds the root silent (25 beats
+        # of 200 ms), kills it and answers
         root, took = timed(lambda: px(profile, "echo hi"))
         check(root.returncode == 1 and root.stderr.count("EngineError") == 2
               and took < BOUND,
