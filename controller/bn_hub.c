@@ -757,9 +757,11 @@ s_registration_request (bn_hub_t *self, bn_msg_t *request, const char *via)
         bn_log_warn ("hub: engine id %d is taken; %s gets %d", requested, uuid,
                      id);
 
-    bn_msg_t *reply = bn_msg_new (self->session, BN_MSG_REGISTRATION_REPLY);
-    if (!reply || bn_msg_copy_idents (reply, request) != 0) {
-        bn_msg_destroy (&reply);
+    //  the parent names the engine's session: the engines of one process
+    //  may share the socket they register on
+    bn_msg_t *reply =
+        bn_msg_new_reply (self->session, request, BN_MSG_REGISTRATION_REPLY);
+    if (!reply) {
         self->stats.send_failed++;
         return;
     }

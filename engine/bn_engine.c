@@ -1,13 +1,16 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_engine: one logical engine.
 
-    Sockets (doc/wire.md 3.1): a registration DEALER (closed once registered;
-    unregistration_request goes out on a DEALER all engines share), a
-    shell ROUTER connected to mux, task and broadcast[id % n], a control
-    ROUTER, and a pong DEALER; all with routing id = uuid. The iopub PUB
-    and the ping SUB are shared by the engines of one process (a PUB has no
+    Sockets (doc/wire.md 3.1): a shell ROUTER connected to mux, task and
+    broadcast[id % n], a control ROUTER, and a pong DEALER; all with
+    routing id = uuid. The iopub PUB, the ping SUB and a registration
+    DEALER are shared by the engines of one process (a PUB has no
     identity, and every engine hears the same pings), which saves two
-    sockets and their file descriptors per engine.
+    sockets and their file descriptors per engine. An engine registers on
+    the shared DEALER when the hub's replies name its session as their
+    parent's (banyan's hub does, 7.1.0's does not), saving a connection
+    and its handshake; else on a DEALER of its own, closed once it is
+    registered. unregistration_request goes out on the shared DEALER.
 
     One shell request runs at a time; the rest wait in a queue. Control
     requests are answered at once, even while a command runs, so abort,
@@ -92,7 +95,8 @@ struct _bn_engine_t {
     int id;                //  given by the controller, -1 before
     bn_engine_state_t state;
     bn_engine_exit_t exit_code;
-    zsock_t *registration;              //  DEALER while registering
+    zsock_t *registration;              //  own DEALER while registering,
+                                        //  or NULL: the shared one
     zsock_t *shell;                     //  ROUTER: mux, task, broadcast
     zsock_t *control;                   //  ROUTER: control
     zsock_t *pong;                      //  DEALER: hb_pong
@@ -100,7 +104,8 @@ struct _bn_engine_t {
     bn_watch_item_t *shell_item;
     bn_watch_item_t *control_item;
     char topic[64];            //  "engine.<id>." iopub topic prefix
-    int64_t deadline;          //  registration deadline (ms, mono)
+    int64_t deadline;          //  registration deadline (ms, mono), 0:
+                               //  not asked yet
     int64_t last_ping;         //  last ping or registration (ms)
     int64_t last_tick;         //  the previous bn_engine_tick (ms), 0: none
     char answered[S_PING_MAX]; //  the last ping echoed
@@ -1311,27 +1316,36 @@ s_registered (bn_engine_t *self, json_t *content)
         self->env->on_state (self, self->env->arg);
 }
 
-static void
-s_registration_event (bn_watch_item_t *item, void *arg)
+int
+bn_engine_registration_reply (bn_engine_t *self, bn_msg_t **msg_p)
 {
-    bn_engine_t *self = (bn_engine_t *)arg;
-    bn_msg_t *msg =
-        bn_msg_recv_flags (zsock_resolve (self->registration), ZMQ_DONTWAIT);
+    assert (self);
+    assert (msg_p);
+    bn_msg_t *msg = *msg_p;
+    *msg_p = NULL;
     if (!msg || s_accept (self, msg, "registration")) {
         bn_msg_destroy (&msg);
-        return;
+        return -1;
     }
+    if (self->state != BN_ENGINE_REGISTERING) {
+        bn_log_debug ("engine %d: ignored a %s after registering", self->id,
+                      bn_msg_type (msg));
+        bn_msg_destroy (&msg);
+        return -1;
+    }
+    int rc = 0;
     self->env->last_reply = zclock_mono ();
     json_t *content = bn_msg_content (msg);
     const char *status =
         json_string_value (json_object_get (content, "status"));
-    if (strcmp (bn_msg_type (msg), BN_MSG_REGISTRATION_REPLY) != 0)
+    if (strcmp (bn_msg_type (msg), BN_MSG_REGISTRATION_REPLY) != 0) {
         bn_log_warn ("engine %s: ignored a %s while registering", self->uuid,
                      bn_msg_type (msg));
-    else if (status && strcmp (status, BN_STATUS_OK) == 0 &&
-             json_is_integer (json_object_get (content, "id")) &&
-             json_integer_value (json_object_get (content, "id")) >= 0 &&
-             json_integer_value (json_object_get (content, "id")) < INT32_MAX)
+        rc = -1;
+    } else if (status && strcmp (status, BN_STATUS_OK) == 0 &&
+               json_is_integer (json_object_get (content, "id")) &&
+               json_integer_value (json_object_get (content, "id")) >= 0 &&
+               json_integer_value (json_object_get (content, "id")) < INT32_MAX)
         s_registered (self, content);
     else {
         const char *evalue =
@@ -1341,6 +1355,18 @@ s_registration_event (bn_watch_item_t *item, void *arg)
         bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
     }
     bn_msg_destroy (&msg);
+    return rc;
+}
+
+//  A reply on the engine's own registration socket.
+static void
+s_registration_event (bn_watch_item_t *item, void *arg)
+{
+    bn_engine_t *self = (bn_engine_t *)arg;
+    bn_msg_t *msg =
+        bn_msg_recv_flags (zsock_resolve (self->registration), ZMQ_DONTWAIT);
+    if (msg)
+        bn_engine_registration_reply (self, &msg);
 }
 
 //  ---------------------------------------------------------------------
@@ -1413,18 +1439,21 @@ bn_engine_reserve_history (bn_engine_t *self)
 }
 
 int
-bn_engine_start (bn_engine_t *self)
+bn_engine_start (bn_engine_t *self, bool shared)
 {
     assert (self);
-    char *url = bn_connfile_url (self->env->connfile, "registration");
-    self->registration = url ? s_socket (self, ZMQ_DEALER, url, false) : NULL;
-    free (url);
-    if (!self->registration)
-        return -1;
-    self->registration_item = bn_watch_sock (
-        self->env->watch, self->registration, s_registration_event, self);
-    if (!self->registration_item)
-        return -1;
+    if (!shared) {
+        char *url = bn_connfile_url (self->env->connfile, "registration");
+        self->registration =
+            url ? s_socket (self, ZMQ_DEALER, url, false) : NULL;
+        free (url);
+        if (!self->registration)
+            return -1;
+        self->registration_item = bn_watch_sock (
+            self->env->watch, self->registration, s_registration_event, self);
+        if (!self->registration_item)
+            return -1;
+    }
     bn_msg_t *msg = bn_msg_new (self->session, BN_MSG_REGISTRATION_REQUEST);
     if (!msg)
         return -1;
@@ -1433,7 +1462,8 @@ bn_engine_start (bn_engine_t *self)
                  ? json_pack ("{s:s, s:i}", "uuid", self->uuid, "id",
                               self->requested_id)
                  : json_pack ("{s:s, s:n}", "uuid", self->uuid, "id"));
-    if (bn_msg_send (&msg, zsock_resolve (self->registration), self->session))
+    zsock_t *sock = shared ? self->env->registration : self->registration;
+    if (bn_msg_send (&msg, zsock_resolve (sock), self->session))
         return -1;
     self->deadline =
         zclock_mono () + (int64_t)(self->env->registration_timeout * 1000);
@@ -1464,15 +1494,17 @@ s_stop (bn_engine_t *self, bn_engine_exit_t code, bool unregister)
     bn_msg_destroy (&self->current.msg);
     zlistx_purge (self->queue);
     s_start_waiting (self->env);
-    if (code == BN_ENGINE_EXIT_REGISTRATION && self->registration)
+    if (code == BN_ENGINE_EXIT_REGISTRATION && !was_running && self->deadline)
         //  As ipengine on a registration timeout: {"id": null}.
-        s_send_unregistration (self, self->registration);
+        s_send_unregistration (self, self->registration
+                                         ? self->registration
+                                         : self->env->registration);
     s_close (self, &self->registration, &self->registration_item);
     s_close (self, &self->shell, &self->shell_item);
     s_close (self, &self->control, &self->control_item);
     s_close (self, &self->pong, NULL);
     if (was_running && unregister)
-        s_send_unregistration (self, self->env->unregister);
+        s_send_unregistration (self, self->env->registration);
     if (self->env->on_state)
         self->env->on_state (self, self->env->arg);
 }
@@ -1518,16 +1550,16 @@ bn_engine_tick (bn_engine_t *self, int64_t now_ms)
         self->last_ping = now_ms;
     self->last_tick = now_ms;
     //  A reply may be waiting behind other engines' work: read it first.
-    if (self->state == BN_ENGINE_REGISTERING && now_ms >= self->deadline &&
-        self->registration)
+    if (self->state == BN_ENGINE_REGISTERING && self->deadline &&
+        now_ms >= self->deadline && self->registration)
         s_registration_event (self->registration_item, self);
     //  The controller answers the engines of this process in turn: one
     //  that answered another of them within the timeout is slow, not
     //  gone, and this engine waits on.
     int64_t progress = self->env->last_reply +
                        (int64_t)(self->env->registration_timeout * 1000);
-    if (self->state == BN_ENGINE_REGISTERING && now_ms >= self->deadline &&
-        now_ms >= progress) {
+    if (self->state == BN_ENGINE_REGISTERING && self->deadline &&
+        now_ms >= self->deadline && now_ms >= progress) {
         bn_log_error ("engine %s: no registration_reply within %g s",
                       self->uuid, self->env->registration_timeout);
         bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);

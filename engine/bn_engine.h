@@ -41,10 +41,13 @@ typedef struct {
     bn_watch_t *watch;           //  watches their sockets and commands
     bn_connfile_t *connfile;     //  controller URLs and key
     zsock_t *iopub;              //  PUB connected to the iopub URL
-    zsock_t *unregister;         //  DEALER connected to the registration
-                                 //  URL, no routing id: carries every
-                                 //  engine's unregistration_request (the
-                                 //  hub reads the id from the content)
+    zsock_t *registration;       //  DEALER connected to the registration
+                                 //  URL: carries every engine's
+                                 //  registration_request and
+                                 //  unregistration_request (the hub reads
+                                 //  the uuid or id from the content); the
+                                 //  owner reads the replies and hands
+                                 //  each to its engine
     bn_functions_t *functions;   //  what apply_request can call
     const char *cwd;             //  folder commands run in, NULL: current
     double registration_timeout; //  seconds to wait for registration_reply
@@ -94,9 +97,16 @@ void bn_engine_destroy (bn_engine_t **self_p);
 //  memory stays flat as its traffic fills it. Returns 0, or BN_ENOMEM.
 int bn_engine_reserve_history (bn_engine_t *self);
 
-//  Connect the registration socket and send registration_request.
-//  Returns -1 if the socket cannot be made.
-int bn_engine_start (bn_engine_t *self);
+//  Send registration_request: on the shared registration socket, whose
+//  owner hands the reply to bn_engine_registration_reply, or (not shared)
+//  on a socket of the engine's own. Returns -1 if it cannot be sent.
+int bn_engine_start (bn_engine_t *self, bool shared);
+
+//  Handle the reply to the engine's registration_request: the
+//  registration_reply makes it RUNNING, or STOPPED when refused. Takes
+//  the message. Returns -1 if it was not taken as the reply (a bad
+//  signature, another type, the engine is not registering).
+int bn_engine_registration_reply (bn_engine_t *self, bn_msg_t **msg_p);
 
 //  Stop serving: kill a running command, drop queued requests, send
 //  unregistration_request when registered, close the sockets (pending

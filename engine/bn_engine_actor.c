@@ -3,9 +3,16 @@
 
     Besides the engines, the loop holds what they share: the iopub PUB,
     the heartbeat SUB (each ping is echoed by every running engine), the
-    function table, and one periodic timer that checks every engine's
-    deadlines (one timer rather than one per engine keeps zloop's timer
-    list short with thousands of engines).
+    registration DEALER, the function table, and one periodic timer that checks
+   every engine's deadlines (one timer rather than one per engine keeps zloop's
+    timer list short with thousands of engines).
+
+    The first engine registers alone on the shared DEALER: when the reply
+    names its session as its parent's (banyan's hub), the others register
+    there too, each reply going to the engine its parent names; when it
+    does not (7.1.0's hub), or no reply comes, each other engine registers
+    on a socket of its own, as ipengine does, so that no reply can go to
+    the wrong engine.
 
     At most BN_ENGINE_REGISTERING_MAX engines register at once; the next starts
     when one of them is answered. Thousands of engines that all ask at
@@ -31,10 +38,11 @@
 #include <sys/resource.h>
 
 #define S_TICK_MS 100 //  deadline check period
-//  An engine holds 3 sockets (shell, control, pong; a registration DEALER
-//  before) and 8 descriptors: 3 socket mailboxes and 5 TCP connections
-//  (mux, task, broadcast, control, hb_pong); a running command 3 more.
-#define S_SOCKETS_PER_ENGINE 4
+//  An engine holds 3 sockets (shell, control, pong) and 8 descriptors: 3
+//  socket mailboxes and 5 TCP connections (mux, task, broadcast, control,
+//  hb_pong); a running command 3 more.
+#define S_SOCKETS_PER_ENGINE 3
+#define S_DRAIN 256 //  registration replies read per wake-up
 #define S_FDS_PER_ENGINE 8
 #define S_FDS_PER_COMMAND 3
 //  Engines of a process whose replay histories are sized whole at the
@@ -43,23 +51,33 @@
 //  traffic only
 #define S_RESERVED_HISTORIES 4
 
+//  Where the engines register (see above).
+typedef enum {
+    S_PROBING, //  the first engine asks on the shared DEALER, alone
+    S_SHARED,  //  the hub names the parent: all on the shared DEALER
+    S_OWN      //  each on a DEALER of its own
+} s_mode_t;
+
 typedef struct {
     zsock_t *pipe; //  to the actor's owner
     zloop_t *loop;
     bn_watch_t *watch; //  the engines' sockets and commands
     bn_connfile_t *connfile;
-    zsock_t *iopub;      //  shared PUB
-    zsock_t *ping;       //  shared heartbeat SUB
-    zsock_t *unregister; //  shared DEALER for unregistration_request
-    zsock_t *handshakes; //  its monitor until a handshake succeeds
-    int refusals;        //  handshakes the controller refused (bn_curve)
-    zlistx_t *waiting;   //  engines waiting to start a command
-    zsock_t *wake[2];    //  PAIR: the tick timer pokes [0]
+    zsock_t *iopub;        //  shared PUB
+    zsock_t *ping;         //  shared heartbeat SUB
+    zsock_t *registration; //  shared DEALER: (un)registration_request
+    zsock_t *handshakes;   //  its monitor until a handshake succeeds
+    int refusals;          //  handshakes the controller refused (bn_curve)
+    zlistx_t *waiting;     //  engines waiting to start a command
+    zsock_t *wake[2];      //  PAIR: the tick timer pokes [0]
     bn_functions_t *functions;
     zcert_t *curve_cert; //  when the controller uses CURVE
     char *cwd;
     bn_engine_env_t env; //  handed to every engine
     bn_engine_t **engines;
+    zhashx_t *by_uuid;  //  uuid -> bn_engine_t *, for registration replies
+    s_mode_t mode;      //  where the engines register
+    bn_engine_t *probe; //  the engine asking while S_PROBING, or NULL
     int count;
     int started;        //  engines[0..started) have asked to register
     bool starting;      //  inside s_start_more: no recursion
@@ -120,16 +138,17 @@ s_start_more (s_actor_t *self)
     self->starting = true;
     while (self->started < self->count &&
            self->started - self->running - self->stopped <
-               BN_ENGINE_REGISTERING_MAX) {
+               (self->mode == S_PROBING ? 1 : BN_ENGINE_REGISTERING_MAX)) {
         bn_engine_t *engine = self->engines[self->started++];
         //  one stopped before its turn (a refused handshake, the end)
         if (bn_engine_state (engine) != BN_ENGINE_REGISTERING)
             continue;
-        if (bn_engine_start (engine)) {
+        if (bn_engine_start (engine, self->mode != S_OWN)) {
             bn_log_error ("engine %d: cannot reach the registration URL",
                           self->started - 1);
             bn_engine_stop (engine, BN_ENGINE_EXIT_REGISTRATION);
-        }
+        } else if (self->mode == S_PROBING)
+            self->probe = engine;
     }
     self->starting = false;
 }
@@ -138,6 +157,13 @@ static void
 s_on_state (bn_engine_t *engine, void *arg)
 {
     s_actor_t *self = (s_actor_t *)arg;
+    //  the first engine had no answer on the shared socket: a late one
+    //  must not go to another engine
+    if (engine == self->probe &&
+        bn_engine_state (engine) == BN_ENGINE_STOPPED) {
+        self->probe = NULL;
+        self->mode = S_OWN;
+    }
     self->running = 0;
     self->stopped = 0;
     for (int i = 0; i < self->count; i++) {
@@ -156,6 +182,49 @@ s_on_state (bn_engine_t *engine, void *arg)
         s_report_stopped (self);
 }
 
+//  Hand each registration reply waiting on the shared socket to the engine
+//  that asked (its parent's session); drop what names none.
+static void
+s_registration_drain (s_actor_t *self)
+{
+    for (int n = 0; n < S_DRAIN; n++) {
+        bn_msg_t *msg = bn_msg_recv_flags (zsock_resolve (self->registration),
+                                           ZMQ_DONTWAIT);
+        if (!msg)
+            break;
+        const char *session = bn_msg_parent_session (msg);
+        bn_engine_t *engine =
+            session ? zhashx_lookup (self->by_uuid, session) : NULL;
+        //  a hub that does not name the parent: the first engine's answer
+        bool unnamed = !session && self->probe;
+        if (unnamed)
+            engine = self->probe;
+        if (engine) {
+            bool probe = engine == self->probe;
+            //  once it is taken as the reply (not before: what it drops
+            //  decides nothing), the others register on the shared socket,
+            //  or on sockets of their own
+            if (probe)
+                self->mode = unnamed ? S_OWN : S_SHARED;
+            if (bn_engine_registration_reply (engine, &msg) == 0 && probe)
+                self->probe = NULL;
+            else if (probe && self->probe)
+                self->mode = S_PROBING;
+        } else {
+            bn_log_warn ("engines: dropped a %s for no engine of ours",
+                         bn_msg_type (msg) ? bn_msg_type (msg) : "message");
+            bn_msg_destroy (&msg);
+        }
+    }
+}
+
+static int
+s_registration_event (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    s_registration_drain ((s_actor_t *)arg);
+    return 0;
+}
+
 static int
 s_tick_timer (zloop_t *loop, int timer_id, void *arg)
 {
@@ -171,6 +240,9 @@ s_tick (zloop_t *loop, zsock_t *sock, void *arg)
     char byte;
     while (zmq_recv (zsock_resolve (sock), &byte, 1, ZMQ_DONTWAIT) >= 0)
         ;
+    //  a reply may be waiting behind other engines' work: read it before
+    //  judging deadlines
+    s_registration_drain (self);
     int64_t now = zclock_mono ();
     //  an engine not started yet has no deadline
     for (int i = 0; i < self->started; i++)
@@ -194,7 +266,7 @@ s_handshake_event (zloop_t *loop, zsock_t *sock, void *arg)
     zmsg_destroy (&msg);
     bool refused = bn_curve_refused (&self->refusals, event);
     if (refused || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
-        zmq_socket_monitor (zsock_resolve (self->unregister), NULL, 0);
+        zmq_socket_monitor (zsock_resolve (self->registration), NULL, 0);
         zloop_reader_end (loop, sock);
     }
     if (refused) {
@@ -338,21 +410,22 @@ s_actor_destroy (s_actor_t *self)
     for (int i = 0; self->engines && i < self->count; i++)
         bn_engine_destroy (&self->engines[i]);
     free (self->engines);
+    zhashx_destroy (&self->by_uuid);
     if (self->ping)
         zsock_destroy (&self->ping);
     zsock_destroy (&self->wake[0]);
     zsock_destroy (&self->wake[1]);
-    if (self->handshakes && self->unregister)
-        zmq_socket_monitor (zsock_resolve (self->unregister), NULL, 0);
+    if (self->handshakes && self->registration)
+        zmq_socket_monitor (zsock_resolve (self->registration), NULL, 0);
     zsock_destroy (&self->handshakes);
     //  Let the last iopub messages and unregistrations go out.
     if (self->iopub) {
         zsock_set_linger (self->iopub, 1000);
         zsock_destroy (&self->iopub);
     }
-    if (self->unregister) {
-        zsock_set_linger (self->unregister, 1000);
-        zsock_destroy (&self->unregister);
+    if (self->registration) {
+        zsock_set_linger (self->registration, 1000);
+        zsock_destroy (&self->registration);
     }
     zlistx_destroy (&self->waiting);
     bn_watch_destroy (&self->watch);
@@ -371,7 +444,9 @@ s_same (const void *item1, const void *item2)
 }
 
 //  A socket the engines share, connected to the URL of key, its
-//  handshakes reported to monitor when given; NULL (logged) on failure.
+//  handshakes reported to monitor when given; NULL (logged) on failure. A
+//  DEALER gets a routing id of its own, printable as the host node wants
+//  it (libzmq's own starts with a zero byte).
 static zsock_t *
 s_shared_socket (s_actor_t *self, int type, const char *key,
                  const char *monitor)
@@ -383,6 +458,14 @@ s_shared_socket (s_actor_t *self, int type, const char *key,
         zsock_set_rcvhwm (sock, 0);
         if (type == ZMQ_SUB)
             zsock_set_subscribe (sock, "");
+        if (type == ZMQ_DEALER) {
+            zuuid_t *uuid = zuuid_new ();
+            char identity[64];
+            snprintf (identity, sizeof identity, "bn-engines-%s",
+                      uuid ? zuuid_str_canonical (uuid) : "");
+            zuuid_destroy (&uuid);
+            zsock_set_identity (sock, identity);
+        }
         if (self->curve_cert &&
             bn_curve_client (sock, self->curve_cert,
                              bn_connfile_curve_serverkey (self->connfile)))
@@ -521,15 +604,16 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     char *monitor =
         zsys_sprintf ("inproc://bn-engine-handshakes-%p", (void *)self);
     self->handshakes = monitor ? zsock_new (ZMQ_PAIR) : NULL;
-    self->unregister =
+    self->registration =
         self->handshakes
             ? s_shared_socket (self, ZMQ_DEALER, "registration", monitor)
             : NULL;
-    if (self->unregister && zsock_connect (self->handshakes, "%s", monitor))
+    if (self->registration && zsock_connect (self->handshakes, "%s", monitor))
         zsock_destroy (&self->handshakes);
     zstr_free (&monitor);
+    self->by_uuid = zhashx_new ();
     if (!self->loop || !self->watch || !self->iopub || !self->ping ||
-        !self->unregister || !self->handshakes)
+        !self->registration || !self->handshakes || !self->by_uuid)
         return -1;
 
     self->env.loop = self->loop;
@@ -537,7 +621,7 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     self->env.connfile = self->connfile;
     self->env.iopub = self->iopub;
     self->env.waiting = self->waiting;
-    self->env.unregister = self->unregister;
+    self->env.registration = self->registration;
     self->env.functions = self->functions;
     self->env.cwd = self->cwd;
     self->env.curve_cert = self->curve_cert;
@@ -551,7 +635,9 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
             &self->env, args->first_id >= 0 ? args->first_id + i : -1);
         if (!self->engines[i] ||
             (i < S_RESERVED_HISTORIES &&
-             bn_engine_reserve_history (self->engines[i]) != 0)) {
+             bn_engine_reserve_history (self->engines[i]) != 0) ||
+            zhashx_insert (self->by_uuid, bn_engine_uuid (self->engines[i]),
+                           self->engines[i])) {
             bn_log_error ("out of memory creating engine %d", i);
             bn_engine_destroy (&self->engines[i]);
             self->count = i;
@@ -571,6 +657,7 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
         return -1;
     zloop_reader (self->loop, self->ping, s_ping_event, self);
     zloop_reader (self->loop, self->handshakes, s_handshake_event, self);
+    zloop_reader (self->loop, self->registration, s_registration_event, self);
     zloop_reader (self->loop, self->pipe, s_pipe_event, self);
     zloop_reader (self->loop, self->wake[1], s_tick, self);
     zloop_timer (self->loop, S_TICK_MS, 0, s_tick_timer, self);

@@ -112,7 +112,7 @@ struct _s_node_t {
     int up_leaf;        //  the controller's leaf ours hangs below
     bn_heart_t *heart;  //  pings our engines, once welcomed
     zhashx_t *engines;  //  uuid -> s_engine_t
-    zhashx_t *pending;  //  registration ident -> uuid it asked for
+    zhashx_t *pending;  //  registration_request msg_id -> uuid it asked for
     json_t *tell_alive; //  uuids to tell the hub
     json_t *tell_lost;
     int flush_timer; //  -1 when none
@@ -606,7 +606,9 @@ s_on_reg (zloop_t *loop, zsock_t *sock, void *arg)
             bn_msg_destroy (&msg);
             continue;
         }
-        if (streq (bn_msg_type (msg), BN_MSG_REGISTRATION_REQUEST)) {
+        //  by msg_id, as the engines of one process may share a socket
+        if (streq (bn_msg_type (msg), BN_MSG_REGISTRATION_REQUEST) &&
+            bn_msg_id (msg)) {
             const char *uuid = json_string_value (
                 json_object_get (bn_msg_content (msg), "uuid"));
             //  replies that never came do not pile up for ever
@@ -617,7 +619,7 @@ s_on_reg (zloop_t *loop, zsock_t *sock, void *arg)
                 zhashx_purge (self->pending);
             }
             if (uuid)
-                zhashx_update (self->pending, key, strdup (uuid));
+                zhashx_update (self->pending, bn_msg_id (msg), strdup (uuid));
         }
         if (bn_msg_send_flags (&msg, zsock_resolve (self->up_query), NULL,
                                ZMQ_DONTWAIT) == 0)
@@ -631,8 +633,11 @@ s_on_reg (zloop_t *loop, zsock_t *sock, void *arg)
 //  A registration_reply going down: note the engine and its id, and expect
 //  its heart.
 static void
-s_registration_reply (s_node_t *self, bn_msg_t *msg, const char *key)
+s_registration_reply (s_node_t *self, bn_msg_t *msg)
 {
+    const char *key = bn_msg_parent_id (msg);
+    if (!key)
+        return;
     char *uuid = zhashx_lookup (self->pending, key);
     json_t *content = bn_msg_content (msg);
     json_t *id = json_object_get (content, "id");
@@ -680,10 +685,9 @@ s_on_up_query (zloop_t *loop, zsock_t *sock, void *arg)
                 return -1;
             continue;
         }
-        char key[S_KEY_MAX];
-        if (s_ident_key (msg, key) && bn_msg_type (msg) &&
+        if (bn_msg_type (msg) &&
             streq (bn_msg_type (msg), BN_MSG_REGISTRATION_REPLY))
-            s_registration_reply (self, msg, key);
+            s_registration_reply (self, msg);
         if (bn_msg_send_flags (&msg, zsock_resolve (self->reg), NULL,
                                ZMQ_DONTWAIT) == 0)
             self->stats.registrations++;

@@ -45,7 +45,8 @@ typedef struct {
     zsock_t *pong;         //  ROUTER
     zsock_t *iopub;        //  SUB
     zactor_t *engines;
-    int n; //  registered engines
+    bool stock; //  registration replies name no parent, as 7.1.0's hub's
+    int n;      //  registered engines
     char uuid[S_MAX][64];
     int id[S_MAX];
 } s_fake_t;
@@ -185,6 +186,34 @@ s_index_of (s_fake_t *fake, const char *uuid)
 
 static void s_probe_iopub (s_fake_t *fake, int index);
 
+//  A registration_reply to request: its parent is the request's header,
+//  as banyan's hub sends it, or none, as 7.1.0's hub does (fake->stock).
+static bn_msg_t *
+s_registration_reply_new (s_fake_t *fake, bn_msg_t *request)
+{
+    bn_msg_t *reply;
+    if (fake->stock) {
+        reply = bn_msg_new (fake->hub, BN_MSG_REGISTRATION_REPLY);
+        bn_msg_copy_idents (reply, request);
+    } else
+        reply =
+            bn_msg_new_reply (fake->hub, request, BN_MSG_REGISTRATION_REPLY);
+    ck_assert_ptr_nonnull (reply);
+    return reply;
+}
+
+//  The routing id of the socket the engines of a process share.
+#define S_SHARED_PREFIX "bn-engines-"
+
+static bool
+s_from_shared (bn_msg_t *msg)
+{
+    size_t size;
+    const char *ident = bn_msg_ident (msg, 0, &size);
+    return ident && size > strlen (S_SHARED_PREFIX) &&
+           memcmp (ident, S_SHARED_PREFIX, strlen (S_SHARED_PREFIX)) == 0;
+}
+
 //  Answer count registration requests (giving the requested id, else the
 //  next free one) with hb_period ms, then wait until every engine says
 //  "starting" on iopub.
@@ -199,9 +228,15 @@ s_register (s_fake_t *fake, int count, int hb_period)
         const char *uuid =
             json_string_value (json_object_get (content, "uuid"));
         ck_assert_ptr_nonnull (uuid);
-        //  routing id and session are the uuid
-        ck_assert (bn_msg_ident_is (request, 0, uuid, strlen (uuid)));
+        //  the session is the uuid; the first asks on the socket the
+        //  process's engines share, the others too when the hub names the
+        //  parent of its replies, else each on its own, its routing id the
+        //  uuid
         ck_assert_str_eq (bn_msg_session (request), uuid);
+        if (fake->n == 0 || !fake->stock)
+            ck_assert (s_from_shared (request));
+        else
+            ck_assert (bn_msg_ident_is (request, 0, uuid, strlen (uuid)));
         ck_assert (json_object_get (content, "id") != NULL);
         json_t *asked = json_object_get (content, "id");
         int id =
@@ -209,8 +244,7 @@ s_register (s_fake_t *fake, int count, int hb_period)
         next = id + 1;
         snprintf (fake->uuid[fake->n], sizeof fake->uuid[0], "%s", uuid);
         fake->id[fake->n++] = id;
-        bn_msg_t *reply = bn_msg_new (fake->hub, BN_MSG_REGISTRATION_REPLY);
-        bn_msg_copy_idents (reply, request);
+        bn_msg_t *reply = s_registration_reply_new (fake, request);
         bn_msg_set_content (reply,
                             json_pack ("{s:i, s:s, s:i}", "id", id, "status",
                                        "ok", "hb_period", hb_period));
@@ -539,22 +573,36 @@ START_TEST (test_registration_ids_and_heartbeat)
 }
 END_TEST
 
-//  Many engines of one process ask to register in turns: no more than
-//  BN_ENGINE_REGISTERING_MAX wait for their reply at once, and each reply
-//  lets the next one ask.
+//  Many engines of one process ask to register in turns: the first alone,
+//  then no more than BN_ENGINE_REGISTERING_MAX wait for their reply at
+//  once, and each reply lets the next one ask; all on the one socket they
+//  share, as the hub names each reply's parent.
 START_TEST (test_registration_window)
 {
     s_fake_t *fake = s_fake;
     int count = BN_ENGINE_REGISTERING_MAX + 8;
-    s_start (fake, count, -1, NULL);
+    s_start (fake, count + 1, -1, NULL);
+    bn_msg_t *first = s_recv_ok (fake->registration);
+    ck_assert (s_from_shared (first));
+    ck_assert_ptr_null (s_recv (fake->registration, 300));
+    bn_msg_t *welcome = s_registration_reply_new (fake, first);
+    bn_msg_set_content (welcome, json_pack ("{s:i, s:s, s:i}", "id", count,
+                                            "status", "ok", "hb_period", 3000));
+    ck_assert_int_eq (
+        bn_msg_send (&welcome, zsock_resolve (fake->registration), fake->hub),
+        0);
+    size_t size;
+    const void *shared = bn_msg_ident (first, 0, &size);
     bn_msg_t *asked[S_MAX];
-    for (int i = 0; i < BN_ENGINE_REGISTERING_MAX; i++)
+    for (int i = 0; i < BN_ENGINE_REGISTERING_MAX; i++) {
         asked[i] = s_recv_ok (fake->registration);
+        ck_assert (bn_msg_ident_is (asked[i], 0, shared, size));
+    }
+    bn_msg_destroy (&first);
     //  the rest wait: nothing more comes while none is answered
     ck_assert_ptr_null (s_recv (fake->registration, 300));
     for (int i = 0; i < BN_ENGINE_REGISTERING_MAX; i++) {
-        bn_msg_t *reply = bn_msg_new (fake->hub, BN_MSG_REGISTRATION_REPLY);
-        bn_msg_copy_idents (reply, asked[i]);
+        bn_msg_t *reply = s_registration_reply_new (fake, asked[i]);
         bn_msg_set_content (reply,
                             json_pack ("{s:i, s:s, s:i}", "id", i, "status",
                                        "ok", "hb_period", 3000));
@@ -568,8 +616,7 @@ START_TEST (test_registration_window)
                 s_recv_ok (fake->registration);
     }
     for (int i = BN_ENGINE_REGISTERING_MAX; i < count; i++) {
-        bn_msg_t *reply = bn_msg_new (fake->hub, BN_MSG_REGISTRATION_REPLY);
-        bn_msg_copy_idents (reply, asked[i]);
+        bn_msg_t *reply = s_registration_reply_new (fake, asked[i]);
         bn_msg_set_content (reply,
                             json_pack ("{s:i, s:s, s:i}", "id", i, "status",
                                        "ok", "hb_period", 3000));
@@ -1314,8 +1361,7 @@ END_TEST
 static void
 s_reply_registration (s_fake_t *fake, bn_msg_t **request, int id)
 {
-    bn_msg_t *reply = bn_msg_new (fake->hub, BN_MSG_REGISTRATION_REPLY);
-    bn_msg_copy_idents (reply, *request);
+    bn_msg_t *reply = s_registration_reply_new (fake, *request);
     bn_msg_set_content (reply, json_pack ("{s:i, s:s, s:i}", "id", id, "status",
                                           "ok", "hb_period", 3000));
     ck_assert_int_eq (
@@ -1333,8 +1379,11 @@ START_TEST (test_registration_slow_controller)
     //  2 s; the times below keep 0.5 s from every deadline
     bn_config_set (config, "engine.registration_timeout", "2",
                    BN_CONFIG_CMDLINE);
-    s_start (fake, 2, -1, config);
+    s_start (fake, 3, -1, config);
     bn_config_destroy (&config);
+    //  the first asks alone; the two after it at once
+    bn_msg_t *probe = s_recv_ok (fake->registration);
+    s_reply_registration (fake, &probe, 0);
     bn_msg_t *first = s_recv_ok (fake->registration);
     bn_msg_t *second = s_recv_ok (fake->registration);
     int64_t asked = zclock_mono ();
@@ -1342,17 +1391,66 @@ START_TEST (test_registration_slow_controller)
     //  deadline (2 s), within 2 s of the first's answer
     while (zclock_mono () < asked + 1000)
         zclock_sleep (10);
-    s_reply_registration (fake, &first, 0);
+    s_reply_registration (fake, &first, 1);
     while (zclock_mono () < asked + 2500)
         zclock_sleep (10);
-    s_reply_registration (fake, &second, 1);
+    s_reply_registration (fake, &second, 2);
     zsock_set_rcvtimeo (fake->engines, S_TIMEOUT);
     zstr_sendx (fake->engines, "WAIT", "5000", NULL);
     char *answer = zstr_recv (fake->engines);
     ck_assert_str_eq (answer, "OK");
     free (answer);
     char *ids = s_command (fake, "IDS");
-    ck_assert (streq (ids, "0,1") || streq (ids, "1,0"));
+    ck_assert (streq (ids, "0,1,2") || streq (ids, "0,2,1"));
+    free (ids);
+}
+END_TEST
+
+//  A hub that names no parent in its registration replies (7.1.0's): the
+//  first engine has its answer on the shared socket, where it asked
+//  alone, and the others ask on sockets of their own; each gets its own
+//  id.
+START_TEST (test_registration_stock_hub)
+{
+    s_fake_t *fake = s_fake;
+    fake->stock = true;
+    s_start (fake, 3, 5, NULL);
+    s_register (fake, 3, 3000);
+    char *ids = s_command (fake, "IDS");
+    ck_assert_str_eq (ids, "5,6,7");
+    free (ids);
+}
+END_TEST
+
+//  The first engine's request has no answer in time: a late answer naming
+//  no parent goes to no other engine, and the others register on sockets
+//  of their own.
+START_TEST (test_registration_probe_timeout)
+{
+    s_fake_t *fake = s_fake;
+    fake->stock = true;
+    bn_config_t *config = bn_config_new ();
+    bn_config_set (config, "engine.registration_timeout", "0.3",
+                   BN_CONFIG_CMDLINE);
+    s_start (fake, 2, 5, config);
+    bn_config_destroy (&config);
+    bn_msg_t *probe = s_recv_ok (fake->registration);
+    ck_assert (s_from_shared (probe));
+    //  it gives up ({"id": null}), then the second asks on its own socket
+    ck_assert_int_eq (s_unregistration (fake, S_TIMEOUT), -1);
+    bn_msg_t *second = s_recv_ok (fake->registration);
+    ck_assert (!s_from_shared (second));
+    //  the late answer to the first goes nowhere
+    s_reply_registration (fake, &probe, 5);
+    ck_assert_ptr_null (s_recv (fake->registration, 300));
+    s_reply_registration (fake, &second, 6);
+    zsock_set_rcvtimeo (fake->engines, S_TIMEOUT);
+    zstr_sendx (fake->engines, "WAIT", "5000", NULL);
+    char *answer = zstr_recv (fake->engines);
+    ck_assert_str_eq (answer, "FAILED");
+    free (answer);
+    char *ids = s_command (fake, "IDS");
+    ck_assert_str_eq (ids, "6");
     free (ids);
 }
 END_TEST
@@ -1362,8 +1460,7 @@ START_TEST (test_registration_refused)
     s_fake_t *fake = s_fake;
     s_start (fake, 1, -1, NULL);
     bn_msg_t *request = s_recv_ok (fake->registration);
-    bn_msg_t *reply = bn_msg_new (fake->hub, BN_MSG_REGISTRATION_REPLY);
-    bn_msg_copy_idents (reply, request);
+    bn_msg_t *reply = s_registration_reply_new (fake, request);
     bn_msg_set_content (reply,
                         bn_wire_error ("KeyError", "uuid in use", NULL, NULL));
     bn_msg_send (&reply, zsock_resolve (fake->registration), fake->hub);
@@ -1817,8 +1914,7 @@ START_TEST (test_bad_registration_reply)
     zmsg_addstr (garbage, "garbage");
     zmsg_send (&garbage, fake->registration);
     //  then the real reply registers it
-    bn_msg_t *reply = bn_msg_new (fake->hub, BN_MSG_REGISTRATION_REPLY);
-    bn_msg_copy_idents (reply, request);
+    bn_msg_t *reply = s_registration_reply_new (fake, request);
     bn_msg_set_content (reply,
                         json_pack ("{s:i, s:s}", "id", 3, "status", "ok"));
     bn_msg_send (&reply, zsock_resolve (fake->registration), fake->hub);
@@ -1840,8 +1936,7 @@ START_TEST (test_bad_hb_period)
     s_fake_t *fake = s_fake;
     s_start (fake, 1, -1, NULL);
     bn_msg_t *request = s_recv_ok (fake->registration);
-    bn_msg_t *reply = bn_msg_new (fake->hub, BN_MSG_REGISTRATION_REPLY);
-    bn_msg_copy_idents (reply, request);
+    bn_msg_t *reply = s_registration_reply_new (fake, request);
     bn_msg_set_content (reply,
                         json_pack ("{s:i, s:s, s:I}", "id", 4, "status", "ok",
                                    "hb_period", (json_int_t)4294966796ll));
@@ -1906,6 +2001,8 @@ main (void)
     tcase_add_test (tc, test_shutdown);
     tcase_add_test (tc, test_registration_timeout);
     tcase_add_test (tc, test_registration_slow_controller);
+    tcase_add_test (tc, test_registration_stock_hub);
+    tcase_add_test (tc, test_registration_probe_timeout);
     tcase_add_test (tc, test_registration_refused);
     tcase_add_test (tc, test_controller_gone);
     tcase_add_test (tc, test_pings_keep_engine_alive);
