@@ -696,8 +696,9 @@ static const bn_benchdef_t s_table[] = {
          "seconds from the C client's push of B bytes (one shared buffer, "
          "not copied) to its last reply: to one engine through the mux "
          "(direct), or to 4 engines through the tree (depth 0; nodes as "
-         "threads or processes); each engine's SHA-256 of what it holds "
-         "is checked. Skipped without memory for a copy in every process",
+         "threads or processes); each engine's CRC-32 of what it holds "
+         "is checked. Skipped when memory is short of a copy in the "
+         "controller and in each engine",
      .osu = NULL},
     {.name = "large.Memory.peakmem_process",
      .param_names = "view bytes process",

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #define S_REFERENCE_MODULE "ipyparallel.serialize.canning"
 #define S_REFERENCE_CLASS "Reference"
@@ -218,6 +219,38 @@ s_checksum (bn_plugin_call_t *call)
     return bn_value_new_str (hex);
 }
 
+//  crc32(data[, value]): zlib.crc32, the CRC-32 of bytes (or of a str's
+//  UTF-8) continuing from value: a check of gigabytes in about a second
+//  each, where SHA-256 takes six.
+static bn_value_t *
+s_crc32 (bn_plugin_call_t *call)
+{
+    bn_value_t *value = bn_value_item (call->args, 0);
+    bn_value_t *start = bn_value_item (call->args, 1);
+    size_t nargs = bn_value_size (call->args);
+    const void *data = NULL;
+    size_t size = 0;
+    if (bn_value_type (value) == BN_VALUE_BYTES) {
+        data = bn_value_bytes_data (value);
+        size = bn_value_bytes_size (value);
+    } else if (bn_value_type (value) == BN_VALUE_STR) {
+        data = bn_value_str (value);
+        size = bn_value_str_size (value);
+    }
+    if (nargs < 1 || nargs > 2 || !data ||
+        (start && bn_value_type (start) != BN_VALUE_INT &&
+         bn_value_type (start) != BN_VALUE_BOOL)) {
+        call->error (call, "TypeError",
+                     "crc32() takes bytes or str and an optional int");
+        return NULL;
+    }
+    //  Python keeps the low 32 bits of the starting value
+    uLong crc =
+        start ? (uLong)((uint64_t)bn_value_int (start) & 0xffffffffu) : 0;
+    crc = crc32_z (crc, (const Bytef *)data, size);
+    return bn_value_new_int ((int64_t)crc);
+}
+
 static bn_value_t *
 s_getpid (bn_plugin_call_t *call)
 {
@@ -323,6 +356,8 @@ static const bn_plugin_function_t s_builtins[] = {
     {"len", s_len, "len(x) of a str, bytes or container"},
     {"builtins.len", s_len, NULL},
     {"checksum", s_checksum, "checksum(data): SHA-256 hex of bytes or str"},
+    {"crc32", s_crc32, "crc32(data[, value]): CRC-32 of bytes or str"},
+    {"zlib.crc32", s_crc32, NULL},
     {"getpid", s_getpid, "getpid(): the engine's process id"},
     {"os.getpid", s_getpid, NULL},
     {"posix.getpid", s_getpid, NULL},

@@ -26,7 +26,7 @@ typedef struct {
 } bn_functions_result_t;
 
 //  Create a table holding the built-ins: echo, noop, sleep, sum, len,
-//  checksum, getpid, hostname, time, the push/pull helpers, and the
+//  checksum, crc32, getpid, hostname, time, the push/pull helpers, and the
 //  Python names they stand for (builtins.sum, time.sleep...). NULL if out
 //  of memory.
 bn_functions_t *bn_functions_new (void);

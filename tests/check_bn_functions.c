@@ -156,6 +156,34 @@ START_TEST (test_builtins)
                       -1);
     ck_assert_str_eq (result.ename, "TypeError");
 
+    //  crc32 is zlib.crc32: zlib.crc32(b"abc") == 891568578, and
+    //  zlib.crc32(b"c", zlib.crc32(b"ab")) the same
+    ck_assert_int_eq (s_call (functions, "zlib.crc32",
+                              s_args (1, bn_value_new_bytes ("abc", 3)), NULL,
+                              NULL, &result),
+                      0);
+    ck_assert_int_eq (bn_value_int (result.value), 891568578);
+    bn_value_destroy (&result.value);
+    ck_assert_int_eq (s_call (functions, "crc32",
+                              s_args (1, bn_value_new_bytes ("ab", 2)), NULL,
+                              NULL, &result),
+                      0);
+    int64_t ab = bn_value_int (result.value);
+    bn_value_destroy (&result.value);
+    ck_assert_int_eq (
+        s_call (functions, "crc32",
+                s_args (2, bn_value_new_str ("c"), bn_value_new_int (ab)), NULL,
+                NULL, &result),
+        0);
+    ck_assert_int_eq (bn_value_int (result.value), 891568578);
+    bn_value_destroy (&result.value);
+    ck_assert_int_eq (
+        s_call (functions, "crc32",
+                s_args (2, bn_value_new_bytes ("c", 1), bn_value_new_str ("x")),
+                NULL, NULL, &result),
+        -1);
+    ck_assert_str_eq (result.ename, "TypeError");
+
     //  len counts code points of a str
     ck_assert_int_eq (
         bn_functions_call (functions, "builtins", "len",
