@@ -27,6 +27,10 @@
 #define S_MIB (1024L * 1024L)
 #define S_PROCESS_MEMORY (10 * S_MIB)
 #define S_ENGINE_MEMORY (S_MIB * 35 / 100)
+//  The first 4 engines of a process size their replay histories whole
+//  at the start (two tables of 65,536 digests and flags each)
+#define S_RESERVED_HISTORIES 4
+#define S_HISTORY_MEMORY (2 * 65536L * 33)
 #define S_CLUSTER_MEMORY (32 * S_MIB)
 #define S_CONTROLLER_FILES_PER_ENGINE 5
 #define S_CONTROLLER_FILES 128
@@ -156,7 +160,10 @@ s_tasks (long n, long per_process)
 static long
 s_memory (long n, long per_process)
 {
-    return s_processes (n, per_process) * S_PROCESS_MEMORY +
+    long reserved =
+        per_process < S_RESERVED_HISTORIES ? per_process : S_RESERVED_HISTORIES;
+    return s_processes (n, per_process) *
+               (S_PROCESS_MEMORY + reserved * S_HISTORY_MEMORY) +
            n * S_ENGINE_MEMORY + S_CLUSTER_MEMORY;
 }
 

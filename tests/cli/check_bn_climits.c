@@ -94,10 +94,10 @@ START_TEST (test_memory)
     ck_assert_int_eq (
         bn_climits_check (&limits, 500, 1, true, error, sizeof error), -1);
     ck_assert_ptr_nonnull (strstr (error, "-n 500: 500 engine processes and "
-                                          "the controller need about 5206 MiB "
+                                          "the controller need about 7269 MiB "
                                           "of memory; 2048 MiB are available; "
-                                          "with --engines-per-process 3 (-k "
-                                          "3) it fits in 167 processes"));
+                                          "with --engines-per-process 8 (-k "
+                                          "8) it fits in 63 processes"));
     //  Nothing fits: fewer engines
     limits.memory = 64L * 1024 * 1024;
     ck_assert_int_eq (
