@@ -57,6 +57,7 @@ typedef struct {
     uint64_t failed;      //  Requests failed for a lost or absent root
     uint64_t errors;      //  Error replies made for them
     uint64_t send_failed; //  Requests the link refused for another reason
+    bn_msg_drops_t drops; //  Requests dropped: framing, signature, replay
     bn_msg_undelivered_t undelivered;
 } s_stats_t;
 
@@ -97,7 +98,7 @@ s_flight_destroy (void **item)
 
 bn_bcast_front_t *
 bn_bcast_front_new (const char *endpoint, const char *root, int hwm,
-                    zcert_t *curve, const char *key,
+                    int client_hwm, zcert_t *curve, const char *key,
                     const bn_monitor_t *monitor)
 {
     assert (endpoint);
@@ -120,7 +121,7 @@ bn_bcast_front_new (const char *endpoint, const char *root, int hwm,
     zhashx_set_destructor (self->flights, s_flight_destroy);
     self->client_handle = zsock_resolve (self->client);
     self->root_handle = zsock_resolve (self->root);
-    zsock_set_sndhwm (self->client, hwm);
+    zsock_set_sndhwm (self->client, client_hwm > 0 ? client_hwm : hwm);
     zsock_set_rcvhwm (self->client, hwm);
     zsock_set_linger (self->client, 0);
     zsock_set_backlog (self->client, S_BACKLOG);
@@ -542,6 +543,14 @@ s_on_client (zloop_t *loop, zsock_t *sock, void *arg)
         if (!request)
             break;
         self->stats.requests++;
+        //  the root takes what comes from here as it is: this is where a
+        //  client's message is checked, as a root on the client port did
+        if (bn_msg_check (request, self->session,
+                          BN_MSG_CHECK_REPLAY | BN_MSG_CHECK_HEADER,
+                          &self->stats.drops, "broadcast")) {
+            bn_msg_destroy (&request);
+            continue;
+        }
         if (!s_pass (self, &request)) {
             s_pause (self);
             break;
@@ -616,8 +625,13 @@ bn_bcast_front_stats (bn_bcast_front_t *self)
     assert (self);
     s_stats_t *s = &self->stats;
     return json_pack (
-        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "requests",
-        (json_int_t)s->requests, "replies", (json_int_t)s->replies, "in_flight",
+        "{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
+        "s:I, s:I}",
+        "bad_frame", (json_int_t)s->drops.bad_frame, "bad_signature",
+        (json_int_t)s->drops.bad_signature, "replayed",
+        (json_int_t)s->drops.replayed, "bad_header",
+        (json_int_t)s->drops.bad_header, "requests", (json_int_t)s->requests,
+        "replies", (json_int_t)s->replies, "in_flight",
         (json_int_t)zhashx_size (self->flights), "held", (json_int_t)s->held,
         "root_lost", (json_int_t)s->root_lost, "failed", (json_int_t)s->failed,
         "errors", (json_int_t)s->errors, "send_failed",

@@ -32,14 +32,17 @@
 typedef struct _bn_bcast_front_t bn_bcast_front_t;
 
 //  Create the front: a ROUTER bound at endpoint (tcp://ip:port, port 0 or
-//  a range as bn_wire_tcp_bind_endpoint writes them) with hwm, a CURVE
-//  server of curve unless NULL, and a link to the root's port at root (an
-//  ipc endpoint the root binds). Replies it makes are signed with key.
-//  Every request it passes or answers, and every reply, is reported to
-//  monitor (borrowed, called on the loop's thread; NULL: none). Returns
-//  NULL (logged) on failure.
+//  a range as bn_wire_tcp_bind_endpoint writes them), a CURVE server of
+//  curve unless NULL, and a link to the root's port at root (an ipc
+//  endpoint the root binds). hwm bounds what waits for the root (the
+//  tree's flow control), client_hwm (0: hwm) the replies queued toward one
+//  client, as on the controller's other client ports. Replies it makes are
+//  signed with key. Every request it passes or answers, and every reply, is
+//  reported to monitor (borrowed, called on the loop's thread; NULL: none).
+//  Returns NULL (logged) on failure.
 bn_bcast_front_t *bn_bcast_front_new (const char *endpoint, const char *root,
-                                      int hwm, zcert_t *curve, const char *key,
+                                      int hwm, int client_hwm, zcert_t *curve,
+                                      const char *key,
                                       const bn_monitor_t *monitor);
 
 //  Destroy the front and its sockets; NULL-safe.

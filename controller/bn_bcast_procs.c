@@ -230,7 +230,8 @@ s_start (bn_topology_t *topology, const char *key,
                     endpoint, sizeof endpoint, options->ip, options->root_port,
                     options->lowest_port, options->highest_port) == 0)
         self->front = bn_bcast_front_new (
-            endpoint, root, options->hwm, options->curve, key,
+            endpoint, root, options->hwm, options->client_hwm, options->curve,
+            key,
             options->records ? bn_monitor_link_target (options->records)
                              : NULL);
     zstr_free (&root);

@@ -205,6 +205,7 @@ s_start_tree (s_controller_t *self)
                                   .root_port = self->bcast_port,
                                   .leaf_ports = self->bcast_leaf_ports,
                                   .hwm = self->hwm,
+                                  .client_hwm = self->client_hwm,
                                   .deadline_ms = self->tree_deadline,
                                   .connect_grace_ms = self->connect_grace,
                                   .restart_backoff_ms = self->restart_backoff,

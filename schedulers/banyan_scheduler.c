@@ -460,8 +460,13 @@ s_run (const s_options_t *options, bn_config_t *config)
             (int)bn_config_msecs (config, "controller.tree_deadline"),
         .connect_grace_ms =
             (int)bn_config_msecs (config, "controller.connect_grace"),
-        //  the links between nodes, never the client or engine ports
-        .up_trusted = options->trusted && node != 0,
+        //  the links between nodes, never the client or engine ports: a
+        //  root bound on ipc:// is reached by the controller, which holds
+        //  the client port and verifies what comes in there
+        .up_trusted =
+            options->trusted &&
+            (node != 0 || (options->bind_up &&
+                           strncmp (options->bind_up, "ipc://", 6) == 0)),
         .down_trusted =
             options->trusted && !bn_topology_is_leaf (topology, node),
         .hwm = bn_config_int (config, "controller.hwm"),

@@ -27,6 +27,8 @@ typedef struct {
     int root_port;              //  client-facing port, 0 = any
     const int *leaf_ports;      //  NULL, or one per leaf (0 = any)
     int hwm;                    //  high-water mark of the nodes' sockets
+    int client_hwm;             //  processes: replies queued toward one
+                                //  client on the client port (0: hwm)
     int deadline_ms;            //  default request deadline (0 = none)
     int connect_grace_ms;       //  leaves hold a new engine's requests
     const char *reduce_plugins; //  reduction plugins, ':'-separated paths

@@ -1158,8 +1158,14 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
     const char *msg_id = bn_msg_id (msg);
     if (!metadata || !msg_id || !bn_msg_type (msg) || !bn_msg_header (msg)) {
         self->stats.bad_request++;
-        bn_log_warn ("%s: dropped a request without header or metadata",
-                     self->id);
+        //  (a root answers what it can: whoever passed the request on
+        //  counts on an answer to each)
+        if (root && msg_id && bn_msg_type (msg) && bn_msg_header (msg))
+            s_refuse (self, msg, msg_id, false, "ValueError",
+                      "a broadcast request's metadata must be a JSON object");
+        else
+            bn_log_warn ("%s: dropped a request without header or metadata",
+                         self->id);
         return;
     }
     json_t *original = json_object_get (metadata, "original_msg_id");

@@ -3,12 +3,14 @@
     controller actor in this process running its tree as banyan-scheduler
     processes, banyan engines as actors, and a client speaking the wire.
     Broadcasts give the direct view's results; a killed node process is
-    reported at once, restarted, and its subtree served again; no node
-    process outlives the controller.  */
+    reported at once, restarted, and its subtree served again; requests in
+    flight through a root that died are answered by the controller, which
+    holds the client port; no node process outlives the controller.  */
 #include <check.h>
 #include <czmq.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -61,10 +63,10 @@ s_set (bn_config_t *config, const char *name, const char *value)
 
 static void s_wait_served (t_cluster_t *self, const int *eids, size_t n);
 
-//  A controller whose tree of depth runs as processes, and T_ENGINES
-//  engines, all registered.
+//  A controller whose tree of depth runs as processes, its sockets' hwm
+//  (NULL: the default), and T_ENGINES engines, all registered.
 static t_cluster_t *
-s_cluster_new (const char *depth)
+s_cluster_new_hwm (const char *depth, const char *hwm)
 {
     t_cluster_t *self = calloc (1, sizeof *self);
     snprintf (self->dir, sizeof self->dir, "/tmp/bn-treeproc-XXXXXX");
@@ -78,6 +80,8 @@ s_cluster_new (const char *depth)
            BN_PLUGIN_DIR "/bn_reduce_example.so");
     s_set (self->config, "controller.heartbeat_period", "100");
     s_set (self->config, "controller.heartbeat_misses", "50");
+    if (hwm)
+        s_set (self->config, "controller.hwm", hwm);
     bn_controller_args_t args = {self->config, self->dir,
                                  BN_CONTROLLER_STARTING};
     self->controller = zactor_new (bn_controller_actor, &args);
@@ -137,6 +141,12 @@ s_cluster_new (const char *depth)
         all[eid] = eid;
     s_wait_served (self, all, T_ENGINES);
     return self;
+}
+
+static t_cluster_t *
+s_cluster_new (const char *depth)
+{
+    return s_cluster_new_hwm (depth, NULL);
 }
 
 //  The pids of the tree's node processes, from the controller's STATS.
@@ -597,6 +607,116 @@ START_TEST (test_node_killed)
 }
 END_TEST
 
+//  The controller's STATS value at path (keys, NULL-terminated) as an
+//  integer; -1 if absent.
+static json_int_t
+s_stat (t_cluster_t *self, ...)
+{
+    zstr_send (self->controller, "STATS");
+    char *text = zstr_recv (self->controller);
+    json_t *stats = json_loads (text, 0, NULL);
+    zstr_free (&text);
+    json_t *value = stats;
+    va_list keys;
+    va_start (keys, self);
+    const char *key;
+    while ((key = va_arg (keys, const char *)))
+        value = json_object_get (value, key);
+    va_end (keys);
+    json_int_t result =
+        json_is_integer (value) ? json_integer_value (value) : -1;
+    json_decref (stats);
+    return result;
+}
+
+START_TEST (test_root_killed)
+{
+    //  hwm 1: the root holds one request, and the link to it one more
+    t_cluster_t *cluster = s_cluster_new_hwm ("1", "1");
+    pid_t pids[8];
+    s_node_pids (cluster, pids, 8);
+    //  the root stopped: a non-coalescing request to engines 1 and 3, then
+    //  coalescing ones of 1 MiB to engine 0 until the link is full and the
+    //  controller holds one
+    ck_assert_int_eq (kill (pids[0], SIGSTOP), 0);
+    int odd[] = {1, 3}, first[] = {0};
+    bn_msg_t *request = s_apply (cluster, "echo", bn_value_new_bytes ("f", 1));
+    char *forwarded = strdup (bn_msg_id (request));
+    s_bcast_send (cluster, &request, odd, 2, false);
+    size_t size = 1 << 20;
+    char *payload = calloc (1, size);
+    zhashx_t *merged = zhashx_new ();
+    int64_t give_up = zclock_mono () + T_TIMEOUT;
+    while (s_stat (cluster, "broadcast", "front", "held", NULL) < 1) {
+        ck_assert_msg (zclock_mono () < give_up, "no request was held");
+        request = s_apply (cluster, "echo", bn_value_new_bytes (payload, size));
+        zhashx_insert (merged, bn_msg_id (request), (void *)1);
+        s_bcast_send (cluster, &request, first, 1, true);
+        zclock_sleep (20);
+    }
+    free (payload);
+    //  killed: every one of them is answered with EngineError, the engines
+    //  named, in the shape the client waits for
+    ck_assert_int_eq (kill (pids[0], SIGKILL), 0);
+    size_t owed = zhashx_size (merged) + 2;
+    for (size_t i = 0; i < owed; i++) {
+        bn_msg_t *reply = bn_msg_recv (zsock_resolve (cluster->bcast));
+        ck_assert_ptr_nonnull (reply);
+        ck_assert_int_eq (bn_msg_verify (reply, cluster->session, true), 0);
+        json_t *content = bn_msg_content (reply);
+        ck_assert_str_eq (
+            json_string_value (json_object_get (content, "ename")),
+            "EngineError");
+        json_t *metadata = bn_msg_metadata (reply);
+        const char *original =
+            json_string_value (json_object_get (metadata, "original_msg_id"));
+        ck_assert_ptr_nonnull (original);
+        if (streq (original, forwarded)) {
+            //  one reply per engine, "<original>_<uuid>"
+            const char *parent = bn_msg_parent_id (reply);
+            int eid = s_eid_of (cluster, parent + strlen (forwarded) + 1);
+            ck_assert_msg (eid == 1 || eid == 3, "%s", parent);
+            ck_assert_ptr_nonnull (
+                strstr (json_string_value (json_object_get (content, "evalue")),
+                        cluster->uuids[eid]));
+        } else {
+            ck_assert_msg (zhashx_lookup (merged, original), "%s", original);
+            zhashx_delete (merged, original);
+            json_t *entry =
+                json_array_get (json_object_get (metadata, "bn_replies"), 0);
+            ck_assert_str_eq (
+                json_string_value (json_object_get (entry, "status")), "error");
+            ck_assert_str_eq (
+                json_string_value (json_array_get (
+                    json_array_get (
+                        json_object_get (metadata, "broadcast_targets"), 0),
+                    0)),
+                cluster->uuids[0]);
+            ck_assert_uint_eq (bn_msg_nbuffers (reply), 1);
+        }
+        bn_msg_destroy (&reply);
+    }
+    ck_assert_uint_eq (zhashx_size (merged), 0);
+    zhashx_destroy (&merged);
+    free (forwarded);
+    //  restarted, the tree serves every engine again, and the records hold
+    //  nothing pending
+    s_wait_restarted (cluster, 0, 0);
+    int all[] = {0, 1, 2, 3};
+    s_wait_served (cluster, all, 4);
+    give_up = zclock_mono () + T_TIMEOUT;
+    while (s_stat (cluster, "records", "pending", NULL) != 0) {
+        ck_assert_msg (zclock_mono () < give_up, "records left pending");
+        zclock_sleep (20);
+    }
+    ck_assert_int_eq (s_stat (cluster, "broadcast", "front", "in_flight", NULL),
+                      0);
+    ck_assert_int_ge (s_stat (cluster, "broadcast", "front", "failed", NULL),
+                      2);
+    s_cluster_destroy (&cluster);
+}
+END_TEST
+
 static Suite *
 s_suite (void)
 {
@@ -606,6 +726,7 @@ s_suite (void)
     tcase_add_test (tc, test_depth1);
     tcase_add_test (tc, test_depth2);
     tcase_add_test (tc, test_node_killed);
+    tcase_add_test (tc, test_root_killed);
     suite_add_tcase (suite, tc);
     return suite;
 }
