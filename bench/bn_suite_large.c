@@ -174,20 +174,10 @@ s_transfer (bn_benchcase_t *c, s_transfer_t *t)
                   available / (1 << 30), needed / (1 << 30));
         return s_stop (t, BN_BENCH_SKIP, "too little memory: %s", detail);
     }
-    size_t size = (size_t)t->bytes;
-    uint64_t *payload = malloc (size + sizeof (uint64_t));
-    if (!payload)
-        return s_stop (t, BN_BENCH_SKIP, "%s", "cannot allocate the payload");
-    for (size_t i = 0; i <= size / sizeof (uint64_t); i++)
-        payload[i] = i * 0x9e3779b97f4a7c15u;
-    int64_t expected = (int64_t)crc32_z (0, (const Bytef *)payload, size);
-
     bn_benchcluster_t *cluster =
         bn_benchcluster_new (c, BN_BENCHSTACK_BANYAN, t->engines);
-    if (!cluster) {
-        free (payload);
+    if (!cluster)
         return s_stop (t, BN_BENCH_FAIL, "%s", "out of memory");
-    }
     bn_benchcluster_set_per_process (cluster, 1);
     if (!direct) {
         bn_benchcluster_set_depth (cluster, 0);
@@ -195,7 +185,6 @@ s_transfer (bn_benchcase_t *c, s_transfer_t *t)
                                        processes ? "processes" : "threads");
     }
     if (bn_benchcluster_start (cluster, 120) != 0) {
-        free (payload);
         bn_benchcluster_destroy (&cluster);
         return s_stop (t, BN_BENCH_FAIL, "%s", c->reason);
     }
@@ -209,9 +198,17 @@ s_transfer (bn_benchcase_t *c, s_transfer_t *t)
         rc = s_stop (t, BN_BENCH_FAIL, "%s", "broadcast view options");
     else if (s_engine_pids (client, pids, t->engines) != 0)
         rc = s_stop (t, BN_BENCH_FAIL, "%s", "no engine process ids");
-    if (rc != BN_BENCH_OK)
-        free (payload);
-    else {
+    //  The payload is made once the cluster runs: a process the cluster
+    //  forked from this one would keep its pages after the push.
+    size_t size = (size_t)t->bytes;
+    uint64_t *payload =
+        rc == BN_BENCH_OK ? malloc (size + sizeof (uint64_t)) : NULL;
+    if (rc == BN_BENCH_OK && !payload)
+        rc = s_stop (t, BN_BENCH_SKIP, "%s", "cannot allocate the payload");
+    if (rc == BN_BENCH_OK) {
+        for (size_t i = 0; i <= size / sizeof (uint64_t); i++)
+            payload[i] = i * 0x9e3779b97f4a7c15u;
+        int64_t expected = (int64_t)crc32_z (0, (const Bytef *)payload, size);
         //  The payload is resident already: the client's peak from here
         //  is that one copy and what the push adds to it.
         bn_procinfo_reset_peak (getpid ());
