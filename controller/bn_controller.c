@@ -149,6 +149,9 @@ s_bind (s_controller_t *self, s_bound_t *bound, int type, const char *id,
         zsock_set_router_mandatory (bound->sock, 1);
     if (type == ZMQ_SUB)
         zsock_set_subscribe (bound->sock, "");
+    //  the hub hears of every subscription, not only a topic's first
+    if (type == ZMQ_XPUB)
+        zsock_set_xpub_verbose (bound->sock, 1);
     if (self->curve && bn_curve_server (bound->sock, self->curve)) {
         bn_log_error ("this libzmq cannot use CURVE: %s", zmq_strerror (errno));
         return -1;
@@ -280,7 +283,7 @@ s_bind_all (s_controller_t *self, bn_connfile_t *old_client,
                 s_old_port (c, "task")) ||
         s_bind (self, &self->iopub_out, ZMQ_PUB, NULL, false,
                 s_old_port (c, "iopub")) ||
-        s_bind (self, &self->notifier, ZMQ_PUB, NULL, false,
+        s_bind (self, &self->notifier, ZMQ_XPUB, NULL, false,
                 s_old_port (c, "notification")))
         return -1;
     return 0;
@@ -559,9 +562,9 @@ s_new_records (s_controller_t *self)
 //  A PUB socket is only written to, and libzmq processes the commands of
 //  a socket (among them the end of a subscriber's connection, which frees
 //  its pipe) only when the socket is used or polled: polled for input,
-//  which never comes, the notification port frees each client's pipe as
-//  it goes instead of holding it (about 11 kB) until the next
-//  registration, and iopub while no output flows.
+//  which never comes, iopub frees each client's pipe as it goes instead
+//  of holding it (about 11 kB) until output flows again. (The hub reads
+//  the notification port's subscriptions, which polls it.)
 static int
 s_on_pub_commands (zloop_t *loop, zsock_t *reader, void *arg)
 {
@@ -644,8 +647,6 @@ s_start_components (s_controller_t *self, int period, int misses,
     //  signals are the main thread's business; only $TERM stops the loop
     zloop_set_nonstop (self->loop, true);
     if (zloop_reader (self->loop, self->pipe, s_on_pipe, self) ||
-        zloop_reader (self->loop, self->notifier.sock, s_on_pub_commands,
-                      NULL) ||
         zloop_reader (self->loop, self->iopub_out.sock, s_on_pub_commands,
                       NULL) ||
         zloop_reader (self->loop, self->hb_ping.sock, s_on_pub_commands,

@@ -28,7 +28,17 @@
     engines): registration and unregistration notifications wait with it,
     in order, and anything else that notifies (a shutdown) sends them
     first, writing it then. A host node lost takes its thousands of
-    engines with it, and one write covers them all.  */
+    engines with it, and one write covers them all.
+
+    A client learns the engines from its connection_reply and then
+    subscribes to the notifier (7.1.0's Client does it in that order, and
+    never asks again): what is published in between is lost to it, and it
+    would wait for ever for engines that registered then. So from each
+    connection_reply until a subscription reaches the notifier (an XPUB
+    that passes every one up), or S_JOIN_MS, (un)registration
+    notifications wait, in order, as they wait for the state file. A
+    subscription that comes first (libbanyan subscribes, then asks) counts
+    for the next connection_reply within S_JOIN_MS.  */
 #include "bn_hub.h"
 
 #include <assert.h>
@@ -51,6 +61,7 @@
 #define S_STATE_DELAY_MS 20 //  longest wait to write the state file
 #define S_STATE_COST 5      //  or this times the last write's duration
 #define S_LOST_MAX 65536    //  lost engines remembered at most
+#define S_JOIN_MS 1000      //  longest wait for a new client's subscription
 
 typedef struct {
     uint64_t queries;         //  Messages read on the query socket
@@ -101,7 +112,7 @@ typedef struct {
 
 struct _bn_hub_t {
     zsock_t *query;    //  ROUTER (borrowed)
-    zsock_t *notifier; //  PUB (borrowed)
+    zsock_t *notifier; //  XPUB or PUB (borrowed)
     bn_session_t *session;
     bn_heart_t *heart;       //  borrowed
     json_t *connection_info; //  Engine connection dict
@@ -125,18 +136,22 @@ struct _bn_hub_t {
     void *submit_arg;
     bn_hub_stats_fn *stats_fn; //  Counters for bn_stats_request, or NULL
     void *stats_arg;
-    char *state_path;   //  log/engines<cluster_id>.json, or NULL
-    zhashx_t *restored; //  uuid -> old id + 1 (as a pointer), or NULL
-    zhashx_t *lost;     //  uuid -> id + 1 of engines whose heart stopped
-    bool state_dirty;   //  the state file is behind the engine table
-    int state_timer;    //  zloop timer writing it, or -1
-    int state_delay;    //  ms the timer waits
-    zlistx_t *announce; //  json_t [type, content] of notifications waiting
-                        //  for the state file
-    bn_hosts_t *hosts;  //  Links of host nodes and their engines (borrowed),
-                        //  or NULL: no host nodes
-    zhashx_t *links;    //  link id -> s_host_t
-    int next_host;      //  index of the next host node
+    char *state_path;    //  log/engines<cluster_id>.json, or NULL
+    zhashx_t *restored;  //  uuid -> old id + 1 (as a pointer), or NULL
+    zhashx_t *lost;      //  uuid -> id + 1 of engines whose heart stopped
+    bool state_dirty;    //  the state file is behind the engine table
+    int state_timer;     //  zloop timer writing it, or -1
+    int state_delay;     //  ms the timer waits
+    zlistx_t *announce;  //  json_t [type, content] of notifications waiting
+                         //  for the state file or a client's subscription
+    int joining;         //  clients answered but not yet subscribed
+    int join_timer;      //  zloop timer ending the wait for them, or -1
+    int early;           //  subscriptions ahead of their connection_reply
+    int64_t early_until; //  ...which count until then
+    bn_hosts_t *hosts;   //  Links of host nodes and their engines (borrowed),
+                         //  or NULL: no host nodes
+    zhashx_t *links;     //  link id -> s_host_t
+    int next_host;       //  index of the next host node
     s_stats_t stats;
 };
 
@@ -219,6 +234,7 @@ bn_hub_new (zsock_t *query, zsock_t *notifier, bn_session_t *session,
     self->links = zhashx_new ();
     self->lost = zhashx_new ();
     self->state_timer = -1;
+    self->join_timer = -1;
     self->state_delay = S_STATE_DELAY_MS;
     if (!connection_info || !self->engines || !self->relays || !self->stalls ||
         !self->leaving || !self->listeners || !self->announce || !self->links ||
@@ -490,6 +506,8 @@ s_state_flush (bn_hub_t *self)
         s_save_state (self);
         self->state_dirty = false;
     }
+    if (self->joining > 0)
+        return;
     json_t *note = zlistx_first (self->announce);
     while (note) {
         s_notify (self, json_string_value (json_array_get (note, 0)),
@@ -1314,12 +1332,69 @@ s_unregistration_request (bn_hub_t *self, bn_msg_t *request)
 //  --------------------------------------------------------------------------
 //  Queries
 
+//  The wait for new clients' subscriptions is over: what waited goes out.
+static int
+s_on_join_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    bn_hub_t *self = (bn_hub_t *)arg;
+    self->join_timer = -1;
+    self->joining = 0;
+    if (self->state_timer < 0)
+        s_state_flush (self);
+    return 0;
+}
+
+//  Subscriptions reaching the notifier: each one ends a client's join.
+static int
+s_on_subscription (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    bn_hub_t *self = (bn_hub_t *)arg;
+    zmq_msg_t frame;
+    zmq_msg_init (&frame);
+    while (zmq_msg_recv (&frame, zsock_resolve (sock), ZMQ_DONTWAIT) >= 0) {
+        if (zmq_msg_size (&frame) == 0 ||
+            *(unsigned char *)zmq_msg_data (&frame) != 1)
+            continue;
+        if (self->joining > 0)
+            self->joining--;
+        else {
+            //  a client that subscribed before asking (libbanyan's)
+            self->early++;
+            self->early_until = zclock_mono () + S_JOIN_MS;
+        }
+    }
+    zmq_msg_close (&frame);
+    if (self->joining > 0)
+        return 0;
+    if (self->join_timer >= 0)
+        zloop_timer_end (loop, self->join_timer);
+    self->join_timer = -1;
+    if (self->state_timer < 0)
+        s_state_flush (self);
+    return 0;
+}
+
 static void
 s_connection_request (bn_hub_t *self, bn_msg_t *request)
 {
     s_reply (self, request, BN_MSG_CONNECTION_REPLY,
              json_pack ("{s:s, s:o}", "status", BN_STATUS_OK, "engines",
                         bn_engine_table_engines (self->engines)));
+    if (!self->loop || zsock_type (self->notifier) != ZMQ_XPUB)
+        return;
+    if (self->early > 0 && zclock_mono () < self->early_until) {
+        self->early--;
+        return;
+    }
+    self->early = 0;
+    //  one wait for the clients that come together, so that clients that
+    //  never subscribe, however often they come, hold nothing for long
+    if (self->joining++ > 0)
+        return;
+    self->join_timer =
+        zloop_timer (self->loop, S_JOIN_MS, 1, s_on_join_timer, self);
+    if (self->join_timer < 0)
+        self->joining = 0;
 }
 
 //  Resolve one queue_request target to a registered id, or -1.
@@ -1470,6 +1545,7 @@ s_shutdown_request (bn_hub_t *self, bn_msg_t *request)
 {
     s_reply (self, request, BN_MSG_SHUTDOWN_REPLY,
              json_pack ("{s:s}", "status", BN_STATUS_OK));
+    self->joining = 0;
     s_state_flush (self);
     s_notify (self, BN_MSG_SHUTDOWN_NOTIFICATION,
               json_pack ("{s:s}", "status", BN_STATUS_OK), request);
@@ -1603,7 +1679,8 @@ bn_hub_attach (bn_hub_t *self, zloop_t *loop)
                            self);
     bn_heart_set_closed_handler (self->heart, s_on_closed_heart);
     bn_heart_set_unknown_handler (self->heart, s_on_unknown_heart);
-    return zloop_reader (loop, self->query, s_on_query, self);
+    return zloop_reader (loop, self->query, s_on_query, self) ||
+           zloop_reader (loop, self->notifier, s_on_subscription, self);
 }
 
 json_t *

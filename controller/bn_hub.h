@@ -1,7 +1,7 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_hub: the hub (doc/wire.md 4, 5): engine registration and unregistration,
     client queries on the registration ROUTER, and notifications on the
-    notifier PUB.  */
+    notifier XPUB.  */
 #ifndef BN_HUB_H_INCLUDED
 #define BN_HUB_H_INCLUDED
 
@@ -28,7 +28,9 @@ typedef int (bn_hub_shutdown_fn) (void *arg);
 #define BN_HUB_SHUTDOWN_DELAY 1000
 
 //  Create a hub answering on query (ROUTER) and publishing on notifier
-//  (PUB), both borrowed, finishing registrations through heart (borrowed).
+//  (XPUB with ZMQ_XPUB_VERBOSE, which bn_hub_attach reads: notifications
+//  wait for the subscription of a client just answered; a PUB: they do
+//  not), both borrowed, finishing registrations through heart (borrowed).
 //  connection_info (taken) is the engine connection dict sent in every
 //  registration_reply with hb_period_ms; a pending registration that has
 //  not answered a ping after registration_timeout seconds is dropped.
