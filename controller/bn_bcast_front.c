@@ -506,9 +506,27 @@ s_pass (bn_bcast_front_t *self, bn_msg_t **request_p)
         return false;
     }
     s_flight_t *flight = s_flight_new (*request_p);
-    //  (a msg_id in flight: the root refuses it, and it is not tracked)
-    if (flight && zhashx_lookup (self->flights, flight->key))
+    if (flight && zhashx_lookup (self->flights, flight->key)) {
+        //  refused as the root refuses it, here: the root's refusal would
+        //  be taken for the answer to the request in flight
+        bn_msg_t *reply = bn_relay_error_reply (
+            self->session, *request_p, NULL, NULL,
+            bn_wire_error ("KeyError",
+                           "a broadcast request with this msg_id is in flight",
+                           NULL, NULL));
+        if (reply) {
+            s_mark (reply, flight->key, flight->coalescing);
+            if (flight->coalescing) {
+                json_object_set_new (bn_msg_metadata (reply), BN_BCAST_TARGETS,
+                                     json_array ());
+                bn_msg_touch (reply, BN_PART_METADATA);
+            }
+        }
+        s_send_reply (self, &reply);
         s_flight_destroy ((void **)&flight);
+        bn_msg_destroy (request_p);
+        return true;
+    }
     s_report_request (self, *request_p);
     if (bn_msg_send_routed (request_p, self->root_handle, NULL, ZMQ_DONTWAIT) !=
         0) {
