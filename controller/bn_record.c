@@ -10,11 +10,13 @@
 #include "bn_apply.h"
 #include "bn_jscan.h"
 #include "bn_merged_reader.h"
+#include "bn_merged_writer.h"
 #include "bn_monitor.h"
 #include "bn_msgtypes.h"
 #include "bn_query.h"
 #include "bn_rawtext.h"
 #include "bn_serialize.h"
+#include "bn_wire.h"
 
 struct _bn_record_t {
     char *msg_id;
@@ -507,6 +509,101 @@ bn_record_set_reply (bn_record_t *self, bn_msg_t *reply,
     s_store (self, &self->reply, reply);
     self->received = s_now ();
     s_set_string (&self->engine_uuid, engine_uuid);
+}
+
+//  True if engine uuid has answered its part of broadcast self: an entry
+//  of a merged part, or a record of its own.
+static bool
+s_part_answered (bn_record_t *self, const char *uuid,
+                 bn_record_answered_fn *answered, void *arg)
+{
+    char *msg_id = zsys_sprintf ("%s_%s", self->msg_id, uuid);
+    bool done = msg_id && answered && answered (arg, msg_id);
+    bn_record_t *part =
+        msg_id && !done ? bn_record_new_engine (self, uuid, msg_id) : NULL;
+    done = done || (part && bn_record_completed (part));
+    bn_record_destroy (&part);
+    zstr_free (&msg_id);
+    return done;
+}
+
+int
+bn_record_abandon (bn_record_t *self, bn_session_t *session, const char *why,
+                   bn_record_answered_fn *answered, void *arg)
+{
+    assert (self);
+    assert (session);
+    assert (why);
+    const char *type = self->request ? bn_msg_type (self->request) : NULL;
+    char reply_type[128];
+    if (!type || self->reply ||
+        bn_wire_reply_type (type, reply_type, sizeof reply_type) != 0)
+        return 0;
+    bn_msg_t *reply = bn_msg_new_reply (session, self->request, reply_type);
+    json_t *metadata = json_pack ("{s:s, s:b}", "status", BN_STATUS_ERROR,
+                                  "dependencies_met", 1);
+    json_t *content = bn_wire_errorf ("ControllerGone", NULL, "%s", why);
+    json_t *request_md = bn_msg_metadata (self->request);
+    json_t *targets = json_object_get (request_md, "targets");
+    bool broadcast = self->queue &&
+                     streq (self->queue, BN_MONITOR_QUEUE_BROADCAST) &&
+                     json_array_size (targets) > 0;
+    bn_merged_writer_t *writer = broadcast ? bn_merged_writer_new () : NULL;
+    int rc = reply && metadata && content && (!broadcast || writer) ? 0 : -1;
+    if (rc == 0 && self->engine_uuid)
+        json_object_set_new (metadata, "engine",
+                             json_string (self->engine_uuid));
+    if (rc == 0 && broadcast) {
+        bn_msg_clear_idents (reply);
+        json_object_set_new (metadata, "is_broadcast", json_true ());
+        json_object_set (
+            metadata, "is_coalescing",
+            json_is_true (json_object_get (request_md, "is_coalescing"))
+                ? json_true ()
+                : json_false ());
+        json_object_set_new (metadata, "original_msg_id",
+                             json_string (self->msg_id));
+        size_t index;
+        json_t *target;
+        json_array_foreach (targets, index, target)
+        {
+            const char *uuid = json_string_value (json_array_get (target, 0));
+            json_t *id = json_array_get (target, 1);
+            int eid = json_is_integer (id) ? (int)json_integer_value (id) : -1;
+            if (!uuid || s_part_answered (self, uuid, answered, arg))
+                continue;
+            json_t *error = bn_wire_errorf (
+                "ControllerGone", NULL, "engine %d (%s): %s", eid, uuid, why);
+            char *entry = error ? bn_merged_entry (BN_STATUS_ERROR, NULL, NULL,
+                                                   1, error, NULL, NULL)
+                                : NULL;
+            json_decref (error);
+            if (!entry || bn_msg_add_buffer (reply, "\x80\x04N.", 4) != 0) {
+                free (entry);
+                rc = -1;
+                break;
+            }
+            bn_merged_writer_add (writer, uuid, eid, entry, strlen (entry));
+            free (entry);
+        }
+        if (rc == 0)
+            rc = bn_merged_writer_finish (writer, metadata, reply);
+    } else if (rc == 0) {
+        bn_msg_clear_idents (reply);
+        bn_msg_set_metadata (reply, json_incref (metadata));
+    }
+    if (rc == 0) {
+        bn_msg_set_content (reply, content);
+        content = NULL;
+        if (broadcast)
+            rc = bn_record_add_part (self, reply, true);
+        bn_record_set_reply (self, reply, NULL);
+    }
+    bn_merged_writer_destroy (&writer);
+    json_decref (metadata);
+    json_decref (content);
+    bn_msg_destroy (&reply);
+    return rc;
 }
 
 void

@@ -64,6 +64,21 @@ void bn_record_set_reply (bn_record_t *self, bn_msg_t *reply,
 //  reply counts in its own record). Returns 0, or -1 if out of memory.
 int bn_record_add_part (bn_record_t *self, bn_msg_t *reply, bool merged);
 
+//  Whether engine uuid has answered its part of a broadcast in a record of
+//  its own, msg_id "<original>_<uuid>".
+typedef bool (bn_record_answered_fn) (void *arg, const char *msg_id);
+
+//  Complete a record whose request can no longer be answered (read back
+//  from SQLite: the controller that sent it stopped first) with an error
+//  reply of its type made by session: ename ControllerGone, evalue why;
+//  a broadcast's is a merged reply with an entry for each target that had
+//  not answered (in a merged part, or by answered, unless NULL), so that
+//  each engine's part says so. Returns 0 (also for a record with a reply
+//  or without a request), or -1 if out of memory.
+int bn_record_abandon (bn_record_t *self, bn_session_t *session,
+                       const char *why, bn_record_answered_fn *answered,
+                       void *arg);
+
 //  Note the engine a task was assigned to.
 void bn_record_set_engine (bn_record_t *self, const char *engine_uuid);
 

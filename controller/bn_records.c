@@ -766,6 +766,67 @@ bn_records_completed_ids (bn_records_t *self, const char *uuid)
 //  --------------------------------------------------------------------------
 //  SQLite
 
+static int s_get_row (void *arg, const bn_records_row_t *row);
+static void s_db_failed (bn_records_t *self, const char *what);
+
+static int
+s_row_answered (void *arg, const bn_records_row_t *row)
+{
+    *(bool *)arg = row->reply != NULL;
+    return 1;
+}
+
+//  True if the database has a reply for msg_id.
+static bool
+s_answered (void *arg, const char *msg_id)
+{
+    bn_records_t *self = (bn_records_t *)arg;
+    bool answered = false;
+    bn_records_sqlite_get (self->db, msg_id, s_row_answered, &answered);
+    return answered;
+}
+
+//  Complete the requests of an earlier controller that were never
+//  answered: pending for ever else (nothing tracks them now), each says
+//  ControllerGone. Returns 0, or -1 if the database failed.
+static int
+s_abandon (bn_records_t *self)
+{
+    json_t *ids = bn_records_sqlite_unanswered (self->db);
+    if (!ids)
+        return -1;
+    size_t count = json_array_size (ids), done = 0;
+    bn_session_t *session = count ? bn_session_new ("", NULL) : NULL;
+    int rc = count == 0 || (session && bn_records_sqlite_begin (self->db) == 0)
+                 ? 0
+                 : -1;
+    for (size_t i = 0; rc == 0 && i < count; i++) {
+        const char *msg_id = json_string_value (json_array_get (ids, i));
+        bn_record_t *record = NULL;
+        if (bn_records_sqlite_get (self->db, msg_id, s_get_row, &record) < 0)
+            rc = -1;
+        if (record &&
+            bn_record_abandon (record, session,
+                               "the controller stopped before this request "
+                               "was answered",
+                               s_answered, self) == 0 &&
+            bn_record_completed (record)) {
+            rc = bn_record_write (record, self->db);
+            done++;
+        }
+        bn_record_destroy (&record);
+    }
+    if (count && rc == 0)
+        rc = bn_records_sqlite_commit (self->db);
+    if (done)
+        bn_log_info ("records: %zu requests of an earlier controller were "
+                     "never answered; each says ControllerGone now",
+                     done);
+    bn_session_destroy (&session);
+    json_decref (ids);
+    return rc;
+}
+
 int
 bn_records_open_sqlite (bn_records_t *self, const char *path, char *err,
                         size_t err_size)
@@ -780,6 +841,8 @@ bn_records_open_sqlite (bn_records_t *self, const char *path, char *err,
     self->db_path = strdup (path);
     if (self->kind == BN_RECORDS_NONE)
         self->kind = BN_RECORDS_MEMORY;
+    if (s_abandon (self) != 0)
+        s_db_failed (self, "write");
     return 0;
 }
 

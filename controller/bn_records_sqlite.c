@@ -44,6 +44,7 @@ struct _bn_records_sqlite_t {
     sqlite3_stmt *each;
     sqlite3_stmt *drop;
     sqlite3_stmt *history;
+    sqlite3_stmt *unanswered;
     sqlite3_stmt *begin;
     sqlite3_stmt *commit;
     sqlite3_stmt *rollback;
@@ -65,9 +66,9 @@ bn_records_sqlite_destroy (bn_records_sqlite_t **self_p)
     bn_records_sqlite_t *self = *self_p;
     if (!self)
         return;
-    sqlite3_stmt *all[] = {self->put,    self->get,     self->each,
-                           self->drop,   self->history, self->begin,
-                           self->commit, self->rollback};
+    sqlite3_stmt *all[] = {self->put,   self->get,     self->each,
+                           self->drop,  self->history, self->unanswered,
+                           self->begin, self->commit,  self->rollback};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sqlite3_finalize (all[i]);
     if (sqlite3_close (self->db) != SQLITE_OK)
@@ -166,6 +167,9 @@ bn_records_sqlite_new (const char *path, char *err, size_t err_size)
                    "SELECT msg_id FROM banyan_records WHERE header IS NOT NULL"
                    " ORDER BY submitted IS NULL OR submitted = 0, submitted,"
                    " rowid") ||
+        s_prepare (self, &self->unanswered,
+                   "SELECT msg_id FROM banyan_records WHERE header IS NOT NULL"
+                   " AND result_header IS NULL ORDER BY submitted, rowid") ||
         s_prepare (self, &self->begin, "BEGIN IMMEDIATE") ||
         s_prepare (self, &self->commit, "COMMIT") ||
         s_prepare (self, &self->rollback, "ROLLBACK")) {
@@ -555,22 +559,36 @@ bn_records_sqlite_each (bn_records_sqlite_t *self, bn_records_row_fn *fn,
     return result;
 }
 
-json_t *
-bn_records_sqlite_history (bn_records_sqlite_t *self)
+//  The first column of every row of stmt as a new JSON array of strings;
+//  NULL on error.
+static json_t *
+s_ids (bn_records_sqlite_t *self, sqlite3_stmt *stmt)
 {
-    assert (self);
     json_t *ids = json_array ();
-    int rc;
-    while (ids && (rc = sqlite3_step (self->history)) == SQLITE_ROW)
-        json_array_append_new (ids,
-                               json_string (s_column_text (self->history, 0)));
+    int rc = SQLITE_DONE;
+    while (ids && (rc = sqlite3_step (stmt)) == SQLITE_ROW)
+        json_array_append_new (ids, json_string (s_column_text (stmt, 0)));
     if (ids && rc != SQLITE_DONE) {
         s_error (self, "read");
         json_decref (ids);
         ids = NULL;
     }
-    sqlite3_reset (self->history);
+    sqlite3_reset (stmt);
     return ids;
+}
+
+json_t *
+bn_records_sqlite_history (bn_records_sqlite_t *self)
+{
+    assert (self);
+    return s_ids (self, self->history);
+}
+
+json_t *
+bn_records_sqlite_unanswered (bn_records_sqlite_t *self)
+{
+    assert (self);
+    return s_ids (self, self->unanswered);
 }
 
 int

@@ -73,6 +73,10 @@ int bn_records_sqlite_each (bn_records_sqlite_t *self, bn_records_row_fn *fn,
 //  order (without reading the rows' messages); NULL on error.
 json_t *bn_records_sqlite_history (bn_records_sqlite_t *self);
 
+//  A new JSON array of the msg_ids of rows with a request and no reply,
+//  in submission order; NULL on error.
+json_t *bn_records_sqlite_unanswered (bn_records_sqlite_t *self);
+
 //  Cap the database at pages pages (PRAGMA max_page_count), so that
 //  writes past it fail as on a full disk (for tests); 0 or -1.
 int bn_records_sqlite_max_pages (bn_records_sqlite_t *self, int pages);

@@ -817,6 +817,62 @@ START_TEST (test_sqlite_broadcast)
 }
 END_TEST
 
+START_TEST (test_sqlite_abandoned)
+{
+    //  requests still unanswered when their controller stopped: read back
+    //  by the next, each says ControllerGone instead of pending for ever;
+    //  a broadcast's engine that had answered keeps its answer
+    char path[300];
+    snprintf (path, sizeof path, "%s/records.db", s_dir);
+    char err[512];
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    ck_assert_int_eq (bn_records_open_sqlite (records, path, err, sizeof err),
+                      0);
+    bn_msg_t *direct = s_request (1);
+    bn_records_request (records, BN_MONITOR_QUEUE_MUX, direct, S_ENGINE);
+    bn_msg_t *request = s_request (1);
+    bn_msg_set_metadata (request,
+                         json_pack ("{s:[[s,i],[s,i]], s:b, s:b}", "targets",
+                                    S_ENGINE, 0, "other", 1, "is_broadcast", 1,
+                                    "is_coalescing", 1));
+    char *orig = strdup (bn_msg_id (request));
+    bn_records_request (records, BN_MONITOR_QUEUE_BROADCAST, request, NULL);
+    bn_msg_t *reply = s_merged_reply (request, orig, 0, 0);
+    bn_records_reply (records, BN_MONITOR_QUEUE_BROADCAST, reply, NULL);
+    bn_msg_destroy (&reply);
+    ck_assert (bn_records_pending (records, orig));
+    bn_records_destroy (&records);
+
+    records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    ck_assert_int_eq (bn_records_open_sqlite (records, path, err, sizeof err),
+                      0);
+    const char *ids[] = {bn_msg_id (direct), orig, NULL, NULL};
+    char mine[300], other[300];
+    snprintf (mine, sizeof mine, "%s_%s", orig, S_ENGINE);
+    snprintf (other, sizeof other, "%s_other", orig);
+    ids[2] = other;
+    for (int i = 0; ids[i]; i++) {
+        bn_record_t *record = bn_records_get (records, ids[i]);
+        ck_assert_msg (record && bn_record_completed (record), "%s", ids[i]);
+        json_t *content =
+            json_object_get (bn_record_json (record), "result_content");
+        ck_assert_str_eq (s_str (content, "ename"), "ControllerGone");
+        bn_record_release (&record);
+    }
+    bn_record_t *record = bn_records_get (records, mine);
+    ck_assert (record && bn_record_completed (record));
+    ck_assert_str_eq (
+        s_str (json_object_get (bn_record_json (record), "result_content"),
+               "status"),
+        "ok");
+    bn_record_release (&record);
+    bn_records_destroy (&records);
+    bn_msg_destroy (&direct);
+    bn_msg_destroy (&request);
+    free (orig);
+}
+END_TEST
+
 START_TEST (test_sqlite_unusable)
 {
     char path[300], err[512];
@@ -905,6 +961,7 @@ s_suite (void)
     tcase_add_checked_fixture (tc, s_tmp_setup, s_tmp_teardown);
     tcase_add_test (tc, test_sqlite_restart);
     tcase_add_test (tc, test_sqlite_broadcast);
+    tcase_add_test (tc, test_sqlite_abandoned);
     tcase_add_test (tc, test_sqlite_unusable);
     tcase_add_test (tc, test_sqlite_full);
     suite_add_tcase (suite, tc);

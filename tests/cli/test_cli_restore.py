@@ -5,7 +5,9 @@ the banyan engines come back to the new controller on their own under
 their old ids and uuids, px is served, and the history of before the
 restart is still there, with a direct request's result and each engine's
 result of a broadcast (kept as one merged reply: its engines' parts are
-split from it after the restart as before)."""
+split from it after the restart as before); the request the killed
+controller never answered says ControllerGone for each engine, not pending
+for ever."""
 
 import os
 import signal
@@ -104,6 +106,11 @@ with Profile("restore") as profile:
               and "before 0" in again.stdout and "before 1" in again.stdout,
               "and each engine's result of the broadcast, as before the restart",
               f"before:\n{parts.stdout}\n{describe(again)}")
+        lost = run(["result"] + profile.args() + [after[2]])
+        check(lost.returncode == 1 and lost.stdout.count("ControllerGone") == 2
+              and "pending" not in lost.stdout,
+              "the request in flight at the kill: ControllerGone for each engine",
+              describe(lost))
         check(workers.poll() is None, "the engine process never stopped")
     finally:
         for proc in (workers, second or first):

@@ -3,7 +3,8 @@
 a coalescing broadcast is answered, the controller is killed (SIGKILL) and
 started again, and a new stock client still finds each engine's result of
 that broadcast: get_result and result_status of "<original>_<uuid>", and
-db_query of the broadcast's record with its merged result."""
+db_query of the broadcast's record with its merged result; a broadcast the
+killed controller never answered raises ControllerGone, not waits."""
 import os
 import signal
 import sys
@@ -56,7 +57,10 @@ def main():
                      sorted(pids) == ids and len(set(pids.values())) == ENGINES,
                      pids)
         original = ar.msg_ids[0]
+        lost = view.apply_async(time.sleep, 2).msg_ids[0]
         # (a history_request writes the records to SQLite first)
+        bnharness.wait_until(lambda: lost in client.hub_history(), TIMEOUT,
+                             "the second broadcast in the history")
         checks.check("the hub's history has the broadcast",
                      original in client.hub_history(), client.hub_history())
         client.close()
@@ -99,6 +103,13 @@ def main():
                      and sorted(t[1] for t in targets) == ids
                      and len(record.get("result_buffers", [])) == ENGINES,
                      records)
+        try:
+            client.get_result(lost).get(timeout=TIMEOUT)
+            name = "no error"
+        except Exception as e:  # noqa: BLE001 - reported below
+            name = getattr(e, "ename", None) or type(e).__name__
+        checks.check("get_result of the broadcast in flight at the kill "
+                     "raises ControllerGone", name == "ControllerGone", name)
         result = client.broadcast_view(is_coalescing=True).apply_async(
             os.getpid).get(timeout=TIMEOUT)
         checks.check("the next broadcast is served",
