@@ -16,7 +16,10 @@
 
 //  Where a merging node's spliced lists start (bn_merged_writer_finish):
 //  no JSON string holds an unescaped quote, so these are never inside one.
-#define S_TARGETS_MARK ",\"" BN_BCAST_TARGETS "\":["
+//  The targets key follows the base metadata's last value and a comma, or
+//  the opening brace when the base is empty.
+#define S_TARGETS_KEY "\"" BN_BCAST_TARGETS "\":["
+#define S_TARGETS_MARK "," S_TARGETS_KEY
 #define S_REPLIES_MARK "],\"" BN_BCAST_REPLIES "\":["
 
 //  Keys of an entry object, in the order of s_field_t.
@@ -152,20 +155,31 @@ s_top_level (const char *md, const char *at)
     return depth == 1 && !quoted;
 }
 
+//  The character before the first spliced targets key in md: the comma
+//  after the base metadata, or md's opening brace when the base is empty
+//  (the mark is as long either way). NULL if there is none.
+static const char *
+s_targets_mark (const char *md, size_t len)
+{
+    if (len > strlen (S_TARGETS_KEY) && md[0] == '{' &&
+        memcmp (md + 1, S_TARGETS_KEY, strlen (S_TARGETS_KEY)) == 0)
+        return md;
+    return memmem (md, len, S_TARGETS_MARK, strlen (S_TARGETS_MARK));
+}
+
 //  Open the targets shape: the spliced lists when a node wrote them, else
 //  the lists wherever they are in the metadata.
 static void
 s_open_targets (bn_merged_reader_t *self)
 {
     const char *md = self->md, *md_end = self->md + self->md_len;
-    const char *mark =
-        memmem (md, self->md_len, S_TARGETS_MARK, strlen (S_TARGETS_MARK));
+    const char *mark = s_targets_mark (md, self->md_len);
     const char *replies = mark
                               ? memmem (mark, (size_t)(md_end - mark),
                                         S_REPLIES_MARK, strlen (S_REPLIES_MARK))
                               : NULL;
     if (replies && md_end - md >= 2 && md_end[-1] == '}' && md_end[-2] == ']' &&
-        s_top_level (md, mark)) {
+        s_top_level (md, mark + 1)) {
         self->spliced = true;
         self->targets = mark + strlen (S_TARGETS_MARK) - 1;
         self->replies_list = replies + strlen (S_REPLIES_MARK) - 1;
@@ -683,12 +697,11 @@ bn_merged_base (bn_msg_t *msg, bool spliced)
     assert (msg);
     size_t len;
     const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
-    const char *mark = spliced && md ? memmem (md, len, S_TARGETS_MARK,
-                                               strlen (S_TARGETS_MARK))
-                                     : NULL;
+    const char *mark = spliced && md ? s_targets_mark (md, len) : NULL;
     if (mark) {
-        //  the part before the spliced lists, closed
-        size_t head = (size_t)(mark - md);
+        //  the part before the spliced lists, closed: "{}" when they
+        //  follow the opening brace
+        size_t head = mark == md ? 1 : (size_t)(mark - md);
         char *text = malloc (head + 1);
         json_t *base = NULL;
         if (text) {

@@ -373,6 +373,49 @@ START_TEST (test_escapes)
 }
 END_TEST
 
+//  Lists written after an empty base (no comma before them) are read
+//  through the splice too, and the base read back is empty.
+START_TEST (test_empty_base)
+{
+    bn_merged_writer_t *writer = bn_merged_writer_new ();
+    char *entry =
+        bn_merged_entry (BN_STATUS_OK, NULL, NULL, 1, NULL, NULL, NULL);
+    bn_merged_writer_add (writer, "v", 1, entry, strlen (entry));
+    bn_session_t *session = bn_session_new ("key", NULL);
+    bn_msg_t *msg = bn_msg_new (session, BN_MSG_APPLY_REPLY);
+    bn_msg_add_buffer (msg, "r", 1);
+    json_t *base = json_object ();
+    ck_assert_int_eq (bn_merged_writer_finish (writer, base, msg), 0);
+    size_t len;
+    const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
+    const char *expected =
+        "{\"" BN_BCAST_TARGETS "\":[[\"v\",1]],\"" BN_BCAST_REPLIES
+        "\":[{\"status\":\"ok\",\"started\":null,\"completed\":null,"
+        "\"nbuffers\":1}]}";
+    ck_assert_msg (len == strlen (expected) && memcmp (md, expected, len) == 0,
+                   "metadata %.*s", (int)len, md);
+    bn_merged_reader_t *reader = bn_merged_reader_new (msg);
+    ck_assert (bn_merged_reader_spliced (reader));
+    bn_merged_entry_t read;
+    ck_assert_int_eq (bn_merged_reader_next (reader, &read), 1);
+    ck_assert_str_eq (read.uuid, "v");
+    ck_assert_int_eq (read.eid, 1);
+    ck_assert (read.ok);
+    ck_assert_uint_eq (read.nbuffers, 1);
+    ck_assert_uint_eq (read.text.size, strlen (entry));
+    ck_assert_int_eq (bn_merged_reader_next (reader, &read), 0);
+    json_t *again = bn_merged_base (msg, true);
+    ck_assert (json_equal (again, base));
+    json_decref (again);
+    bn_merged_reader_destroy (&reader);
+    json_decref (base);
+    free (entry);
+    bn_msg_destroy (&msg);
+    bn_session_destroy (&session);
+    bn_merged_writer_destroy (&writer);
+}
+END_TEST
+
 //  bn_groups and bn_reduced built again from what the reader read: the
 //  same JSON as the metadata's.
 START_TEST (test_sets_writer)
@@ -666,6 +709,7 @@ main (void)
     tcase_add_test (tc, test_engines);
     tcase_add_test (tc, test_writer);
     tcase_add_test (tc, test_escapes);
+    tcase_add_test (tc, test_empty_base);
     tcase_add_test (tc, test_sets_writer);
     tcase_add_test (tc, test_records);
     tcase_add_test (tc, test_client);
