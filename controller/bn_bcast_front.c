@@ -361,10 +361,12 @@ s_flight_new (bn_msg_t *request)
     s_flight_t *self = calloc (1, sizeof *self);
     if (!self)
         return NULL;
+    //  (a client does not set original_msg_id: read only when it is there)
     char original[S_ID_MAX];
-    bool given = bn_jscan_string (md, size, "original_msg_id", original,
-                                  sizeof original) >= 0;
-    self->key = strdup (values[0].data && given ? original : msg_id);
+    bool given =
+        values[0].data && bn_jscan_string (md, size, "original_msg_id",
+                                           original, sizeof original) >= 0;
+    self->key = strdup (given ? original : msg_id);
     //  the targets are counted, not parsed
     if (values[1].data && *values[1].data == '[') {
         const char *at = values[1].data + 1;
