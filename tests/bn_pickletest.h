@@ -77,6 +77,7 @@ t_load_frames (const char *name, t_frames_t *out)
         size_t length = t_u32 (p + offset);
         out->frames[i].data = p + offset + 4;
         out->frames[i].size = length;
+        out->frames[i].frame = NULL;
         offset += 4 + length;
         ck_assert_uint_le (offset, size);
     }
@@ -91,6 +92,7 @@ t_zmsg_bytes (zmsg_t *msg, bn_bytes_t *out, size_t max)
          frame = zmsg_next (msg)) {
         out[n].data = zframe_data (frame);
         out[n].size = zframe_size (frame);
+        out[n].frame = NULL;
         n++;
     }
     return n;

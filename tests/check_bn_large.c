@@ -12,6 +12,7 @@
 #include <check.h>
 #include <czmq.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -139,8 +140,16 @@ s_push_of (size_t size)
     ck_assert_uint_eq (zmq_msg_size (bn_msg_buffer (msg, 3)), size);
     ck_assert_uint_gt (bn_msg_size (msg), size);
 
-    zsock_t *out = zsock_new_pair ("@inproc://check-bn-large");
-    zsock_t *in = zsock_new_pair (">inproc://check-bn-large");
+    //  an endpoint of each size's own: a closed socket's name is freed
+    //  asynchronously
+    char endpoint[64];
+    snprintf (endpoint, sizeof endpoint, "inproc://check-bn-large-%zu", size);
+    zsock_t *out = zsock_new (ZMQ_PAIR);
+    zsock_t *in = zsock_new (ZMQ_PAIR);
+    ck_assert_ptr_nonnull (out);
+    ck_assert_ptr_nonnull (in);
+    ck_assert_int_eq (zsock_bind (out, "%s", endpoint), 0);
+    ck_assert_int_eq (zsock_connect (in, "%s", endpoint), 0);
     ck_assert_int_eq (bn_msg_send (&msg, zsock_resolve (out), session), 0);
     bn_msg_t *got = bn_msg_recv (zsock_resolve (in));
     ck_assert_ptr_nonnull (got);

@@ -24,6 +24,7 @@ s_views (zmsg_t *msg, bn_bytes_t *out, size_t max)
          frame = zmsg_next (msg)) {
         out[count].data = zframe_data (frame);
         out[count].size = zframe_size (frame);
+        out[count].frame = NULL;
         count++;
     }
     return count;
@@ -100,6 +101,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     for (size_t i = 0; i < frames.count; i++) {
         bufs[i].data = frames.data[i];
         bufs[i].size = frames.size[i];
+        bufs[i].frame = NULL;
     }
 
     //  the result of an apply_reply, or a pushed value
