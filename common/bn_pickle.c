@@ -437,6 +437,16 @@ s_measure (const bn_value_t *value, size_t limit, size_t *cost_p,
     return 0;
 }
 
+//  What memo copies may cost in a pickle of `size` bytes.
+static size_t
+s_copy_budget (size_t size)
+{
+    size_t budget = BN_PICKLE_COPY_BUDGET;
+    return size > (SIZE_MAX - budget) / BN_PICKLE_COPY_PER_BYTE
+               ? SIZE_MAX
+               : budget + BN_PICKLE_COPY_PER_BYTE * size;
+}
+
 //  Push a copy of `value` (the memo's or the top's), charged to the budget.
 static int
 s_push_copy (s_reader_t *r, const bn_value_t *value)
@@ -444,7 +454,11 @@ s_push_copy (s_reader_t *r, const bn_value_t *value)
     size_t cost = 0;
     uint32_t depth = 0;
     if (s_measure (value, r->budget, &cost, &depth))
-        return s_fail (r, "memo references copy more than the budget");
+        return s_fail (r,
+                       "memo references copy more than the budget of a "
+                       "%zu-byte pickle, %zu bytes",
+                       (size_t)(r->end - r->start),
+                       s_copy_budget ((size_t)(r->end - r->start)));
     r->budget -= cost;
     return s_push (r, bn_value_dup (value), depth);
 }
@@ -1311,9 +1325,7 @@ bn_pickle_decode (const void *data, size_t size, char *err, size_t errsize)
     //  Python's memo indices count memoized objects, each at least one
     //  byte of pickle, so larger ones are hostile.
     r->memo_limit = size + 256;
-    r->budget = BN_PICKLE_COPY_BUDGET;
-    r->budget +=
-        size > (SIZE_MAX - r->budget) / 16 ? SIZE_MAX - r->budget : 16 * size;
+    r->budget = s_copy_budget (size);
     if (err && errsize)
         err[0] = 0;
     r->spill = bn_value_new_list ();

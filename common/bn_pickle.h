@@ -12,9 +12,15 @@
 
 //  Limits on what a peer's pickle may make the decoder build.
 #define BN_PICKLE_MAX_DEPTH 1000 //  nesting of containers and objects
-//  Memo references (BINGET) are deep copies here; their total size may
-//  not pass this many bytes plus 16 times the pickle's size.
-#define BN_PICKLE_COPY_BUDGET (64u * 1024 * 1024)
+//  Memo references (BINGET, DUP) are deep copies here, as every reader of
+//  the value walks it as a tree: their total size (64 bytes a value, plus
+//  its text) may not pass this many bytes plus BN_PICKLE_COPY_PER_BYTE
+//  times the pickle's size, about two values a byte, so that what a pickle
+//  costs to decode and to use grows with its size, not with its
+//  references. A list of 10,000 references to one 3-tuple fits; 5,000 to
+//  one list of ten ints does not.
+#define BN_PICKLE_COPY_BUDGET (2u * 1024 * 1024)
+#define BN_PICKLE_COPY_PER_BYTE 128u
 
 //  Decode a pickle of protocol 0 to 5 into a value tree.  Reads None, bool,
 //  int (up to 64 bits), float, str, bytes/bytearray, list, tuple, dict,

@@ -345,8 +345,17 @@ START_TEST (test_decode_limits)
     ck_assert_msg (value != NULL, "%s", err);
     bn_value_destroy (&value);
 
-    //  Nesting by appending lists into lists through the memo.
+    //  Nesting by appending lists into lists through the memo (a string
+    //  popped first makes the pickle long enough for the copies, so that
+    //  the nesting limit stops it).
     size = 0;
+    data[size++] = 'X'; //  BINUNICODE
+    size_t pad = 256 * 1024;
+    for (int i = 0; i < 4; i++)
+        data[size++] = (unsigned char)(pad >> (8 * i));
+    memset (data + size, 'x', pad);
+    size += pad;
+    data[size++] = '0'; //  POP
     data[size++] = ']';
     for (int i = 0; i < 3000; i++) {
         data[size++] = 0x94; //  MEMOIZE the list on top
@@ -394,6 +403,56 @@ START_TEST (test_decode_limits)
     ck_assert_int_eq (bn_value_type (value), BN_VALUE_NONE);
     bn_value_destroy (&value);
     free (data);
+}
+END_TEST
+
+//  Values in a tree of tuples.
+static size_t
+s_values (const bn_value_t *value)
+{
+    size_t count = 1;
+    for (size_t i = 0; i < bn_value_size (value); i++)
+        count += s_values (bn_value_item (value, i));
+    return count;
+}
+
+//  References cannot make a short pickle build much: None, then levels of
+//  DUP DUP TUPLE3, a tuple of three copies of the level below, three
+//  times its values at each level. A level decodes while its copies fit
+//  the budget of the pickle's size and is refused, saying so, past it.
+START_TEST (test_copy_budget)
+{
+    char err[256];
+    unsigned char data[128];
+    size_t below = 1, largest = 0, copied = 0;
+    int refused = 0;
+    for (int levels = 1; levels <= 30; levels++) {
+        size_t size = 0;
+        data[size++] = 'N';
+        for (int i = 0; i < levels; i++) {
+            data[size++] = '2';
+            data[size++] = '2';
+            data[size++] = 0x87;
+        }
+        data[size++] = '.';
+        copied += 2 * below * 64;
+        below = 3 * below + 1;
+        bn_value_t *value = bn_pickle_decode (data, size, err, sizeof (err));
+        bool fits =
+            copied <= BN_PICKLE_COPY_BUDGET + BN_PICKLE_COPY_PER_BYTE * size;
+        ck_assert_msg ((value != NULL) == fits, "%d levels: %s", levels, err);
+        if (value) {
+            ck_assert_uint_eq (s_values (value), below);
+            largest = below;
+        } else {
+            ck_assert_ptr_nonnull (strstr (err, "memo references copy more"));
+            refused++;
+        }
+        bn_value_destroy (&value);
+    }
+    //  9 levels, 29,524 values, are the most 31 bytes may build
+    ck_assert_uint_eq (largest, 29524);
+    ck_assert_int_eq (refused, 21);
 }
 END_TEST
 
@@ -490,6 +549,7 @@ main (void)
     tcase_add_test (tc, test_encode_values);
     tcase_add_test (tc, test_decode_errors);
     tcase_add_test (tc, test_decode_limits);
+    tcase_add_test (tc, test_copy_budget);
     tcase_add_test (tc, test_fuzz);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
