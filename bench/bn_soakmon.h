@@ -23,8 +23,9 @@ void bn_soakmon_destroy (bn_soakmon_t **self_p);
 void bn_soakmon_sample (bn_soakmon_t *self, double seconds);
 
 //  Judge growth: for each process alive from before warm_up until the
-//  last sample, the median RSS and descriptor count of the samples in
-//  [warm_up, warm_up + window] against those of the last window seconds.
+//  last sample, the floor (10th percentile) of the RSS and descriptor count
+//  of the samples in [warm_up, warm_up + window] against that of the last
+//  window seconds.
 //  Prints a line per process (start, after warm-up, end, growth) under
 //  title, processes that came and went counted in one line, and returns
 //  the number of processes whose RSS or descriptors grew by more than
