@@ -17,9 +17,10 @@
 //  its text) may not pass this many bytes plus BN_PICKLE_COPY_PER_BYTE
 //  times the pickle's size, about two values a byte, so that what a pickle
 //  costs to decode and to use grows with its size, not with its
-//  references. A list of 10,000 references to one 3-tuple fits; 5,000 to
-//  one list of ten ints does not.
-#define BN_PICKLE_COPY_BUDGET (2u * 1024 * 1024)
+//  references, past about 250,000 values (a few ms): [[0] * 10] * 5000,
+//  55,001 values from 10 kB, fits; 256 bytes of DUPs are refused after
+//  16 MiB of copies.
+#define BN_PICKLE_COPY_BUDGET (16u * 1024 * 1024)
 #define BN_PICKLE_COPY_PER_BYTE 128u
 
 //  Decode a pickle of protocol 0 to 5 into a value tree.  Reads None, bool,

@@ -450,9 +450,9 @@ START_TEST (test_copy_budget)
         }
         bn_value_destroy (&value);
     }
-    //  9 levels, 29,524 values, are the most 31 bytes may build
-    ck_assert_uint_eq (largest, 29524);
-    ck_assert_int_eq (refused, 21);
+    //  10 levels, 88,573 values, are the most 32 bytes may build
+    ck_assert_uint_eq (largest, 88573);
+    ck_assert_int_eq (refused, 20);
 }
 END_TEST
 
