@@ -8,6 +8,7 @@
     holds the client port; no node process outlives the controller.  */
 #include <check.h>
 #include <czmq.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -422,6 +423,45 @@ s_wait_restarted (t_cluster_t *self, size_t node, int before)
     }
 }
 
+//  Wait until every thread of process pid is stopped (a SIGSTOP is
+//  taken by each thread as it next runs: until then it may still serve).
+static void
+s_wait_stopped (pid_t pid)
+{
+    int64_t give_up = zclock_mono () + T_TIMEOUT;
+    char path[64];
+    snprintf (path, sizeof path, "/proc/%d/task", (int)pid);
+    while (true) {
+        DIR *dir = opendir (path);
+        ck_assert_ptr_nonnull (dir);
+        bool stopped = true;
+        size_t threads = 0;
+        struct dirent *entry;
+        while (stopped && (entry = readdir (dir))) {
+            if (entry->d_name[0] == '.')
+                continue;
+            char stat[384];
+            snprintf (stat, sizeof stat, "%s/%s/stat", path, entry->d_name);
+            FILE *in = fopen (stat, "r");
+            char state = 0;
+            //  "tid (comm) state ...": comm may hold spaces, not ')'
+            if (in && fscanf (in, "%*d (%*[^)]) %c", &state) != 1)
+                state = 0;
+            if (in)
+                fclose (in);
+            stopped = state == 'T' || state == 't';
+            threads++;
+        }
+        closedir (dir);
+        stopped = stopped && threads > 0;
+        if (stopped)
+            return;
+        ck_assert_msg (zclock_mono () < give_up, "process %d did not stop",
+                       (int)pid);
+        zclock_sleep (5);
+    }
+}
+
 //  Broadcast to eids until all answer: engines connect to their leaves,
 //  and a restarted node's links and its engines' connections come back, by
 //  themselves a moment after the registration or the restart; until then
@@ -667,6 +707,7 @@ START_TEST (test_root_killed)
     //  twelve coalescing ones of 1 MiB to engine 0: the link fills, the
     //  controller holds one and leaves the others waiting in its port
     ck_assert_int_eq (kill (pids[0], SIGSTOP), 0);
+    s_wait_stopped (pids[0]);
     int odd[] = {1, 3}, first[] = {0};
     request = s_apply (cluster, "echo", bn_value_new_bytes ("f", 1));
     char *forwarded = strdup (bn_msg_id (request));
