@@ -365,7 +365,7 @@ s_on_merged (bn_tracker_t *tracker, bn_engines_t *engines, bn_msg_t *msg,
     //  reader found them spliced in last
     if (rc == 0) {
         merged.base = bn_merged_base (msg, bn_merged_reader_spliced (reader));
-        merged.original = s_str (merged.base, "original_msg_id");
+        merged.original = s_str (merged.base, BN_MD_ORIGINAL_MSG_ID);
         merged.started = s_str (merged.base, "started");
         json_t *hops = json_object_get (merged.base, BN_BCAST_HOPS);
         merged.hops = json_is_array (hops) ? hops : NULL;

@@ -424,8 +424,8 @@ s_broadcast_metadata (bn_view_t *self, json_t *targets)
     bool merge_by_levels =
         self->output_in_reply && self->coalescing && !self->nlevels;
     json_t *metadata =
-        json_pack ("{s:o, s:b, s:b}", "targets", targets, "is_broadcast", 1,
-                   "is_coalescing", self->coalescing && !merge_by_levels);
+        json_pack ("{s:o, s:b, s:b}", "targets", targets, BN_MD_IS_BROADCAST, 1,
+                   BN_MD_IS_COALESCING, self->coalescing && !merge_by_levels);
     if (!metadata)
         return NULL;
     int rc = 0;

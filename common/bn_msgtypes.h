@@ -100,6 +100,12 @@
 //  command's standard input (banyan engines; others ignore it)
 #define BN_EXEC_STDIN "bn_stdin"
 
+//  Broadcast metadata, as 7.1.0's broadcast scheduler sets it on a
+//  request and on each engine's reply to it
+#define BN_MD_IS_BROADCAST "is_broadcast"
+#define BN_MD_IS_COALESCING "is_coalescing"
+#define BN_MD_ORIGINAL_MSG_ID "original_msg_id"
+
 //  Merged broadcast replies: metadata keys of their entries, one of the
 //  three shapes (bn_merged_writer.h), and of what every merged reply says
 #define BN_BCAST_TARGETS "broadcast_targets"

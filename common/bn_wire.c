@@ -2,6 +2,8 @@
 /*  bn_wire: small shared pieces of the IPython Parallel protocol.  */
 #include "bn_wire.h"
 
+#include "bn_msgtypes.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -35,6 +37,17 @@ bn_wire_errorf (const char *ename, json_t *engine_info, const char *format, ...)
     vsnprintf (evalue, sizeof evalue, format, args);
     va_end (args);
     return bn_wire_error (ename, evalue, engine_info, NULL);
+}
+
+int
+bn_wire_mark_broadcast (json_t *metadata, const char *original, bool coalescing)
+{
+    int rc = json_object_set_new (metadata, BN_MD_IS_BROADCAST, json_true ());
+    rc |= json_object_set_new (metadata, BN_MD_IS_COALESCING,
+                               json_boolean (coalescing));
+    rc |= json_object_set_new (metadata, BN_MD_ORIGINAL_MSG_ID,
+                               json_string (original));
+    return rc ? -1 : 0;
 }
 
 int

@@ -7,6 +7,7 @@
 
 #include <czmq.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 //  Milliseconds a bind keeps trying a port held by a process still
@@ -25,6 +26,12 @@ json_t *bn_wire_error (const char *ename, const char *evalue,
 json_t *bn_wire_errorf (const char *ename, json_t *engine_info,
                         const char *format, ...)
     __attribute__ ((format (printf, 3, 4)));
+
+//  Mark metadata as a reply to the broadcast whose msg_id is original:
+//  is_broadcast true, is_coalescing, original_msg_id. Returns -1 on
+//  allocation failure.
+int bn_wire_mark_broadcast (json_t *metadata, const char *original,
+                            bool coalescing);
 
 //  The reply type of a request type: "apply_request" gives "apply_reply";
 //  a type not ending in "_request" gets "_reply" appended. Writes into buf

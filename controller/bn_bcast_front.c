@@ -219,10 +219,7 @@ s_report_request (bn_bcast_front_t *self, bn_msg_t *request)
 static void
 s_mark (bn_msg_t *reply, const char *key, bool coalescing)
 {
-    json_t *md = bn_msg_metadata (reply);
-    json_object_set_new (md, "is_broadcast", json_true ());
-    json_object_set_new (md, "is_coalescing", json_boolean (coalescing));
-    json_object_set_new (md, "original_msg_id", json_string (key));
+    bn_wire_mark_broadcast (bn_msg_metadata (reply), key, coalescing);
     bn_msg_touch (reply, BN_PART_METADATA);
 }
 
@@ -349,8 +346,8 @@ s_fail (bn_bcast_front_t *self, s_flight_t *flight, const char *why)
 static s_flight_t *
 s_flight_new (bn_msg_t *request)
 {
-    static const char *const keys[] = {"original_msg_id", "targets",
-                                       "is_coalescing", BN_BCAST_LEVELS,
+    static const char *const keys[] = {BN_MD_ORIGINAL_MSG_ID, "targets",
+                                       BN_MD_IS_COALESCING, BN_BCAST_LEVELS,
                                        BN_BCAST_RELEASE};
     bn_jscan_slice_t values[5];
     size_t size;
@@ -364,7 +361,7 @@ s_flight_new (bn_msg_t *request)
     //  (a client does not set original_msg_id: read only when it is there)
     char original[S_ID_MAX];
     bool given =
-        values[0].data && bn_jscan_string (md, size, "original_msg_id",
+        values[0].data && bn_jscan_string (md, size, BN_MD_ORIGINAL_MSG_ID,
                                            original, sizeof original) >= 0;
     self->key = strdup (given ? original : msg_id);
     //  the targets are counted, not parsed
@@ -402,7 +399,7 @@ s_answered (bn_bcast_front_t *self, bn_msg_t *reply)
     const void *md = bn_msg_part_data (reply, BN_PART_METADATA, &size);
     char key[S_ID_MAX];
     if (!md ||
-        bn_jscan_string (md, size, "original_msg_id", key, sizeof key) < 0)
+        bn_jscan_string (md, size, BN_MD_ORIGINAL_MSG_ID, key, sizeof key) < 0)
         return;
     s_flight_t *flight = zhashx_lookup (self->flights, key);
     if (!flight)

@@ -237,8 +237,8 @@ s_entry_reply (bn_msg_t *merged, bool spliced, bn_merged_entry_t *entry,
     json_object_set_new (metadata, "started", started ? started : json_null ());
     json_object_set_new (metadata, "engine", json_string (uuid));
     //  one engine's reply, as a forwarding tree delivers it
-    if (json_object_get (metadata, "is_coalescing"))
-        json_object_set_new (metadata, "is_coalescing", json_false ());
+    if (json_object_get (metadata, BN_MD_IS_COALESCING))
+        json_object_set_new (metadata, BN_MD_IS_COALESCING, json_false ());
     if (entry->out.data)
         json_object_set_new (content, "bn_stdout", s_slice_string (entry->out));
     if (entry->err.data)
@@ -555,14 +555,9 @@ bn_record_abandon (bn_record_t *self, bn_session_t *session, const char *why,
                              json_string (self->engine_uuid));
     if (rc == 0 && broadcast) {
         bn_msg_clear_idents (reply);
-        json_object_set_new (metadata, "is_broadcast", json_true ());
-        json_object_set (
-            metadata, "is_coalescing",
-            json_is_true (json_object_get (request_md, "is_coalescing"))
-                ? json_true ()
-                : json_false ());
-        json_object_set_new (metadata, "original_msg_id",
-                             json_string (self->msg_id));
+        bn_wire_mark_broadcast (
+            metadata, self->msg_id,
+            json_is_true (json_object_get (request_md, BN_MD_IS_COALESCING)));
         size_t index;
         json_t *target;
         json_array_foreach (targets, index, target)

@@ -527,7 +527,7 @@ s_broadcast_reply (bn_records_t *self, const char *parent_id, bn_msg_t *reply,
                    const char *engine_uuid)
 {
     char orig[S_ID_MAX];
-    if (!s_metadata_string (reply, "original_msg_id", orig, sizeof orig))
+    if (!s_metadata_string (reply, BN_MD_ORIGINAL_MSG_ID, orig, sizeof orig))
         return;
     s_track_t *track = zhashx_lookup (self->pending, orig);
     bn_record_t *original = s_lookup (self, orig);

@@ -280,17 +280,18 @@ s_reply_metadata (bn_engine_t *self, bn_msg_t *request, const char *status,
     char buf[256];
     size_t size;
     const void *data = bn_msg_part_data (request, BN_PART_METADATA, &size);
-    int len = bn_jscan_string (data, size, "original_msg_id", buf, sizeof buf);
+    int len =
+        bn_jscan_string (data, size, BN_MD_ORIGINAL_MSG_ID, buf, sizeof buf);
     json_t *original =
         len >= 0    ? json_string (buf)
         : len == -2 ? json_incref (json_object_get (bn_msg_metadata (request),
-                                                    "original_msg_id"))
+                                                    BN_MD_ORIGINAL_MSG_ID))
                     : NULL;
     json_t *metadata = json_pack (
         "{s:s, s:b, s:s, s:b, s:b, s:o, s:s}", "started", started,
-        "dependencies_met", 1, "engine", self->uuid, "is_broadcast",
-        s_metadata_true (request, "is_broadcast"), "is_coalescing",
-        s_metadata_true (request, "is_coalescing"), "original_msg_id",
+        "dependencies_met", 1, "engine", self->uuid, BN_MD_IS_BROADCAST,
+        s_metadata_true (request, BN_MD_IS_BROADCAST), BN_MD_IS_COALESCING,
+        s_metadata_true (request, BN_MD_IS_COALESCING), BN_MD_ORIGINAL_MSG_ID,
         original ? original : json_string (""), "status", status);
     if (metadata && strcmp (status, BN_STATUS_ERROR) == 0)
         json_object_set_new (metadata, "engine_info",

@@ -518,10 +518,7 @@ s_send_merged (s_node_t *self, s_request_t *req, int partial)
                       : req->group ? s_merge_groups (req, out, metadata)
                                    : s_merge_plain (req, out, writer);
     req->unreleased = 0;
-    json_object_set_new (metadata, "is_broadcast", json_true ());
-    json_object_set_new (metadata, "is_coalescing",
-                         json_boolean (req->coalescing));
-    json_object_set_new (metadata, "original_msg_id", json_string (req->key));
+    bn_wire_mark_broadcast (metadata, req->key, req->coalescing);
     if (partial >= 0)
         json_object_set_new (metadata, BN_BCAST_PARTIAL,
                              json_boolean (partial));
@@ -575,10 +572,7 @@ s_send_engine_error (s_node_t *self, s_request_t *req, s_slot_t *slot,
     if (parent && msg_id && md) {
         json_object_set_new (parent, "msg_id", json_string (msg_id));
         bn_msg_touch (reply, BN_PART_PARENT);
-        json_object_set_new (md, "is_broadcast", json_true ());
-        json_object_set_new (md, "is_coalescing",
-                             json_boolean (req->coalescing));
-        json_object_set_new (md, "original_msg_id", json_string (req->key));
+        bn_wire_mark_broadcast (md, req->key, req->coalescing);
         bn_msg_touch (reply, BN_PART_METADATA);
     }
     zstr_free (&msg_id);
@@ -675,9 +669,7 @@ s_refuse (s_node_t *self, bn_msg_t *request, const char *original,
         return;
     }
     json_t *md = bn_msg_metadata (reply);
-    json_object_set_new (md, "is_broadcast", json_true ());
-    json_object_set_new (md, "is_coalescing", json_boolean (coalescing));
-    json_object_set_new (md, "original_msg_id", json_string (original));
+    bn_wire_mark_broadcast (md, original, coalescing);
     if (coalescing)
         json_object_set_new (md, BN_BCAST_TARGETS, json_array ());
     bn_msg_touch (reply, BN_PART_METADATA);
@@ -861,7 +853,7 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
     json_t *md = json_copy (metadata);
     json_object_del (md, "targets");
     json_object_del (md, S_DEADLINE_LEFT);
-    json_object_set_new (md, "original_msg_id", json_string (req->key));
+    json_object_set_new (md, BN_MD_ORIGINAL_MSG_ID, json_string (req->key));
     char *md_text = md ? bn_jdump (md, NULL) : NULL;
     json_decref (md);
     char *header = NULL;
@@ -974,7 +966,8 @@ s_dispatch_children (s_node_t *self, s_request_t *req, bn_msg_t *request,
         int rc = copy ? 0 : -1;
         if (rc == 0) {
             json_object_set (md, "targets", lists[c]);
-            json_object_set_new (md, "original_msg_id", json_string (req->key));
+            json_object_set_new (md, BN_MD_ORIGINAL_MSG_ID,
+                                 json_string (req->key));
             if (req->deadline)
                 json_object_set_new (md, S_DEADLINE_LEFT, json_integer (left));
             bn_msg_set_metadata (copy, md);
@@ -1168,11 +1161,11 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
                          self->id);
         return;
     }
-    json_t *original = json_object_get (metadata, "original_msg_id");
+    json_t *original = json_object_get (metadata, BN_MD_ORIGINAL_MSG_ID);
     const char *key =
         json_is_string (original) ? json_string_value (original) : msg_id;
     bool coalescing =
-        json_is_true (json_object_get (metadata, "is_coalescing"));
+        json_is_true (json_object_get (metadata, BN_MD_IS_COALESCING));
     json_t *targets = json_object_get (metadata, "targets");
     if (!s_targets_ok (targets)) {
         self->stats.bad_request++;
@@ -1522,7 +1515,7 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
     bool engine = self->leaf && !s_host_index (self, peer, false);
     char key[S_FIELD];
     const char *original =
-        s_scan (msg, BN_PART_METADATA, "original_msg_id", key, sizeof key);
+        s_scan (msg, BN_PART_METADATA, BN_MD_ORIGINAL_MSG_ID, key, sizeof key);
     if (!original || !*original) {
         //  an engine that does not copy original_msg_id: the parent
         //  msg_id is "<original>_<engine uuid>"

@@ -139,10 +139,7 @@ s_targets_ok (json_t *targets)
 static void
 s_broadcast_metadata (bn_msg_t *reply, const char *original, bool coalescing)
 {
-    json_t *metadata = bn_msg_metadata (reply);
-    json_object_set_new (metadata, "is_broadcast", json_true ());
-    json_object_set_new (metadata, "is_coalescing", json_boolean (coalescing));
-    json_object_set_new (metadata, "original_msg_id", json_string (original));
+    bn_wire_mark_broadcast (bn_msg_metadata (reply), original, coalescing);
     bn_msg_touch (reply, BN_PART_METADATA);
 }
 
@@ -152,11 +149,12 @@ s_refuse_broadcast (bn_refuser_t *self, bn_msg_t *request)
     json_t *metadata = bn_msg_metadata (request);
     json_t *targets = metadata ? json_object_get (metadata, "targets") : NULL;
     json_t *value =
-        metadata ? json_object_get (metadata, "original_msg_id") : NULL;
+        metadata ? json_object_get (metadata, BN_MD_ORIGINAL_MSG_ID) : NULL;
     const char *original = json_is_string (value) ? json_string_value (value)
                                                   : bn_msg_id (request);
     bool coalescing =
-        metadata && json_is_true (json_object_get (metadata, "is_coalescing"));
+        metadata &&
+        json_is_true (json_object_get (metadata, BN_MD_IS_COALESCING));
     json_t *header = bn_msg_header (request);
 
     if (!s_targets_ok (targets) || coalescing) {

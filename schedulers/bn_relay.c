@@ -278,15 +278,16 @@ bn_relay_error_reply (bn_session_t *session, bn_msg_t *request,
     }
     json_t *request_md = bn_msg_metadata (request);
     json_t *is_broadcast =
-        request_md ? json_object_get (request_md, "is_broadcast") : NULL;
+        request_md ? json_object_get (request_md, BN_MD_IS_BROADCAST) : NULL;
     json_t *is_coalescing =
-        request_md ? json_object_get (request_md, "is_coalescing") : NULL;
+        request_md ? json_object_get (request_md, BN_MD_IS_COALESCING) : NULL;
     json_t *original =
-        request_md ? json_object_get (request_md, "original_msg_id") : NULL;
+        request_md ? json_object_get (request_md, BN_MD_ORIGINAL_MSG_ID) : NULL;
     json_t *metadata = json_pack (
         "{s:s, s:b, s:b, s:b, s:s}", "status", BN_STATUS_ERROR,
-        "dependencies_met", 1, "is_broadcast", json_is_true (is_broadcast),
-        "is_coalescing", json_is_true (is_coalescing), "original_msg_id",
+        "dependencies_met", 1, BN_MD_IS_BROADCAST, json_is_true (is_broadcast),
+        BN_MD_IS_COALESCING, json_is_true (is_coalescing),
+        BN_MD_ORIGINAL_MSG_ID,
         json_is_string (original) ? json_string_value (original) : "");
     if (metadata && engine)
         json_object_set_new (metadata, "engine", json_string (engine));

@@ -1,5 +1,5 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
-/*  check_bn_wire: error content, reply types, endpoints.  */
+/*  check_bn_wire: error content, broadcast marks, reply types, endpoints.  */
 #include "bn_wire.h"
 
 #include <check.h>
@@ -36,6 +36,25 @@ START_TEST (test_reply_type)
     ck_assert_int_eq (bn_wire_reply_type ("odd", buf, sizeof buf), 0);
     ck_assert_str_eq (buf, "odd_reply");
     ck_assert_int_eq (bn_wire_reply_type ("execute_request", buf, 8), -1);
+}
+END_TEST
+
+START_TEST (test_mark_broadcast)
+{
+    //  the keys 7.1.0's client reads to file a reply under its broadcast,
+    //  replacing what an engine's reply said
+    json_t *md = json_pack ("{s:s, s:b, s:s}", "status", "ok", "is_broadcast",
+                            0, "original_msg_id", "old");
+    ck_assert_int_eq (bn_wire_mark_broadcast (md, "m-1", true), 0);
+    char *text = json_dumps (md, JSON_SORT_KEYS | JSON_COMPACT);
+    ck_assert_str_eq (text, "{\"is_broadcast\":true,\"is_coalescing\":true,"
+                            "\"original_msg_id\":\"m-1\",\"status\":\"ok\"}");
+    free (text);
+    ck_assert_int_eq (bn_wire_mark_broadcast (md, "m-2", false), 0);
+    ck_assert (json_is_false (json_object_get (md, "is_coalescing")));
+    ck_assert_str_eq (
+        json_string_value (json_object_get (md, "original_msg_id")), "m-2");
+    json_decref (md);
 }
 END_TEST
 
@@ -149,6 +168,7 @@ main (void)
     TCase *tc = tcase_create ("core");
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_reply_type);
+    tcase_add_test (tc, test_mark_broadcast);
     tcase_add_test (tc, test_urls);
     tcase_add_test (tc, test_bind_range);
     tcase_add_test (tc, test_repr);
