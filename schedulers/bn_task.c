@@ -43,6 +43,7 @@
 #include "bn_jscan.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
+#include "bn_outcomes.h"
 #include "bn_wire.h"
 
 #define S_BATCH 1024            //  messages read per wake-up
@@ -53,14 +54,7 @@
 #define S_NONE SIZE_MAX
 
 //  What became of a submitted msg_id.
-typedef enum { S_PENDING, S_SUCCEEDED, S_FAILED } s_state_t;
-
-typedef struct {
-    s_state_t state;
-    const char *engine; //  Where it ran (interned), NULL if it did not
-    void *done_handle;  //  Position in the finished list, NULL if pending
-    char msg_id[];      //  Its key in records
-} s_record_t;
+typedef enum { S_UNKNOWN, S_PENDING, S_SUCCEEDED, S_FAILED } s_state_t;
 
 //  A set of msg_ids and how it is met (ipyparallel.Dependency).
 typedef struct {
@@ -154,15 +148,13 @@ struct _bn_task_t {
     bool reading; //  Client side registered in the loop
     size_t queue_max;
 
-    zhashx_t *engines;  //  uuid -> s_engine_t
-    zhashx_t *names;    //  uuid -> interned copy
-    zhashx_t *records;  //  msg_id -> s_record_t (every submission)
-    zlistx_t *done;     //  s_record_t * finished, oldest first
-    size_t records_max; //  Finished records kept
-    zhashx_t *jobs;     //  msg_id -> s_job_t (queued or running)
-    zhashx_t *graph;    //  msg_id -> zlistx of waiting msg_ids
-    bn_heap_t *heap;    //  Available engines, best first
-    s_engine_t **avail; //  Available engines, any order
+    zhashx_t *engines;       //  uuid -> s_engine_t
+    zhashx_t *names;         //  uuid -> interned copy
+    bn_outcomes_t *outcomes; //  The last finished msg_ids (records_max)
+    zhashx_t *jobs;          //  msg_id -> s_job_t (queued or running)
+    zhashx_t *graph;         //  msg_id -> zlistx of waiting msg_ids
+    bn_heap_t *heap;         //  Available engines, best first
+    s_engine_t **avail;      //  Available engines, any order
     size_t navail;
     size_t cap;         //  Room in avail
     double *fenwick;    //  1/load weights by slot (weighted)
@@ -392,29 +384,49 @@ s_engine_room (bn_task_t *self)
 //  --------------------------------------------------------------------------
 //  Records and dependencies
 
-static s_record_t *
-s_record (bn_task_t *self, const char *msg_id)
+//  What became of msg_id: pending while it is a job, S_UNKNOWN if it was
+//  never submitted here or is forgotten; where it ran (interned, or NULL)
+//  in *engine_p if given.
+static s_state_t
+s_state (bn_task_t *self, const char *msg_id, const char **engine_p)
 {
-    return (s_record_t *)zhashx_lookup (self->records, msg_id);
+    if (engine_p)
+        *engine_p = NULL;
+    if (zhashx_lookup (self->jobs, msg_id))
+        return S_PENDING;
+    const void *where = NULL;
+    bn_outcome_t outcome = bn_outcomes_get (self->outcomes, msg_id, &where);
+    if (engine_p)
+        *engine_p = (const char *)where;
+    return outcome == BN_OUTCOME_SUCCEEDED ? S_SUCCEEDED
+           : outcome == BN_OUTCOME_FAILED  ? S_FAILED
+                                           : S_UNKNOWN;
 }
 
 static bool
 s_done (bn_task_t *self, const char *msg_id)
 {
-    s_record_t *record = s_record (self, msg_id);
-    return record && record->state != S_PENDING;
+    s_state_t state = s_state (self, msg_id, NULL);
+    return state == S_SUCCEEDED || state == S_FAILED;
+}
+
+//  Whether state is one dep counts as met.
+static bool
+s_meets (s_dep_t *dep, s_state_t state)
+{
+    return (state == S_SUCCEEDED && dep->success) ||
+           (state == S_FAILED && dep->failure);
 }
 
 //  Whether msg_id counts toward dep (on engine when given).
 static bool
 s_counts (bn_task_t *self, s_dep_t *dep, const char *msg_id, const char *engine)
 {
-    s_record_t *record = s_record (self, msg_id);
-    if (!record || record->state == S_PENDING)
+    const char *ran = NULL;
+    s_state_t state = s_state (self, msg_id, &ran);
+    if (engine && ran != engine)
         return false;
-    if (engine && record->engine != engine)
-        return false;
-    return record->state == S_SUCCEEDED ? dep->success : dep->failure;
+    return s_meets (dep, state);
 }
 
 //  Dependency.check against all results, or engine's when given.
@@ -440,9 +452,9 @@ s_dep_unreachable (bn_task_t *self, s_dep_t *dep)
     if (dep->count == 0)
         return false;
     for (size_t i = 0; i < dep->count; i++) {
-        s_record_t *record = s_record (self, dep->ids[i]);
-        bool bad = record && ((record->state == S_SUCCEEDED && !dep->success) ||
-                              (record->state == S_FAILED && !dep->failure));
+        s_state_t state = s_state (self, dep->ids[i], NULL);
+        bool bad = (state == S_SUCCEEDED && !dep->success) ||
+                   (state == S_FAILED && !dep->failure);
         if (dep->all && bad)
             return true;
         if (!dep->all && !bad)
@@ -529,10 +541,7 @@ s_dep_reduce (bn_task_t *self, s_dep_t *dep)
 {
     size_t kept = 0;
     for (size_t i = 0; i < dep->count; i++) {
-        s_record_t *record = s_record (self, dep->ids[i]);
-        bool met = record && ((record->state == S_SUCCEEDED && dep->success) ||
-                              (record->state == S_FAILED && dep->failure));
-        if (met)
+        if (s_meets (dep, s_state (self, dep->ids[i], NULL)))
             free (dep->ids[i]);
         else
             dep->ids[kept++] = dep->ids[i];
@@ -691,27 +700,18 @@ s_send_client (bn_task_t *self, bn_msg_t **msg_p)
         self->stats.forwarded++;
 }
 
-//  msg_id finished in state (on engine): its record goes to the end of
-//  the finished list, and the oldest finished records past the bound are
-//  forgotten.
+//  msg_id finished in state (on engine): it is remembered as the newest
+//  outcome, and the oldest past the bound are forgotten.
 static void
 s_set_record (bn_task_t *self, const char *msg_id, s_state_t state,
               const char *engine)
 {
-    s_record_t *record = s_record (self, msg_id);
-    if (!record)
-        return;
-    record->state = state;
-    record->engine = engine;
-    if (record->done_handle)
-        zlistx_move_end (self->done, record->done_handle);
-    else
-        record->done_handle = zlistx_add_end (self->done, record);
-    while (zlistx_size (self->done) > self->records_max) {
-        s_record_t *oldest = (s_record_t *)zlistx_first (self->done);
-        zlistx_delete (self->done, zlistx_cursor (self->done));
-        zhashx_delete (self->records, oldest->msg_id);
-    }
+    if (bn_outcomes_add (self->outcomes, msg_id,
+                         state == S_SUCCEEDED ? BN_OUTCOME_SUCCEEDED
+                                              : BN_OUTCOME_FAILED,
+                         engine) != 0)
+        bn_log_error ("task: out of memory remembering that %s finished",
+                      msg_id);
 }
 
 //  Fail a queued job with an error reply the scheduler makes
@@ -933,13 +933,13 @@ s_follow_dead (bn_task_t *self, s_job_t *job)
     if (!job->follow.count)
         return false;
     for (size_t i = 0; i < job->follow.count; i++) {
-        s_record_t *record = s_record (self, job->follow.ids[i]);
-        if (!record || record->state == S_PENDING)
+        const char *ran = NULL;
+        s_state_t state = s_state (self, job->follow.ids[i], &ran);
+        if (state == S_UNKNOWN || state == S_PENDING)
             return false;
-        if (!s_counts (self, &job->follow, job->follow.ids[i], NULL) ||
-            !record->engine)
+        if (!s_meets (&job->follow, state) || !ran)
             continue;
-        s_engine_t *engine = zhashx_lookup (self->engines, record->engine);
+        s_engine_t *engine = zhashx_lookup (self->engines, ran);
         if (engine && !engine->closed)
             return false;
     }
@@ -978,9 +978,10 @@ s_maybe_run (bn_task_t *self, s_job_t *job)
             s_consider (self, job, job->targets[i], cands, &n);
     else
         for (size_t i = 0; i < job->follow.count; i++) {
-            s_record_t *record = s_record (self, job->follow.ids[i]);
-            if (record && record->engine)
-                s_consider (self, job, record->engine, cands, &n);
+            const char *ran = NULL;
+            s_state (self, job->follow.ids[i], &ran);
+            if (ran)
+                s_consider (self, job, ran, cands, &n);
         }
     if (n) {
         qsort (cands, n, sizeof *cands, s_by_seq);
@@ -999,17 +1000,15 @@ s_maybe_run (bn_task_t *self, s_job_t *job)
     if (job->follow.all && job->follow.count) {
         const char *dest = NULL;
         for (size_t i = 0; i < job->follow.count; i++) {
-            s_record_t *record = s_record (self, job->follow.ids[i]);
-            if (!record || record->state == S_PENDING || !record->engine)
+            const char *ran = NULL;
+            s_state_t state = s_state (self, job->follow.ids[i], &ran);
+            if (!ran || !s_meets (&job->follow, state))
                 continue;
-            if (record->state == S_SUCCEEDED ? !job->follow.success
-                                             : !job->follow.failure)
-                continue;
-            if (dest && dest != record->engine) {
+            if (dest && dest != ran) {
                 s_fail_impossible (self, job);
                 return S_GONE;
             }
-            dest = record->engine;
+            dest = ran;
         }
     }
     if (job->ntargets) {
@@ -1408,7 +1407,8 @@ static bool
 s_dep_invalid (bn_task_t *self, s_dep_t *dep, const char *msg_id)
 {
     for (size_t i = 0; i < dep->count; i++)
-        if (streq (dep->ids[i], msg_id) || !s_record (self, dep->ids[i]))
+        if (streq (dep->ids[i], msg_id) ||
+            s_state (self, dep->ids[i], NULL) == S_UNKNOWN)
             return true;
     return false;
 }
@@ -1429,29 +1429,16 @@ s_request (bn_task_t *self, bn_msg_t *msg, bool internal)
         return;
     }
     s_job_t *job = calloc (1, sizeof *job);
-    s_record_t *record = s_record (self, msg_id);
-    if (!record) {
-        size_t size = strlen (msg_id) + 1;
-        record = calloc (1, sizeof *record + size);
-        if (record) {
-            memcpy (record->msg_id, msg_id, size);
-            zhashx_insert (self->records, record->msg_id, record);
-        }
-    }
     if (job)
         job->msg_id = strdup (msg_id);
-    if (!job || !record || !job->msg_id) {
+    if (!job || !job->msg_id) {
         bn_log_error ("task: out of memory queueing %s", msg_id);
         s_job_destroy (&job);
         bn_msg_destroy (&msg);
         return;
     }
-    record->state = S_PENDING;
-    record->engine = NULL;
-    if (record->done_handle) {
-        zlistx_delete (self->done, record->done_handle);
-        record->done_handle = NULL;
-    }
+    //  submitted again: pending (as a job) until it finishes again
+    bn_outcomes_remove (self->outcomes, msg_id);
     job->msg = msg;
     job->owner = self;
     job->deadline_at = BN_HEAP_NONE;
@@ -1894,13 +1881,6 @@ s_engine_destructor (void **item)
 }
 
 static void
-s_record_destructor (void **item)
-{
-    free (*item);
-    *item = NULL;
-}
-
-static void
 s_graph_destructor (void **item)
 {
     zlistx_destroy ((zlistx_t **)item);
@@ -1928,9 +1908,7 @@ bn_task_new (zsock_t *client_side, zsock_t *engine_side, bn_session_t *session,
     self->rand_state = (uint64_t)zclock_time () * 2654435761u + 1;
     self->engines = zhashx_new ();
     self->names = zhashx_new ();
-    self->records = zhashx_new ();
-    self->done = zlistx_new ();
-    self->records_max = BN_TASK_RECORDS_MAX;
+    self->outcomes = bn_outcomes_new (BN_TASK_RECORDS_MAX);
     self->jobs = zhashx_new ();
     self->graph = zhashx_new ();
     self->finished = zlist_new ();
@@ -1938,18 +1916,14 @@ bn_task_new (zsock_t *client_side, zsock_t *engine_side, bn_session_t *session,
     self->heap = bn_heap_new (s_before, self, offsetof (s_engine_t, heap_at));
     self->deadlines =
         bn_heap_new (s_due_before, NULL, offsetof (s_job_t, deadline_at));
-    if (!self->engines || !self->names || !self->records || !self->done ||
-        !self->jobs || !self->graph || !self->finished || !self->holdq ||
-        !self->heap || !self->deadlines) {
+    if (!self->engines || !self->names || !self->outcomes || !self->jobs ||
+        !self->graph || !self->finished || !self->holdq || !self->heap ||
+        !self->deadlines) {
         bn_task_destroy (&self);
         return NULL;
     }
     zhashx_set_destructor (self->engines, s_engine_destructor);
     zhashx_set_destructor (self->names, (zhashx_destructor_fn *)zstr_free);
-    zhashx_set_destructor (self->records, s_record_destructor);
-    //  records are keyed by their own msg_id
-    zhashx_set_key_duplicator (self->records, NULL);
-    zhashx_set_key_destructor (self->records, NULL);
     zhashx_set_destructor (self->graph, s_graph_destructor);
     //  jobs are keyed by their own msg_id and freed by us
     zhashx_set_key_duplicator (self->jobs, NULL);
@@ -1979,8 +1953,7 @@ bn_task_destroy (bn_task_t **self_p)
     }
     zhashx_destroy (&self->engines);
     zhashx_destroy (&self->names);
-    zlistx_destroy (&self->done);
-    zhashx_destroy (&self->records);
+    bn_outcomes_destroy (&self->outcomes);
     zhashx_destroy (&self->graph);
     zlist_destroy (&self->finished);
     bn_heap_destroy (&self->heap);
@@ -2051,7 +2024,7 @@ void
 bn_task_set_records_max (bn_task_t *self, size_t records_max)
 {
     assert (self);
-    self->records_max = records_max ? records_max : 1;
+    bn_outcomes_set_max (self->outcomes, records_max);
 }
 
 void
@@ -2071,7 +2044,7 @@ bn_task_stats (bn_task_t *self)
     return json_pack (
         "{s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
         "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-        "s:I}",
+        "s:I, s:I}",
         "scheme", schemes[self->scheme], "hwm", self->hwm, "received",
         (json_int_t)s->received, "submitted", (json_int_t)s->submitted,
         "forwarded", (json_int_t)s->forwarded, "bad_frame",
@@ -2092,5 +2065,8 @@ bn_task_stats (bn_task_t *self)
         (json_int_t)s->paused, "engines",
         (json_int_t)zhashx_size (self->engines), "queued",
         (json_int_t)self->queued, "running", (json_int_t)self->running,
-        "records", (json_int_t)zhashx_size (self->records));
+        "records",
+        (json_int_t)(zhashx_size (self->jobs) +
+                     bn_outcomes_size (self->outcomes)),
+        "records_bytes", (json_int_t)bn_outcomes_bytes (self->outcomes));
 }
