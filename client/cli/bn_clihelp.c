@@ -121,8 +121,9 @@ static const s_help_t s_helps[] = {
      "  slurm    inside an allocation (SLURM_JOB_ID set): one srun step, one\n"
      "           task a node; outside one: sbatch of a generated batch script\n"
      "           (job name banyan-engines[-ID], --ntasks, --export=ALL, one\n"
-     "           srun step), or --batch-template; SLURM_PROCID numbers the\n"
-     "           hosts; 'cluster stop' cancels the step or the job\n"
+     "           srun step), or --batch-template, whose hosts report in the\n"
+     "           job's {output_file}; SLURM_PROCID numbers the hosts;\n"
+     "           'cluster stop' cancels the step or the job\n"
      "  mpiexec  MPICH's mpiexec -hosts H1,H2 -ppn 1: one process a host,\n"
      "           numbered by PMI_RANK; 'cluster stop' ends mpiexec\n",
      "  -n, --n N               engines to start (required; 0 starts only the\n"

@@ -71,6 +71,7 @@ bn_launch_cmd_destroy (bn_launch_cmd_t **self_p)
         free (self->file);
         free (self->file_text);
         free (self->script);
+        free (self->reports);
         free (self);
         *self_p = NULL;
     }

@@ -68,6 +68,9 @@ typedef struct {
     char *file;            //  A file to write before it runs, or NULL
     char *file_text;       //  and its text
     char *script;          //  The host script it runs, or NULL
+    char *reports;         //  A file its hosts' report lines go to
+                           //  instead of its standard output (a batch
+                           //  job's output file), or NULL
 } bn_launch_cmd_t;
 
 //  A launcher class.

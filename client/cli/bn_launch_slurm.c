@@ -157,6 +157,12 @@ s_sbatch (const bn_launch_plan_t *plan, const char *script)
             command->file = file;
             command->file_text = text;
             file = NULL;
+            //  The hosts report on the step's output, which Slurm writes
+            //  to the job's output file: read there
+            if (strstr (template, "{output_file}")) {
+                command->reports = output;
+                output = NULL;
+            }
         } else
             free (text);
     }
@@ -356,9 +362,13 @@ s_end (bn_clusterrec_t *record, FILE *log)
         targets[count++] = bn_clusterrec_job (record);
     for (size_t index = 0; index < bn_clusterrec_hosts (record); index++) {
         const bn_clusterrec_host_t *host = bn_clusterrec_host (record, index);
+        //  A step of a job told already was told with it
         bool known = false;
         for (size_t at = 0; at < count; at++)
-            known |= strcmp (targets[at], host->step) == 0;
+            known |=
+                strcmp (targets[at], host->step) == 0 ||
+                (strncmp (targets[at], host->step, strlen (targets[at])) == 0 &&
+                 host->step[strlen (targets[at])] == '.');
         if (host->state == BN_HOST_RUNNING && *host->step && !known &&
             count < 64)
             targets[count++] = host->step;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,11 +36,14 @@ typedef struct {
     size_t out_size;
     char err[1024];
     size_t err_size;
-    char first[512]; //  Its first line on standard error
-    char last[512];  //  Its last line on standard error
-    int reported;    //  Hosts that reported through it
-    bool ended;      //  Reaped
-    bool accounted;  //  Its hosts that never reported were counted
+    char first[512];    //  Its first line on standard error
+    char last[512];     //  Its last line on standard error
+    int reported;       //  Hosts that reported through it
+    off_t reports_at;   //  Read so far of its reports file (cmd->reports)
+    char reports[4096]; //  and its partial line
+    size_t reports_size;
+    bool ended;     //  Reaped
+    bool accounted; //  Its hosts that never reported were counted
 } s_session_t;
 
 struct _bn_remote_t {
@@ -500,6 +504,51 @@ s_read_lines (bn_remote_t *self, size_t session_index, int fd, char *buffer,
     }
 }
 
+//  Read the report lines that session's hosts added to its reports file
+//  (a batch job's output: the engines' output is there too, and stays
+//  there). A file made anew (shorter than what was read) is read again
+//  from its start.
+static void
+s_read_reports (bn_remote_t *self, size_t index)
+{
+    s_session_t *session = &self->sessions[index];
+    int fd = open (session->cmd->reports, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct stat info;
+    if (fstat (fd, &info) == 0 && info.st_size < session->reports_at) {
+        session->reports_at = 0;
+        session->reports_size = 0;
+    }
+    char *buffer = session->reports;
+    size_t size = sizeof session->reports;
+    ssize_t got;
+    while ((got = pread (fd, buffer + session->reports_size,
+                         size - 1 - session->reports_size,
+                         session->reports_at)) > 0) {
+        session->reports_at += got;
+        session->reports_size += (size_t)got;
+        buffer[session->reports_size] = 0;
+        char *start = buffer, *newline;
+        while ((newline = strchr (start, '\n'))) {
+            *newline = 0;
+            bn_hostscript_report_t report;
+            if ((strncmp (start, "banyan-host ", 12) == 0 ||
+                 strncmp (start, "banyan-exit ", 12) == 0) &&
+                bn_hostscript_parse (start, &report) == 0)
+                s_on_report (self, index, &report);
+            start = newline + 1;
+        }
+        size_t rest = session->reports_size - (size_t)(start - buffer);
+        //  A line too long to be a report: skip it
+        if (rest == size - 1)
+            rest = 0;
+        memmove (buffer, start, rest);
+        session->reports_size = rest;
+    }
+    close (fd);
+}
+
 static void
 s_read_session (bn_remote_t *self, size_t index)
 {
@@ -691,6 +740,9 @@ bn_remote_tick (bn_remote_t *self)
 {
     assert (self);
     int64_t now = zclock_mono ();
+    for (size_t index = 0; index < self->nsessions; index++)
+        if (self->sessions[index].cmd->reports)
+            s_read_reports (self, index);
     if (self->state == 0 && self->deadline && now >= self->deadline) {
         for (size_t index = 0; index < self->nsessions; index++) {
             s_session_t *session = &self->sessions[index];
@@ -718,6 +770,14 @@ bn_remote_tick (bn_remote_t *self)
             now + (known ? S_POLL_RUNNING_MS : S_POLL_STARTING_MS);
         if (rc == 1) {
             self->job_ended = true;
+            //  Its hosts' engines ended with it
+            for (size_t host = 0; host < bn_clusterrec_hosts (self->record);
+                 host++)
+                if (bn_clusterrec_host (self->record, host)->state ==
+                    BN_HOST_RUNNING)
+                    bn_clusterrec_set_host_state (self->record, host,
+                                                  BN_HOST_ENDED, NULL);
+            s_save (self);
             if (self->stopping)
                 bn_log_info ("%s", problem);
             else {

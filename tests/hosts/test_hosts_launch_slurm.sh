@@ -5,9 +5,11 @@
 # one task a node, and through sbatch outside one. Each time `banyan px
 # hostname` prints each host's name for its engines (ids by SLURM_PROCID,
 # two a host), the stock Python client sees them all and runs direct,
-# broadcast and load-balanced work, cluster list names the step or the job
-# and its nodes, and cluster stop leaves no step, no job and no process on
-# the hosts; nor does a start that fails.
+# broadcast and load-balanced work, cluster list names the hosts and the
+# step or the job and its nodes, engines each engine's host and process
+# there (through sbatch, from the hosts' reports in the job's output), and
+# cluster stop leaves no step, no job and no process on the hosts; nor
+# does a start that fails.
 . "$(dirname "$0")/hoststest.sh" ssh slurm
 hosts up 3 --slurm || fail "hosts up 3 --slurm"
 bin=${BN_BUILD_DIR:?}/bin
@@ -103,9 +105,27 @@ expect_two_a_host "px hostname in the batch job" "$out"
 hosts_of=$(sed -n 's/^\[stdout:\([0-9]\)\] \(h[1-3]\)$/\1 \2/p' <<< "$out" | sort -n \
                | awk '{print $2}' | paste -sd,)
 stock_client "$profile/security/ipcontroller-batch-client.json" "$hosts_of"
-listed () { "$bin/banyan" cluster list --profile-dir "$profile" | grep -q "slurm *job $job: h\[1-3\]$"; }
+# The hosts report on the job's output: engines names each engine's host
+# and its process there, a banyan-engine on that host
+by_pid ()
+{
+    "$bin/banyan" engines --profile-dir "$profile" --cluster-id batch 2> /dev/null \
+        | awk 'NR > 1 && $1 ~ /^[0-9]+$/ {print $1, $3, $4}' > "$profile/engines.out"
+    [ "$(awk '$2 ~ /^h[1-3]$/ && $3 ~ /^[0-9]+$/' "$profile/engines.out" | wc -l)" = 6 ]
+}
+hosts_poll 20 by_pid || fail "engines shows no host and pid of each engine: $(cat "$profile/engines.out")"
+expect_lines "engines: each engine's host, as px hostname says" \
+    "$(sed -n 's/^\[stdout:\([0-9]\)\] \(h[1-3]\)$/\1 \2/p' <<< "$out" | sort)" \
+    "$(awk '{print $1, $2}' "$profile/engines.out")"
+while read -r id h pid; do
+    ip netns pids "bnh-$HOSTS_RUN-$h" | grep -qx "$pid" \
+        && [[ "$(ps -o comm= -p "$pid")" == banyan-engine* ]] \
+        || fail "engine $id: pid $pid is not a banyan-engine on $h: $(ps -o pid=,comm= -p "$pid")"
+done < "$profile/engines.out"
+echo "ok: engines names each engine's process on its host: $(awk '{print $1 ":" $2 "/" $3}' "$profile/engines.out" | paste -sd' ')"
+listed () { "$bin/banyan" cluster list --profile-dir "$profile" | grep -q "slurm *h1,h2,h3 job $job: h\[1-3\]$"; }
 hosts_poll 10 listed || fail "cluster list: $("$bin/banyan" cluster list --profile-dir "$profile")"
-echo "ok: cluster list names job $job and its nodes"
+echo "ok: cluster list names the hosts, job $job and its nodes"
 out=$("$bin/banyan" cluster stop --profile-dir "$profile" --cluster-id batch 2>&1) \
     || fail "cluster stop: $out"
 left=$(squeue --noheader)
@@ -113,9 +133,10 @@ left=$(squeue --noheader)
 echo "ok: cluster stop leaves no Slurm job"
 expect_nothing_on_hosts
 
-# A start that fails (engines that never register) cancels its job too
+# A start that fails (engines that never register) cancels its job too;
+# the engine command runs, taking --file=FILE as its $0
 out=$("$bin/banyan" cluster start -n 3 --launcher slurm --engines-per-host 1 \
-          --engine-cmd "sleep 300" --timeout 6 --ip "$HOSTS_HEAD" \
+          --engine-cmd 'sh -c "sleep 300"' --timeout 6 --ip "$HOSTS_HEAD" \
           --profile-dir "$profile" 2>&1) && fail "a start whose engines never register: $out"
 [[ "$out" == *"only 0 of 3 engines registered in time"* ]] || fail "the failed start said: $out"
 left=$(squeue --noheader)
