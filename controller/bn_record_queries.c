@@ -408,7 +408,8 @@ s_db_request (bn_record_queries_t *self, bn_msg_t *request)
     search.result_buffer_lens = with_results ? json_array () : NULL;
     search.holder = s_buffer_holder ();
     int rc = search.records && search.holder
-                 ? bn_records_each (self->records, s_db_match, &search)
+                 ? bn_records_each (self->records, with_buffers || with_results,
+                                    s_db_match, &search)
                  : -1;
     bn_query_destroy (&search.query);
     if (rc != 0) {
@@ -458,9 +459,9 @@ static int
 s_purge_completed (bn_record_queries_t *self, const char *engine_uuid)
 {
     s_purge_t purge = {engine_uuid, json_array ()};
-    int rc = purge.ids
-                 ? bn_records_each (self->records, s_purge_collect, &purge)
-                 : -1;
+    int rc = purge.ids ? bn_records_each (self->records, false, s_purge_collect,
+                                          &purge)
+                       : -1;
     size_t index;
     json_t *id;
     json_array_foreach (purge.ids, index, id)

@@ -1019,13 +1019,14 @@ s_sorted (bn_records_t *self, size_t *count)
 }
 
 int
-bn_records_each (bn_records_t *self, bn_records_each_fn *fn, void *arg)
+bn_records_each (bn_records_t *self, bool buffers, bn_records_each_fn *fn,
+                 void *arg)
 {
     assert (self);
     assert (fn);
     if (self->db && bn_records_flush (self) == 0) {
         s_each_t each = {fn, arg};
-        int rc = bn_records_sqlite_each (self->db, s_each_row, &each);
+        int rc = bn_records_sqlite_each (self->db, buffers, s_each_row, &each);
         if (rc >= 0)
             return rc;
         s_db_failed (self, "read");
@@ -1061,7 +1062,7 @@ bn_records_history (bn_records_t *self)
         s_db_failed (self, "read");
     }
     json_t *history = json_array ();
-    if (history && bn_records_each (self, s_history_add, history) < 0) {
+    if (history && bn_records_each (self, false, s_history_add, history) < 0) {
         json_decref (history);
         return NULL;
     }

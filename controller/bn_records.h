@@ -116,8 +116,12 @@ bn_record_t *bn_records_get (bn_records_t *self, const char *msg_id);
 
 //  Call fn for every record in submission order (records without a
 //  request last) until fn returns non-zero; returns that value or 0.
+//  Without buffers, the records read from SQLite come without their
+//  request's and reply's buffers (what fn does not report it need not
+//  read).
 typedef int (bn_records_each_fn) (void *arg, bn_record_t *record);
-int bn_records_each (bn_records_t *self, bn_records_each_fn *fn, void *arg);
+int bn_records_each (bn_records_t *self, bool buffers, bn_records_each_fn *fn,
+                     void *arg);
 
 //  A new JSON array of the msg_ids of every record with a request, sorted
 //  by submission date. NULL if out of memory.

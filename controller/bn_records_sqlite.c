@@ -5,7 +5,11 @@
     one BLOB as (8-byte little-endian length, bytes)...; a broadcast's
     other replies (parts) in one BLOB, each as its frame count (8 bytes,
     little-endian) and its frames so packed: header, parent, metadata,
-    content, buffers.  */
+    content, buffers. A packed column of more than S_INLINE_MAX bytes is
+    kept in pieces of at most S_PIECE_MAX bytes in banyan_pieces instead,
+    the column holding its length (an INTEGER): the frames are written
+    into the pieces where they lie, not copied into one blob first, and
+    no blob comes near SQLite's length limit (1,000,000,000 bytes).  */
 #include "bn_records_sqlite.h"
 
 #include "bn_log.h"
@@ -17,6 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define S_INLINE_MAX (1 << 20) //  Bytes of frames packed into the row itself
+#define S_PIECE_MAX (64 << 20) //  Bytes of frames in one row of banyan_pieces
+#define S_ROW_SPARE 4096       //  Bytes of a row that are not its blob
 
 #define S_COLUMNS                                                              \
     "msg_id, queue, engine_uuid, resubmitted, submitted, received, header, "   \
@@ -48,6 +56,9 @@ struct _bn_records_sqlite_t {
     sqlite3_stmt *begin;
     sqlite3_stmt *commit;
     sqlite3_stmt *rollback;
+    sqlite3_stmt *piece_put;
+    sqlite3_stmt *piece_get;
+    sqlite3_stmt *piece_drop;
     bool in_transaction;
     char error[256];
 };
@@ -66,9 +77,10 @@ bn_records_sqlite_destroy (bn_records_sqlite_t **self_p)
     bn_records_sqlite_t *self = *self_p;
     if (!self)
         return;
-    sqlite3_stmt *all[] = {self->put,   self->get,     self->each,
-                           self->drop,  self->history, self->unanswered,
-                           self->begin, self->commit,  self->rollback};
+    sqlite3_stmt *all[] = {self->put,       self->get,       self->each,
+                           self->drop,      self->history,   self->unanswered,
+                           self->begin,     self->commit,    self->rollback,
+                           self->piece_put, self->piece_get, self->piece_drop};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         sqlite3_finalize (all[i]);
     if (sqlite3_close (self->db) != SQLITE_OK)
@@ -123,7 +135,10 @@ bn_records_sqlite_new (const char *path, char *err, size_t err_size)
         " result_header BLOB, result_parent BLOB, result_metadata BLOB,"
         " result_content BLOB, result_buffers BLOB, io TEXT, parts BLOB);"
         "CREATE INDEX IF NOT EXISTS banyan_records_submitted"
-        " ON banyan_records (submitted);",
+        " ON banyan_records (submitted);"
+        "CREATE TABLE IF NOT EXISTS banyan_pieces ("
+        " msg_id TEXT, col INTEGER, piece INTEGER, data BLOB,"
+        " UNIQUE (msg_id, col, piece));",
         NULL, NULL, &message);
     if (rc != SQLITE_OK) {
         snprintf (err, err_size, "cannot use %s: %s", path,
@@ -172,7 +187,15 @@ bn_records_sqlite_new (const char *path, char *err, size_t err_size)
                    " AND result_header IS NULL ORDER BY submitted, rowid") ||
         s_prepare (self, &self->begin, "BEGIN IMMEDIATE") ||
         s_prepare (self, &self->commit, "COMMIT") ||
-        s_prepare (self, &self->rollback, "ROLLBACK")) {
+        s_prepare (self, &self->rollback, "ROLLBACK") ||
+        s_prepare (self, &self->piece_put,
+                   "INSERT INTO banyan_pieces (msg_id, col, piece, data)"
+                   " VALUES (?,?,?,?)") ||
+        s_prepare (self, &self->piece_get,
+                   "SELECT data FROM banyan_pieces WHERE msg_id = ? AND col = ?"
+                   " ORDER BY piece") ||
+        s_prepare (self, &self->piece_drop,
+                   "DELETE FROM banyan_pieces WHERE msg_id = ?")) {
         snprintf (err, err_size, "cannot use %s: %s", path, self->error);
         bn_records_sqlite_destroy (&self);
         return NULL;
@@ -251,23 +274,153 @@ s_get_len (const unsigned char *at)
     return len;
 }
 
-//  Pack frame (its length, then its bytes) at blob + *at.
-static void
-s_pack (unsigned char *blob, size_t *at, const void *data, uint64_t len)
+//  A packed column being written: into blob when it is kept in the row,
+//  else straight into its pieces in banyan_pieces.
+typedef struct {
+    bn_records_sqlite_t *self;
+    const char *msg_id;
+    int col;
+    uint64_t total;       //  Bytes of the packed column
+    uint64_t at;          //  Bytes written so far
+    unsigned char *blob;  //  The whole column, when inline
+    sqlite3_blob *piece;  //  The piece being written, when in pieces
+    uint64_t piece_start; //  Its first byte's offset in the column
+    uint64_t piece_end;   //  Its end's
+    int pieces;           //  Pieces begun
+    int rc;
+} s_writer_t;
+
+//  Bytes a blob of the database may hold, from SQLite's length limit.
+static uint64_t
+s_length_limit (bn_records_sqlite_t *self)
 {
-    s_put_len (blob + *at, len);
-    if (len)
-        memcpy (blob + *at + 8, data, len);
-    *at += 8 + len;
+    int limit = sqlite3_limit (self->db, SQLITE_LIMIT_LENGTH, -1);
+    return limit > S_ROW_SPARE ? (uint64_t)(limit - S_ROW_SPARE) : 1;
 }
 
-//  Bind a message's parts and packed buffers from column first on;
-//  buffers are packed into *packed (caller frees).
 static int
-s_bind_msg (sqlite3_stmt *stmt, int first, bn_msg_t *msg,
-            unsigned char **packed)
+s_writer_start (s_writer_t *w, bn_records_sqlite_t *self, const char *msg_id,
+                int col, uint64_t total)
 {
-    *packed = NULL;
+    *w = (s_writer_t){
+        .self = self, .msg_id = msg_id, .col = col, .total = total};
+    uint64_t limit = s_length_limit (self);
+    if (total <= S_INLINE_MAX && total <= limit / 4) {
+        w->blob = malloc (total ? total : 1);
+        w->rc = w->blob ? 0 : -1;
+    }
+    return w->rc;
+}
+
+//  Begin the next piece: a row of zeroes as long as the piece, then
+//  opened for writing.
+static int
+s_writer_next_piece (s_writer_t *w)
+{
+    bn_records_sqlite_t *self = w->self;
+    if (w->piece)
+        sqlite3_blob_close (w->piece);
+    w->piece = NULL;
+    uint64_t limit = s_length_limit (self);
+    uint64_t size = w->total - w->at;
+    if (size > S_PIECE_MAX)
+        size = S_PIECE_MAX;
+    if (size > limit)
+        size = limit;
+    sqlite3_stmt *stmt = self->piece_put;
+    int rc = sqlite3_bind_text (stmt, 1, w->msg_id, -1, SQLITE_STATIC);
+    rc = rc ? rc : sqlite3_bind_int (stmt, 2, w->col);
+    rc = rc ? rc : sqlite3_bind_int (stmt, 3, w->pieces);
+    rc = rc ? rc : sqlite3_bind_zeroblob64 (stmt, 4, size);
+    rc = rc ? rc : sqlite3_step (stmt);
+    sqlite3_reset (stmt);
+    sqlite3_clear_bindings (stmt);
+    if (rc != SQLITE_DONE ||
+        sqlite3_blob_open (self->db, "main", "banyan_pieces", "data",
+                           sqlite3_last_insert_rowid (self->db), 1,
+                           &w->piece) != SQLITE_OK) {
+        s_error (self, "write pieces");
+        return -1;
+    }
+    w->pieces++;
+    w->piece_start = w->at;
+    w->piece_end = w->at + size;
+    return 0;
+}
+
+static void
+s_write (s_writer_t *w, const void *data, uint64_t len)
+{
+    const unsigned char *bytes = data;
+    if (w->rc == 0 && w->blob && len) {
+        memcpy (w->blob + w->at, bytes, len);
+        w->at += len;
+        return;
+    }
+    while (w->rc == 0 && len) {
+        if ((!w->piece || w->at == w->piece_end) &&
+            s_writer_next_piece (w) != 0) {
+            w->rc = -1;
+            break;
+        }
+        uint64_t n = w->piece_end - w->at;
+        if (n > len)
+            n = len;
+        if (sqlite3_blob_write (w->piece, bytes, (int)n,
+                                (int)(w->at - w->piece_start)) != SQLITE_OK) {
+            s_error (w->self, "write pieces");
+            w->rc = -1;
+            break;
+        }
+        w->at += n;
+        bytes += n;
+        len -= n;
+    }
+}
+
+//  Write a packed frame: its length, then its bytes.
+static void
+s_write_frame (s_writer_t *w, const void *data, uint64_t len)
+{
+    unsigned char head[8];
+    s_put_len (head, len);
+    s_write (w, head, 8);
+    s_write (w, data, len);
+}
+
+//  Bind the column written: its blob, or its length when in pieces. The
+//  blob stays the caller's (s_writer_end) until the statement is stepped.
+static int
+s_writer_bind (s_writer_t *w, sqlite3_stmt *stmt)
+{
+    if (w->piece)
+        sqlite3_blob_close (w->piece);
+    w->piece = NULL;
+    if (w->rc != 0 || w->at != w->total)
+        return -1;
+    int rc = w->blob ? sqlite3_bind_blob64 (stmt, w->col + 1, w->blob, w->total,
+                                            SQLITE_STATIC)
+                     : sqlite3_bind_int64 (stmt, w->col + 1,
+                                           (sqlite3_int64)w->total);
+    return rc == SQLITE_OK ? 0 : -1;
+}
+
+static void
+s_writer_end (s_writer_t *w)
+{
+    if (w->piece)
+        sqlite3_blob_close (w->piece);
+    w->piece = NULL;
+    free (w->blob);
+    w->blob = NULL;
+}
+
+//  Bind a message's parts and packed buffers from column first on.
+static int
+s_bind_msg (bn_records_sqlite_t *self, sqlite3_stmt *stmt, const char *msg_id,
+            int first, bn_msg_t *msg, s_writer_t *w)
+{
+    *w = (s_writer_t){0};
     if (!msg) {
         for (int i = 0; i < 5; i++)
             if (sqlite3_bind_null (stmt, first + i + 1) != SQLITE_OK)
@@ -281,33 +434,27 @@ s_bind_msg (sqlite3_stmt *stmt, int first, bn_msg_t *msg,
                                  SQLITE_STATIC) != SQLITE_OK)
             return -1;
     }
-    size_t total = 0;
+    uint64_t total = 0;
     for (size_t i = 0; i < bn_msg_nbuffers (msg); i++)
         total += 8 + zmq_msg_size (bn_msg_buffer (msg, i));
-    unsigned char *blob = malloc (total ? total : 1);
-    if (!blob)
+    if (s_writer_start (w, self, msg_id, first + 4, total) != 0)
         return -1;
-    size_t at = 0;
     for (size_t i = 0; i < bn_msg_nbuffers (msg); i++) {
         zmq_msg_t *frame = bn_msg_buffer (msg, i);
-        s_pack (blob, &at, zmq_msg_data (frame), zmq_msg_size (frame));
+        s_write_frame (w, zmq_msg_data (frame), zmq_msg_size (frame));
     }
-    *packed = blob;
-    return sqlite3_bind_blob64 (stmt, first + 4 + 1, blob, total,
-                                SQLITE_STATIC) == SQLITE_OK
-               ? 0
-               : -1;
+    return s_writer_bind (w, stmt);
 }
 
-//  Bind a row's parts, packed into *packed (caller frees), or NULL.
+//  Bind a row's parts, packed, or NULL.
 static int
-s_bind_parts (sqlite3_stmt *stmt, const bn_records_row_t *row,
-              unsigned char **packed)
+s_bind_parts (bn_records_sqlite_t *self, sqlite3_stmt *stmt,
+              const bn_records_row_t *row, s_writer_t *w)
 {
-    *packed = NULL;
+    *w = (s_writer_t){0};
     if (!row->has_parts)
         return sqlite3_bind_null (stmt, S_COL_PARTS + 1) == SQLITE_OK ? 0 : -1;
-    size_t total = 0;
+    uint64_t total = 0;
     for (size_t p = 0; p < row->nparts; p++) {
         bn_msg_t *msg = row->parts[p];
         total += 8;
@@ -319,29 +466,24 @@ s_bind_parts (sqlite3_stmt *stmt, const bn_records_row_t *row,
         for (size_t i = 0; i < bn_msg_nbuffers (msg); i++)
             total += 8 + zmq_msg_size (bn_msg_buffer (msg, i));
     }
-    unsigned char *blob = malloc (total ? total : 1);
-    if (!blob)
+    if (s_writer_start (w, self, row->msg_id, S_COL_PARTS, total) != 0)
         return -1;
-    size_t at = 0;
     for (size_t p = 0; p < row->nparts; p++) {
         bn_msg_t *msg = row->parts[p];
-        s_put_len (blob + at, 4 + bn_msg_nbuffers (msg));
-        at += 8;
+        unsigned char head[8];
+        s_put_len (head, 4 + bn_msg_nbuffers (msg));
+        s_write (w, head, 8);
         for (int part = 0; part < 4; part++) {
             size_t size;
             const void *data = bn_msg_part_data (msg, (bn_part_t)part, &size);
-            s_pack (blob, &at, data, size);
+            s_write_frame (w, data, size);
         }
         for (size_t i = 0; i < bn_msg_nbuffers (msg); i++) {
             zmq_msg_t *frame = bn_msg_buffer (msg, i);
-            s_pack (blob, &at, zmq_msg_data (frame), zmq_msg_size (frame));
+            s_write_frame (w, zmq_msg_data (frame), zmq_msg_size (frame));
         }
     }
-    *packed = blob;
-    return sqlite3_bind_blob64 (stmt, S_COL_PARTS + 1, blob, total,
-                                SQLITE_STATIC) == SQLITE_OK
-               ? 0
-               : -1;
+    return s_writer_bind (w, stmt);
 }
 
 int
@@ -350,8 +492,16 @@ bn_records_sqlite_put (bn_records_sqlite_t *self, const bn_records_row_t *row)
     assert (self);
     assert (row && row->msg_id);
     sqlite3_stmt *stmt = self->put;
-    unsigned char *request_blob = NULL, *reply_blob = NULL, *parts_blob = NULL;
+    s_writer_t request = {0}, reply = {0}, parts = {0};
     int rc = -1;
+    //  the row's pieces are written again with it
+    if (sqlite3_bind_text (self->piece_drop, 1, row->msg_id, -1,
+                           SQLITE_STATIC) != SQLITE_OK ||
+        s_step_done (self, self->piece_drop, "delete pieces") != 0) {
+        sqlite3_clear_bindings (self->piece_drop);
+        return -1;
+    }
+    sqlite3_clear_bindings (self->piece_drop);
     if (s_bind_text (stmt, S_COL_MSG_ID, row->msg_id) == SQLITE_OK &&
         s_bind_text (stmt, S_COL_QUEUE, row->queue) == SQLITE_OK &&
         s_bind_text (stmt, S_COL_ENGINE, row->engine_uuid) == SQLITE_OK &&
@@ -360,17 +510,19 @@ bn_records_sqlite_put (bn_records_sqlite_t *self, const bn_records_row_t *row)
             SQLITE_OK &&
         sqlite3_bind_int64 (stmt, S_COL_RECEIVED + 1, row->received) ==
             SQLITE_OK &&
-        s_bind_msg (stmt, S_COL_REQUEST, row->request, &request_blob) == 0 &&
-        s_bind_msg (stmt, S_COL_REPLY, row->reply, &reply_blob) == 0 &&
+        s_bind_msg (self, stmt, row->msg_id, S_COL_REQUEST, row->request,
+                    &request) == 0 &&
+        s_bind_msg (self, stmt, row->msg_id, S_COL_REPLY, row->reply, &reply) ==
+            0 &&
         s_bind_text (stmt, S_COL_IO, row->io) == SQLITE_OK &&
-        s_bind_parts (stmt, row, &parts_blob) == 0)
+        s_bind_parts (self, stmt, row, &parts) == 0)
         rc = s_step_done (self, stmt, "write");
-    else
+    else if (request.rc == 0 && reply.rc == 0 && parts.rc == 0)
         s_error (self, "bind");
     sqlite3_clear_bindings (stmt);
-    free (request_blob);
-    free (reply_blob);
-    free (parts_blob);
+    s_writer_end (&request);
+    s_writer_end (&reply);
+    s_writer_end (&parts);
     return rc;
 }
 
@@ -385,12 +537,66 @@ bn_records_sqlite_drop (bn_records_sqlite_t *self, const char *msg_id)
     }
     int rc = s_step_done (self, self->drop, "delete");
     sqlite3_clear_bindings (self->drop);
+    if (rc == 0 && (sqlite3_bind_text (self->piece_drop, 1, msg_id, -1,
+                                       SQLITE_STATIC) != SQLITE_OK ||
+                    s_step_done (self, self->piece_drop, "delete pieces") != 0))
+        rc = -1;
+    sqlite3_clear_bindings (self->piece_drop);
     return rc;
 }
 
-//  A message from its stored columns, or NULL when it has none.
+//  The packed frames of column col: its blob, or its pieces read into
+//  *owned (the caller frees it). NULL with *total 0 when there are none,
+//  or when the pieces are not all there.
+static const unsigned char *
+s_column_packed (bn_records_sqlite_t *self, sqlite3_stmt *stmt, int col,
+                 size_t *total, unsigned char **owned)
+{
+    *owned = NULL;
+    *total = 0;
+    if (sqlite3_column_type (stmt, col) != SQLITE_INTEGER) {
+        *total = (size_t)sqlite3_column_bytes (stmt, col);
+        return sqlite3_column_blob (stmt, col);
+    }
+    sqlite3_int64 length = sqlite3_column_int64 (stmt, col);
+    const char *msg_id = (const char *)sqlite3_column_text (stmt, S_COL_MSG_ID);
+    unsigned char *blob = length > 0 && (uint64_t)length <= SIZE_MAX
+                              ? malloc ((size_t)length)
+                              : NULL;
+    sqlite3_stmt *get = self->piece_get;
+    size_t at = 0;
+    int rc = blob && msg_id
+                 ? sqlite3_bind_text (get, 1, msg_id, -1, SQLITE_TRANSIENT)
+                 : SQLITE_ERROR;
+    rc = rc ? rc : sqlite3_bind_int (get, 2, col);
+    while (rc == SQLITE_OK && (rc = sqlite3_step (get)) == SQLITE_ROW) {
+        size_t size = (size_t)sqlite3_column_bytes (get, 0);
+        if (size > (size_t)length - at)
+            break;
+        if (size)
+            memcpy (blob + at, sqlite3_column_blob (get, 0), size);
+        at += size;
+        rc = SQLITE_OK;
+    }
+    sqlite3_reset (get);
+    sqlite3_clear_bindings (get);
+    if (rc != SQLITE_DONE || at != (size_t)length) {
+        bn_log_error ("records: the stored frames of %s are incomplete "
+                      "(%zu of %lld bytes)",
+                      msg_id ? msg_id : "?", at, (long long)length);
+        free (blob);
+        return NULL;
+    }
+    *owned = blob;
+    *total = at;
+    return blob;
+}
+
+//  A message from its stored columns, or NULL when it has none; without
+//  buffers, its buffers are not read.
 static bn_msg_t *
-s_column_msg (sqlite3_stmt *stmt, int first)
+s_column_msg (bn_records_sqlite_t *self, sqlite3_stmt *stmt, int first,
+              bool buffers)
 {
     if (sqlite3_column_type (stmt, first) == SQLITE_NULL)
         return NULL;
@@ -405,8 +611,12 @@ s_column_msg (sqlite3_stmt *stmt, int first)
         }
     }
     bn_msg_t *msg = bn_msg_new_parts (data, size);
-    const unsigned char *blob = sqlite3_column_blob (stmt, first + 4);
-    size_t total = (size_t)sqlite3_column_bytes (stmt, first + 4);
+    if (!buffers)
+        return msg;
+    unsigned char *owned;
+    size_t total;
+    const unsigned char *blob =
+        s_column_packed (self, stmt, first + 4, &total, &owned);
     size_t at = 0;
     while (msg && blob && at + 8 <= total) {
         uint64_t len = s_get_len (blob + at);
@@ -415,6 +625,7 @@ s_column_msg (sqlite3_stmt *stmt, int first)
             break;
         at += len;
     }
+    free (owned);
     return msg;
 }
 
@@ -438,11 +649,13 @@ s_unpack (const unsigned char *blob, size_t total, size_t *at,
 //  The messages packed in the parts column into a new array (*count of
 //  them), as far as they are well-formed; NULL when there are none.
 static bn_msg_t **
-s_column_parts (sqlite3_stmt *stmt, size_t *count)
+s_column_parts (bn_records_sqlite_t *self, sqlite3_stmt *stmt, size_t *count)
 {
     *count = 0;
-    const unsigned char *blob = sqlite3_column_blob (stmt, S_COL_PARTS);
-    size_t total = (size_t)sqlite3_column_bytes (stmt, S_COL_PARTS);
+    unsigned char *owned;
+    size_t total;
+    const unsigned char *blob =
+        s_column_packed (self, stmt, S_COL_PARTS, &total, &owned);
     size_t at = 0, max = 0;
     bn_msg_t **parts = NULL;
     while (blob && total - at >= 8) {
@@ -482,6 +695,7 @@ s_column_parts (sqlite3_stmt *stmt, size_t *count)
             break;
         parts[(*count)++] = msg;
     }
+    free (owned);
     return parts;
 }
 
@@ -493,7 +707,8 @@ s_column_text (sqlite3_stmt *stmt, int col)
 
 //  Call fn with the current row of stmt.
 static int
-s_row (sqlite3_stmt *stmt, bn_records_row_fn *fn, void *arg)
+s_row (bn_records_sqlite_t *self, sqlite3_stmt *stmt, bool buffers,
+       bn_records_row_fn *fn, void *arg)
 {
     bn_records_row_t row = {
         .msg_id = s_column_text (stmt, S_COL_MSG_ID),
@@ -502,12 +717,12 @@ s_row (sqlite3_stmt *stmt, bn_records_row_fn *fn, void *arg)
         .resubmitted = s_column_text (stmt, S_COL_RESUBMITTED),
         .submitted = sqlite3_column_int64 (stmt, S_COL_SUBMITTED),
         .received = sqlite3_column_int64 (stmt, S_COL_RECEIVED),
-        .request = s_column_msg (stmt, S_COL_REQUEST),
-        .reply = s_column_msg (stmt, S_COL_REPLY),
+        .request = s_column_msg (self, stmt, S_COL_REQUEST, buffers),
+        .reply = s_column_msg (self, stmt, S_COL_REPLY, buffers),
         .io = s_column_text (stmt, S_COL_IO),
         .has_parts = sqlite3_column_type (stmt, S_COL_PARTS) != SQLITE_NULL,
     };
-    row.parts = s_column_parts (stmt, &row.nparts);
+    row.parts = s_column_parts (self, stmt, &row.nparts);
     int rc = row.msg_id ? fn (arg, &row) : 0;
     bn_msg_destroy (&row.request);
     bn_msg_destroy (&row.reply);
@@ -530,7 +745,7 @@ bn_records_sqlite_get (bn_records_sqlite_t *self, const char *msg_id,
     int found = 0;
     int rc = sqlite3_step (stmt);
     if (rc == SQLITE_ROW) {
-        s_row (stmt, fn, arg);
+        s_row (self, stmt, true, fn, arg);
         found = 1;
     } else if (rc != SQLITE_DONE) {
         s_error (self, "read");
@@ -542,14 +757,14 @@ bn_records_sqlite_get (bn_records_sqlite_t *self, const char *msg_id,
 }
 
 int
-bn_records_sqlite_each (bn_records_sqlite_t *self, bn_records_row_fn *fn,
-                        void *arg)
+bn_records_sqlite_each (bn_records_sqlite_t *self, bool buffers,
+                        bn_records_row_fn *fn, void *arg)
 {
     assert (self);
     sqlite3_stmt *stmt = self->each;
     int result = 0, rc;
     while ((rc = sqlite3_step (stmt)) == SQLITE_ROW)
-        if ((result = s_row (stmt, fn, arg)) != 0)
+        if ((result = s_row (self, stmt, buffers, fn, arg)) != 0)
             break;
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
         s_error (self, "read");
@@ -589,6 +804,14 @@ bn_records_sqlite_unanswered (bn_records_sqlite_t *self)
 {
     assert (self);
     return s_ids (self, self->unanswered);
+}
+
+int
+bn_records_sqlite_max_length (bn_records_sqlite_t *self, int bytes)
+{
+    assert (self);
+    sqlite3_limit (self->db, SQLITE_LIMIT_LENGTH, bytes);
+    return sqlite3_limit (self->db, SQLITE_LIMIT_LENGTH, -1) == bytes ? 0 : -1;
 }
 
 int

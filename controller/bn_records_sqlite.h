@@ -65,9 +65,10 @@ int bn_records_sqlite_get (bn_records_sqlite_t *self, const char *msg_id,
                            bn_records_row_fn *fn, void *arg);
 
 //  Call fn with every row in submission order (rows without a date last);
-//  returns fn's non-zero value, 0, or -1 on error.
-int bn_records_sqlite_each (bn_records_sqlite_t *self, bn_records_row_fn *fn,
-                            void *arg);
+//  returns fn's non-zero value, 0, or -1 on error. Without buffers, the
+//  request and reply come without their buffers, which are not read.
+int bn_records_sqlite_each (bn_records_sqlite_t *self, bool buffers,
+                            bn_records_row_fn *fn, void *arg);
 
 //  A new JSON array of the msg_ids of rows with a request, in submission
 //  order (without reading the rows' messages); NULL on error.
@@ -80,6 +81,11 @@ json_t *bn_records_sqlite_unanswered (bn_records_sqlite_t *self);
 //  Cap the database at pages pages (PRAGMA max_page_count), so that
 //  writes past it fail as on a full disk (for tests); 0 or -1.
 int bn_records_sqlite_max_pages (bn_records_sqlite_t *self, int pages);
+
+//  Lower SQLite's limit on the length of a blob or row to bytes
+//  (SQLITE_LIMIT_LENGTH), so that tests store frames in pieces without
+//  writing a gigabyte; 0 or -1.
+int bn_records_sqlite_max_length (bn_records_sqlite_t *self, int bytes);
 
 //  Text of the last error.
 const char *bn_records_sqlite_error (bn_records_sqlite_t *self);
