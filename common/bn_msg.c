@@ -492,6 +492,26 @@ bn_msg_ident (bn_msg_t *self, size_t index, size_t *size)
 }
 
 bool
+bn_msg_peer_address (bn_msg_t *self, char *text, size_t size)
+{
+    assert (self);
+    assert (text && size);
+    //  Each frame received keeps its connection's properties
+    zmq_msg_t *frames[] = {self->nidents ? &self->idents[0] : NULL, &self->sig,
+                           &self->parts[BN_PART_HEADER]};
+    for (size_t index = 0; index < sizeof frames / sizeof frames[0]; index++) {
+        const char *address =
+            frames[index] ? zmq_msg_gets (frames[index], "Peer-Address") : NULL;
+        if (address && *address) {
+            snprintf (text, size, "%s", address);
+            return true;
+        }
+    }
+    *text = 0;
+    return false;
+}
+
+bool
 bn_msg_ident_is (bn_msg_t *self, size_t index, const void *data, size_t size)
 {
     size_t have;

@@ -90,6 +90,11 @@ int bn_msg_check (bn_msg_t *self, bn_session_t *session, int checks,
 //  Routing idents (frames before the delimiter).
 size_t bn_msg_nidents (bn_msg_t *self);
 const void *bn_msg_ident (bn_msg_t *self, size_t index, size_t *size);
+
+//  The address of the peer a received message came from ("198.18.0.3"),
+//  as libzmq tells it for TCP connections, into text; "" (and false) when
+//  it does not (another transport, a message made here).
+bool bn_msg_peer_address (bn_msg_t *self, char *text, size_t size);
 bool bn_msg_ident_is (bn_msg_t *self, size_t index, const void *data,
                       size_t size);
 //  The ident at index as a malloc'd NUL-terminated string, or NULL.

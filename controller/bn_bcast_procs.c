@@ -305,7 +305,8 @@ s_call (s_procs_t *self, int node, const char *reply, const char *command, ...)
 }
 
 static void
-s_engine (void *arg, const char *uuid, int eid, bool registered)
+s_engine (void *arg, const char *uuid, int eid, bool registered,
+          const char *why)
 {
     s_procs_t *self = (s_procs_t *)arg;
     assert (self);
@@ -330,7 +331,7 @@ s_engine (void *arg, const char *uuid, int eid, bool registered)
             bn_treeproc_sendx (self->procs, (size_t)up, "ENGINE_UNROUTE", text,
                                NULL);
         bn_treeproc_sendx (self->procs, (size_t)node, "ENGINE_REMOVE", uuid,
-                           NULL);
+                           why, NULL);
         return;
     }
     s_engine_t *engine = calloc (1, sizeof *engine);

@@ -94,17 +94,19 @@ typedef struct {
 //  A host node's link (doc/hosts.md).
 typedef struct {
     bn_hub_t *hub;
-    char *link;      //  Its link id
-    char *name;      //  Its host name, for logs and errors
-    int index;       //  Order of arrival
-    bool alive;      //  Its heart has answered
-    bn_msg_t *hello; //  bn_host_request waiting for its heart, or NULL
-    void *ticket;    //  zloop ticket while waiting, NULL once it fired
+    char *link;       //  Its link id
+    char *name;       //  Its host name, for logs and errors
+    char address[64]; //  The address it connects from, or ""
+    int index;        //  Order of arrival
+    bool alive;       //  Its heart has answered
+    bn_msg_t *hello;  //  bn_host_request waiting for its heart, or NULL
+    void *ticket;     //  zloop ticket while waiting, NULL once it fired
 } s_host_t;
 
 typedef struct {
     bn_hub_t *hub;
     char *uuid; //  Engine that unregistered
+    char *why;  //  Why it was lost, for its EngineErrors, or NULL
     int id;
     int timer;    //  zloop timer id
     void *handle; //  Position in the hub's leaving list
@@ -192,6 +194,7 @@ s_leaving_destroy (void **item)
     if (!leaving)
         return;
     free (leaving->uuid);
+    free (leaving->why);
     free (leaving);
     *item = NULL;
 }
@@ -321,11 +324,12 @@ bn_hub_add_engine_listener (bn_hub_t *self, bn_hub_engine_fn *fn, void *arg)
 
 //  Tell every engine listener that uuid came or went.
 static void
-s_tell_listeners (bn_hub_t *self, const char *uuid, int id, bool registered)
+s_tell_listeners (bn_hub_t *self, const char *uuid, int id, bool registered,
+                  const char *why)
 {
     s_listener_t *listener = zlistx_first (self->listeners);
     while (listener) {
-        listener->fn (listener->arg, uuid, id, registered);
+        listener->fn (listener->arg, uuid, id, registered, why);
         listener = zlistx_next (self->listeners);
     }
 }
@@ -686,7 +690,7 @@ s_finish (bn_hub_t *self, const char *uuid)
     }
     if (self->task && bn_task_engine_add (self->task, uuid, id) != 0)
         bn_log_error ("hub: task scheduler refused engine %d:%s", id, uuid);
-    s_tell_listeners (self, uuid, id, true);
+    s_tell_listeners (self, uuid, id, true, NULL);
     self->stats.registrations++;
     bn_log_info ("hub: engine %d:%s registered", id, uuid);
     //  the state file is current before anyone hears of the engine: both
@@ -807,8 +811,9 @@ s_registration_request (bn_hub_t *self, bn_msg_t *request, const char *via)
 //  --------------------------------------------------------------------------
 //  Unregistration
 
+//  why: why the engine was lost, for its EngineErrors, or NULL.
 static void
-s_fail_and_notify (bn_hub_t *self, const char *uuid, int id)
+s_fail_and_notify (bn_hub_t *self, const char *uuid, int id, const char *why)
 {
     //  registered again under the same uuid (within the grace): adding it
     //  to the relays failed the old requests, and what they hold now is
@@ -817,11 +822,11 @@ s_fail_and_notify (bn_hub_t *self, const char *uuid, int id)
                             ? zlistx_first (self->relays)
                             : NULL;
     if (self->task && bn_engine_table_id (self->engines, uuid) < 0)
-        bn_task_engine_remove (self->task, uuid);
+        bn_task_engine_lost (self->task, uuid, why);
     if (self->hosts && !bn_engine_table_has (self->engines, uuid))
         bn_hosts_unroute (self->hosts, uuid);
     while (relay) {
-        bn_relay_engine_remove (relay, uuid);
+        bn_relay_engine_lost (relay, uuid, why);
         relay = zlistx_next (self->relays);
     }
     if (self->records && bn_engine_table_id (self->engines, uuid) < 0)
@@ -835,16 +840,17 @@ s_on_leave (zloop_t *loop, int timer_id, void *arg)
 {
     s_leaving_t *leaving = (s_leaving_t *)arg;
     bn_hub_t *self = leaving->hub;
-    s_fail_and_notify (self, leaving->uuid, leaving->id);
+    s_fail_and_notify (self, leaving->uuid, leaving->id, leaving->why);
     zlistx_delete (self->leaving, leaving->handle);
     return 0;
 }
 
-int
-bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
+//  bn_hub_unregister, with why the engine was lost for its pending
+//  requests' EngineErrors (NULL: they say it died).
+static int
+s_unregister (bn_hub_t *self, const char *uuid, const char *reason,
+              const char *why)
 {
-    assert (self);
-    assert (uuid);
     char *copy = strdup (uuid);
     if (!copy)
         return -1;
@@ -866,7 +872,7 @@ bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
     }
     self->stats.unregistrations++;
     bn_log_info ("hub: engine %d:%s unregistered (%s)", id, copy, reason);
-    s_tell_listeners (self, copy, id, false);
+    s_tell_listeners (self, copy, id, false, why);
     s_state_later (self);
     size_t waiting = 0;
     bn_relay_t *relay = zlistx_first (self->relays);
@@ -879,11 +885,16 @@ bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
         bn_task_engine_close (self->task, copy);
         waiting += bn_task_engine_load (self->task, copy);
     }
+    //  An engine lost with why is announced after the grace too, whatever
+    //  it still has pending here: the broadcast tree fails its slots
+    //  meanwhile, and a client hearing first of the unregistration (a
+    //  7.1.0 one) would fail them itself saying only that it died
     s_leaving_t *leaving =
-        waiting && self->loop ? calloc (1, sizeof *leaving) : NULL;
+        (waiting || why) && self->loop ? calloc (1, sizeof *leaving) : NULL;
     if (leaving) {
         leaving->hub = self;
         leaving->uuid = copy;
+        leaving->why = why ? strdup (why) : NULL;
         leaving->id = id;
         leaving->timer = zloop_timer (self->loop, self->stranded_timeout, 1,
                                       s_on_leave, leaving);
@@ -894,11 +905,20 @@ bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
         if (leaving->timer >= 0)
             zloop_timer_end (self->loop, leaving->timer);
         leaving->uuid = NULL;
+        free (leaving->why);
         free (leaving);
     }
-    s_fail_and_notify (self, copy, id);
+    s_fail_and_notify (self, copy, id, why);
     free (copy);
     return id;
+}
+
+int
+bn_hub_unregister (bn_hub_t *self, const char *uuid, const char *reason)
+{
+    assert (self);
+    assert (uuid);
+    return s_unregister (self, uuid, reason, NULL);
 }
 
 //  --------------------------------------------------------------------------
@@ -1012,9 +1032,11 @@ s_host_alive (bn_hub_t *self, const char *link)
         s_host_welcome (self, host);
 }
 
-//  Forget link, unregistering every engine behind it for reason.
+//  Forget link, unregistering every engine behind it: what happened to its
+//  host node ("stopped answering") is what their EngineErrors say, with
+//  the host and the address the node connected from.
 static void
-s_host_lost (bn_hub_t *self, const char *link, const char *reason)
+s_host_lost (bn_hub_t *self, const char *link, const char *what)
 {
     char *copy = strdup (link);
     s_host_t *host = copy ? zhashx_lookup (self->links, copy) : NULL;
@@ -1023,16 +1045,19 @@ s_host_lost (bn_hub_t *self, const char *link, const char *reason)
         return;
     }
     json_t *engines = bn_hosts_engines (self->hosts, copy);
-    bn_log_warn ("hub: host node %s lost (%s): %zu engines lost", host->name,
-                 reason, json_array_size (engines));
-    char why[300];
-    snprintf (why, sizeof why, "host node %s lost", host->name);
+    char why[400];
+    snprintf (why, sizeof why, "host node on %s%s%s%s %s",
+              host->name ? host->name : "an unnamed host",
+              *host->address ? " (" : "", host->address,
+              *host->address ? ")" : "", what);
+    bn_log_warn ("hub: %s: %zu engines lost", why, json_array_size (engines));
     size_t index;
     json_t *uuid;
-    json_array_foreach (
-        engines, index,
-        uuid) if (bn_hub_unregister (self, json_string_value (uuid), why) >= 0)
-        self->stats.heart_failures++;
+    json_array_foreach (engines, index, uuid)
+    {
+        if (s_unregister (self, json_string_value (uuid), why, why) >= 0)
+            self->stats.heart_failures++;
+    }
     json_decref (engines);
     self->stats.hosts_lost++;
     bn_heart_forget (self->heart, copy);
@@ -1056,7 +1081,7 @@ s_on_host_stall (zloop_t *loop, int timer_id, void *arg)
         s_host_reply (self, host->hello,
                       bn_wire_error ("TimeoutError", evalue, NULL, NULL));
     }
-    s_host_lost (self, host->link, "its heart never answered");
+    s_host_lost (self, host->link, "never answered");
     return 0;
 }
 
@@ -1139,6 +1164,7 @@ s_host_request (bn_hub_t *self, bn_msg_t *msg, const char *link)
     }
     free (host->name);
     host->name = strdup (json_string_value (name));
+    bn_msg_peer_address (msg, host->address, sizeof host->address);
     bn_msg_destroy (&host->hello);
     host->hello = bn_msg_dup (msg);
     if (!host->name || !host->hello) {
@@ -1245,7 +1271,7 @@ s_on_stopped_heart (void *arg, const char *uuid)
 {
     bn_hub_t *self = (bn_hub_t *)arg;
     if (zhashx_lookup (self->links, uuid))
-        s_host_lost (self, uuid, "heart failure");
+        s_host_lost (self, uuid, "stopped answering");
     else
         s_heart_lost (self, uuid, "heart failure");
 }
@@ -1284,7 +1310,7 @@ s_on_closed_heart (void *arg, const char *uuid)
 {
     bn_hub_t *self = (bn_hub_t *)arg;
     if (zhashx_lookup (self->links, uuid))
-        s_host_lost (self, uuid, "its connection closed");
+        s_host_lost (self, uuid, "closed its connection");
     else
         s_heart_lost (self, uuid, "its connection closed");
 }

@@ -66,9 +66,11 @@ void bn_hub_set_task (bn_hub_t *self, bn_task_t *task);
 
 //  Called in the hub's thread when an engine finishes its registration
 //  (registered true) and at once when it is unregistered (false; before the
-//  grace the relays give its pending requests).
+//  grace the relays give its pending requests). why says why an engine
+//  was lost when the hub knows more than that its heart stopped ("host
+//  node on h3 (198.18.0.3) stopped answering"), else it is NULL.
 typedef void (bn_hub_engine_fn) (void *arg, const char *uuid, int eid,
-                                 bool registered);
+                                 bool registered, const char *why);
 
 //  Tell fn about engines as they come and go (the broadcast tree, the
 //  task scheduler). Returns -1 if out of memory.

@@ -64,10 +64,12 @@ typedef struct {
     //  failure.
     int (*attach) (void *self, zloop_t *loop);
     //  Tell the leaf serving engine eid that engine uuid was registered or
-    //  unregistered (a bn_hub_engine_fn). An engine behind a host node
+    //  unregistered (a bn_hub_engine_fn; why, when not NULL, is why it was
+    //  lost, for its slots' EngineErrors). An engine behind a host node
     //  (options' hosts) is served by the host node's leaf below the leaf
     //  it names, and the inner nodes above that leaf route it there.
-    void (*engine) (void *self, const char *uuid, int eid, bool registered);
+    void (*engine) (void *self, const char *uuid, int eid, bool registered,
+                    const char *why);
     //  A new JSON object: {"requests": requests in flight over all nodes,
     //  "nodes": [each node's counters, in node order], ...}; NULL if out
     //  of memory.

@@ -184,6 +184,7 @@ typedef struct {
 //  finish and free the request the dispatch holds.
 typedef struct {
     char *uuid; //  the engine, or NULL for a child
+    char *why;  //  why the engine was lost, or NULL
     int child;  //  the child's index (uuid NULL)
 } s_loss_t;
 
@@ -194,6 +195,7 @@ s_loss_free (void **item)
     if (!loss)
         return;
     free (loss->uuid);
+    free (loss->why);
     free (loss);
     *item = NULL;
 }
@@ -1764,16 +1766,18 @@ s_stats (s_node_t *self)
     return stats;
 }
 
-//  Record that engine uuid (or, when NULL, child) was lost.
+//  Record that engine uuid (or, when NULL, child) was lost, for why (may
+//  be NULL).
 static void
-s_lost (s_node_t *self, const char *uuid, int child)
+s_lost (s_node_t *self, const char *uuid, int child, const char *why)
 {
     s_loss_t *loss = calloc (1, sizeof *loss);
     if (loss) {
         loss->uuid = uuid ? strdup (uuid) : NULL;
+        loss->why = why ? zsys_sprintf ("lost: %s", why) : NULL;
         loss->child = child;
     }
-    if (!loss || (uuid && !loss->uuid) ||
+    if (!loss || (uuid && !loss->uuid) || (why && !loss->why) ||
         !zlistx_add_end (self->losses, loss)) {
         s_loss_free ((void **)&loss);
         bn_log_error ("%s: out of memory: a loss was not recorded", self->id);
@@ -1788,7 +1792,9 @@ s_apply_losses (s_node_t *self)
     s_loss_t *loss;
     while ((loss = (s_loss_t *)zlistx_detach (self->losses, NULL))) {
         if (loss->uuid) {
-            s_fail_matching (self, loss->uuid, -1, "unregistered (engine died)",
+            s_fail_matching (self, loss->uuid, -1,
+                             loss->why ? loss->why
+                                       : "unregistered (engine died)",
                              &self->stats.engine_lost);
             //  unless it came back since: what it held is over
             if (self->holdq && !zhashx_lookup (self->engines, loss->uuid))
@@ -1832,14 +1838,16 @@ s_command (s_node_t *self, zmsg_t *request)
         free (host);
     } else if (streq (command, "ENGINE_REMOVE")) {
         char *uuid = zmsg_popstr (request);
+        char *why = zmsg_popstr (request);
         if (uuid) {
             if (self->engines)
                 zhashx_delete (self->engines, uuid);
             if (self->hosted)
                 zhashx_delete (self->hosted, uuid);
-            s_lost (self, uuid, -1);
+            s_lost (self, uuid, -1, why);
         }
         free (uuid);
+        free (why);
     } else if (streq (command, "ENGINE_ROUTE") ||
                streq (command, "ENGINE_UNROUTE")) {
         //  an engine of a host node: its targets go toward that node's leaf
@@ -1855,7 +1863,7 @@ s_command (s_node_t *self, zmsg_t *request)
     } else if (streq (command, "CHILD_LOST")) {
         char *index = zmsg_popstr (request);
         if (index && !self->leaf)
-            s_lost (self, NULL, atoi (index));
+            s_lost (self, NULL, atoi (index), NULL);
         free (index);
     } else if (streq (command, "ENDPOINTS"))
         zstr_sendx (self->pipe, self->up_endpoint ? self->up_endpoint : "",

@@ -96,6 +96,9 @@ typedef struct {
 //                            hosts.md), routing id host, a child of this
 //                            leaf that gets the engine's targets
 //    ENGINE_REMOVE uuid      the hub unregistered it: its slots fail now
+//    ENGINE_REMOVE uuid why  ...as lost for why ("host node on h3
+//                            (198.18.0.3) stopped answering"), which their
+//                            EngineErrors say
 //    ENGINE_ROUTE eid leaf   an inner node sends engine eid's targets toward
 //                            leaf (its host node's), not eid % leaves
 //    ENGINE_UNROUTE eid      no longer

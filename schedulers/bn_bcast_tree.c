@@ -150,7 +150,8 @@ s_attach (void *self, zloop_t *loop)
 }
 
 static void
-s_engine (void *arg, const char *uuid, int eid, bool registered)
+s_engine (void *arg, const char *uuid, int eid, bool registered,
+          const char *why)
 {
     s_tree_t *self = (s_tree_t *)arg;
     assert (self);
@@ -178,7 +179,7 @@ s_engine (void *arg, const char *uuid, int eid, bool registered)
     if (registered)
         zstr_sendx (self->nodes[node], "ENGINE_ADD", uuid, id, host, NULL);
     else
-        zstr_sendx (self->nodes[node], "ENGINE_REMOVE", uuid, NULL);
+        zstr_sendx (self->nodes[node], "ENGINE_REMOVE", uuid, why, NULL);
 }
 
 static json_t *

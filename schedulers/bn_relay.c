@@ -661,6 +661,12 @@ bn_relay_engine_close (bn_relay_t *self, const char *uuid)
 void
 bn_relay_engine_remove (bn_relay_t *self, const char *uuid)
 {
+    bn_relay_engine_lost (self, uuid, NULL);
+}
+
+void
+bn_relay_engine_lost (bn_relay_t *self, const char *uuid, const char *why)
+{
     assert (self);
     assert (uuid);
     s_engine_t *engine = zhashx_lookup (self->engines, uuid);
@@ -670,9 +676,14 @@ bn_relay_engine_remove (bn_relay_t *self, const char *uuid)
     s_pending_t *pending = zlistx_first (engine->pending);
     while (pending) {
         self->stats.stranded++;
-        s_engine_error (self, pending->stub, engine->uuid,
-                        "Engine %d died while running task '%s'", engine->eid,
-                        pending->msg_id);
+        if (why)
+            s_engine_error (self, pending->stub, engine->uuid,
+                            "Engine %d lost while running task '%s': %s",
+                            engine->eid, pending->msg_id, why);
+        else
+            s_engine_error (self, pending->stub, engine->uuid,
+                            "Engine %d died while running task '%s'",
+                            engine->eid, pending->msg_id);
         zhashx_delete (self->pending, pending->msg_id);
         pending = zlistx_next (engine->pending);
     }

@@ -89,6 +89,11 @@ void bn_relay_engine_close (bn_relay_t *self, const char *uuid);
 //  EngineError reply. No-op for an unknown uuid.
 void bn_relay_engine_remove (bn_relay_t *self, const char *uuid);
 
+//  The same for an engine lost for why ("host node on h3 (198.18.0.3)
+//  stopped answering"), which the EngineError replies say; NULL: as
+//  bn_relay_engine_remove.
+void bn_relay_engine_lost (bn_relay_t *self, const char *uuid, const char *why);
+
 //  Requests sent to engine uuid and not answered yet (0 if unknown).
 size_t bn_relay_queue_size (bn_relay_t *self, const char *uuid);
 

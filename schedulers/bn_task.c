@@ -1774,6 +1774,12 @@ bn_task_engine_close (bn_task_t *self, const char *uuid)
 void
 bn_task_engine_remove (bn_task_t *self, const char *uuid)
 {
+    bn_task_engine_lost (self, uuid, NULL);
+}
+
+void
+bn_task_engine_lost (bn_task_t *self, const char *uuid, const char *why)
+{
     assert (self);
     assert (uuid);
     s_engine_t *engine = zhashx_lookup (self->engines, uuid);
@@ -1791,10 +1797,14 @@ bn_task_engine_remove (bn_task_t *self, const char *uuid)
         bn_session_date (date);
         json_t *md = json_pack ("{s:s, s:s, s:s}", "status", BN_STATUS_ERROR,
                                 "engine", engine->uuid, "date", date);
-        json_t *content = bn_wire_errorf ("EngineError", NULL,
-                                          "Engine '%s' died while running "
-                                          "task '%s'",
-                                          engine->uuid, job->msg_id);
+        json_t *content =
+            why ? bn_wire_errorf ("EngineError", NULL,
+                                  "Engine '%s' lost while running task "
+                                  "'%s': %s",
+                                  engine->uuid, job->msg_id, why)
+                : bn_wire_errorf ("EngineError", NULL,
+                                  "Engine '%s' died while running task '%s'",
+                                  engine->uuid, job->msg_id);
         if (!reply || !md || !content ||
             bn_msg_push_ident (reply, engine->uuid, engine->uuid_len)) {
             json_decref (md);

@@ -104,6 +104,11 @@ void bn_task_engine_close (bn_task_t *self, const char *uuid);
 //  retried elsewhere when its retries allow. No-op for an unknown uuid.
 void bn_task_engine_remove (bn_task_t *self, const char *uuid);
 
+//  The same for an engine lost for why ("host node on h3 (198.18.0.3)
+//  stopped answering"), which the EngineError replies say; NULL: as
+//  bn_task_engine_remove.
+void bn_task_engine_lost (bn_task_t *self, const char *uuid, const char *why);
+
 //  Tasks running on engine uuid (0 if unknown).
 size_t bn_task_engine_load (bn_task_t *self, const char *uuid);
 

@@ -373,6 +373,45 @@ START_TEST (test_recv_nothing)
 }
 END_TEST
 
+//  A message received over TCP names its peer's address, on a ROUTER
+//  (whose routing frame it makes) as on a PULL; over inproc, or made here,
+//  it names none.
+START_TEST (test_peer_address)
+{
+    char address[64] = "x";
+    bn_msg_t *msg = bn_msg_new (s_session, BN_MSG_APPLY_REQUEST);
+    ck_assert (!bn_msg_peer_address (msg, address, sizeof address));
+    ck_assert_str_eq (address, "");
+    ck_assert_int_eq (bn_msg_send (&msg, s_rout, s_session), 0);
+    msg = bn_msg_recv (s_rin);
+    ck_assert_ptr_nonnull (msg);
+    ck_assert (!bn_msg_peer_address (msg, address, sizeof address));
+    bn_msg_destroy (&msg);
+
+    zsock_t *router = zsock_new (ZMQ_ROUTER);
+    int port = zsock_bind (router, "tcp://127.0.0.1:*");
+    ck_assert_int_gt (port, 0);
+    zsock_set_rcvtimeo (router, 5000);
+    zsock_t *dealer = zsock_new (ZMQ_DEALER);
+    ck_assert_int_eq (zsock_connect (dealer, "tcp://127.0.0.1:%d", port), 0);
+    msg = bn_msg_new (s_session, BN_MSG_APPLY_REQUEST);
+    ck_assert_int_eq (bn_msg_send (&msg, zsock_resolve (dealer), s_session), 0);
+    msg = bn_msg_recv (zsock_resolve (router));
+    ck_assert_ptr_nonnull (msg);
+    ck_assert_uint_eq (bn_msg_nidents (msg), 1);
+    ck_assert (bn_msg_peer_address (msg, address, sizeof address));
+    ck_assert_str_eq (address, "127.0.0.1");
+    //  a copy keeps it; a buffer too short gets what fits
+    bn_msg_t *copy = bn_msg_dup (msg);
+    ck_assert (bn_msg_peer_address (copy, address, 4));
+    ck_assert_str_eq (address, "127");
+    bn_msg_destroy (&copy);
+    bn_msg_destroy (&msg);
+    zsock_destroy (&dealer);
+    zsock_destroy (&router);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -389,6 +428,7 @@ main (void)
     tcase_add_test (tc, test_bad_framing);
     tcase_add_test (tc, test_check);
     tcase_add_test (tc, test_recv_nothing);
+    tcase_add_test (tc, test_peer_address);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

@@ -601,9 +601,17 @@ bn_cliclient_describe (bn_result_t *result, size_t index, bool timed_out,
     }
     *failed = true;
     //  The hub's text names the engine and the request, which would keep
-    //  each engine in a group of its own under px -b
-    if (status == BN_EENGINEDIED ||
-        (ename && strcmp (ename, "EngineError") == 0))
+    //  each engine in a group of its own under px -b; what comes after
+    //  "lost ...: " is why, the same for every engine lost so ("host node
+    //  on h3 (198.18.0.3) stopped answering")
+    const char *lost = evalue ? strstr (evalue, " lost") : NULL;
+    const char *why = lost ? strstr (lost, ": ") : NULL;
+    if ((status == BN_EENGINEDIED ||
+         (ename && strcmp (ename, "EngineError") == 0)) &&
+        why && why[2])
+        snprintf (text, size, "EngineError: the engine was lost: %s", why + 2);
+    else if (status == BN_EENGINEDIED ||
+             (ename && strcmp (ename, "EngineError") == 0))
         snprintf (text, size, "EngineError: the engine died");
     else if (status == BN_EABORTED)
         snprintf (text, size, "aborted");

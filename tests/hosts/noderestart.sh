@@ -4,8 +4,9 @@
 # LAUNCHER-ARGS...: a cluster of 4 engines, two on each of h1 and h2, each
 # host's behind its host node; the host node of h2 killed (kill -9) while
 # its engines run a long command: that command fails within seconds
-# naming both of h2's engines (EngineError), not at the heartbeat bound
-# nor at the command's end; the host script there starts the node and
+# naming both of h2's engines (EngineError) and their host node that
+# closed its connection, not at the heartbeat bound nor at the command's
+# end; the host script there starts the node and
 # its engines again, and a later px reaches all four engines under the
 # same ids, banyan engines naming their new process; cluster stop leaves
 # nothing on the hosts.
@@ -50,8 +51,8 @@ node_restart ()
     wait "$px" && fail "px on h2's engines worked with their host node killed: $(cat "$profile/px.out")"
     px_ms=$(ms_since "$t0")
     for id in 2 3; do
-        grep -q "^\[status:$id\].*EngineError" "$profile/px.err" \
-            || fail "engine $id's failure: $(cat "$profile/px.err")"
+        grep -qxF "[status:$id] EngineError: the engine was lost: host node on h2 ($HOSTS_NET.2) closed its connection" \
+            "$profile/px.err" || fail "engine $id's failure: $(cat "$profile/px.err")"
     done
     grep -q late "$profile/px.out" && fail "px printed: $(cat "$profile/px.out")"
     [ "$px_ms" -lt 10000 ] || fail "px failed only after $px_ms ms"

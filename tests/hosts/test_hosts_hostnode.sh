@@ -6,8 +6,8 @@
 # push through the broadcast tree crosses each host's link once, through
 # the mux four times; a host whose link goes down loses its engines within
 # the heartbeat bound (a broadcast's other half is answered, its half fails
-# with EngineError), and when the link comes back they are served again
-# under the same ids.
+# with EngineError naming the host node that stopped answering), and when
+# the link comes back they are served again under the same ids.
 . "$(dirname "$0")/hoststest.sh"
 bin=${BN_BUILD_DIR:-$(dirname "$0")/../../build/dev}/bin
 hosts up 2 --no-ssh || fail "hosts up 2"
@@ -79,8 +79,8 @@ echo "h1's engines lost after $lost s (the bound: 3.5 s, then requests get 0.5 s
 wait "$px"
 [ "$(grep -c 'done$' "$work/px.out")" = 4 ] || fail "the broadcast's h2 half: $(cat "$work/px.out")"
 for id in $h1_ids; do
-    grep -q "^\[status:$id\].*EngineError" "$work/px.err" \
-        || fail "engine $id's slot did not fail with EngineError: $(cat "$work/px.err")"
+    grep -qxF "[status:$id] EngineError: the engine was lost: host node on h1 ($HOSTS_NET.1) stopped answering" \
+        "$work/px.err" || fail "engine $id's slot did not fail with EngineError naming h1's host node: $(cat "$work/px.err")"
 done
 echo "ok: h1's link down: its engines lost in $lost s, their slots failed, h2's answered"
 

@@ -4,16 +4,20 @@
 # doc/hosts.md) stopped with SIGSTOP, alive but silent, with two engines
 # behind it: the hub loses them within the heartbeat bound, and requests
 # to them through the broadcast tree and through the mux fail with
-# EngineError naming each engine, while the other host's engines answer;
+# EngineError naming each engine and the host node that stopped answering
+# (its host and address; so for the stock client too), while the other
+# host's engines answer;
 # continued with SIGCONT, the host node registers its engines again under
 # the same ids and uuids and they are served, through both paths.
 . "$(dirname "$0")/hoststest.sh"
 bin=${BN_BUILD_DIR:-$(dirname "$0")/../../build/dev}/bin
+here=$(cd "$(dirname "$0")" && pwd)
 hosts up 2 --no-ssh || fail "hosts up 2"
 work=$(mktemp -d)
-node=
+node= stock=
 # a stopped node would keep its host from being torn down
-trap '[ -n "$node" ] && kill -CONT "$node" 2> /dev/null; hosts down; rm -rf "$work"' EXIT
+trap '[ -n "$node" ] && kill -CONT "$node" 2> /dev/null
+      [ -n "$stock" ] && kill "$stock" 2> /dev/null; hosts down; rm -rf "$work"' EXIT
 ctl=$work/ctl
 banyan () { "$bin/banyan" "$1" --profile-dir "$ctl" "${@:2}"; }
 count () { banyan engines 2> /dev/null | awk 'NR > 1 && $1 ~ /^[0-9]+$/' | wc -l; }
@@ -48,9 +52,25 @@ h1_ids=$(on_h1)
 first=${h1_ids%% *}
 echo "ok: 4 engines on two hosts, h1's ($h1_ids) behind its host node $node"
 
+# The stock client, connected before, sends its requests once the node
+# is stopped
+why="host node on h1 ($HOSTS_NET.1) stopped answering"
+if /usr/bin/python3 -c 'import ipyparallel' 2> /dev/null; then
+    mkfifo "$work/go"
+    /usr/bin/python3 "$here/stocklost.py" "$ctl/security/ipcontroller-client.json" \
+        "$(tr ' ' ',' <<< "${h1_ids% }")" "$why" < "$work/go" > "$work/stock.out" 2>&1 &
+    stock=$!
+    exec 7> "$work/go"
+    hosts_poll 60 grep -q '^ready$' "$work/stock.out" \
+        || fail "the stock client did not connect: $(cat "$work/stock.out")"
+else
+    echo "skip: the stock client (no ipyparallel for /usr/bin/python3)"
+fi
+
 # h1's host node stopped, then a broadcast to every engine and a request
 # through the mux to one of h1's
 kill -STOP "$node" || fail "kill -STOP $node"
+[ -n "$stock" ] && echo go >&7
 t0=$EPOCHREALTIME
 banyan px 'sleep 1; echo done' > "$work/px.out" 2> "$work/px.err" &
 px=$!
@@ -72,6 +92,19 @@ grep -q "^\[status:$first\].*EngineError" "$work/direct.err" \
 echo "ok: h1's host node stopped: its engines lost after $lost s, both requests ended after $took s" \
      "(the bound: 3.5 s), EngineError for h1's engines, h2's answered"
 sed 's/^/    /' "$work/px.err" "$work/direct.err" | head -n 3
+for id in $h1_ids; do
+    grep -qxF "[status:$id] EngineError: the engine was lost: $why" "$work/px.err" \
+        || fail "engine $id's slot of the broadcast does not name h1's host node: $(cat "$work/px.err")"
+done
+grep -qxF "[status:$first] EngineError: the engine was lost: $why" "$work/direct.err" \
+    || fail "engine $first's request through the mux does not name h1's host node: $(cat "$work/direct.err")"
+echo "ok: both say: $why"
+if [ -n "$stock" ]; then
+    wait "$stock" || fail "the stock client: $(cat "$work/stock.out")"
+    stock=
+    exec 7>&-
+    grep '^ok: stock client: [db]' "$work/stock.out"
+fi
 
 # continued: the node's next heartbeat finds its link lost, and it
 # registers its engines again
