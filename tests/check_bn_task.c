@@ -1187,6 +1187,58 @@ START_TEST (test_records_bound)
 }
 END_TEST
 
+//  A thousand finished tasks are remembered in about 40 bytes each (the
+//  task stats' records_bytes), and the oldest of them still counts for
+//  after and follow as 7.1.0's scheduler counts it: its failure, and the
+//  engine it ran on.
+START_TEST (test_records_compact)
+{
+    s_start (BN_TASK_LEASTLOAD, 0, 1);
+    char *first = NULL, *second = NULL;
+    for (int n = 0; n < 1000; n++) {
+        char *id = s_submit (NULL);
+        bn_msg_t *request = s_take (0);
+        s_answer (0, &request, n == 0 ? "error" : "ok");
+        bn_msg_t *reply = s_reply ();
+        bn_msg_destroy (&reply);
+        if (n == 0)
+            first = id;
+        else if (n == 1)
+            second = id;
+        else
+            free (id);
+    }
+    ck_assert_int_eq (s_stat ("records"), 1000);
+    ck_assert_int_gt (s_stat ("records_bytes"), 1000 * 32);
+    ck_assert_int_le (s_stat ("records_bytes"), 1000 * 48 + 256);
+    //  after the first, which failed: impossible; after its failure: runs
+    char *after = s_submit (json_pack ("{s:[s]}", "after", first));
+    bn_msg_t *reply = s_reply ();
+    s_assert_scheduler_error (reply, after, "ImpossibleDependency");
+    bn_msg_destroy (&reply);
+    char *failed =
+        s_submit (json_pack ("{s:{s:[s], s:b, s:b}}", "after", "dependencies",
+                             first, "success", 0, "failure", 1));
+    bn_msg_t *request = s_take (0);
+    ck_assert_str_eq (bn_msg_id (request), failed);
+    s_answer (0, &request, "ok");
+    reply = s_reply ();
+    bn_msg_destroy (&reply);
+    //  a new engine, the least recently used: the second's follower still
+    //  goes where the second ran
+    s_add_engine ();
+    char *follow = s_submit (json_pack ("{s:[s]}", "follow", second));
+    request = s_take (0);
+    ck_assert_str_eq (bn_msg_id (request), follow);
+    bn_msg_destroy (&request);
+    free (first);
+    free (second);
+    free (after);
+    free (failed);
+    free (follow);
+}
+END_TEST
+
 //  Engine uuid, registered before, connects to the task port now: the
 //  task msg_id, held for it, reaches it.
 static void
@@ -1396,6 +1448,7 @@ main (void)
     tcase_add_test (tc, test_submit);
     tcase_add_test (tc, test_chain);
     tcase_add_test (tc, test_records_bound);
+    tcase_add_test (tc, test_records_compact);
     tcase_add_test (tc, test_not_connected);
     tcase_add_test (tc, test_never_connected);
     tcase_add_test (tc, test_host_link);
