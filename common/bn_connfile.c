@@ -53,6 +53,7 @@ struct _bn_connfile_t {
     char *pack;             //  Always json once checked
     char *unpack;           //  Always json once checked
     char *curve_serverkey;  //  Z85 public key, or NULL
+    bool shared_channels;   //  a host node's: bn_shared_channels
 };
 
 //  True if the port key belongs in this kind of file.
@@ -248,6 +249,15 @@ s_read (bn_connfile_t *self, json_t *root, char *err, size_t errsize)
         s_read_string (root, "curve_serverkey", false, true, NULL,
                        &self->curve_serverkey, err, errsize))
         return -1;
+    //  banyan's key: the engines of one process may share their channels
+    json_t *shared = json_object_get (root, BN_CONNFILE_SHARED_CHANNELS);
+    if (shared && !json_is_boolean (shared)) {
+        bn_error_set (err, errsize,
+                      "'" BN_CONNFILE_SHARED_CHANNELS
+                      "' must be true or false");
+        return -1;
+    }
+    self->shared_channels = json_is_true (shared);
     if (!engine && s_read_string (root, "task_scheme", true, false, NULL,
                                   &self->task_scheme, err, errsize))
         return -1;
@@ -391,6 +401,12 @@ s_to_json (bn_connfile_t *self)
             "key", self->key, "curve_serverkey", curve, "location",
             self->location, "pack", self->pack, "unpack", self->unpack,
             "signature_scheme", self->signature_scheme);
+    //  only a host node's file says it (a stock reader ignores the key)
+    if (root && self->shared_channels &&
+        json_object_set_new (root, BN_CONNFILE_SHARED_CHANNELS, json_true ())) {
+        json_decref (root);
+        root = NULL;
+    }
     return root;
 }
 
@@ -616,6 +632,20 @@ bn_connfile_curve_serverkey (bn_connfile_t *self)
 {
     assert (self);
     return self->curve_serverkey;
+}
+
+bool
+bn_connfile_shared_channels (bn_connfile_t *self)
+{
+    assert (self);
+    return self->shared_channels;
+}
+
+void
+bn_connfile_set_shared_channels (bn_connfile_t *self, bool shared)
+{
+    assert (self);
+    self->shared_channels = shared;
 }
 
 int

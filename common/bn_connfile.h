@@ -4,6 +4,7 @@
 #ifndef BN_CONNFILE_H_INCLUDED
 #define BN_CONNFILE_H_INCLUDED
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef struct _bn_connfile_t bn_connfile_t;
@@ -85,6 +86,14 @@ const char *bn_connfile_task_scheme (bn_connfile_t *self);
 const char *bn_connfile_pack (bn_connfile_t *self);
 const char *bn_connfile_unpack (bn_connfile_t *self);
 const char *bn_connfile_curve_serverkey (bn_connfile_t *self);
+
+//  banyan's key of a host node's engine file (doc/wire.md 4.1): true when
+//  the engines of one process may share one connection per channel, the
+//  engine named by a frame after the shared socket's routing id. A stock
+//  hub never writes it and a stock engine ignores it.
+#define BN_CONNFILE_SHARED_CHANNELS "bn_shared_channels"
+bool bn_connfile_shared_channels (bn_connfile_t *self);
+void bn_connfile_set_shared_channels (bn_connfile_t *self, bool shared);
 
 //  Set a port by key name; returns -1 if the name is not part of this kind
 //  of file or the port is outside 1..65535.

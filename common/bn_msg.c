@@ -519,6 +519,15 @@ bn_msg_ident_is (bn_msg_t *self, size_t index, const void *data, size_t size)
     return ident && have == size && memcmp (ident, data, size) == 0;
 }
 
+bool
+bn_msg_ident_prefix (bn_msg_t *self, size_t index, const char *prefix)
+{
+    size_t have;
+    const void *ident = bn_msg_ident (self, index, &have);
+    size_t size = strlen (prefix);
+    return ident && have >= size && memcmp (ident, prefix, size) == 0;
+}
+
 char *
 bn_msg_ident_strdup (bn_msg_t *self, size_t index)
 {

@@ -97,6 +97,8 @@ const void *bn_msg_ident (bn_msg_t *self, size_t index, size_t *size);
 bool bn_msg_peer_address (bn_msg_t *self, char *text, size_t size);
 bool bn_msg_ident_is (bn_msg_t *self, size_t index, const void *data,
                       size_t size);
+//  True if the ident at index starts with the text prefix.
+bool bn_msg_ident_prefix (bn_msg_t *self, size_t index, const char *prefix);
 //  The ident at index as a malloc'd NUL-terminated string, or NULL.
 char *bn_msg_ident_strdup (bn_msg_t *self, size_t index);
 

@@ -66,6 +66,11 @@
 #define BN_MSG_HOST_REPLY "bn_host_reply"
 #define BN_MSG_HOST_ENGINES "bn_host_engines"
 #define BN_HOST_LINK_PREFIX "bn-host "
+//  ... and of the sockets the engines of one banyan-engine process share
+//  towards their host node (mux, task, broadcast, control, hb_pong): a
+//  message on one names its engine in the frame after this routing id (no
+//  engine uuid holds a space)
+#define BN_SHARED_PREFIX "bn-shared "
 
 //  Hub notifications
 #define BN_MSG_REGISTRATION_NOTIFICATION "registration_notification"

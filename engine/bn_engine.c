@@ -12,6 +12,14 @@
     and its handshake; else on a DEALER of its own, closed once it is
     registered. unregistration_request goes out on the shared DEALER.
 
+    Behind a banyan host node (its connection file says
+    bn_shared_channels), an engine has no socket of its own: the engines of
+    the process share a shell ROUTER, a control ROUTER and a pong DEALER,
+    whose owner hands each engine the requests that name it after the
+    peer's routing id ([mux_out, uuid, client, ...]); a reply, which copies
+    the request's routing frames, goes back the same way, and a pong is
+    [uuid, ping] (doc/wire.md 4.1).
+
     One shell request runs at a time; the rest wait in a queue. Control
     requests are answered at once, even while a command runs, so abort,
     signal and shutdown reach a busy engine. An abort_request naming the
@@ -124,6 +132,7 @@ struct _bn_engine_t {
 };
 
 static void s_aborted_add (bn_engine_t *self, const char *msg_id);
+static int s_own_sockets (bn_engine_t *self);
 static bool s_aborted_take (bn_engine_t *self, const char *msg_id);
 
 //  ---------------------------------------------------------------------
@@ -177,6 +186,21 @@ s_close (bn_engine_t *self, zsock_t **sock_p, bn_watch_item_t **item_p)
         return;
     zsock_set_linger (*sock_p, S_LINGER_MS);
     zsock_destroy (sock_p);
+}
+
+//  Close the engine's sockets; the shared ones are only let go.
+static void
+s_close_all (bn_engine_t *self)
+{
+    s_close (self, &self->registration, &self->registration_item);
+    if (self->env->shell) {
+        self->shell = NULL;
+        self->control = NULL;
+        return;
+    }
+    s_close (self, &self->shell, &self->shell_item);
+    s_close (self, &self->control, &self->control_item);
+    s_close (self, &self->pong, NULL);
 }
 
 //  The raw JSON value of key in request's metadata, scanned without a
@@ -1169,6 +1193,36 @@ s_accept (bn_engine_t *self, bn_msg_t *msg, const char *where)
                : 0;
 }
 
+void
+bn_engine_shell_request (bn_engine_t *self, bn_msg_t **msg_p)
+{
+    assert (self);
+    assert (msg_p);
+    bn_msg_t *msg = *msg_p;
+    *msg_p = NULL;
+    if (!msg || self->state != BN_ENGINE_RUNNING ||
+        s_accept (self, msg, "shell")) {
+        bn_msg_destroy (&msg);
+        return;
+    }
+    zlistx_add_end (self->queue, msg);
+    s_next (self);
+}
+
+void
+bn_engine_control_request (bn_engine_t *self, bn_msg_t **msg_p)
+{
+    assert (self);
+    assert (msg_p);
+    bn_msg_t *msg = *msg_p;
+    *msg_p = NULL;
+    if (!msg || self->state != BN_ENGINE_RUNNING ||
+        s_accept (self, msg, "control"))
+        bn_msg_destroy (&msg);
+    else
+        s_control_request (self, msg);
+}
+
 static void
 s_shell_event (bn_watch_item_t *item, void *arg)
 {
@@ -1273,12 +1327,37 @@ s_registered (bn_engine_t *self, json_t *content)
                      " ignored; using %d ms",
                      self->uuid, asked, self->hb_period);
     snprintf (self->topic, sizeof self->topic, "engine.%d.", self->id);
+    self->envp = s_make_envp (self);
+    if (self->env->shell) {
+        //  the process's sockets, already connected
+        self->shell = self->env->shell;
+        self->control = self->env->control;
+        if (!self->envp) {
+            bn_log_error ("engine %d: out of memory", self->id);
+            bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
+            return;
+        }
+    } else if (s_own_sockets (self))
+        return;
+    s_close (self, &self->registration, &self->registration_item);
+    self->state = BN_ENGINE_RUNNING;
+    self->last_ping = zclock_mono ();
+    s_status (self, NULL, "starting");
+    bn_log_info ("engine %d registered as %s", self->id, self->uuid);
+    if (self->env->on_state)
+        self->env->on_state (self, self->env->arg);
+}
+
+//  Make and connect the engine's own shell, control and pong sockets, and
+//  watch them. Returns -1 when it could not (the engine has stopped).
+static int
+s_own_sockets (bn_engine_t *self)
+{
     bn_connfile_t *cf = self->env->connfile;
     size_t nbroadcast = bn_connfile_broadcast_count (cf);
     self->shell = s_socket (self, ZMQ_ROUTER, NULL, false);
     self->control = s_socket (self, ZMQ_ROUTER, NULL, false);
     self->pong = s_socket (self, ZMQ_DEALER, NULL, false);
-    self->envp = s_make_envp (self);
     int rc = self->shell && self->control && self->pong && self->envp ? 0 : -1;
     if (!rc)
         rc = s_connect_key (self, self->shell, "mux");
@@ -1297,7 +1376,7 @@ s_registered (bn_engine_t *self, json_t *content)
     if (rc) {
         bn_log_error ("engine %d: cannot connect its sockets", self->id);
         bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
-        return;
+        return -1;
     }
     self->shell_item =
         bn_watch_sock (self->env->watch, self->shell, s_shell_event, self);
@@ -1306,15 +1385,9 @@ s_registered (bn_engine_t *self, json_t *content)
     if (!self->shell_item || !self->control_item) {
         bn_log_error ("engine %d: cannot watch its sockets", self->id);
         bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
-        return;
+        return -1;
     }
-    s_close (self, &self->registration, &self->registration_item);
-    self->state = BN_ENGINE_RUNNING;
-    self->last_ping = zclock_mono ();
-    s_status (self, NULL, "starting");
-    bn_log_info ("engine %d registered as %s", self->id, self->uuid);
-    if (self->env->on_state)
-        self->env->on_state (self, self->env->arg);
+    return 0;
 }
 
 int
@@ -1418,10 +1491,7 @@ bn_engine_destroy (bn_engine_t **self_p)
     bn_value_destroy (&self->current.result);
     s_output_clear (self);
     bn_msg_destroy (&self->current.msg);
-    s_close (self, &self->registration, &self->registration_item);
-    s_close (self, &self->shell, &self->shell_item);
-    s_close (self, &self->control, &self->control_item);
-    s_close (self, &self->pong, NULL);
+    s_close_all (self);
     zlistx_destroy (&self->queue);
     zhashx_destroy (&self->aborted);
     zhashx_destroy (&self->aborted_old);
@@ -1500,10 +1570,7 @@ s_stop (bn_engine_t *self, bn_engine_exit_t code, bool unregister)
         s_send_unregistration (self, self->registration
                                          ? self->registration
                                          : self->env->registration);
-    s_close (self, &self->registration, &self->registration_item);
-    s_close (self, &self->shell, &self->shell_item);
-    s_close (self, &self->control, &self->control_item);
-    s_close (self, &self->pong, NULL);
+    s_close_all (self);
     if (was_running && unregister)
         s_send_unregistration (self, self->env->registration);
     if (self->env->on_state)
@@ -1528,10 +1595,15 @@ bn_engine_ping (bn_engine_t *self, zmq_msg_t *ping)
     self->answered_size = size < sizeof self->answered ? size : 0;
     if (self->answered_size)
         memcpy (self->answered, zmq_msg_data (ping), size);
+    //  on the process's pong socket, the engine named first
+    void *pong = zsock_resolve (self->env->pong ? self->env->pong : self->pong);
+    if (self->env->pong && zmq_send (pong, self->uuid, strlen (self->uuid),
+                                     ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+        return;
     zmq_msg_t copy;
     zmq_msg_init (&copy);
     if (zmq_msg_copy (&copy, ping) == 0 &&
-        zmq_msg_send (&copy, zsock_resolve (self->pong), ZMQ_DONTWAIT) >= 0)
+        zmq_msg_send (&copy, pong, ZMQ_DONTWAIT) >= 0)
         self->stats.pings++;
     else
         zmq_msg_close (&copy);

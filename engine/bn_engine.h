@@ -37,17 +37,25 @@ typedef enum {
 //  What the engines of one process share (owned by their caller, who
 //  keeps it alive longer than the engines).
 typedef struct {
-    zloop_t *loop;               //  drives every engine
-    bn_watch_t *watch;           //  watches their sockets and commands
-    bn_connfile_t *connfile;     //  controller URLs and key
-    zsock_t *iopub;              //  PUB connected to the iopub URL
-    zsock_t *registration;       //  DEALER connected to the registration
-                                 //  URL: carries every engine's
-                                 //  registration_request and
-                                 //  unregistration_request (the hub reads
-                                 //  the uuid or id from the content); the
-                                 //  owner reads the replies and hands
-                                 //  each to its engine
+    zloop_t *loop;           //  drives every engine
+    bn_watch_t *watch;       //  watches their sockets and commands
+    bn_connfile_t *connfile; //  controller URLs and key
+    zsock_t *iopub;          //  PUB connected to the iopub URL
+    zsock_t *registration;   //  DEALER connected to the registration
+                             //  URL: carries every engine's
+                             //  registration_request and
+                             //  unregistration_request (the hub reads
+                             //  the uuid or id from the content); the
+                             //  owner reads the replies and hands
+                             //  each to its engine
+    zsock_t *shell;          //  ROUTER shared by the engines for mux, task and
+                             //  broadcast behind a host node that offers it
+                             //  (bn_shared_channels, doc/wire.md 4.1), NULL:
+                             //  each engine has its own; the owner reads it
+                             //  and hands each request to the engine named
+                             //  after the peer's routing id
+    zsock_t *control;        //  ditto for control
+    zsock_t *pong;           //  ditto, DEALER to hb_pong: [uuid, ping]
     bn_functions_t *functions;   //  what apply_request can call
     const char *cwd;             //  folder commands run in, NULL: current
     double registration_timeout; //  seconds to wait for registration_reply
@@ -107,6 +115,12 @@ int bn_engine_start (bn_engine_t *self, bool shared);
 //  the message. Returns -1 if it was not taken as the reply (a bad
 //  signature, another type, the engine is not registering).
 int bn_engine_registration_reply (bn_engine_t *self, bn_msg_t **msg_p);
+
+//  Handle a request read from the shared shell or control socket for this
+//  engine (its routing frames [peer, uuid, ...] kept for the reply); takes
+//  the message, dropped (counted) unless the engine runs and it checks.
+void bn_engine_shell_request (bn_engine_t *self, bn_msg_t **msg_p);
+void bn_engine_control_request (bn_engine_t *self, bn_msg_t **msg_p);
 
 //  Stop serving: kill a running command, drop queued requests, send
 //  unregistration_request when registered, close the sockets (pending

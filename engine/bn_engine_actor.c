@@ -14,6 +14,12 @@
     on a socket of its own, as ipengine does, so that no reply can go to
     the wrong engine.
 
+    Behind a banyan host node (bn_shared_channels in its connection file),
+    the engines also share their shell, control and pong sockets, one
+    connection per channel for the whole process: the loop reads shell and
+    control and hands each request to the engine named in its second
+    routing frame (doc/wire.md 4.1).
+
     At most BN_ENGINE_REGISTERING_MAX engines register at once; the next starts
     when one of them is answered. Thousands of engines that all ask at
     once only queue at the controller (or their host node), and each
@@ -30,6 +36,7 @@
 #include "bn_curve.h"
 #include "bn_engine.h"
 #include "bn_log.h"
+#include "bn_msgtypes.h"
 
 #include <assert.h>
 #include <limits.h>
@@ -40,7 +47,7 @@
 #define S_TICK_MS 100 //  deadline check period
 //  An engine holds 3 sockets (shell, control, pong) and 8 descriptors: 3
 //  socket mailboxes and 5 TCP connections (mux, task, broadcast, control,
-//  hb_pong); a running command 3 more.
+//  hb_pong), none when they share them; a running command 3 more.
 #define S_SOCKETS_PER_ENGINE 3
 #define S_DRAIN 256 //  registration replies read per wake-up
 #define S_FDS_PER_ENGINE 8
@@ -66,6 +73,10 @@ typedef struct {
     zsock_t *iopub;        //  shared PUB
     zsock_t *ping;         //  shared heartbeat SUB
     zsock_t *registration; //  shared DEALER: (un)registration_request
+    zsock_t *shell;        //  shared ROUTER (shared channels), or NULL
+    zsock_t *control;      //  ditto
+    zsock_t *pong;         //  shared DEALER (shared channels), or NULL
+    uint64_t strays;       //  shared requests for no running engine of ours
     zsock_t *handshakes;   //  its monitor until a handshake succeeds
     int refusals;          //  handshakes the controller refused (bn_curve)
     zlistx_t *waiting;     //  engines waiting to start a command
@@ -313,6 +324,45 @@ s_ping_event (zloop_t *loop, zsock_t *sock, void *arg)
     return 0;
 }
 
+//  Hand each request waiting on a shared socket to the engine it names
+//  ([peer, uuid, ...]); drop what names none of ours.
+static void
+s_shared_drain (s_actor_t *self, zsock_t *sock, bool control)
+{
+    for (int n = 0; n < S_DRAIN; n++) {
+        bn_msg_t *msg = bn_msg_recv_flags (zsock_resolve (sock), ZMQ_DONTWAIT);
+        if (!msg)
+            break;
+        char *uuid =
+            bn_msg_nidents (msg) >= 2 ? bn_msg_ident_strdup (msg, 1) : NULL;
+        bn_engine_t *engine = uuid ? zhashx_lookup (self->by_uuid, uuid) : NULL;
+        free (uuid);
+        if (!engine || bn_engine_state (engine) != BN_ENGINE_RUNNING) {
+            self->strays++;
+            bn_log_debug ("engines: dropped a %s for no running engine of ours",
+                          bn_msg_type (msg) ? bn_msg_type (msg) : "message");
+            bn_msg_destroy (&msg);
+        } else if (control)
+            bn_engine_control_request (engine, &msg);
+        else
+            bn_engine_shell_request (engine, &msg);
+    }
+}
+
+static int
+s_shared_shell_event (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    s_shared_drain ((s_actor_t *)arg, sock, false);
+    return 0;
+}
+
+static int
+s_shared_control_event (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    s_shared_drain ((s_actor_t *)arg, sock, true);
+    return 0;
+}
+
 static char *
 s_list (s_actor_t *self, bool uuids)
 {
@@ -356,15 +406,16 @@ s_stats (s_actor_t *self)
         "{\"engines\": %d, \"running\": %d, \"stopped\": %d, "
         "\"received\": %llu, \"handled\": %llu, \"errors\": %llu, "
         "\"aborted\": %llu, \"bad_framing\": %llu, \"bad_signature\": %llu, "
-        "\"replayed\": %llu, \"bad_header\": %llu, \"pings\": %llu}",
+        "\"replayed\": %llu, \"bad_header\": %llu, \"pings\": %llu, "
+        "\"shared\": %s, \"strays\": %llu}",
         self->count, self->running, self->stopped,
         (unsigned long long)sum.received, (unsigned long long)sum.handled,
         (unsigned long long)sum.errors, (unsigned long long)sum.aborted,
         (unsigned long long)sum.drops.bad_frame,
         (unsigned long long)sum.drops.bad_signature,
         (unsigned long long)sum.drops.replayed,
-        (unsigned long long)sum.drops.bad_header,
-        (unsigned long long)sum.pings);
+        (unsigned long long)sum.drops.bad_header, (unsigned long long)sum.pings,
+        self->shell ? "true" : "false", (unsigned long long)self->strays);
 }
 
 static int
@@ -427,6 +478,12 @@ s_actor_destroy (s_actor_t *self)
         zsock_set_linger (self->registration, 1000);
         zsock_destroy (&self->registration);
     }
+    zsock_t **shared[] = {&self->shell, &self->control, &self->pong};
+    for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++)
+        if (*shared[i]) {
+            zsock_set_linger (*shared[i], 1000);
+            zsock_destroy (shared[i]);
+        }
     zlistx_destroy (&self->waiting);
     bn_watch_destroy (&self->watch);
     zloop_destroy (&self->loop);
@@ -484,15 +541,81 @@ s_shared_socket (s_actor_t *self, int type, const char *key,
     return sock;
 }
 
+//  A socket the engines share towards a host node, routing id identity,
+//  connected to the URLs of keys (NULL-terminated) and, with broadcast, to
+//  every broadcast port; NULL (logged) on failure.
+static zsock_t *
+s_shared_channel (s_actor_t *self, int type, const char *identity,
+                  bool broadcast, const char **keys)
+{
+    zsock_t *sock = zsock_new (type);
+    if (!sock)
+        return NULL;
+    zsock_set_sndhwm (sock, 0);
+    zsock_set_rcvhwm (sock, 0);
+    zsock_set_identity (sock, identity);
+    int rc =
+        self->curve_cert
+            ? bn_curve_client (sock, self->curve_cert,
+                               bn_connfile_curve_serverkey (self->connfile))
+            : 0;
+    for (size_t i = 0; keys[i] && rc == 0; i++) {
+        char *url = bn_connfile_url (self->connfile, keys[i]);
+        rc = url ? zsock_connect (sock, "%s", url) : -1;
+        if (rc)
+            bn_log_error ("cannot connect to the host node's %s (%s)", keys[i],
+                          url ? url : "no URL");
+        free (url);
+    }
+    size_t count = broadcast ? bn_connfile_broadcast_count (self->connfile) : 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        char *url = bn_connfile_broadcast_url (self->connfile, i);
+        rc = url ? zsock_connect (sock, "%s", url) : -1;
+        if (rc)
+            bn_log_error ("cannot connect to the host node's broadcast (%s)",
+                          url ? url : "no URL");
+        free (url);
+    }
+    if (rc)
+        zsock_destroy (&sock);
+    return sock;
+}
+
+//  The shared shell, control and pong sockets. Returns -1 (logged) on
+//  failure.
+static int
+s_shared_channels (s_actor_t *self)
+{
+    zuuid_t *uuid = zuuid_new ();
+    char identity[64];
+    snprintf (identity, sizeof identity, BN_SHARED_PREFIX "%s",
+              uuid ? zuuid_str_canonical (uuid) : "");
+    zuuid_destroy (&uuid);
+    static const char *shell[] = {"mux", "task", NULL};
+    static const char *control[] = {"control", NULL};
+    static const char *pong[] = {"hb_pong", NULL};
+    self->shell = s_shared_channel (self, ZMQ_ROUTER, identity, true, shell);
+    self->control =
+        s_shared_channel (self, ZMQ_ROUTER, identity, false, control);
+    self->pong = s_shared_channel (self, ZMQ_DEALER, identity, false, pong);
+    if (!self->shell || !self->control || !self->pong)
+        return -1;
+    bn_log_info ("the engines share their connections to the host node as "
+                 "'%s'",
+                 identity);
+    return 0;
+}
+
 //  Refuse a count that would run out of sockets or file descriptors
 //  (libzmq asserts when it cannot make a socket), and set how many
 //  commands may run at once with the descriptors left. Returns -1
 //  (logged).
 static int
-s_check_limits (s_actor_t *self, int count)
+s_check_limits (s_actor_t *self, int count, bool shared)
 {
+    int per_engine = shared ? 0 : S_SOCKETS_PER_ENGINE;
     int max_sockets = zmq_ctx_get (zsys_init (), ZMQ_MAX_SOCKETS);
-    long sockets = (long)count * S_SOCKETS_PER_ENGINE + 16;
+    long sockets = (long)count * per_engine + 16;
     if (max_sockets > 0 && sockets > (long)max_sockets) {
         bn_log_error ("%d engines need %ld sockets; this process allows %d "
                       "(zsys_set_max_sockets before any socket is made)",
@@ -502,7 +625,7 @@ s_check_limits (s_actor_t *self, int count)
     struct rlimit limit;
     if (getrlimit (RLIMIT_NOFILE, &limit) || limit.rlim_cur == RLIM_INFINITY)
         return 0;
-    long need = (long)count * S_FDS_PER_ENGINE + 64;
+    long need = (long)count * (shared ? 0 : S_FDS_PER_ENGINE) + 64;
     long spare = (long)limit.rlim_cur - need;
     if (spare < S_FDS_PER_COMMAND + 2) {
         bn_log_error ("%d engines need about %ld open files; the limit is "
@@ -589,7 +712,8 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
             return -1;
     }
 
-    if (s_check_limits (self, self->count))
+    bool shared = bn_connfile_shared_channels (self->connfile);
+    if (s_check_limits (self, self->count, shared))
         return -1;
     self->waiting = zlistx_new ();
     if (!self->waiting)
@@ -613,7 +737,8 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     zstr_free (&monitor);
     self->by_uuid = zhashx_new ();
     if (!self->loop || !self->watch || !self->iopub || !self->ping ||
-        !self->registration || !self->handshakes || !self->by_uuid)
+        !self->registration || !self->handshakes || !self->by_uuid ||
+        (shared && s_shared_channels (self) != 0))
         return -1;
 
     self->env.loop = self->loop;
@@ -622,6 +747,9 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     self->env.iopub = self->iopub;
     self->env.waiting = self->waiting;
     self->env.registration = self->registration;
+    self->env.shell = self->shell;
+    self->env.control = self->control;
+    self->env.pong = self->pong;
     self->env.functions = self->functions;
     self->env.cwd = self->cwd;
     self->env.curve_cert = self->curve_cert;
@@ -659,6 +787,10 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     zloop_reader (self->loop, self->handshakes, s_handshake_event, self);
     zloop_reader (self->loop, self->registration, s_registration_event, self);
     zloop_reader (self->loop, self->pipe, s_pipe_event, self);
+    if (shared) {
+        zloop_reader (self->loop, self->shell, s_shared_shell_event, self);
+        zloop_reader (self->loop, self->control, s_shared_control_event, self);
+    }
     zloop_reader (self->loop, self->wake[1], s_tick, self);
     zloop_timer (self->loop, S_TICK_MS, 0, s_tick_timer, self);
     s_start_more (self);

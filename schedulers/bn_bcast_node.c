@@ -156,6 +156,8 @@ typedef struct {
     zhashx_t *requests; //  key -> s_request_t
     zhashx_t *engines;  //  leaf: uuid -> eid + 1
     zhashx_t *hosted;   //  leaf: uuid -> 1 + index in hosts of the host node
+    zhashx_t *via;      //  leaf: uuid -> routing id of the shared connection
+                        //  it is behind (a host node's engines)
                         //  serving it (doc/hosts.md)
     char **hosts;       //  leaf: host nodes' leaves, children of this leaf
     size_t nhosts;
@@ -928,6 +930,12 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
             free (text);
         if (rc == 0)
             rc = bn_msg_push_ident (copy, slot->uuid, uuid_len);
+        const char *via =
+            rc == 0 && self->via && zhashx_size (self->via)
+                ? (const char *)zhashx_lookup (self->via, slot->uuid)
+                : NULL;
+        if (via)
+            rc = bn_msg_push_ident (copy, via, strlen (via));
         if (rc == 0)
             s_send_engine (self, req, slot, &copy);
         else {
@@ -1503,6 +1511,26 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
         self->stats.stray++;
         return;
     }
+    //  a shared connection's: the engine behind it is named next
+    if (self->leaf && zhashx_size (self->via) && bn_msg_nidents (msg) >= 3 &&
+        bn_msg_ident_prefix (msg, 0, BN_SHARED_PREFIX)) {
+        size_t via_len, uuid_len;
+        const char *via = bn_msg_ident (msg, 0, &via_len);
+        const char *uuid = bn_msg_ident (msg, 1, &uuid_len);
+        char key[BN_BCAST_NODE_ID_MAX + 1];
+        const char *behind = NULL;
+        if (uuid_len <= BN_BCAST_NODE_ID_MAX && !memchr (uuid, 0, uuid_len)) {
+            memcpy (key, uuid, uuid_len);
+            key[uuid_len] = 0;
+            behind = zhashx_lookup (self->via, key);
+        }
+        if (!behind || strlen (behind) != via_len ||
+            memcmp (behind, via, via_len) != 0) {
+            self->stats.stray++;
+            return;
+        }
+        bn_msg_pop_ident (msg);
+    }
     size_t from_len;
     const char *from = bn_msg_ident (msg, 0, &from_len);
     char peer[BN_BCAST_NODE_ID_MAX + 1];
@@ -1844,10 +1872,20 @@ s_command (s_node_t *self, zmsg_t *request)
                 zhashx_delete (self->engines, uuid);
             if (self->hosted)
                 zhashx_delete (self->hosted, uuid);
+            if (self->via)
+                zhashx_delete (self->via, uuid);
             s_lost (self, uuid, -1, why);
         }
         free (uuid);
         free (why);
+    } else if (streq (command, "ENGINE_VIA")) {
+        //  an engine behind a shared connection (doc/wire.md 4.1)
+        char *uuid = zmsg_popstr (request);
+        char *via = zmsg_popstr (request);
+        if (uuid && via && self->via && zhashx_insert (self->via, uuid, via))
+            zhashx_update (self->via, uuid, via);
+        free (uuid);
+        free (via);
     } else if (streq (command, "ENGINE_ROUTE") ||
                streq (command, "ENGINE_UNROUTE")) {
         //  an engine of a host node: its targets go toward that node's leaf
@@ -1954,6 +1992,7 @@ s_node_destroy (s_node_t **self_p)
     zlistx_destroy (&self->losses);
     zhashx_destroy (&self->engines);
     zhashx_destroy (&self->hosted);
+    zhashx_destroy (&self->via);
     zhashx_destroy (&self->routes);
     for (size_t i = 0; i < self->nhosts; i++)
         free (self->hosts[i]);
@@ -2070,10 +2109,13 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
     if (self->leaf) {
         self->engines = zhashx_new ();
         self->hosted = zhashx_new ();
-        if (!self->engines || !self->hosted) {
+        self->via = zhashx_new ();
+        if (!self->engines || !self->hosted || !self->via) {
             s_node_destroy (&self);
             return NULL;
         }
+        zhashx_set_destructor (self->via, (zhashx_destructor_fn *)zstr_free);
+        zhashx_set_duplicator (self->via, (zhashx_duplicator_fn *)strdup);
     } else if (!(self->routes = zhashx_new ())) {
         s_node_destroy (&self);
         return NULL;

@@ -4,13 +4,17 @@
     Pings and pongs are raw frames, not Jupyter messages: the ping is the
     ASCII str() of a float (seconds of monitor lifetime) and an engine's
     heart echoes it as [uuid, ping]. A pong matching the current or the
-    previous ping counts; anything else is counted and ignored.
+    previous ping counts; anything else is counted and ignored. With
+    bn_heart_set_shared, a pong may also come as [via, uuid, ping] from a
+    DEALER that the hearts of one process share (its routing id via starts
+    with the prefix given): the heart is uuid, and via is its connection.
 
     Closed connections: a new heart's pong connection is remembered by its
     descriptor (ZMQ_SRCFD), and a socket monitor on the pong ROUTER reports
     descriptors whose connection closed; a closing is read before a new
     heart's descriptor is noted, as the descriptor may be one that closed
-    and was given to another connection.  */
+    and was given to another connection. The hearts sharing one connection
+    are all reported when it closes.  */
 #include "bn_heart.h"
 
 #include <assert.h>
@@ -31,6 +35,7 @@ typedef struct {
     int misses;     //  Beats missed in a row
     bool responded; //  Answered since the last beat
     int fd;         //  Descriptor of its pong connection, -1 if unknown
+    char *via;      //  Routing id of the connection it shares, or NULL
 } s_heart_t;
 
 typedef struct {
@@ -70,7 +75,9 @@ struct _bn_heart_t {
     void *arg;
     zsock_t *monitor; //  PAIR: the pong socket's connections closing
     char *monitor_endpoint;
-    zhashx_t *by_fd; //  descriptor text -> heart id, of monitored hearts
+    zhashx_t *by_fd; //  descriptor text -> set (zhashx) of the ids of the
+                     //  monitored hearts on it
+    char *shared;    //  routing id prefix of shared pong sockets, or NULL
     s_stats_t stats;
 };
 
@@ -79,6 +86,22 @@ s_free_item (void **item)
 {
     free (*item);
     *item = NULL;
+}
+
+static void
+s_heart_free (void **item)
+{
+    s_heart_t *heart = (s_heart_t *)*item;
+    if (heart)
+        free (heart->via);
+    free (heart);
+    *item = NULL;
+}
+
+static void
+s_set_free (void **item)
+{
+    zhashx_destroy ((zhashx_t **)item);
 }
 
 //  Python's str(float): the shortest text that reads back as value, with
@@ -120,7 +143,7 @@ bn_heart_new (zsock_t *ping, zsock_t *pong, int period_ms, int max_misses)
         bn_heart_destroy (&self);
         return NULL;
     }
-    zhashx_set_destructor (self->hearts, s_free_item);
+    zhashx_set_destructor (self->hearts, s_heart_free);
     self->current_size = s_float_text (0.0, self->current, S_PING_MAX);
     memcpy (self->last, self->current, self->current_size + 1);
     self->last_size = self->current_size;
@@ -146,6 +169,7 @@ bn_heart_destroy (bn_heart_t **self_p)
     zhashx_destroy (&self->by_fd);
     zhashx_destroy (&self->hearts);
     zhashx_destroy (&self->expected);
+    free (self->shared);
     free (self);
     *self_p = NULL;
 }
@@ -182,10 +206,47 @@ s_fd_forget (bn_heart_t *self, const char *key, s_heart_t *heart)
         return;
     char fd[16];
     s_fd_key (heart->fd, fd);
-    const char *owner = zhashx_lookup (self->by_fd, fd);
-    if (owner && streq (owner, key))
-        zhashx_delete (self->by_fd, fd);
+    zhashx_t *set = (zhashx_t *)zhashx_lookup (self->by_fd, fd);
+    if (set) {
+        zhashx_delete (set, key);
+        if (zhashx_size (set) == 0)
+            zhashx_delete (self->by_fd, fd);
+    }
     heart->fd = -1;
+}
+
+//  Heart key's pongs come on connection fd (through via, or its own when
+//  NULL): hearts noted on fd through another connection are stale (that
+//  connection closed and fd was given to this one), and forget it.
+static void
+s_fd_note (bn_heart_t *self, const char *key, s_heart_t *heart, int fd)
+{
+    char text[16];
+    s_fd_key (fd, text);
+    zhashx_t *set = (zhashx_t *)zhashx_lookup (self->by_fd, text);
+    if (set) {
+        zlistx_t *keys = zhashx_keys (set);
+        for (const char *other = keys ? zlistx_first (keys) : NULL; other;
+             other = zlistx_next (keys)) {
+            s_heart_t *known = zhashx_lookup (self->hearts, other);
+            bool same = known && known->via && heart->via &&
+                        streq (known->via, heart->via);
+            if (!same) {
+                if (known)
+                    known->fd = -1;
+                zhashx_delete (set, other);
+            }
+        }
+        zlistx_destroy (&keys);
+    } else {
+        set = zhashx_new ();
+        if (!set || zhashx_insert (self->by_fd, text, set) != 0) {
+            zhashx_destroy (&set);
+            return;
+        }
+    }
+    if (zhashx_insert (set, key, self) == 0)
+        heart->fd = fd;
 }
 
 //  Read the pong socket's connection events: the heart of a connection
@@ -217,19 +278,24 @@ s_read_monitor (bn_heart_t *self)
             continue;
         char fd[16];
         s_fd_key ((int)value, fd);
-        char *key = zhashx_lookup (self->by_fd, fd);
-        s_heart_t *heart = key ? zhashx_lookup (self->hearts, key) : NULL;
-        if (!heart)
+        zhashx_t *set = (zhashx_t *)zhashx_lookup (self->by_fd, fd);
+        //  every heart on it, taken first: the handler forgets them
+        zlistx_t *keys = set ? zhashx_keys (set) : NULL;
+        if (!keys)
             continue;
-        key = strdup (key);
-        s_fd_forget (self, key, heart);
-        if (key) {
+        zhashx_delete (self->by_fd, fd);
+        for (const char *key = zlistx_first (keys); key;
+             key = zlistx_next (keys)) {
+            s_heart_t *heart = zhashx_lookup (self->hearts, key);
+            if (!heart || heart->fd != (int)value)
+                continue;
+            heart->fd = -1;
             self->stats.closed++;
             bn_log_info ("heart: %s's connection closed", key);
             if (self->on_closed)
                 self->on_closed (self->arg, key);
         }
-        free (key);
+        zlistx_destroy (&keys);
     }
 }
 
@@ -250,8 +316,7 @@ s_watch (bn_heart_t *self)
     self->monitor = zsock_new (ZMQ_PAIR);
     if (!self->by_fd || !self->monitor_endpoint || !self->monitor)
         return -1;
-    zhashx_set_destructor (self->by_fd, s_free_item);
-    zhashx_set_duplicator (self->by_fd, (zhashx_duplicator_fn *)strdup);
+    zhashx_set_destructor (self->by_fd, s_set_free);
     if (zmq_socket_monitor (zsock_resolve (self->pong), self->monitor_endpoint,
                             ZMQ_EVENT_DISCONNECTED) != 0) {
         zsock_destroy (&self->monitor);
@@ -261,6 +326,25 @@ s_watch (bn_heart_t *self)
         zloop_reader (self->loop, self->monitor, s_on_monitor, self) != 0)
         return -1;
     return 0;
+}
+
+int
+bn_heart_set_shared (bn_heart_t *self, const char *prefix)
+{
+    assert (self);
+    assert (prefix && *prefix);
+    free (self->shared);
+    self->shared = strdup (prefix);
+    return self->shared ? 0 : -1;
+}
+
+const char *
+bn_heart_via (bn_heart_t *self, const char *heart)
+{
+    assert (self);
+    assert (heart);
+    s_heart_t *known = zhashx_lookup (self->hearts, heart);
+    return known ? known->via : NULL;
 }
 
 void
@@ -448,18 +532,30 @@ s_beat (bn_heart_t *self, bool judge)
     s_send_ping (self);
 }
 
-static void
-s_pong (bn_heart_t *self, zmq_msg_t *id, zmq_msg_t *ping)
+//  Copy a frame into key (S_KEY_MAX bytes) as a string; false if it is
+//  empty, too long or holds a NUL.
+static bool
+s_frame_key (zmq_msg_t *frame, char *key)
 {
-    size_t size = zmq_msg_size (id);
-    const void *data = zmq_msg_data (id);
-    if (size == 0 || size >= S_KEY_MAX || memchr (data, 0, size)) {
+    size_t size = zmq_msg_size (frame);
+    const void *data = zmq_msg_data (frame);
+    if (size == 0 || size >= S_KEY_MAX || memchr (data, 0, size))
+        return false;
+    memcpy (key, data, size);
+    key[size] = 0;
+    return true;
+}
+
+//  A pong of heart id to ping, through the shared connection via (NULL:
+//  the heart's own).
+static void
+s_pong (bn_heart_t *self, zmq_msg_t *id, zmq_msg_t *ping, const char *via)
+{
+    char key[S_KEY_MAX];
+    if (!s_frame_key (id, key)) {
         self->stats.bad_pongs++;
         return;
     }
-    char key[S_KEY_MAX];
-    memcpy (key, data, size);
-    key[size] = 0;
     size_t ping_size = zmq_msg_size (ping);
     const void *ping_data = zmq_msg_data (ping);
     if (ping_size == self->current_size &&
@@ -490,6 +586,11 @@ s_pong (bn_heart_t *self, zmq_msg_t *id, zmq_msg_t *ping)
         return;
     heart->responded = true;
     heart->fd = -1;
+    heart->via = via ? strdup (via) : NULL;
+    if (via && !heart->via) {
+        free (heart);
+        return;
+    }
     zhashx_delete (self->expected, key);
     zhashx_insert (self->hearts, key, heart);
     self->stats.new_hearts++;
@@ -498,18 +599,8 @@ s_pong (bn_heart_t *self, zmq_msg_t *id, zmq_msg_t *ping)
         //  connection that had the descriptor: take it first
         s_read_monitor (self);
         int fd = zmq_msg_get (ping, ZMQ_SRCFD);
-        char text[16];
-        s_fd_key (fd, text);
-        if (fd >= 0 && zhashx_lookup (self->hearts, key) == heart) {
-            const char *other = zhashx_lookup (self->by_fd, text);
-            s_heart_t *stale =
-                other ? zhashx_lookup (self->hearts, other) : NULL;
-            if (stale)
-                stale->fd = -1;
-            if (zhashx_insert (self->by_fd, text, key) != 0)
-                zhashx_update (self->by_fd, text, key);
-            heart->fd = fd;
-        }
+        if (fd >= 0 && zhashx_lookup (self->hearts, key) == heart)
+            s_fd_note (self, key, heart, fd);
     }
     if (self->on_new)
         self->on_new (self->arg, key);
@@ -521,12 +612,11 @@ bn_heart_pong_ready (bn_heart_t *self)
     assert (self);
     void *handle = zsock_resolve (self->pong);
     for (int i = 0; i < S_BATCH; i++) {
-        zmq_msg_t frames[2];
-        zmq_msg_init (&frames[0]);
-        zmq_msg_init (&frames[1]);
+        zmq_msg_t frames[3];
+        for (int f = 0; f < 3; f++)
+            zmq_msg_init (&frames[f]);
         if (zmq_msg_recv (&frames[0], handle, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close (&frames[0]);
-            zmq_msg_close (&frames[1]);
             break;
         }
         int count = 1;
@@ -539,17 +629,21 @@ bn_heart_pong_ready (bn_heart_t *self)
                 break;
             }
             more = zmq_msg_more (&frame);
-            if (count < 2)
+            if (count < 3)
                 zmq_msg_move (&frames[count], &frame);
             count++;
             zmq_msg_close (&frame);
         }
+        char via[S_KEY_MAX];
         if (count == 2)
-            s_pong (self, &frames[0], &frames[1]);
+            s_pong (self, &frames[0], &frames[1], NULL);
+        else if (count == 3 && self->shared && s_frame_key (&frames[0], via) &&
+                 strncmp (via, self->shared, strlen (self->shared)) == 0)
+            s_pong (self, &frames[1], &frames[2], via);
         else
             self->stats.bad_pongs++;
-        zmq_msg_close (&frames[0]);
-        zmq_msg_close (&frames[1]);
+        for (int f = 0; f < 3; f++)
+            zmq_msg_close (&frames[f]);
     }
     return 0;
 }

@@ -42,6 +42,16 @@ void bn_heart_set_handlers (bn_heart_t *self, bn_heart_fn *on_new,
 //  connections (a socket monitor, and each new heart's ZMQ_SRCFD).
 void bn_heart_set_closed_handler (bn_heart_t *self, bn_heart_fn *on_closed);
 
+//  Take pongs of three frames [via, heart, ping] too, where via, the routing
+//  id of a DEALER that the hearts of one process share, starts with prefix:
+//  the heart's pong connection is then via's, which bn_heart_via tells, and
+//  its closing reports every heart on it. Returns -1 if out of memory.
+int bn_heart_set_shared (bn_heart_t *self, const char *prefix);
+
+//  The routing id of the shared connection a monitored heart's pongs came
+//  on first, or NULL (its own connection, or not monitored).
+const char *bn_heart_via (bn_heart_t *self, const char *heart);
+
 //  Set the handler of pongs to the current or the previous ping from a
 //  heart neither monitored nor expected (arg as set_handlers'): one that
 //  was declared stopped and beats again, say.

@@ -9,6 +9,16 @@
     on as it came: the controller takes the link's frame off and verifies it
     again as an engine's.
 
+    Shared connections: the engines of one banyan-engine process share one
+    connection per channel (mux, task, broadcast, control, hb_pong), whose
+    routing id starts with BN_SHARED_PREFIX, the engine named in the frame
+    after it (doc/wire.md 4.1); the host-local connection file says that we
+    understand it. An engine's first pong tells which shared connection it
+    is behind (bn_heart_via): requests to it go there with its uuid as the
+    second frame, and what comes on that connection is taken only for the
+    engines behind it. Such an engine's unregistration_request, passing up,
+    forgets it here at once, as no connection closes for it.
+
     Hearts: the host node pings its engines with the hub's period and
     misses, and hears from bn_heart when an engine's pong connection
     closes, which is how an engine that died is known at once rather than
@@ -52,6 +62,7 @@ typedef struct {
     char *uuid;
     int id;     //  its id, from its registration_reply
     bool alive; //  its heart answered; the hub has been told
+    char *via;  //  routing id of the shared connection it is behind, or NULL
 } s_engine_t;
 
 typedef struct _s_node_t s_node_t;
@@ -80,6 +91,8 @@ typedef struct {
     uint64_t lost;          //  ... as lost
     uint64_t closed;        //  ... of which when the connection closed
     uint64_t hellos;        //  bn_host_request sent
+    uint64_t shared;        //  engines behind a shared connection
+    uint64_t unregistered;  //  ... forgotten at their unregistration
 } s_stats_t;
 
 struct _s_node_t {
@@ -133,6 +146,7 @@ s_engine_free (void **item)
     if (!engine)
         return;
     free (engine->uuid);
+    free (engine->via);
     free (engine);
     *item = NULL;
 }
@@ -327,16 +341,33 @@ s_on_beat (zloop_t *loop, int timer_id, void *arg)
 //  --------------------------------------------------------------------------
 //  Engines and their hearts
 
-//  Tell the leaf actor command for engine (ENGINE_ADD, ENGINE_REMOVE).
+//  Tell the leaf actor command for engine (ENGINE_ADD, with the shared
+//  connection it is behind first; ENGINE_REMOVE).
 static void
 s_tell_leaf (s_node_t *self, const char *command, s_engine_t *engine)
 {
     char id[16];
     snprintf (id, sizeof id, "%d", engine->id);
-    if (streq (command, "ENGINE_ADD"))
+    if (streq (command, "ENGINE_ADD")) {
+        if (engine->via)
+            zstr_sendx (self->leaf, "ENGINE_VIA", engine->uuid, engine->via,
+                        NULL);
         zstr_sendx (self->leaf, command, engine->uuid, id, NULL);
-    else
+    } else
         zstr_sendx (self->leaf, command, engine->uuid, NULL);
+}
+
+//  Forget engine here: its requests held, its heart, its leaf's slot.
+static void
+s_engine_forget (s_node_t *self, s_engine_t *engine)
+{
+    if (engine->alive)
+        s_tell_leaf (self, "ENGINE_REMOVE", engine);
+    for (int c = 0; c < S_CHANNELS; c++)
+        bn_holdq_engine_remove (self->channels[c].holdq, engine->uuid);
+    if (self->heart)
+        bn_heart_forget (self->heart, engine->uuid);
+    zhashx_delete (self->engines, engine->uuid);
 }
 
 //  Engine uuid's heart stopped, or its connection closed (why): it is
@@ -350,14 +381,30 @@ s_engine_lost (s_node_t *self, const char *uuid, const char *why)
     bn_log_warn ("host: engine %d:%s lost (%s)", engine->id, engine->uuid, why);
     json_array_append_new (self->tell_lost, json_string (engine->uuid));
     self->stats.lost++;
-    if (engine->alive)
-        s_tell_leaf (self, "ENGINE_REMOVE", engine);
-    for (int c = 0; c < S_CHANNELS; c++)
-        bn_holdq_engine_remove (self->channels[c].holdq, engine->uuid);
-    if (self->heart)
-        bn_heart_forget (self->heart, engine->uuid);
-    zhashx_delete (self->engines, uuid);
+    s_engine_forget (self, engine);
     s_flush_soon (self);
+}
+
+//  An engine behind a shared connection said unregistration_request (on
+//  its way up, in msg): nothing closes for it, so it is forgotten now, and
+//  the hub, which unregisters it, is not told it was lost.
+static void
+s_engine_unregistered (s_node_t *self, bn_msg_t *msg)
+{
+    json_t *id = json_object_get (bn_msg_content (msg), "id");
+    if (!json_is_integer (id))
+        return;
+    for (s_engine_t *engine = zhashx_first (self->engines); engine;
+         engine = zhashx_next (self->engines))
+        if (engine->id == json_integer_value (id)) {
+            if (engine->via) {
+                bn_log_info ("host: engine %d:%s unregistered", engine->id,
+                             engine->uuid);
+                self->stats.unregistered++;
+                s_engine_forget (self, engine);
+            }
+            return;
+        }
 }
 
 static void
@@ -371,6 +418,11 @@ s_on_new_heart (void *arg, const char *uuid)
     }
     engine->alive = true;
     self->stats.alive++;
+    const char *via = bn_heart_via (self->heart, uuid);
+    free (engine->via);
+    engine->via = via ? strdup (via) : NULL;
+    if (engine->via)
+        self->stats.shared++;
     for (int c = 0; c < S_CHANNELS; c++)
         bn_holdq_engine_add (self->channels[c].holdq, uuid);
     s_tell_leaf (self, "ENGINE_ADD", engine);
@@ -460,6 +512,9 @@ s_write_connfile (s_node_t *self)
                      bn_connfile_set_location (file, self->name)
                  ? -1
                  : 0;
+    //  banyan engines may share their connections to us
+    if (file)
+        bn_connfile_set_shared_channels (file, true);
     if (rc == 0)
         rc = bn_connfile_save (file, self->connfile_path);
     bn_connfile_destroy (&file);
@@ -519,6 +574,10 @@ s_welcome (s_node_t *self, json_t *content)
     bn_heart_set_handlers (self->heart, s_on_new_heart, s_on_stopped_heart,
                            self);
     bn_heart_set_closed_handler (self->heart, s_on_closed_heart);
+    if (bn_heart_set_shared (self->heart, BN_SHARED_PREFIX) != 0) {
+        s_fail (self, "out of memory");
+        return -1;
+    }
     self->beat_timer =
         zloop_timer (self->loop, (size_t)self->hb_period, 0, s_on_beat, self);
     if (bn_heart_attach (self->heart, self->loop) != 0 ||
@@ -620,7 +679,8 @@ s_on_reg (zloop_t *loop, zsock_t *sock, void *arg)
             }
             if (uuid)
                 zhashx_update (self->pending, bn_msg_id (msg), strdup (uuid));
-        }
+        } else if (streq (bn_msg_type (msg), BN_MSG_UNREGISTRATION_REQUEST))
+            s_engine_unregistered (self, msg);
         if (bn_msg_send_flags (&msg, zsock_resolve (self->up_query), NULL,
                                ZMQ_DONTWAIT) == 0)
             self->stats.up++;
@@ -726,11 +786,24 @@ s_refuse (s_channel_t *channel, bn_msg_t *request, const char *uuid, int error)
     }
 }
 
+//  Put the routing id of the shared connection engine uuid is behind, if
+//  it is, in front of msg's frames; -1 if out of memory.
+static int
+s_route (s_node_t *self, bn_msg_t *msg, const char *uuid)
+{
+    s_engine_t *engine = zhashx_lookup (self->engines, uuid);
+    if (!engine || !engine->via)
+        return 0;
+    return bn_msg_push_ident (msg, engine->via, strlen (engine->via));
+}
+
 static int
 s_send_held (void *arg, const char *uuid, void *item)
 {
     s_channel_t *channel = (s_channel_t *)arg;
     bn_msg_t *copy = bn_msg_dup ((bn_msg_t *)item);
+    if (copy && s_route (channel->node, copy, uuid) != 0)
+        bn_msg_destroy (&copy);
     if (!copy)
         return ENOMEM;
     if (bn_msg_send_flags (&copy, zsock_resolve (channel->local), NULL,
@@ -769,16 +842,52 @@ s_on_channel_up (zloop_t *loop, zsock_t *sock, void *arg)
                 self->stats.held++;
             continue;
         }
+        size_t idents = bn_msg_nidents (msg);
+        if (s_route (self, msg, key) != 0) {
+            s_refuse (channel, msg, key, ENOMEM);
+            bn_msg_destroy (&msg);
+            continue;
+        }
         if (bn_msg_send_routed (&msg, zsock_resolve (channel->local), NULL,
                                 ZMQ_DONTWAIT) == 0)
             self->stats.down++;
-        else if (msg)
-            s_refuse (channel, msg, key, errno);
-        else
+        else if (msg) {
+            int error = errno;
+            //  answered with the frames it came with
+            if (bn_msg_nidents (msg) > idents)
+                bn_msg_pop_ident (msg);
+            s_refuse (channel, msg, key, error);
+        } else
             self->stats.send_failed++;
         bn_msg_destroy (&msg);
     }
     return 0;
+}
+
+//  What came on a shared connection (its routing id first, the engine's
+//  uuid second): the first frame goes when the engine is behind it; false
+//  (counted) for anything else.
+static bool
+s_unshare (s_node_t *self, bn_msg_t *msg)
+{
+    size_t via_len, uuid_len;
+    const char *via = bn_msg_ident (msg, 0, &via_len);
+    const char *uuid = bn_msg_ident (msg, 1, &uuid_len);
+    char key[S_KEY_MAX];
+    s_engine_t *engine = NULL;
+    if (via && uuid && uuid_len > 0 && uuid_len < S_KEY_MAX &&
+        !memchr (uuid, 0, uuid_len)) {
+        memcpy (key, uuid, uuid_len);
+        key[uuid_len] = 0;
+        engine = zhashx_lookup (self->engines, key);
+    }
+    if (!engine || !engine->via || strlen (engine->via) != via_len ||
+        memcmp (engine->via, via, via_len) != 0) {
+        self->stats.drops.bad_frame++;
+        return false;
+    }
+    bn_msg_pop_ident (msg);
+    return true;
 }
 
 //  Engines' replies: verified, then up as they came.
@@ -793,6 +902,12 @@ s_on_channel_local (zloop_t *loop, zsock_t *sock, void *arg)
             break;
         if (bn_msg_nidents (msg) < 2) {
             self->stats.drops.bad_frame++;
+            bn_msg_destroy (&msg);
+            continue;
+        }
+        if (bn_msg_nidents (msg) >= 3 &&
+            bn_msg_ident_prefix (msg, 0, BN_SHARED_PREFIX) &&
+            !s_unshare (self, msg)) {
             bn_msg_destroy (&msg);
             continue;
         }
@@ -870,7 +985,7 @@ s_stats (s_node_t *self)
     s_stats_t *s = &self->stats;
     return json_pack (
         "{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, "
-        "s:I, s:I, s:I, s:I, s:I, s:I}",
+        "s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
         "link", self->link, "linked", self->linked, "engines",
         (json_int_t)zhashx_size (self->engines), "down", (json_int_t)s->down,
         "up", (json_int_t)s->up, "iopub", (json_int_t)s->iopub, "bad_frame",
@@ -881,8 +996,9 @@ s_stats (s_node_t *self)
         (json_int_t)s->send_failed, "registrations",
         (json_int_t)s->registrations, "alive", (json_int_t)s->alive, "lost",
         (json_int_t)s->lost, "closed", (json_int_t)s->closed, "hellos",
-        (json_int_t)s->hellos, "leaf", (json_int_t)self->up_leaf, "leaf_port",
-        (json_int_t)self->leaf_port);
+        (json_int_t)s->hellos, "shared", (json_int_t)s->shared, "unregistered",
+        (json_int_t)s->unregistered, "leaf", (json_int_t)self->up_leaf,
+        "leaf_port", (json_int_t)self->leaf_port);
 }
 
 static int

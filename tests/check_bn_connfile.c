@@ -231,6 +231,30 @@ START_TEST (test_stock_engine)
 }
 END_TEST
 
+START_TEST (test_shared_channels)
+{
+    //  a stock file does not say it; a host node's file does, and reads
+    //  back so
+    char err[256] = "";
+    bn_connfile_t *file =
+        bn_connfile_load (DATA "ipp710-engine.json", err, sizeof err);
+    ck_assert_msg (file != NULL, "%s", err);
+    ck_assert (!bn_connfile_shared_channels (file));
+    bn_connfile_set_shared_channels (file, true);
+    char path[512];
+    snprintf (path, sizeof path, "%s/shared.json", s_dir);
+    ck_assert_int_eq (bn_connfile_save (file, path), 0);
+    bn_connfile_destroy (&file);
+    json_t *json = json_load_file (path, 0, NULL);
+    ck_assert (json_is_true (json_object_get (json, "bn_shared_channels")));
+    json_decref (json);
+    file = bn_connfile_load (path, err, sizeof err);
+    ck_assert_msg (file != NULL, "%s", err);
+    ck_assert (bn_connfile_shared_channels (file));
+    bn_connfile_destroy (&file);
+}
+END_TEST
+
 START_TEST (test_same_bytes_as_ipcontroller)
 {
     //  Saving what we loaded reproduces ipcontroller's file byte for byte
@@ -495,6 +519,8 @@ START_TEST (test_refused)
         {"interface", json_true (), "'interface' must be a string"},
         {"interface", json_string ("127.0.0.1"), "is not a URL"},
         {"location", json_integer (1), "'location' must be a string"},
+        {"bn_shared_channels", json_string ("yes"),
+         "'bn_shared_channels' must be true or false"},
         {"curve_serverkey", json_array (),
          "'curve_serverkey' must be a string"},
         {"curve_serverkey",
@@ -654,6 +680,7 @@ main (void)
     tcase_add_test (tc, test_stock_client);
     tcase_add_test (tc, test_stock_engine);
     tcase_add_test (tc, test_same_bytes_as_ipcontroller);
+    tcase_add_test (tc, test_shared_channels);
     tcase_add_test (tc, test_save);
     tcase_add_test (tc, test_engine_keys);
     tcase_add_test (tc, test_setters);

@@ -215,10 +215,9 @@ s_from_shared (bn_msg_t *msg)
 }
 
 //  Answer count registration requests (giving the requested id, else the
-//  next free one) with hb_period ms, then wait until every engine says
-//  "starting" on iopub.
+//  next free one) with hb_period ms, and wait until the engines run.
 static void
-s_register (s_fake_t *fake, int count, int hb_period)
+s_register_only (s_fake_t *fake, int count, int hb_period)
 {
     int next = 0;
     for (int i = 0; i < count; i++) {
@@ -258,6 +257,14 @@ s_register (s_fake_t *fake, int count, int hb_period)
     char *answer = zstr_recv (fake->engines);
     ck_assert_str_eq (answer, "OK");
     free (answer);
+}
+
+//  As s_register_only, then wait until every engine says "starting" on
+//  iopub.
+static void
+s_register (s_fake_t *fake, int count, int hb_period)
+{
+    s_register_only (fake, count, hb_period);
     //  iopub is a PUB: until its connection is up, what it sends is lost.
     //  Probe each engine with kernel_info until its idle status arrives.
     for (int i = fake->n - count; i < fake->n; i++)
@@ -1341,6 +1348,240 @@ START_TEST (test_shutdown)
 }
 END_TEST
 
+//  ---------------------------------------------------------------------
+//  Shared channels: the engines of the process behind one connection per
+//  channel, as a banyan host node offers (bn_shared_channels)
+
+//  Rewrite the fake's connection file as a host node writes it.
+static void
+s_offer_shared (s_fake_t *fake)
+{
+    char err[256] = "";
+    bn_connfile_t *cf = bn_connfile_load (fake->path, err, sizeof err);
+    ck_assert_msg (cf != NULL, "%s", err);
+    bn_connfile_set_shared_channels (cf, true);
+    ck_assert_int_eq (bn_connfile_save (cf, fake->path), 0);
+    bn_connfile_destroy (&cf);
+}
+
+//  Ping text until every engine of mask (bit i: engine i) answered it on
+//  the shared pong connection, [via, uuid, ping]; the connection's routing
+//  id into via. Fails if another engine answers.
+static void
+s_shared_pongs (s_fake_t *fake, const char *text, unsigned mask, char *via,
+                size_t size)
+{
+    unsigned seen = 0;
+    int64_t until = zclock_mono () + S_TIMEOUT;
+    while (seen != mask) {
+        ck_assert_msg (zclock_mono () < until, "pongs of %x, not %x", seen,
+                       mask);
+        zstr_send (fake->ping, text);
+        zpoller_t *poller = zpoller_new (fake->pong, NULL);
+        while (zpoller_wait (poller, 50)) {
+            zmsg_t *pong = zmsg_recv (fake->pong);
+            ck_assert_ptr_nonnull (pong);
+            ck_assert_uint_eq (zmsg_size (pong), 3);
+            char *from = zmsg_popstr (pong);
+            char *uuid = zmsg_popstr (pong);
+            char *echo = zmsg_popstr (pong);
+            ck_assert_str_eq (echo, text);
+            ck_assert_msg (strncmp (from, BN_SHARED_PREFIX,
+                                    strlen (BN_SHARED_PREFIX)) == 0,
+                           "pong from %s", from);
+            if (seen)
+                ck_assert_str_eq (from, via);
+            snprintf (via, size, "%s", from);
+            int index = s_index_of (fake, uuid);
+            ck_assert_int_ge (index, 0);
+            ck_assert_msg (mask & (1u << index), "engine %d answered", index);
+            seen |= 1u << index;
+            free (from);
+            free (uuid);
+            free (echo);
+            zmsg_destroy (&pong);
+        }
+        zpoller_destroy (&poller);
+    }
+}
+
+//  Send a request of type to engine index behind the shared connection
+//  via: [via, uuid, client, ...]. Returns its msg_id (static buffer).
+static const char *
+s_send_shared (s_fake_t *fake, zsock_t *sock, const char *via, int index,
+               const char *type, json_t *content, s_add_fn *add, void *arg)
+{
+    static char msg_id[BN_MSG_ID_SIZE];
+    int64_t until = zclock_mono () + S_TIMEOUT;
+    while (true) {
+        bn_msg_t *msg = bn_msg_new (fake->client, type);
+        bn_msg_push_ident (msg, S_CLIENT, S_CLIENT_SIZE);
+        bn_msg_push_ident (msg, fake->uuid[index], strlen (fake->uuid[index]));
+        bn_msg_push_ident (msg, via, strlen (via));
+        bn_msg_set_content (msg,
+                            content ? json_incref (content) : json_object ());
+        if (add)
+            add (msg, arg);
+        snprintf (msg_id, sizeof msg_id, "%s", bn_msg_id (msg));
+        if (bn_msg_send (&msg, zsock_resolve (sock), fake->client) == 0)
+            break;
+        ck_assert_int_eq (errno, EHOSTUNREACH);
+        ck_assert_int_lt (zclock_mono (), until);
+        zclock_sleep (10);
+    }
+    json_decref (content);
+    return msg_id;
+}
+
+//  The reply of engine index to msg_id on the shared connection via.
+static bn_msg_t *
+s_shared_reply (s_fake_t *fake, zsock_t *sock, const char *via, int index,
+                const char *msg_id, const char *type)
+{
+    bn_msg_t *reply = s_recv_ok (sock);
+    ck_assert_str_eq (bn_msg_type (reply), type);
+    ck_assert_str_eq (bn_msg_parent_id (reply), msg_id);
+    ck_assert_str_eq (bn_msg_session (reply), fake->uuid[index]);
+    ck_assert_uint_eq (bn_msg_nidents (reply), 3);
+    ck_assert (bn_msg_ident_is (reply, 0, via, strlen (via)));
+    ck_assert (bn_msg_ident_is (reply, 1, fake->uuid[index],
+                                strlen (fake->uuid[index])));
+    ck_assert (bn_msg_ident_is (reply, 2, S_CLIENT, S_CLIENT_SIZE));
+    return reply;
+}
+
+//  The value of a counter in the actor's STATS.
+static json_int_t
+s_actor_stat (s_fake_t *fake, const char *name)
+{
+    char *text = s_command (fake, "STATS");
+    json_t *stats = json_loads (text, 0, NULL);
+    free (text);
+    ck_assert_ptr_nonnull (stats);
+    json_t *value = json_object_get (stats, name);
+    json_int_t result =
+        json_is_true (value) ? 1 : (json_int_t)json_integer_value (value);
+    json_decref (stats);
+    return result;
+}
+
+START_TEST (test_shared_channels)
+{
+    s_fake_t *fake = s_fake;
+    s_offer_shared (fake);
+    s_start (fake, 3, -1, NULL);
+    s_register_only (fake, 3, 3000);
+    ck_assert_int_eq (s_actor_stat (fake, "shared"), 1);
+
+    //  the three hearts answer on one connection, each naming its engine
+    char via[128];
+    s_shared_pongs (fake, "1.5", 7, via, sizeof via);
+
+    //  a mux request to engine 2 of the connection: its reply comes back
+    //  the same way, and only engine 2 ran it
+    const char *echo[] = {"echo", "7", NULL};
+    char id[BN_MSG_ID_SIZE];
+    snprintf (id, sizeof id, "%s",
+              s_send_shared (fake, fake->mux, via, 2, BN_MSG_APPLY_REQUEST,
+                             NULL, s_add_reference, (void *)echo));
+    bn_msg_t *reply =
+        s_shared_reply (fake, fake->mux, via, 2, id, BN_MSG_APPLY_REPLY);
+    ck_assert_str_eq (s_status_of (reply), "ok");
+    char *repr = s_result_repr (reply);
+    ck_assert_str_eq (repr, "7");
+    free (repr);
+    bn_msg_destroy (&reply);
+    //  task and both broadcast ports reach them on the same connection
+    snprintf (id, sizeof id, "%s",
+              s_send_shared (fake, fake->task, via, 0, BN_MSG_APPLY_REQUEST,
+                             NULL, s_add_reference, (void *)echo));
+    reply = s_shared_reply (fake, fake->task, via, 0, id, BN_MSG_APPLY_REPLY);
+    bn_msg_destroy (&reply);
+    for (int b = 0; b < 2; b++) {
+        snprintf (id, sizeof id, "%s",
+                  s_send_shared (fake, fake->bcast[b], via, 1,
+                                 BN_MSG_APPLY_REQUEST, NULL, s_add_reference,
+                                 (void *)echo));
+        reply = s_shared_reply (fake, fake->bcast[b], via, 1, id,
+                                BN_MSG_APPLY_REPLY);
+        bn_msg_destroy (&reply);
+    }
+    //  control too
+    snprintf (id, sizeof id, "%s",
+              s_send_shared (fake, fake->control, via, 1,
+                             BN_MSG_KERNEL_INFO_REQUEST, NULL, NULL, NULL));
+    reply = s_shared_reply (fake, fake->control, via, 1, id,
+                            BN_MSG_KERNEL_INFO_REPLY);
+    bn_msg_destroy (&reply);
+
+    //  a request naming no engine of the process is dropped, counted
+    snprintf (fake->uuid[3], sizeof fake->uuid[3], "no-such-engine");
+    s_send_shared (fake, fake->mux, via, 3, BN_MSG_APPLY_REQUEST, NULL,
+                   s_add_reference, (void *)echo);
+    int64_t until = zclock_mono () + S_TIMEOUT;
+    while (s_actor_stat (fake, "strays") < 1 && zclock_mono () < until)
+        zclock_sleep (10);
+    ck_assert_int_eq (s_actor_stat (fake, "strays"), 1);
+
+    //  engine 0 is shut down: the others go on answering on the
+    //  connection, engine 0 no longer does, and what is sent to it is
+    //  dropped
+    snprintf (id, sizeof id, "%s",
+              s_send_shared (fake, fake->control, via, 0,
+                             BN_MSG_SHUTDOWN_REQUEST,
+                             json_pack ("{s:b}", "restart", 0), NULL, NULL));
+    reply =
+        s_shared_reply (fake, fake->control, via, 0, id, BN_MSG_SHUTDOWN_REPLY);
+    bn_msg_destroy (&reply);
+    char *ids = s_command (fake, "IDS");
+    ck_assert_str_eq (ids, "1,2");
+    free (ids);
+    s_shared_pongs (fake, "2.5", 6, via, sizeof via);
+    snprintf (id, sizeof id, "%s",
+              s_send_shared (fake, fake->mux, via, 1, BN_MSG_APPLY_REQUEST,
+                             NULL, s_add_reference, (void *)echo));
+    reply = s_shared_reply (fake, fake->mux, via, 1, id, BN_MSG_APPLY_REPLY);
+    bn_msg_destroy (&reply);
+    s_send_shared (fake, fake->mux, via, 0, BN_MSG_APPLY_REQUEST, NULL,
+                   s_add_reference, (void *)echo);
+    until = zclock_mono () + S_TIMEOUT;
+    while (s_actor_stat (fake, "strays") < 2 && zclock_mono () < until)
+        zclock_sleep (10);
+    ck_assert_int_eq (s_actor_stat (fake, "strays"), 2);
+
+    //  $TERM: the two running unregister
+    zactor_destroy (&fake->engines);
+    int first = s_unregistration (fake, S_TIMEOUT);
+    int second = s_unregistration (fake, S_TIMEOUT);
+    ck_assert_int_eq (first + second, fake->id[1] + fake->id[2]);
+}
+END_TEST
+
+START_TEST (test_shared_not_offered)
+{
+    //  a controller's file (or a stock hub's) does not offer it: each
+    //  engine has its own connections, routing id its uuid
+    s_fake_t *fake = s_fake;
+    s_start (fake, 2, -1, NULL);
+    s_register (fake, 2, 3000);
+    ck_assert_int_eq (s_actor_stat (fake, "shared"), 0);
+    zpoller_t *poller = zpoller_new (fake->pong, NULL);
+    int64_t until = zclock_mono () + S_TIMEOUT;
+    do {
+        ck_assert_int_lt (zclock_mono (), until);
+        zstr_send (fake->ping, "1.5");
+    } while (!zpoller_wait (poller, 50));
+    zpoller_destroy (&poller);
+    zmsg_t *pong = zmsg_recv (fake->pong);
+    ck_assert_ptr_nonnull (pong);
+    ck_assert_uint_eq (zmsg_size (pong), 2);
+    char *from = zmsg_popstr (pong);
+    ck_assert_int_ge (s_index_of (fake, from), 0);
+    free (from);
+    zmsg_destroy (&pong);
+}
+END_TEST
+
 START_TEST (test_registration_timeout)
 {
     s_fake_t *fake = s_fake;
@@ -1999,6 +2240,8 @@ main (void)
     tcase_add_test (tc, test_task_and_broadcast_routes);
     tcase_add_test (tc, test_output_in_reply);
     tcase_add_test (tc, test_shutdown);
+    tcase_add_test (tc, test_shared_channels);
+    tcase_add_test (tc, test_shared_not_offered);
     tcase_add_test (tc, test_registration_timeout);
     tcase_add_test (tc, test_registration_slow_controller);
     tcase_add_test (tc, test_registration_stock_hub);

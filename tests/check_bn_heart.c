@@ -389,6 +389,86 @@ START_TEST (test_closed)
 }
 END_TEST
 
+//  A zloop reader: a process's shared pong DEALER echoes every ping for
+//  each of the hearts behind it, [heart, ping].
+static const char *s_shared_hearts[] = {"engine-s1", "engine-s2", NULL};
+
+static int
+s_loop_echo_shared (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    char *ping = zstr_recv (sock);
+    for (int i = 0; ping && arg && s_shared_hearts[i]; i++)
+        zstr_sendx ((zsock_t *)arg, s_shared_hearts[i], ping, NULL);
+    zstr_free (&ping);
+    return 0;
+}
+
+START_TEST (test_shared)
+{
+    //  without bn_heart_set_shared, three frames are a bad pong
+    bn_heart_expect (s_heart, "engine-s1");
+    bn_heart_beat (s_heart);
+    char *ping = s_fake_ping (&s_fake);
+    zsock_t *dealer = t_sock (ZMQ_DEALER, "bn-shared p1");
+    t_connect (dealer, s_pong_port);
+    zstr_sendx (dealer, "engine-s1", ping, NULL);
+    s_read_pongs ();
+    ck_assert_int_eq (s_stat ("bad_pongs"), 1);
+    ck_assert_int_eq (s_new_count, 0);
+    zstr_free (&ping);
+    zsock_destroy (&dealer);
+    bn_heart_forget (s_heart, "engine-s1");
+
+    //  with it, the hearts of one process answer on one connection, each
+    //  named after its routing id; the connection closing reports them all,
+    //  and not a heart of its own connection
+    ck_assert_int_eq (bn_heart_set_shared (s_heart, "bn-shared "), 0);
+    bn_heart_set_closed_handler (s_heart, s_on_closed);
+    zloop_t *loop = zloop_new ();
+    ck_assert_int_eq (bn_heart_attach (s_heart, loop), 0);
+    zsock_t *sub = t_sock (ZMQ_SUB, NULL);
+    t_connect (sub, s_ping_port);
+    dealer = t_sock (ZMQ_DEALER, "bn-shared p2");
+    t_connect (dealer, s_pong_port);
+    zloop_reader (loop, sub, s_loop_echo_shared, dealer);
+    zloop_reader (loop, s_fake.sub, s_loop_echo, &s_fake);
+    bn_heart_expect (s_heart, "engine-s1");
+    bn_heart_expect (s_heart, "engine-s2");
+    bn_heart_expect (s_heart, "engine-a");
+    s_loop_until (loop, &s_new_count, 3);
+    ck_assert_int_eq (s_new_count, 3);
+    ck_assert_str_eq (bn_heart_via (s_heart, "engine-s1"), "bn-shared p2");
+    ck_assert_str_eq (bn_heart_via (s_heart, "engine-s2"), "bn-shared p2");
+    ck_assert_ptr_null (bn_heart_via (s_heart, "engine-a"));
+
+    //  a routing id without the prefix does not name a heart
+    zsock_t *other = t_sock (ZMQ_DEALER, "bn-other p3");
+    t_connect (other, s_pong_port);
+    zstr_sendx (other, "engine-s1", "0.0", NULL);
+    int64_t end = zclock_mono () + T_TIMEOUT;
+    while (s_stat ("bad_pongs") < 2 && zclock_mono () < end)
+        bn_heart_pong_ready (s_heart);
+    ck_assert_int_eq (s_stat ("bad_pongs"), 2);
+    zsock_destroy (&other);
+
+    zloop_reader_end (loop, sub);
+    zsock_destroy (&sub);
+    int64_t start = zclock_mono ();
+    zsock_destroy (&dealer);
+    s_loop_until (loop, &s_closed_count, 2);
+    ck_assert_int_eq (s_closed_count, 2);
+    ck_assert_int_lt (zclock_mono () - start, 2000);
+    ck_assert_int_eq (s_stat ("closed"), 2);
+    //  each reported once, and the heart of its own connection beats on
+    bn_heart_forget (s_heart, "engine-s1");
+    bn_heart_forget (s_heart, "engine-s2");
+    ck_assert_uint_eq (bn_heart_size (s_heart), 1);
+    ck_assert_int_eq (s_stopped_count, 0);
+    bn_heart_destroy (&s_heart);
+    zloop_destroy (&loop);
+}
+END_TEST
+
 //  A one-shot zloop timer that holds the loop for *arg ms, as the process
 //  stopped (SIGSTOP) or starved would.
 static int
@@ -462,6 +542,7 @@ s_suite (void)
     tcase_add_test (tc, test_stops_in_loop);
     tcase_add_test (tc, test_held_loop);
     tcase_add_test (tc, test_closed);
+    tcase_add_test (tc, test_shared);
     suite_add_tcase (suite, tc);
     return suite;
 }

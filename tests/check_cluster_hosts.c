@@ -228,6 +228,8 @@ START_TEST (test_usage)
     ck_assert_int_eq (s_stat (client, "hub", "hosts"), 1);
     ck_assert_int_eq (s_stat (client, "hub", "host_engines"), 4);
     ck_assert_int_eq (s_host_stat ("engines"), 4);
+    //  the four share their process's connections to the host node
+    ck_assert_int_eq (s_host_stat ("shared"), 4);
 
     //  direct requests reach every engine, and their output comes back
     bn_view_t *direct = bn_view_new (client, BN_VIEW_DIRECT);
@@ -503,6 +505,185 @@ START_TEST (test_engine_killed)
 }
 END_TEST
 
+START_TEST (test_shared_engines)
+{
+    //  the engines of one process share its connections to the host node:
+    //  one of them shut down, the others go on
+    s_start ("100", "50");
+    zactor_t *engines = s_start_engines (3);
+    bn_client_t *client = s_client (3);
+    ck_assert_int_eq (s_host_stat ("shared"), 3);
+    int first = 0;
+    bn_view_t *single = bn_view_new (client, BN_VIEW_DIRECT);
+    ck_assert_int_eq (bn_view_set_target_list (single, &first, 1), 0);
+    ck_assert_int_eq (bn_view_shutdown (single, 10), 0);
+    bn_view_destroy (&single);
+    s_wait_count (client, 2, 5000);
+    bn_view_t *direct = bn_view_new (client, BN_VIEW_DIRECT);
+    bn_result_t *result = NULL;
+    ck_assert_int_eq (bn_view_execute (direct, "echo on", &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    ck_assert_uint_eq (bn_result_count (result), 2);
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_str_eq (bn_result_stdout (result, i), "on\n");
+        ck_assert_int_ne (bn_result_engine_id (result, i), first);
+    }
+    bn_result_destroy (&result);
+    bn_view_t *bcast = bn_view_new (client, BN_VIEW_BROADCAST);
+    ck_assert_int_eq (bn_view_set_coalescing (bcast, true), 0);
+    ck_assert_int_eq (bn_view_execute (bcast, "echo all", &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    ck_assert_uint_eq (bn_result_count (result), 2);
+    for (size_t i = 0; i < 2; i++)
+        ck_assert_str_eq (bn_result_stdout (result, i), "all\n");
+    bn_result_destroy (&result);
+    bn_view_destroy (&bcast);
+    //  no connection closes for it: the host node forgets it when its
+    //  heart stops (50 periods of 100 ms)
+    int64_t end = zclock_mono () + 15000;
+    while (s_host_stat ("engines") != 2 && zclock_mono () < end)
+        zclock_sleep (50);
+    ck_assert_int_eq (s_host_stat ("engines"), 2);
+    ck_assert_int_eq (s_host_stat ("closed"), 0);
+
+    //  the process ends: the two unregister, and are forgotten at once
+    zactor_destroy (&engines);
+    s_wait_count (client, 0, 5000);
+    ck_assert_int_eq (s_host_stat ("unregistered"), 2);
+    ck_assert_int_eq (s_host_stat ("engines"), 0);
+    ck_assert_int_eq (s_stat (client, "hub", "heart_failures"), 0);
+    bn_view_destroy (&direct);
+    bn_client_destroy (&client);
+    s_stop ();
+}
+END_TEST
+
+//  A process of two engines sharing its connections to the host node, made
+//  of sockets, which can die without a word.
+#define S_SHARED_ID BN_SHARED_PREFIX "fake-process"
+typedef struct {
+    char uuid[2][40];
+    int id[2];
+    bn_session_t *session[2];
+    zsock_t *reg, *shell, *hb_sub, *hb_dealer;
+} s_pair_t;
+
+static s_pair_t *
+s_pair_new (void)
+{
+    s_pair_t *self = calloc (1, sizeof *self);
+    char err[256] = "";
+    bn_connfile_t *file = bn_connfile_load (s_host_file, err, sizeof err);
+    ck_assert_msg (file != NULL, "%s", err);
+    ck_assert (bn_connfile_shared_channels (file));
+    //  one registration socket too, its routing id printable
+    self->reg = t_sock (ZMQ_DEALER, "bn-engines-fake-process");
+    t_connect (self->reg, t_port (file, "registration"));
+    for (int e = 0; e < 2; e++) {
+        bn_session_new_id (self->uuid[e]);
+        self->session[e] =
+            bn_session_new (bn_connfile_key (file), self->uuid[e]);
+        bn_msg_t *msg =
+            t_msg (self->session[e], BN_MSG_REGISTRATION_REQUEST,
+                   json_pack ("{s:s}", "uuid", self->uuid[e]), NULL);
+        t_send (&msg, self->reg, self->session[e]);
+        bn_msg_t *reply = t_recv (self->reg);
+        ck_assert_ptr_nonnull (reply);
+        ck_assert_int_eq (bn_msg_verify (reply, self->session[e], true), 0);
+        ck_assert_str_eq (t_content_str (reply, "status"), BN_STATUS_OK);
+        self->id[e] = (int)json_integer_value (
+            json_object_get (bn_msg_content (reply), "id"));
+        bn_msg_destroy (&reply);
+    }
+    self->shell = t_sock (ZMQ_ROUTER, S_SHARED_ID);
+    t_connect (self->shell, t_port (file, "mux"));
+    t_connect (self->shell, t_port (file, "task"));
+    t_connect (self->shell, bn_connfile_broadcast (file, 0));
+    self->hb_sub = t_sock (ZMQ_SUB, NULL);
+    t_connect (self->hb_sub, t_port (file, "hb_ping"));
+    self->hb_dealer = t_sock (ZMQ_DEALER, S_SHARED_ID);
+    t_connect (self->hb_dealer, t_port (file, "hb_pong"));
+    bn_connfile_destroy (&file);
+    return self;
+}
+
+//  Both hearts echo the pings waiting, [uuid, ping] each.
+static void
+s_pair_echo (s_pair_t *self)
+{
+    char *ping;
+    while ((zsock_events (self->hb_sub) & ZMQ_POLLIN) &&
+           (ping = zstr_recv (self->hb_sub))) {
+        for (int e = 0; e < 2; e++)
+            zstr_sendx (self->hb_dealer, self->uuid[e], ping, NULL);
+        zstr_free (&ping);
+    }
+}
+
+static void
+s_pair_die (s_pair_t **self_p)
+{
+    s_pair_t *self = *self_p;
+    zsock_destroy (&self->reg);
+    zsock_destroy (&self->shell);
+    zsock_destroy (&self->hb_sub);
+    zsock_destroy (&self->hb_dealer);
+    for (int e = 0; e < 2; e++)
+        bn_session_destroy (&self->session[e]);
+    free (self);
+    *self_p = NULL;
+}
+
+START_TEST (test_shared_process_killed)
+{
+    //  two engines behind one process's connections: a request reaches the
+    //  one it names, and when the process dies both are lost at once,
+    //  while an engine of another process goes on
+    s_start ("100", "50");
+    zactor_t *engines = s_start_engines (1);
+    bn_client_t *client = s_client (1);
+    s_pair_t *pair = s_pair_new ();
+    int64_t end = zclock_mono () + 10000;
+    while (bn_client_engine_count (client) < 3 && zclock_mono () < end) {
+        s_pair_echo (pair);
+        zclock_sleep (5);
+    }
+    ck_assert_uint_eq (bn_client_engine_count (client), 3);
+    bn_view_t *direct = bn_view_new (client, BN_VIEW_DIRECT);
+    ck_assert_int_eq (bn_view_set_target_list (direct, &pair->id[1], 1), 0);
+    bn_result_t *result = NULL;
+    ck_assert_int_eq (bn_view_execute (direct, "sleep 10", &result), 0);
+    bn_msg_t *request = t_recv_within (pair->shell, 5000);
+    ck_assert_msg (request != NULL, "the request did not reach the engine");
+    ck_assert_uint_ge (bn_msg_nidents (request), 3);
+    ck_assert (bn_msg_ident_is (request, 0, BN_ROUTING_MUX_OUT,
+                                strlen (BN_ROUTING_MUX_OUT)));
+    ck_assert (
+        bn_msg_ident_is (request, 1, pair->uuid[1], strlen (pair->uuid[1])));
+    bn_msg_destroy (&request);
+    int64_t start = zclock_mono ();
+    s_pair_die (&pair);
+    ck_assert_int_eq (bn_result_get (result, 20), BN_EENGINEDIED);
+    s_wait_count (client, 1, 5000);
+    ck_assert_int_lt (zclock_mono () - start, 3000);
+    ck_assert_int_eq (s_host_stat ("closed"), 2);
+    ck_assert_int_eq (s_host_stat ("shared"), 3);
+    bn_result_destroy (&result);
+    bn_view_destroy (&direct);
+
+    bn_view_t *all = bn_view_new (client, BN_VIEW_DIRECT);
+    ck_assert_int_eq (bn_view_execute (all, "echo on", &result), 0);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    ck_assert_uint_eq (bn_result_count (result), 1);
+    ck_assert_str_eq (bn_result_stdout (result, 0), "on\n");
+    bn_result_destroy (&result);
+    bn_view_destroy (&all);
+    bn_client_destroy (&client);
+    zactor_destroy (&engines);
+    s_stop ();
+}
+END_TEST
+
 //  Start a host node named name from the controller's engine connection
 //  info, its ports from lowest..highest, its file in s_dir/name; wait until
 //  it says READY. NULL if it did not start.
@@ -727,6 +908,8 @@ main (void)
     tcase_add_test (tc, test_broadcast_processes);
     tcase_add_test (tc, test_broadcast_curve);
     tcase_add_test (tc, test_engine_killed);
+    tcase_add_test (tc, test_shared_engines);
+    tcase_add_test (tc, test_shared_process_killed);
     tcase_add_test (tc, test_host_killed);
     tcase_add_test (tc, test_ports);
     suite_add_tcase (suite, tc);
