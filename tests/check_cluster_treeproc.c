@@ -40,7 +40,8 @@ typedef struct {
     zsock_t *query; //  DEALERs on the client ports
     zsock_t *mux;
     zsock_t *bcast;
-    char *uuids[T_ENGINES]; //  Engine uuid by id
+    char bcast_endpoint[256]; //  Where bcast is connected
+    char *uuids[T_ENGINES];   //  Engine uuid by id
 } t_cluster_t;
 
 static zsock_t *
@@ -107,6 +108,9 @@ s_cluster_new_hwm (const char *depth, const char *hwm)
     self->query = s_dealer (client, bn_connfile_port (client, "registration"));
     self->mux = s_dealer (client, bn_connfile_port (client, "mux"));
     self->bcast = s_dealer (client, bn_connfile_broadcast (client, 0));
+    snprintf (self->bcast_endpoint, sizeof self->bcast_endpoint, "%s:%d",
+              bn_connfile_interface (client),
+              bn_connfile_broadcast (client, 0));
     bn_connfile_destroy (&client);
     zstr_free (&client_path);
     zstr_free (&engine_path);
@@ -802,6 +806,54 @@ START_TEST (test_root_killed)
 }
 END_TEST
 
+//  A client that sends broadcasts and vanishes before they are answered:
+//  the controller's front still sees each through, so that nothing stays
+//  in flight or pending (the replies to the gone client are counted), and
+//  the next client is served.
+START_TEST (test_client_gone)
+{
+    t_cluster_t *cluster = s_cluster_new ("1");
+    zsock_t *gone = zsock_new (ZMQ_DEALER);
+    ck_assert_ptr_nonnull (gone);
+    zsock_set_linger (gone, 0);
+    ck_assert_int_eq (zsock_connect (gone, "%s", cluster->bcast_endpoint), 0);
+    int all[] = {0, 1, 2, 3}, half[] = {1, 2};
+    for (int i = 0; i < 6; i++) {
+        bn_msg_t *request =
+            s_apply (cluster, "sleep", bn_value_new_float (0.5));
+        json_t *targets = json_array ();
+        const int *eids = i % 2 ? half : all;
+        size_t n = i % 2 ? 2 : 4;
+        for (size_t e = 0; e < n; e++)
+            json_array_append_new (
+                targets, json_pack ("[s,i]", cluster->uuids[eids[e]], eids[e]));
+        bn_msg_set_metadata (request,
+                             json_pack ("{s:o, s:b, s:b}", "targets", targets,
+                                        "is_broadcast", 1, "is_coalescing",
+                                        i < 3 ? 1 : 0));
+        ck_assert_int_eq (
+            bn_msg_send (&request, zsock_resolve (gone), cluster->session), 0);
+    }
+    int64_t give_up = zclock_mono () + T_TIMEOUT;
+    while (s_stat (cluster, "broadcast", "front", "requests", NULL) < 6)
+        ck_assert_msg (zclock_mono () < give_up, "the requests did not come");
+    zsock_destroy (&gone);
+    give_up = zclock_mono () + T_TIMEOUT;
+    while (s_stat (cluster, "broadcast", "front", "in_flight", NULL) != 0 ||
+           s_stat (cluster, "records", "pending", NULL) != 0) {
+        ck_assert_msg (zclock_mono () < give_up,
+                       "broadcasts of a gone client left in flight");
+        zclock_sleep (20);
+    }
+    ck_assert_int_ge (
+        s_stat (cluster, "broadcast", "front", "client_gone", NULL), 1);
+    ck_assert_int_eq (s_stat (cluster, "broadcast", "front", "failed", NULL),
+                      0);
+    s_wait_served (cluster, all, 4);
+    s_cluster_destroy (&cluster);
+}
+END_TEST
+
 static Suite *
 s_suite (void)
 {
@@ -812,6 +864,7 @@ s_suite (void)
     tcase_add_test (tc, test_depth2);
     tcase_add_test (tc, test_node_killed);
     tcase_add_test (tc, test_root_killed);
+    tcase_add_test (tc, test_client_gone);
     suite_add_tcase (suite, tc);
     return suite;
 }
