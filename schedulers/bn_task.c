@@ -12,10 +12,11 @@
     binary heap ordered as the scheme wants them (load then LRU order for
     leastload, LRU order for lru), in an array for the uniform picks, and
     in a Fenwick tree of 1/load weights for weighted: every scheme picks in
-    O(log engines). Dependencies live in hash tables: the state of every
-    submitted msg_id, and for each unfinished msg_id the jobs waiting on
-    it. Jobs whose `after` is met but that found no engine wait in
-    submission order and are retried when an engine becomes available.
+    O(log engines). Dependencies live in hash tables: a msg_id queued or
+    running is a job, the outcomes of the last finished ones are kept
+    compactly (bn_outcomes), and for each unfinished msg_id the jobs
+    waiting on it. Jobs whose `after` is met but that found no engine wait
+    in submission order and are retried when an engine becomes available.
 
     An engine registered but not yet connected to the task port (the hub
     registers it when its heart answers): within the connect grace the
