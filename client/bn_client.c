@@ -324,6 +324,8 @@ s_handshake (bn_client_t *self, double deadline, bool curve)
         const char *status =
             json_string_value (json_object_get (content, "status"));
         json_t *engines = json_object_get (content, "engines");
+        //  (a banyan controller's: what each engine understands)
+        json_t *features = json_object_get (content, BN_REG_FEATURES);
         rc = 0;
         if (!status || strcmp (status, BN_STATUS_OK) != 0) {
             bn_log_warn ("client: the controller refused the connection: %s",
@@ -343,6 +345,9 @@ s_handshake (bn_client_t *self, double deadline, bool curve)
                     bn_log_warn ("client: ignored engine '%s' in the "
                                  "connection reply",
                                  key);
+                else
+                    bn_engines_set_features (self->engines, (int)id,
+                                             json_object_get (features, key));
             }
         }
         bn_msg_destroy (&reply);

@@ -2,6 +2,8 @@
 /*  bn_engines: the registered engines by id and by uuid.  */
 #include "bn_engines.h"
 
+#include "bn_msgtypes.h"
+
 #include <assert.h>
 #include <czmq.h>
 #include <stdint.h>
@@ -10,10 +12,11 @@
 #include <string.h>
 
 struct _bn_engines_t {
-    char **uuids;  //  uuid by id, NULL if absent
-    size_t size;   //  entries in uuids
-    size_t count;  //  registered engines
-    zhashx_t *ids; //  uuid -> id + 1
+    char **uuids;            //  uuid by id, NULL if absent
+    unsigned char *features; //  BN_ENGINE_* bits by id
+    size_t size;             //  entries in uuids
+    size_t count;            //  registered engines
+    zhashx_t *ids;           //  uuid -> id + 1
 };
 
 bn_engines_t *
@@ -37,6 +40,7 @@ bn_engines_destroy (bn_engines_t **self_p)
     for (size_t i = 0; i < self->size; i++)
         free (self->uuids[i]);
     free (self->uuids);
+    free (self->features);
     zhashx_destroy (&self->ids);
     free (self);
     *self_p = NULL;
@@ -57,6 +61,11 @@ bn_engines_add (bn_engines_t *self, int id, const char *uuid)
             return -1;
         memset (bigger + self->size, 0, (size - self->size) * sizeof *bigger);
         self->uuids = bigger;
+        unsigned char *more = realloc (self->features, size);
+        if (!more)
+            return -1;
+        memset (more + self->size, 0, size - self->size);
+        self->features = more;
         self->size = size;
     }
     if (self->uuids[id]) {
@@ -67,9 +76,36 @@ bn_engines_add (bn_engines_t *self, int id, const char *uuid)
     self->uuids[id] = strdup (uuid);
     if (!self->uuids[id])
         return -1;
+    self->features[id] = 0;
     zhashx_update (self->ids, uuid, (void *)(intptr_t)(id + 1));
     self->count++;
     return 0;
+}
+
+int
+bn_engines_set_features (bn_engines_t *self, int id, json_t *names)
+{
+    assert (self);
+    if (!bn_engines_uuid (self, id))
+        return -1;
+    unsigned features = 0;
+    size_t index;
+    json_t *name;
+    json_array_foreach (names, index, name)
+    {
+        const char *text = json_string_value (name);
+        if (text && strcmp (text, BN_FEATURE_OUTPUT) == 0)
+            features |= BN_ENGINE_OUTPUT_IN_REPLY;
+    }
+    self->features[id] = (unsigned char)features;
+    return 0;
+}
+
+unsigned
+bn_engines_features (bn_engines_t *self, int id)
+{
+    assert (self);
+    return bn_engines_uuid (self, id) ? self->features[id] : 0;
 }
 
 char *
@@ -140,6 +176,7 @@ bn_engines_resolve (bn_engines_t *self, const int *ids, size_t count,
                 return BN_ENOENGINE;
             }
             out[k].id = ids[i];
+            out[k].features = self->features[ids[i]];
             snprintf (out[k].uuid, BN_UUID_SIZE, "%s", uuid);
             k++;
         }
@@ -147,6 +184,7 @@ bn_engines_resolve (bn_engines_t *self, const int *ids, size_t count,
         for (size_t id = 0; id < self->size; id++)
             if (self->uuids[id]) {
                 out[k].id = (int)id;
+                out[k].features = self->features[id];
                 snprintf (out[k].uuid, BN_UUID_SIZE, "%s", self->uuids[id]);
                 k++;
             }

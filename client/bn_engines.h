@@ -7,10 +7,15 @@
 
 #include "banyan.h"
 
+#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 
 #define BN_UUID_SIZE 64 //  room for an engine uuid and its NUL
+
+//  What an engine said at registration that it understands
+//  (BN_REG_FEATURES), as bits
+#define BN_ENGINE_OUTPUT_IN_REPLY 0x1u //  bn_output: "reply"
 
 typedef struct _bn_engines_t bn_engines_t;
 
@@ -18,6 +23,7 @@ typedef struct _bn_engines_t bn_engines_t;
 typedef struct {
     int id;                  //  engine id
     char uuid[BN_UUID_SIZE]; //  engine identity
+    unsigned features;       //  BN_ENGINE_* bits
 } bn_target_t;
 
 //  Create an empty table; NULL if out of memory.
@@ -30,6 +36,15 @@ void bn_engines_destroy (bn_engines_t **self_p);
 //  Returns 0, or -1 for a negative id, an empty or too long uuid, or out
 //  of memory.
 int bn_engines_add (bn_engines_t *self, int id, const char *uuid);
+
+//  Set the features of engine id from the names its registration listed
+//  (names unknown here, or NULL: none). Returns 0, or -1 if id is not
+//  registered.
+int bn_engines_set_features (bn_engines_t *self, int id, json_t *names);
+
+//  The features of engine id (BN_ENGINE_* bits), 0 if it said none or is
+//  not registered.
+unsigned bn_engines_features (bn_engines_t *self, int id);
 
 //  Unregister engine id: its uuid (for the caller to free), or NULL if it
 //  was not registered.

@@ -143,9 +143,12 @@ s_on_notification (bn_iothread_t *self, bn_msg_t *msg)
     if (strcmp (type, BN_MSG_REGISTRATION_NOTIFICATION) == 0) {
         if (json_is_integer (id) &&
             bn_engines_add (self->args.engines, (int)json_integer_value (id),
-                            uuid) == 0)
+                            uuid) == 0) {
+            bn_engines_set_features (
+                self->args.engines, (int)json_integer_value (id),
+                json_object_get (content, BN_REG_FEATURES));
             changed = true;
-        else
+        } else
             s_drop (self, "bad registration_notification");
     } else if (strcmp (type, BN_MSG_UNREGISTRATION_NOTIFICATION) == 0) {
         int eid = json_is_integer (id) ? (int)json_integer_value (id) : -1;

@@ -40,7 +40,7 @@ struct _bn_view_t {
     char reduce[S_MAX_OP];           //  reduction, "" for none
     int deadline_ms;                 //  0: the controller's default
     bool timestamps;                 //  per-hop timestamps
-    bool output_in_reply;            //  bn_output: "reply"
+    int output_in_reply;             //  bn_output: "reply": 1, 0, or S_AUTO
     //  Load-balanced task flags (doc/wire.md 8.2)
     s_dep_t after;  //  time dependency
     s_dep_t follow; //  location dependency
@@ -66,6 +66,9 @@ typedef struct {
     const bn_value_t *kwargs; //  DICT, or NULL
 } s_apply_t;
 
+//  Output in the reply when every engine a request goes to honours it
+#define S_AUTO -1
+
 bn_view_t *
 bn_view_new (bn_client_t *client, bn_view_kind_t kind)
 {
@@ -78,6 +81,7 @@ bn_view_new (bn_client_t *client, bn_view_kind_t kind)
     self->tracker = bn_client_tracker (client);
     self->kind = kind;
     self->silent = true;
+    self->output_in_reply = S_AUTO;
     bn_client_ref (client);
     return self;
 }
@@ -264,7 +268,7 @@ bn_view_set_output_in_reply (bn_view_t *self, bool in_reply)
     if (!self || self->kind != BN_VIEW_BROADCAST)
         return BN_EINVAL;
     bn_tracker_lock (self->tracker);
-    self->output_in_reply = in_reply;
+    self->output_in_reply = in_reply ? 1 : 0;
     bn_tracker_unlock (self->tracker);
     return 0;
 }
@@ -415,14 +419,13 @@ s_pack (bn_msg_t *msg, const s_apply_t *apply)
 //  tree options only when they differ from the defaults, so that a
 //  plain broadcast request is exactly what the Python client sends.
 static json_t *
-s_broadcast_metadata (bn_view_t *self, json_t *targets)
+s_broadcast_metadata (bn_view_t *self, json_t *targets, bool in_reply)
 {
     //  Output in the reply with coalescing: a stock 7.1.0 tree would keep
     //  only the last engine's reply content, and with it the others'
     //  output. Asked as "merge at every level" with is_coalescing off, a
     //  stock tree forwards each reply and banyan's tree merges.
-    bool merge_by_levels =
-        self->output_in_reply && self->coalescing && !self->nlevels;
+    bool merge_by_levels = in_reply && self->coalescing && !self->nlevels;
     json_t *metadata =
         json_pack ("{s:o, s:b, s:b}", "targets", targets, BN_MD_IS_BROADCAST, 1,
                    BN_MD_IS_COALESCING, self->coalescing && !merge_by_levels);
@@ -459,7 +462,7 @@ s_broadcast_metadata (bn_view_t *self, json_t *targets)
                                    json_integer (self->deadline_ms));
     if (self->timestamps)
         rc |= json_object_set_new (metadata, BN_BCAST_TIMESTAMPS, json_true ());
-    if (self->output_in_reply)
+    if (in_reply)
         rc |= json_object_set_new (metadata, BN_BCAST_OUTPUT,
                                    json_string ("reply"));
     if (rc != 0)
@@ -483,7 +486,8 @@ s_dep_json (s_dep_t *dep)
 
 //  Request metadata of a broadcast or load-balanced view.
 static json_t *
-s_metadata (bn_view_t *self, bn_target_t *targets, size_t ntargets)
+s_metadata (bn_view_t *self, bn_target_t *targets, size_t ntargets,
+            bool in_reply)
 {
     json_t *list = json_array ();
     if (!list)
@@ -494,7 +498,7 @@ s_metadata (bn_view_t *self, bn_target_t *targets, size_t ntargets)
                       ? json_pack ("[si]", targets[i].uuid, targets[i].id)
                       : json_string (targets[i].uuid));
     if (self->kind == BN_VIEW_BROADCAST)
-        return s_broadcast_metadata (self, list);
+        return s_broadcast_metadata (self, list, in_reply);
     return json_pack ("{s:o, s:o, s:f, s:o, s:i}", "after",
                       s_dep_json (&self->after), "follow",
                       s_dep_json (&self->follow), "timeout", self->timeout,
@@ -544,6 +548,14 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
             rc = bn_engines_resolve (bn_client_engines (client), self->targets,
                                      self->ntargets, &targets, &ntargets);
     }
+    //  by default output comes in the reply where every engine can put
+    //  it there (banyan engines), and by iopub where one cannot
+    bool in_reply = self->output_in_reply == 1;
+    if (self->output_in_reply == S_AUTO && self->kind == BN_VIEW_BROADCAST) {
+        in_reply = ntargets > 0;
+        for (size_t i = 0; i < ntargets; i++)
+            in_reply &= (targets[i].features & BN_ENGINE_OUTPUT_IN_REPLY) != 0;
+    }
     size_t nitems = self->kind == BN_VIEW_LOAD_BALANCED ? 1 : ntargets;
     nmsgs = self->kind == BN_VIEW_DIRECT ? ntargets : 1;
     if (rc == 0) {
@@ -552,7 +564,7 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
         if (!msgs || !result)
             rc = BN_ENOMEM;
         else if (self->kind == BN_VIEW_BROADCAST)
-            bn_result_set_output_in_reply (result, self->output_in_reply);
+            bn_result_set_output_in_reply (result, in_reply);
     }
     for (size_t i = 0; rc == 0 && i < nmsgs; i++) {
         bn_msg_t *msg = first;
@@ -575,7 +587,7 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
                 rc = BN_ENOMEM;
             else if (input_size && !(metadata = json_object ()))
                 rc = BN_ENOMEM;
-        } else if (!(metadata = s_metadata (self, targets, ntargets)))
+        } else if (!(metadata = s_metadata (self, targets, ntargets, in_reply)))
             rc = BN_ENOMEM;
         if (metadata && input_size &&
             json_object_set_new (metadata, BN_EXEC_STDIN, json_true ()) != 0)

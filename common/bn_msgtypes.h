@@ -72,6 +72,13 @@
 //  engine uuid holds a space)
 #define BN_SHARED_PREFIX "bn-shared "
 
+//  banyan's extension of registration: what a banyan engine understands,
+//  a list in its registration_request's content, which the hub passes on
+//  in registration_notification and connection_reply (doc/wire.md 4.1);
+//  a stock engine sends none and a stock hub passes none on
+#define BN_REG_FEATURES "bn_features"
+#define BN_FEATURE_OUTPUT "bn_output" //  honours BN_BCAST_OUTPUT "reply"
+
 //  Hub notifications
 #define BN_MSG_REGISTRATION_NOTIFICATION "registration_notification"
 #define BN_MSG_UNREGISTRATION_NOTIFICATION "unregistration_notification"

@@ -9,9 +9,10 @@
 #include <string.h>
 
 typedef struct {
-    char *uuid;      //  Engine uuid
-    int id;          //  Engine id
-    bool registered; //  false while pending
+    char *uuid;       //  Engine uuid
+    int id;           //  Engine id
+    bool registered;  //  false while pending
+    json_t *features; //  What it said it understands, or NULL
 } s_entry_t;
 
 struct _bn_engine_table_t {
@@ -27,6 +28,7 @@ s_entry_destroy (void **item)
     s_entry_t *entry = (s_entry_t *)*item;
     if (entry) {
         free (entry->uuid);
+        json_decref (entry->features);
         free (entry);
     }
     *item = NULL;
@@ -231,6 +233,50 @@ bn_engine_table_ids (bn_engine_table_t *self)
         json_array_append_new (array, json_integer (ids[i]));
     free (ids);
     return array;
+}
+
+int
+bn_engine_table_set_features (bn_engine_table_t *self, const char *uuid,
+                              json_t *features)
+{
+    assert (self);
+    s_entry_t *entry = (s_entry_t *)zhashx_lookup (self->by_uuid, uuid);
+    json_t *copy = features ? json_deep_copy (features) : NULL;
+    if (!entry || (features && !copy)) {
+        json_decref (copy);
+        return -1;
+    }
+    json_decref (entry->features);
+    entry->features = copy;
+    return 0;
+}
+
+json_t *
+bn_engine_table_features (bn_engine_table_t *self, const char *uuid)
+{
+    assert (self);
+    s_entry_t *entry = (s_entry_t *)zhashx_lookup (self->by_uuid, uuid);
+    return entry ? entry->features : NULL;
+}
+
+json_t *
+bn_engine_table_all_features (bn_engine_table_t *self)
+{
+    assert (self);
+    json_t *all = json_object ();
+    s_entry_t *entry = (s_entry_t *)zhashx_first (self->by_uuid);
+    while (all && entry) {
+        if (entry->registered && entry->features) {
+            char key[16];
+            snprintf (key, sizeof key, "%d", entry->id);
+            if (json_object_set (all, key, entry->features) != 0) {
+                json_decref (all);
+                all = NULL;
+            }
+        }
+        entry = (s_entry_t *)zhashx_next (self->by_uuid);
+    }
+    return all;
 }
 
 json_t *

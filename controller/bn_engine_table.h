@@ -53,6 +53,19 @@ int bn_engine_table_id (bn_engine_table_t *self, const char *uuid);
 const char *bn_engine_table_uuid (bn_engine_table_t *self, int id,
                                   bool with_pending);
 
+//  Keep features (a JSON list of strings, borrowed and copied) as what the
+//  pending or registered engine uuid said it understands (BN_REG_FEATURES).
+//  Returns -1 if uuid is unknown or out of memory.
+int bn_engine_table_set_features (bn_engine_table_t *self, const char *uuid,
+                                  json_t *features);
+
+//  The features of uuid (borrowed), or NULL if it said none.
+json_t *bn_engine_table_features (bn_engine_table_t *self, const char *uuid);
+
+//  New JSON object {"<id>": features} of the registered engines that said
+//  any; NULL if out of memory.
+json_t *bn_engine_table_all_features (bn_engine_table_t *self);
+
 //  Number of registered engines.
 size_t bn_engine_table_size (bn_engine_table_t *self);
 

@@ -58,6 +58,8 @@
 
 #define S_BATCH 1024        //  queries read per wake-up before polling again
 #define S_UUID_MAX 255      //  longest engine uuid accepted
+#define S_FEATURES_MAX 16   //  names an engine's bn_features may list
+#define S_FEATURE_MAX 32    //  longest of them
 #define S_STATE_DELAY_MS 20 //  longest wait to write the state file
 #define S_STATE_COST 5      //  or this times the last write's duration
 #define S_LOST_MAX 65536    //  lost engines remembered at most
@@ -696,8 +698,11 @@ s_finish (bn_hub_t *self, const char *uuid)
     //  the state file is current before anyone hears of the engine: both
     //  wait for the timer, which takes a burst of registrations at once
     self->state_dirty = true;
-    s_announce (self, BN_MSG_REGISTRATION_NOTIFICATION,
-                json_pack ("{s:i, s:s}", "id", id, "uuid", uuid));
+    json_t *content = json_pack ("{s:i, s:s}", "id", id, "uuid", uuid);
+    json_t *features = bn_engine_table_features (self->engines, uuid);
+    if (content && features)
+        json_object_set (content, BN_REG_FEATURES, features);
+    s_announce (self, BN_MSG_REGISTRATION_NOTIFICATION, content);
     return id;
 }
 
@@ -723,6 +728,25 @@ s_uuid_ok (const char *uuid)
     for (size_t i = 0; i < len; i++)
         if (uuid[i] < 0x21 || uuid[i] > 0x7e)
             return false;
+    return true;
+}
+
+//  True if features is what an engine may say it understands: a list of
+//  at most S_FEATURES_MAX printable names of at most S_FEATURE_MAX bytes.
+static bool
+s_features_ok (json_t *features)
+{
+    if (!json_is_array (features) ||
+        json_array_size (features) > S_FEATURES_MAX)
+        return false;
+    size_t index;
+    json_t *name;
+    json_array_foreach (features, index, name)
+    {
+        const char *text = json_string_value (name);
+        if (!text || strlen (text) > S_FEATURE_MAX || !s_uuid_ok (text))
+            return false;
+    }
     return true;
 }
 
@@ -762,6 +786,15 @@ s_registration_request (bn_hub_t *self, bn_msg_t *request, const char *via)
         s_hub_error (self, request, "TypeError",
                      "registration_request 'id' must be an integer or null");
         return;
+    }
+    //  an extension only banyan reads: a bad one is ignored, not refused
+    json_t *features = json_object_get (content, BN_REG_FEATURES);
+    if (features && !s_features_ok (features)) {
+        self->stats.bad_content++;
+        bn_log_warn ("hub: ignored the %s of engine %s: not a list of at most "
+                     "%d names",
+                     BN_REG_FEATURES, uuid, S_FEATURES_MAX);
+        features = NULL;
     }
     zhashx_delete (self->lost, uuid);
     void *old = self->restored ? zhashx_lookup (self->restored, uuid) : NULL;
@@ -806,6 +839,9 @@ s_registration_request (bn_hub_t *self, bn_msg_t *request, const char *via)
     s_send_query (self, &reply);
 
     s_expect (self, uuid, id, via);
+    if (features &&
+        bn_engine_table_set_features (self->engines, uuid, features) != 0)
+        bn_log_error ("hub: out of memory registering %s", uuid);
 }
 
 //  --------------------------------------------------------------------------
@@ -1404,8 +1440,10 @@ static void
 s_connection_request (bn_hub_t *self, bn_msg_t *request)
 {
     s_reply (self, request, BN_MSG_CONNECTION_REPLY,
-             json_pack ("{s:s, s:o}", "status", BN_STATUS_OK, "engines",
-                        bn_engine_table_engines (self->engines)));
+             json_pack ("{s:s, s:o, s:o}", "status", BN_STATUS_OK, "engines",
+                        bn_engine_table_engines (self->engines),
+                        BN_REG_FEATURES,
+                        bn_engine_table_all_features (self->engines)));
     if (!self->loop || zsock_type (self->notifier) != ZMQ_XPUB)
         return;
     if (self->early > 0 && zclock_mono () < self->early_until) {

@@ -1528,11 +1528,18 @@ bn_engine_start (bn_engine_t *self, bool shared)
     bn_msg_t *msg = bn_msg_new (self->session, BN_MSG_REGISTRATION_REQUEST);
     if (!msg)
         return -1;
-    bn_msg_set_content (
-        msg, self->requested_id >= 0
-                 ? json_pack ("{s:s, s:i}", "uuid", self->uuid, "id",
-                              self->requested_id)
-                 : json_pack ("{s:s, s:n}", "uuid", self->uuid, "id"));
+    json_t *content = self->requested_id >= 0
+                          ? json_pack ("{s:s, s:i}", "uuid", self->uuid, "id",
+                                       self->requested_id)
+                          : json_pack ("{s:s, s:n}", "uuid", self->uuid, "id");
+    if (!content ||
+        json_object_set_new (content, BN_REG_FEATURES,
+                             json_pack ("[s]", BN_FEATURE_OUTPUT))) {
+        json_decref (content);
+        bn_msg_destroy (&msg);
+        return -1;
+    }
+    bn_msg_set_content (msg, content);
     zsock_t *sock = shared ? self->env->registration : self->registration;
     if (bn_msg_send (&msg, zsock_resolve (sock), self->session))
         return -1;

@@ -193,6 +193,81 @@ START_TEST (test_registration_errors)
 }
 END_TEST
 
+//  Register engine with features (taken: NULL for none) added to its
+//  registration_request; returns its registration_notification.
+static bn_msg_t *
+s_register_with (t_engine_t *engine, json_t *features)
+{
+    json_t *content = json_pack ("{s:s}", "uuid", engine->uuid);
+    if (features)
+        json_object_set_new (content, BN_REG_FEATURES, features);
+    bn_msg_t *msg =
+        t_msg (engine->session, BN_MSG_REGISTRATION_REQUEST, content, NULL);
+    t_send (&msg, engine->reg, engine->session);
+    bn_msg_t *reply = t_recv (engine->reg);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+    engine->id = (int)json_integer_value (
+        json_object_get (bn_msg_content (reply), "id"));
+    bn_msg_destroy (&reply);
+    t_engine_connect (engine, s_ctl);
+    int64_t end = zclock_mono () + T_TIMEOUT;
+    while (zclock_mono () < end) {
+        t_engine_echo (engine);
+        bn_msg_t *note =
+            t_notification (s_client, BN_MSG_REGISTRATION_NOTIFICATION, 10);
+        if (note && streq (t_content_str (note, "uuid"), engine->uuid))
+            return note;
+        bn_msg_destroy (&note);
+    }
+    ck_abort_msg ("engine %s was not registered", engine->uuid);
+    return NULL;
+}
+
+//  What a banyan engine says it understands (bn_features) reaches the
+//  clients with its registration_notification and in connection_reply; a
+//  stock engine says nothing and is listed without; a list that is not
+//  one is counted as bad content and ignored, the engine registered.
+START_TEST (test_features)
+{
+    t_engine_t *banyan = t_engine_new (s_ctl);
+    t_engine_t *stock = t_engine_new (s_ctl);
+    t_engine_t *odd = t_engine_new (s_ctl);
+    bn_msg_t *note =
+        s_register_with (banyan, json_pack ("[s]", BN_FEATURE_OUTPUT));
+    json_t *said = json_object_get (bn_msg_content (note), BN_REG_FEATURES);
+    ck_assert_uint_eq (json_array_size (said), 1);
+    ck_assert_str_eq (json_string_value (json_array_get (said, 0)),
+                      BN_FEATURE_OUTPUT);
+    bn_msg_destroy (&note);
+    note = s_register_with (stock, NULL);
+    ck_assert_ptr_null (
+        json_object_get (bn_msg_content (note), BN_REG_FEATURES));
+    bn_msg_destroy (&note);
+    note = s_register_with (odd, json_pack ("{s:b}", BN_FEATURE_OUTPUT, 1));
+    ck_assert_ptr_null (
+        json_object_get (bn_msg_content (note), BN_REG_FEATURES));
+    bn_msg_destroy (&note);
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "bad_content"), 1);
+
+    bn_msg_t *reply = t_query (s_client, BN_MSG_CONNECTION_REQUEST, NULL);
+    json_t *content = bn_msg_content (reply);
+    ck_assert_uint_eq (json_object_size (json_object_get (content, "engines")),
+                       3);
+    json_t *features = json_object_get (content, BN_REG_FEATURES);
+    ck_assert_uint_eq (json_object_size (features), 1);
+    char key[16];
+    snprintf (key, sizeof key, "%d", banyan->id);
+    json_t *expected = json_pack ("[s]", BN_FEATURE_OUTPUT);
+    ck_assert (json_equal (json_object_get (features, key), expected));
+    json_decref (expected);
+    bn_msg_destroy (&reply);
+    t_engine_destroy (&banyan);
+    t_engine_destroy (&stock);
+    t_engine_destroy (&odd);
+}
+END_TEST
+
 START_TEST (test_stalled_registration)
 {
     t_client_destroy (&s_client);
@@ -1235,6 +1310,7 @@ s_suite (void)
     tcase_add_test (tc, test_requested_ids);
     tcase_add_test (tc, test_uuid_in_use);
     tcase_add_test (tc, test_registration_errors);
+    tcase_add_test (tc, test_features);
     tcase_add_test (tc, test_stalled_registration);
     tcase_add_test (tc, test_unregistration_request);
     tcase_add_test (tc, test_registered_again_in_grace);

@@ -323,7 +323,10 @@ int bn_view_set_timestamps (bn_view_t *self, bool timestamps);
 //  return stdout and stderr inside the reply instead (less traffic, and
 //  output travels merged and grouped with the results). Stock engines
 //  ignore it and publish output as usual; results look the same either
-//  way. With coalescing and no levels set, the request asks for merging
+//  way. By default a request asks for it when every engine it goes to said
+//  at registration that it can (banyan engines behind a banyan
+//  controller), and not otherwise; true or false here fixes it either way.
+//  With coalescing and no levels set, the request asks for merging
 //  through bn_levels (every level merges) with is_coalescing false: a
 //  stock 7.1.0 tree, whose merged reply keeps only the last engine's
 //  reply content (and so loses the others' output), then forwards each
