@@ -75,8 +75,8 @@ struct _bn_heart_t {
     void *arg;
     zsock_t *monitor; //  PAIR: the pong socket's connections closing
     char *monitor_endpoint;
-    zhashx_t *by_fd; //  descriptor text -> set (zhashx) of the ids of the
-                     //  monitored hearts on it
+    zhashx_t *by_fd; //  descriptor text -> s_conn_t, the monitored hearts
+                     //  on it
     char *shared;    //  routing id prefix of shared pong sockets, or NULL
     s_stats_t stats;
 };
@@ -98,10 +98,22 @@ s_heart_free (void **item)
     *item = NULL;
 }
 
+//  A pong connection: the hearts noted on its descriptor.
+typedef struct {
+    char *via;     //  the shared connection's routing id, or NULL
+    zhashx_t *ids; //  heart id -> self, as a set
+} s_conn_t;
+
 static void
-s_set_free (void **item)
+s_conn_free (void **item)
 {
-    zhashx_destroy ((zhashx_t **)item);
+    s_conn_t *conn = (s_conn_t *)*item;
+    if (conn) {
+        zhashx_destroy (&conn->ids);
+        free (conn->via);
+    }
+    free (conn);
+    *item = NULL;
 }
 
 //  Python's str(float): the shortest text that reads back as value, with
@@ -206,46 +218,51 @@ s_fd_forget (bn_heart_t *self, const char *key, s_heart_t *heart)
         return;
     char fd[16];
     s_fd_key (heart->fd, fd);
-    zhashx_t *set = (zhashx_t *)zhashx_lookup (self->by_fd, fd);
-    if (set) {
-        zhashx_delete (set, key);
-        if (zhashx_size (set) == 0)
+    s_conn_t *conn = (s_conn_t *)zhashx_lookup (self->by_fd, fd);
+    if (conn) {
+        zhashx_delete (conn->ids, key);
+        if (zhashx_size (conn->ids) == 0)
             zhashx_delete (self->by_fd, fd);
     }
     heart->fd = -1;
 }
 
 //  Heart key's pongs come on connection fd (through via, or its own when
-//  NULL): hearts noted on fd through another connection are stale (that
-//  connection closed and fd was given to this one), and forget it.
+//  NULL). The hearts noted on fd through another connection are stale
+//  (that connection closed and fd was given to this one): they are
+//  forgotten there first.
 static void
 s_fd_note (bn_heart_t *self, const char *key, s_heart_t *heart, int fd)
 {
     char text[16];
     s_fd_key (fd, text);
-    zhashx_t *set = (zhashx_t *)zhashx_lookup (self->by_fd, text);
-    if (set) {
-        zlistx_t *keys = zhashx_keys (set);
-        for (const char *other = keys ? zlistx_first (keys) : NULL; other;
-             other = zlistx_next (keys)) {
-            s_heart_t *known = zhashx_lookup (self->hearts, other);
-            bool same = known && known->via && heart->via &&
-                        streq (known->via, heart->via);
-            if (!same) {
-                if (known)
-                    known->fd = -1;
-                zhashx_delete (set, other);
-            }
+    s_conn_t *conn = (s_conn_t *)zhashx_lookup (self->by_fd, text);
+    bool same =
+        conn && conn->via && heart->via && streq (conn->via, heart->via);
+    if (conn && !same) {
+        for (void *item = zhashx_first (conn->ids); item;
+             item = zhashx_next (conn->ids)) {
+            s_heart_t *stale = zhashx_lookup (
+                self->hearts, (const char *)zhashx_cursor (conn->ids));
+            if (stale)
+                stale->fd = -1;
         }
-        zlistx_destroy (&keys);
-    } else {
-        set = zhashx_new ();
-        if (!set || zhashx_insert (self->by_fd, text, set) != 0) {
-            zhashx_destroy (&set);
+        zhashx_delete (self->by_fd, text);
+        conn = NULL;
+    }
+    if (!conn) {
+        conn = calloc (1, sizeof *conn);
+        if (conn) {
+            conn->ids = zhashx_new ();
+            conn->via = heart->via ? strdup (heart->via) : NULL;
+        }
+        if (!conn || !conn->ids || (heart->via && !conn->via) ||
+            zhashx_insert (self->by_fd, text, conn) != 0) {
+            s_conn_free ((void **)&conn);
             return;
         }
     }
-    if (zhashx_insert (set, key, self) == 0)
+    if (zhashx_insert (conn->ids, key, self) == 0)
         heart->fd = fd;
 }
 
@@ -278,9 +295,9 @@ s_read_monitor (bn_heart_t *self)
             continue;
         char fd[16];
         s_fd_key ((int)value, fd);
-        zhashx_t *set = (zhashx_t *)zhashx_lookup (self->by_fd, fd);
+        s_conn_t *conn = (s_conn_t *)zhashx_lookup (self->by_fd, fd);
         //  every heart on it, taken first: the handler forgets them
-        zlistx_t *keys = set ? zhashx_keys (set) : NULL;
+        zlistx_t *keys = conn ? zhashx_keys (conn->ids) : NULL;
         if (!keys)
             continue;
         zhashx_delete (self->by_fd, fd);
@@ -316,7 +333,7 @@ s_watch (bn_heart_t *self)
     self->monitor = zsock_new (ZMQ_PAIR);
     if (!self->by_fd || !self->monitor_endpoint || !self->monitor)
         return -1;
-    zhashx_set_destructor (self->by_fd, s_set_free);
+    zhashx_set_destructor (self->by_fd, s_conn_free);
     if (zmq_socket_monitor (zsock_resolve (self->pong), self->monitor_endpoint,
                             ZMQ_EVENT_DISCONNECTED) != 0) {
         zsock_destroy (&self->monitor);
