@@ -125,7 +125,9 @@ static const s_help_t s_helps[] = {
      "           job's {output_file}; SLURM_PROCID numbers the hosts;\n"
      "           'cluster stop' cancels the step or the job\n"
      "  mpiexec  MPICH's mpiexec -hosts H1,H2 -ppn 1: one process a host,\n"
-     "           numbered by PMI_RANK; 'cluster stop' ends mpiexec\n",
+     "           numbered by PMI_RANK; a host whose ssh from mpiexec fails\n"
+     "           is named at once, and --min-hosts holds as for ssh;\n"
+     "           'cluster stop' ends mpiexec\n",
      "  -n, --n N               engines to start (required; 0 starts only the\n"
      "                          controller)\n"
      "  -k, --engines-per-process K\n"

@@ -71,6 +71,10 @@ typedef struct {
     char *reports;         //  A file its hosts' report lines go to
                            //  instead of its standard output (a batch
                            //  job's output file), or NULL
+    bool host_children;    //  Its children are its hosts' launch
+                           //  processes, one a host in rank order
+                           //  (hydra's ssh to each): one that ends
+                           //  before its host reported, the host failed
 } bn_launch_cmd_t;
 
 //  A launcher class.

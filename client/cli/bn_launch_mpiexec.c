@@ -3,7 +3,9 @@
     host, `mpiexec -hosts H1,H2 -ppn 1 -n H sh -c SCRIPT banyan-host`; hydra
     passes the environment, so the connection info with it, and numbers
     the hosts by PMI_RANK. Ending mpiexec ends its proxies and with them the
-    host scripts.  */
+    host scripts. hydra starts each host's proxy by ssh, in the hosts'
+    order, and when one such ssh fails it waits on for that proxy: the
+    supervisor watches them (bn_launchwatch) to name such a host at once.  */
 #include "bn_hostscript.h"
 #include "bn_launch.h"
 
@@ -59,6 +61,9 @@ s_commands (const bn_launch_plan_t *plan)
         if (command) {
             command->hosts = plan->nhosts;
             command->script = strdup (script);
+            //  hydra waits on for a proxy whose ssh failed: its end says
+            //  the host cannot start
+            command->host_children = true;
         }
     }
     bool ok = commands && mpiexec && script && argv;

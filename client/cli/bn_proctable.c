@@ -62,6 +62,21 @@ s_parse_stat (const char *text, bn_procinfo_t *info)
     info->pgrp = (pid_t)fields[5];
     info->sid = (pid_t)fields[6];
     info->starttime = (unsigned long long)fields[22];
+    //  Field 52 (exit_code, Linux 3.5 on), after 29 more numbers
+    info->exit_code = -1;
+    int field = 23;
+    while (field <= 52) {
+        while (*cursor == ' ')
+            cursor++;
+        char *end;
+        long long value = strtoll (cursor, &end, 10);
+        if (end == cursor)
+            break;
+        if (field == 52)
+            info->exit_code = (int)value;
+        cursor = end;
+        field++;
+    }
     return info->pid > 0 ? 0 : -1;
 }
 

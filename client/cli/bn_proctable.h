@@ -18,6 +18,9 @@ typedef struct {
     unsigned long long starttime; //  Clock ticks after boot; tells reused
                                   //  pids apart
     char comm[16];                //  Executable name, truncated by Linux
+    int exit_code;                //  A zombie's wait status (to its
+                                  //  parent or one allowed to trace it),
+                                  //  -1 if the kernel does not say
 } bn_procinfo_t;
 
 typedef struct _bn_proctable_t bn_proctable_t;

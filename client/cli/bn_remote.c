@@ -3,6 +3,7 @@
 #define _GNU_SOURCE //  pipe2
 #include "bn_remote.h"
 #include "bn_hostscript.h"
+#include "bn_launchwatch.h"
 #include "bn_log.h"
 #include "bn_proctable.h"
 
@@ -22,6 +23,13 @@
 #define S_POLL_STARTING_MS 1000
 #define S_POLL_RUNNING_MS 5000
 
+//  How long a host's launch process found ended waits for its last words
+//  to come through the launch program's standard error
+#define S_LAST_WORDS_MS 500
+
+//  Lines of a launch program's standard error kept to explain a host
+#define S_SAID 8
+
 //  One launch process: an ssh session, srun, mpiexec or sbatch.
 typedef struct {
     bn_launch_cmd_t *cmd; //  What it runs (owned by the list)
@@ -36,11 +44,16 @@ typedef struct {
     size_t out_size;
     char err[1024];
     size_t err_size;
-    char first[512];    //  Its first line on standard error
-    char last[512];     //  Its last line on standard error
-    int reported;       //  Hosts that reported through it
-    off_t reports_at;   //  Read so far of its reports file (cmd->reports)
-    char reports[4096]; //  and its partial line
+    char first[512];        //  Its first line on standard error
+    char last[512];         //  Its last line on standard error
+    char said[S_SAID][512]; //  Its last lines on standard error, a ring
+    size_t said_next;
+    bn_launchwatch_t *watch; //  Its hosts' launch processes
+                             //  (cmd->host_children), or NULL
+    int reported;            //  Hosts that reported through it
+    int failed;              //  Hosts of it that failed alone
+    off_t reports_at;        //  Read so far of its reports file (cmd->reports)
+    char reports[4096];      //  and its partial line
     size_t reports_size;
     bool ended;     //  Reaped
     bool accounted; //  Its hosts that never reported were counted
@@ -57,13 +70,16 @@ struct _bn_remote_t {
     size_t nsessions;
     int *host_session; //  Session of each record host, by index
     size_t host_session_size;
-    bool *ranks;         //  Hosts that reported, by rank (plan->nhosts)
-    int expected;        //  Hosts that should report
-    int reported;        //  Hosts that did
-    int failed;          //  Hosts that never will
-    int engines;         //  Engines the hosts started
-    int procs;           //  Processes they started them in
-    char failures[1024]; //  "h3: reason; h4: reason"
+    bool *ranks;                //  Hosts that reported, by rank (plan->nhosts)
+    bool *failed_ranks;         //  Hosts that failed alone, by rank
+    bn_launchwatch_end_t *ends; //  A host's launch process ended, by rank
+    int64_t *ended_at;          //  when found (0: not)
+    int expected;               //  Hosts that should report
+    int reported;               //  Hosts that did
+    int failed;                 //  Hosts that never will
+    int engines;                //  Engines the hosts started
+    int procs;                  //  Processes they started them in
+    char failures[1024];        //  "h3: reason; h4: reason"
     int64_t deadline;
     int state; //  0 starting, 1 started, -1 failed
     int64_t next_poll;
@@ -122,10 +138,14 @@ bn_remote_destroy (bn_remote_t **self_p)
                 close (session->out_fd);
             if (session->err_fd >= 0)
                 close (session->err_fd);
+            bn_launchwatch_destroy (&session->watch);
         }
         free (self->sessions);
         free (self->host_session);
         free (self->ranks);
+        free (self->failed_ranks);
+        free (self->ends);
+        free (self->ended_at);
         zlistx_destroy (&self->commands);
         free (self);
         *self_p = NULL;
@@ -250,8 +270,13 @@ bn_remote_start (bn_remote_t *self, const char *info, int64_t deadline)
     self->commands = self->ops->commands (self->plan);
     size_t count = self->commands ? zlistx_size (self->commands) : 0;
     self->sessions = calloc (count + 1, sizeof *self->sessions);
-    self->ranks = calloc ((size_t)self->plan->nhosts + 1, sizeof *self->ranks);
-    if (!self->commands || !self->sessions || !self->ranks) {
+    size_t hosts = (size_t)self->plan->nhosts + 1;
+    self->ranks = calloc (hosts, sizeof *self->ranks);
+    self->failed_ranks = calloc (hosts, sizeof *self->failed_ranks);
+    self->ends = calloc (hosts, sizeof *self->ends);
+    self->ended_at = calloc (hosts, sizeof *self->ended_at);
+    if (!self->commands || !self->sessions || !self->ranks ||
+        !self->failed_ranks || !self->ends || !self->ended_at) {
         s_event (self, "error out of memory");
         self->state = -1;
         return -1;
@@ -282,6 +307,9 @@ bn_remote_start (bn_remote_t *self, const char *info, int64_t deadline)
         }
         bn_log_info ("%s: started %s (pid %d)", cmd->label, cmd->argv[0],
                      (int)session->pid);
+        if (cmd->host_children)
+            session->watch = bn_launchwatch_new (session->pid,
+                                                 self->plan->hosts, cmd->hosts);
         bn_clusterrec_add_session (self->record, session->pid,
                                    s_starttime (session->pid));
     }
@@ -401,7 +429,13 @@ s_on_report (bn_remote_t *self, size_t session_index,
                      report->pids);
         return;
     }
-    if (self->ranks && report->rank < self->plan->nhosts)
+    if (report->rank >= 0 && report->rank < self->plan->nhosts &&
+        self->failed_ranks[report->rank]) {
+        bn_log_warn ("%s (%s): reported, but counted as failed already",
+                     host.name, report->host);
+        return;
+    }
+    if (report->rank >= 0 && report->rank < self->plan->nhosts)
         self->ranks[report->rank] = true;
     session->reported++;
     self->reported++;
@@ -453,6 +487,9 @@ s_err_line (s_session_t *session, const char *line)
                   (int)sizeof session->first - 1, line);
     snprintf (session->last, sizeof session->last, "%.*s",
               (int)sizeof session->last - 1, line);
+    snprintf (session->said[session->said_next++ % S_SAID],
+              sizeof session->said[0], "%.*s", (int)sizeof session->said[0] - 1,
+              line);
     s_log_line (session->log_fd, session->cmd->label, line);
 }
 
@@ -600,7 +637,7 @@ s_account (bn_remote_t *self, s_session_t *session, const char *reason)
     if (session->accounted)
         return;
     session->accounted = true;
-    int missing = session->cmd->hosts - session->reported;
+    int missing = session->cmd->hosts - session->reported - session->failed;
     if (missing <= 0)
         return;
     if (session->cmd->hosts == 1) {
@@ -626,7 +663,7 @@ s_account (bn_remote_t *self, s_session_t *session, const char *reason)
         for (int rank = 0; name && rank < self->plan->nhosts; rank++) {
             if (rank >= session->first_rank &&
                 rank < session->first_rank + session->cmd->hosts &&
-                !self->ranks[rank]) {
+                !self->ranks[rank] && !self->failed_ranks[rank]) {
                 bn_clusterrec_host_t host = {.name = (char *)name,
                                              .rank = rank,
                                              .pids = "",
@@ -735,19 +772,128 @@ bn_remote_reaped (bn_remote_t *self, pid_t pid, int status, bool stopping)
     return true;
 }
 
+//  The name of the host of rank, as --hosts gives it, into name.
+static void
+s_rank_name (bn_remote_t *self, int rank, char *name, size_t size)
+{
+    const char *host =
+        self->plan->hosts ? zlist_first (self->plan->hosts) : NULL;
+    for (int at = 0; host && at < rank; at++)
+        host = zlist_next (self->plan->hosts);
+    if (host)
+        snprintf (name, size, "%s", host);
+    else
+        snprintf (name, size, "of rank %d", rank);
+}
+
+//  What session said last on its standard error about host's launch
+//  process comm ("ssh: connect to host ..."), into line: the last line
+//  of comm's that names host (then true), else its last line, else "".
+static bool
+s_said (s_session_t *session, const char *comm, const char *host, char *line,
+        size_t size)
+{
+    *line = 0;
+    size_t prefix = strlen (comm);
+    for (size_t back = 1; back <= S_SAID && back <= session->said_next;
+         back++) {
+        const char *said = session->said[(session->said_next - back) % S_SAID];
+        if (strncmp (said, comm, prefix) != 0 || said[prefix] != ':')
+            continue;
+        if (strstr (said, host)) {
+            snprintf (line, size, "%s", said);
+            return true;
+        }
+        if (!*line)
+            snprintf (line, size, "%s", said);
+    }
+    return false;
+}
+
+//  Host rank of session cannot start: its launch process ended (end),
+//  having said line.
+static void
+s_fail_rank (bn_remote_t *self, size_t index, int rank, const char *name,
+             const char *line)
+{
+    s_session_t *session = &self->sessions[index];
+    const bn_launchwatch_end_t *end = &self->ends[rank];
+    char how[128], why[1200], what[300];
+    if (end->status >= 0)
+        bn_proctable_describe_status (end->status, how, sizeof how);
+    else
+        snprintf (how, sizeof how, "ended");
+    if (*line)
+        snprintf (why, sizeof why, "%s (%s's %s for it %s)", line,
+                  session->cmd->label, end->comm, how);
+    else
+        snprintf (why, sizeof why, "%s's %s for it (pid %d) %s",
+                  session->cmd->label, end->comm, (int)end->pid, how);
+    self->failed_ranks[rank] = true;
+    session->failed++;
+    bn_clusterrec_host_t host = {.name = (char *)name,
+                                 .rank = rank,
+                                 .pids = "",
+                                 .step = "",
+                                 .state = BN_HOST_FAILED,
+                                 .reason = why};
+    bn_clusterrec_add_host (self->record, &host);
+    s_save (self);
+    snprintf (what, sizeof what, "host %s", name);
+    s_fail_hosts (self, 1, what, why);
+    s_check_start (self);
+}
+
+//  Look at the launch processes of session's hosts: a host whose one
+//  ended before it reported has failed, which is said once the launch
+//  program passed on its last words (or after S_LAST_WORDS_MS).
+static void
+s_watch_hosts (bn_remote_t *self, size_t index, int64_t now)
+{
+    s_session_t *session = &self->sessions[index];
+    int first = session->first_rank;
+    int last = first + session->cmd->hosts;
+    if (last > self->plan->nhosts)
+        last = self->plan->nhosts;
+    bn_launchwatch_update (session->watch);
+    bn_launchwatch_end_t end;
+    while (bn_launchwatch_ended (session->watch, &end)) {
+        int rank = first + end.rank;
+        if (rank < last && !self->ranks[rank] && !self->failed_ranks[rank] &&
+            !self->ended_at[rank]) {
+            self->ends[rank] = end;
+            self->ended_at[rank] = now;
+        }
+    }
+    for (int rank = first; rank < last && self->state == 0; rank++) {
+        if (!self->ended_at[rank] || self->ranks[rank] ||
+            self->failed_ranks[rank])
+            continue;
+        char name[256], line[512];
+        s_rank_name (self, rank, name, sizeof name);
+        if (s_said (session, self->ends[rank].comm, name, line, sizeof line) ||
+            now >= self->ended_at[rank] + S_LAST_WORDS_MS)
+            s_fail_rank (self, index, rank, name, line);
+    }
+}
+
 void
 bn_remote_tick (bn_remote_t *self)
 {
     assert (self);
     int64_t now = zclock_mono ();
-    for (size_t index = 0; index < self->nsessions; index++)
-        if (self->sessions[index].cmd->reports)
+    for (size_t index = 0; index < self->nsessions; index++) {
+        s_session_t *session = &self->sessions[index];
+        if (session->cmd->reports)
             s_read_reports (self, index);
+        if (session->watch && self->state == 0 && !session->ended)
+            s_watch_hosts (self, index, now);
+    }
     if (self->state == 0 && self->deadline && now >= self->deadline) {
         for (size_t index = 0; index < self->nsessions; index++) {
             s_session_t *session = &self->sessions[index];
             if (session->ended || session->accounted ||
-                session->reported >= session->cmd->hosts)
+                session->reported + session->failed >= session->cmd->hosts)
                 continue;
             if (session->cmd->hosts == 0) {
                 self->state = -1;
