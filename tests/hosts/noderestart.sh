@@ -29,6 +29,17 @@ all_served ()
         = $'[stdout:0] h1\n[stdout:1] h1\n[stdout:2] h2\n[stdout:3] h2' ]
 }
 ms_since () { echo $(( (${EPOCHREALTIME//[.,]/} - $1) / 1000 )); }
+# "HOST PID" of engines 2-3 as banyan engines names them (the hosts'
+# reports; a batch job's come through its output file, read as it grows)
+h2_engines () { banyan engines 2> /dev/null | awk '$1 == 2 || $1 == 3 {print $3, $4}' | sort -u; }
+# One process on h2 serves them, other than $1
+h2_process ()
+{
+    local pids
+    pids=$(h2_engines)
+    [ "$(wc -l <<< "$pids")" = 1 ] && [ "${pids% *}" = h2 ] && [ "${pids#* }" != - ] \
+        && [ "$pids" != "$1" ]
+}
 
 node_restart ()
 {
@@ -38,7 +49,8 @@ node_restart ()
     [[ "$out" == *"4 engines registered in "*" on 2 hosts"* ]] || fail "cluster start said: $out"
     all_served || fail "px hostname: $(banyan px hostname 2>&1)"
     echo "ok: cluster start -n 4 --host-node $1 $2: px hostname prints h1 for 0-1, h2 for 2-3"
-    before=$(banyan engines | awk '$1 == 2 || $1 == 3 {print $3, $4}' | sort -u)
+    hosts_poll 20 h2_process || fail "banyan engines: engines 2-3 on '$(h2_engines)', not one process on h2"
+    before=$(h2_engines)
     node=$(host_node_of h2)
     [ -n "$node" ] && [ "$(wc -w <<< "$node")" = 1 ] \
         || fail "one host node on h2: $(on_host h2 | tr '\n' ' ')"
@@ -65,19 +77,15 @@ node_restart ()
     again=$(host_node_of h2)
     [ -n "$again" ] && [ "$again" != "$node" ] || fail "h2's host node: '$again' (was $node)"
     echo "ok: h2's host node started again (pid $again), px reaches engines 0-3 again after $back ms"
-    # banyan engines names the new process on h2 (the record took it),
-    # where it knows the engines' processes (not in a batch job, whose
-    # reports go to its output file)
+    # banyan engines names the new process on h2 (the record took it)
     local pids
-    pids=$(banyan engines | awk '$1 == 2 || $1 == 3 {print $3, $4}' | sort -u)
-    if [ "$before" != "- -" ]; then
-        [ "$(wc -l <<< "$pids")" = 1 ] && [ "${pids% *}" = h2 ] \
-            && [ "$pids" != "$before" ] \
-            && ip netns pids "bnh-$HOSTS_RUN-h2" | grep -qx "${pids#* }" \
-            && [ "$(ps -o comm= -p "${pids#* }")" = banyan-engine ] \
-            || fail "banyan engines: engines 2-3 on '$pids' (was '$before'), not a new banyan-engine on h2"
-        echo "ok: banyan engines names h2 and the new engine process ${pids#* } for engines 2-3"
-    fi
+    hosts_poll 20 h2_process "$before" \
+        || fail "banyan engines: engines 2-3 on '$(h2_engines)' (was '$before'), not a new process on h2"
+    pids=$(h2_engines)
+    ip netns pids "bnh-$HOSTS_RUN-h2" | grep -qx "${pids#* }" \
+        && [ "$(ps -o comm= -p "${pids#* }")" = banyan-engine ] \
+        || fail "banyan engines: engines 2-3 on '$pids' (was '$before'), not a new banyan-engine on h2"
+    echo "ok: banyan engines names h2 and the new engine process ${pids#* } for engines 2-3"
 
     out=$("$bin/banyan" cluster stop --profile-dir "$profile" 2>&1) || fail "cluster stop: $out"
     hosts_poll 20 nothing_on h1 h2 \
