@@ -20,7 +20,8 @@
 #define S_PYTHON "/usr/bin/python3"
 #define S_CALL_TIMEOUT_MS 60000
 
-//  argv: connection file, engines, view (direct|coalescing), bytes
+//  argv: connection file, engines, view (direct|coalescing|noncoalescing),
+//  bytes
 static const char *s_driver =
     "import copy, sys\n"
     "import ipyparallel as ipp\n"
@@ -29,7 +30,7 @@ static const char *s_driver =
     "if sys.argv[3] == 'direct':\n"
     "    view = rc[:]\n"
     "else:\n"
-    "    view = rc.broadcast_view(is_coalescing=True)\n"
+    "    view = rc.broadcast_view(is_coalescing=sys.argv[3] == 'coalescing')\n"
     "data = b'x' * int(sys.argv[4])\n"
     "view.apply_sync(copy.copy, data)\n"
     "print('ready', flush=True)\n"
@@ -95,7 +96,7 @@ s_setup (bn_benchcase_t *c, const char *view)
     if (!self->cluster)
         return bn_benchcase_fail (c, "out of memory");
     //  The C client is not needed, but waiting with it is the same wait
-    if (bn_benchcluster_start (self->cluster, 60 + engines * 2.0) != 0)
+    if (bn_benchcluster_start (self->cluster, 60 + engines * 4.0) != 0)
         return BN_BENCH_FAIL;
     char file[4096], count[16], bytes[32];
     snprintf (file, sizeof file, "%s/security/ipcontroller-client.json",
@@ -144,6 +145,12 @@ int
 bn_suite_pyclient_coalescing_setup (bn_benchcase_t *c)
 {
     return s_setup (c, "coalescing");
+}
+
+int
+bn_suite_pyclient_noncoalescing_setup (bn_benchcase_t *c)
+{
+    return s_setup (c, "noncoalescing");
 }
 
 //  One apply_sync of copy.copy(B bytes) on every engine.

@@ -28,6 +28,7 @@ void bn_suite_cluster_teardown (bn_benchcase_t *c);
 //  The stock Python client (bn_suite_pyclient.c).
 int bn_suite_pyclient_direct_setup (bn_benchcase_t *c);
 int bn_suite_pyclient_coalescing_setup (bn_benchcase_t *c);
+int bn_suite_pyclient_noncoalescing_setup (bn_benchcase_t *c);
 int bn_suite_pyclient_echo_run (bn_benchcase_t *c, double *value);
 void bn_suite_pyclient_teardown (bn_benchcase_t *c);
 
