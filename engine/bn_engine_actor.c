@@ -175,14 +175,22 @@ s_on_state (bn_engine_t *engine, void *arg)
         self->probe = NULL;
         self->mode = S_OWN;
     }
-    self->running = 0;
-    self->stopped = 0;
-    for (int i = 0; i < self->count; i++) {
-        if (!self->engines[i])
-            continue;
-        bn_engine_state_t state = bn_engine_state (self->engines[i]);
-        self->running += state == BN_ENGINE_RUNNING;
-        self->stopped += i < self->started && state == BN_ENGINE_STOPPED;
+    //  registered: one more running (engines register one at a time, and
+    //  counting them all each time cost a thousand engines a million
+    //  looks); a stop, rarer, counts again, as the engine may be one whose
+    //  turn had not come
+    if (bn_engine_state (engine) == BN_ENGINE_RUNNING)
+        self->running++;
+    else {
+        self->running = 0;
+        self->stopped = 0;
+        for (int i = 0; i < self->count; i++) {
+            if (!self->engines[i])
+                continue;
+            bn_engine_state_t state = bn_engine_state (self->engines[i]);
+            self->running += state == BN_ENGINE_RUNNING;
+            self->stopped += i < self->started && state == BN_ENGINE_STOPPED;
+        }
     }
     if (bn_engine_state (engine) == BN_ENGINE_STOPPED &&
         (int)bn_engine_exit_code (engine) > self->exit_code)
