@@ -788,26 +788,32 @@ s_rank_name (bn_remote_t *self, int rank, char *name, size_t size)
 
 //  What session said last on its standard error about host's launch
 //  process comm ("ssh: connect to host ..."), into line: the last line
-//  of comm's that names host (then true), else its last line, else "".
+//  of comm's that names host, else the last line that names it (a
+//  wrapper's name is not ssh's), then true; else comm's last line, or "".
 static bool
 s_said (s_session_t *session, const char *comm, const char *host, char *line,
         size_t size)
 {
     *line = 0;
     size_t prefix = strlen (comm);
+    const char *naming = NULL;
     for (size_t back = 1; back <= S_SAID && back <= session->said_next;
          back++) {
         const char *said = session->said[(session->said_next - back) % S_SAID];
-        if (strncmp (said, comm, prefix) != 0 || said[prefix] != ':')
-            continue;
-        if (strstr (said, host)) {
+        bool comms = strncmp (said, comm, prefix) == 0 && said[prefix] == ':';
+        bool names = strstr (said, host) != NULL;
+        if (comms && names) {
             snprintf (line, size, "%s", said);
             return true;
         }
-        if (!*line)
+        if (names && !naming)
+            naming = said;
+        if (comms && !*line)
             snprintf (line, size, "%s", said);
     }
-    return false;
+    if (naming)
+        snprintf (line, size, "%s", naming);
+    return naming != NULL;
 }
 
 //  Host rank of session cannot start: its launch process ended (end),

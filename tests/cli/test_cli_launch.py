@@ -6,11 +6,13 @@ runs the remote command here, as sshd would (in a session of its own):
 one session a host, engines registered, px on each, cluster list naming
 the hosts, an unreachable host named and --min-hosts honoured, cluster
 stop leaving nothing, a killed cluster's hosts ending their engines and
-clean removing its record. The same against real sshd, Slurm and MPICH on
-test hosts is tests/hosts."""
+clean removing its record; and MPICH's mpiexec (when installed) through a
+stand-in ssh, whose failure to reach a host is named at once. The same
+against real sshd, Slurm and MPICH on test hosts is tests/hosts."""
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -30,6 +32,11 @@ fi
 export BN_LAUNCH_TEST={mark}
 exec setsid sh -c "$*"
 """
+
+# The same for hydra, which puts its options (-x) before the host.
+FAKE_HYDRA_SSH = """#!/bin/sh
+while [ "${1#-}" != "$1" ]; do shift; done
+""" + FAKE_SSH.split("\n", 1)[1]
 
 
 def session_procs(profile_dir):
@@ -51,10 +58,13 @@ def session_procs(profile_dir):
 
 with tempfile.TemporaryDirectory(prefix="banyan-launch.") as tmp:
     ssh = os.path.join(tmp, "ssh")
+    os.mkdir(os.path.join(tmp, "hydra"))
+    hydra_ssh = os.path.join(tmp, "hydra", "ssh")
     MARK = tmp
-    with open(ssh, "w") as f:
-        f.write(FAKE_SSH.replace("{mark}", tmp))
-    os.chmod(ssh, stat.S_IRWXU)
+    for path, text in ((ssh, FAKE_SSH), (hydra_ssh, FAKE_HYDRA_SSH)):
+        with open(path, "w") as f:
+            f.write(text.replace("{mark}", tmp))
+        os.chmod(path, stat.S_IRWXU)
 
     # --dry-run: a shell script, nothing started, no folder made
     profile_dir = os.path.join(tmp, "never")
@@ -282,5 +292,44 @@ with tempfile.TemporaryDirectory(prefix="banyan-launch.") as tmp:
         check(stop.returncode == 0 and wait_until(
             lambda: not session_procs(profile.dir), 10),
             "cluster stop leaves nothing", describe(stop))
+
+    # mpiexec: hydra's ssh to 127.0.0.9 fails, and hydra would wait on for
+    # that proxy; the start names the host at once, well inside --timeout
+    # (100 s, past this run's limit)
+    if not shutil.which("mpiexec"):
+        print("skip: mpiexec (no MPICH here)")
+    else:
+        with Profile("launch-mpiexec-unreachable") as profile:
+            args = ["cluster", "start", "-n", "4", "--launcher", "mpiexec",
+                    "--hosts", "127.0.0.2,127.0.0.9", "--timeout", "100",
+                    "--mpiexec-cmd",
+                    f"mpiexec -launcher ssh -launcher-exec {hydra_ssh}"] \
+                + profile.args()
+            failed = run(args, timeout=90)
+            check(failed.returncode == 1
+                  and "1 of 2 hosts failed, and 2 must start (--min-hosts): "
+                  "host 127.0.0.9: ssh: connect to host 127.0.0.9 port 22: "
+                  "Connection refused (mpiexec's ssh for it exited with "
+                  "status 255)" in failed.stderr,
+                  f"mpiexec: an unreachable host is named and the start "
+                  f"fails ({failed.elapsed:.2f} s)", describe(failed))
+            check(wait_until(lambda: not session_procs(profile.dir), 10),
+                  "nothing of the failed start is left",
+                  session_procs(profile.dir))
+            start = run(args + ["--min-hosts", "1"], timeout=90)
+            check(start.returncode == 0 and "2 engines registered" in
+                  start.stdout and "on 1 host (mpiexec;" in start.stdout
+                  and "warning: host 127.0.0.9: ssh: connect to host "
+                  "127.0.0.9" in start.stderr,
+                  "mpiexec --min-hosts 1: the cluster starts on the rest",
+                  describe(start))
+            listing = run(["cluster", "list"] + profile.args())
+            check(listing.stdout.rstrip().endswith(" failed:127.0.0.9"),
+                  "cluster list names the host that failed",
+                  describe(listing))
+            stop = run(["cluster", "stop"] + profile.args(), timeout=60)
+            check(stop.returncode == 0 and wait_until(
+                lambda: not session_procs(profile.dir), 10),
+                "cluster stop leaves nothing", describe(stop))
 
 finish()
