@@ -16,8 +16,9 @@
     understand it. An engine's first pong tells which shared connection it
     is behind (bn_heart_via): requests to it go there with its uuid as the
     second frame, and what comes on that connection is taken only for the
-    engines behind it. Such an engine's unregistration_request, passing up,
-    forgets it here at once, as no connection closes for it.
+    engines behind it. Such an engine's unregistration_request, or its
+    iopub shutdown_reply (topic engine.<id>.shutdown), passing up, forgets
+    it here at once, as no connection closes for it.
 
     Hearts: the host node pings its engines with the hub's period and
     misses, and hears from bn_heart when an engine's pong connection
@@ -385,18 +386,16 @@ s_engine_lost (s_node_t *self, const char *uuid, const char *why)
     s_flush_soon (self);
 }
 
-//  An engine behind a shared connection said unregistration_request (on
-//  its way up, in msg): nothing closes for it, so it is forgotten now, and
-//  the hub, which unregisters it, is not told it was lost.
+//  Engine id, if it is behind a shared connection, said
+//  unregistration_request or shutdown_reply (on their way up): nothing
+//  closes for it, so it is forgotten now, and the hub, which unregisters
+//  it, is not told it was lost.
 static void
-s_engine_unregistered (s_node_t *self, bn_msg_t *msg)
+s_engine_unregistered (s_node_t *self, json_int_t id)
 {
-    json_t *id = json_object_get (bn_msg_content (msg), "id");
-    if (!json_is_integer (id))
-        return;
     for (s_engine_t *engine = zhashx_first (self->engines); engine;
          engine = zhashx_next (self->engines))
-        if (engine->id == json_integer_value (id)) {
+        if (engine->id == id) {
             if (engine->via) {
                 bn_log_info ("host: engine %d:%s unregistered", engine->id,
                              engine->uuid);
@@ -679,8 +678,11 @@ s_on_reg (zloop_t *loop, zsock_t *sock, void *arg)
             }
             if (uuid)
                 zhashx_update (self->pending, bn_msg_id (msg), strdup (uuid));
-        } else if (streq (bn_msg_type (msg), BN_MSG_UNREGISTRATION_REQUEST))
-            s_engine_unregistered (self, msg);
+        } else if (streq (bn_msg_type (msg), BN_MSG_UNREGISTRATION_REQUEST) &&
+                   json_is_integer (
+                       json_object_get (bn_msg_content (msg), "id")))
+            s_engine_unregistered (self, json_integer_value (json_object_get (
+                                             bn_msg_content (msg), "id")));
         if (bn_msg_send_flags (&msg, zsock_resolve (self->up_query), NULL,
                                ZMQ_DONTWAIT) == 0)
             self->stats.up++;
@@ -929,10 +931,33 @@ s_on_channel_local (zloop_t *loop, zsock_t *sock, void *arg)
 //  --------------------------------------------------------------------------
 //  IOPub and the link's heart: frames passed as they are
 
-//  Move every frame of one message from one socket to another; -1 when
-//  nothing is waiting.
+//  The engine id of an iopub topic "engine.<id>.shutdown" (a banyan
+//  engine's shutdown_reply), else -1.
 static int
-s_pass_frames (zsock_t *from, zsock_t *to)
+s_shutdown_topic (zmq_msg_t *frame)
+{
+    static const char prefix[] = "engine.", suffix[] = ".shutdown";
+    size_t size = zmq_msg_size (frame);
+    const char *data = (const char *)zmq_msg_data (frame);
+    size_t before = sizeof prefix - 1, after = sizeof suffix - 1;
+    if (size <= before + after || size > before + after + 10 ||
+        memcmp (data, prefix, before) != 0 ||
+        memcmp (data + size - after, suffix, after) != 0)
+        return -1;
+    int id = 0;
+    for (size_t i = before; i < size - after; i++) {
+        if (data[i] < '0' || data[i] > '9' || id > (INT32_MAX - 9) / 10)
+            return -1;
+        id = id * 10 + (data[i] - '0');
+    }
+    return id;
+}
+
+//  Move every frame of one message from one socket to another; -1 when
+//  nothing is waiting. With shutdown, the engine id of a shutdown topic
+//  (s_shutdown_topic) in the first frame goes there.
+static int
+s_pass_frames (zsock_t *from, zsock_t *to, int *shutdown)
 {
     void *in = zsock_resolve (from), *out = zsock_resolve (to);
     zmq_msg_t frame;
@@ -941,6 +966,8 @@ s_pass_frames (zsock_t *from, zsock_t *to)
         zmq_msg_close (&frame);
         return -1;
     }
+    if (shutdown)
+        *shutdown = s_shutdown_topic (&frame);
     bool more = zmq_msg_more (&frame);
     while (true) {
         zmq_msg_send (&frame, out, (more ? ZMQ_SNDMORE : 0) | ZMQ_DONTWAIT);
@@ -960,9 +987,14 @@ static int
 s_on_iopub (zloop_t *loop, zsock_t *sock, void *arg)
 {
     s_node_t *self = (s_node_t *)arg;
-    for (int i = 0; i < S_BATCH && s_pass_frames (sock, self->up_iopub) == 0;
-         i++)
+    int shutdown = -1;
+    for (int i = 0;
+         i < S_BATCH && s_pass_frames (sock, self->up_iopub, &shutdown) == 0;
+         i++) {
         self->stats.iopub++;
+        if (shutdown >= 0)
+            s_engine_unregistered (self, shutdown);
+    }
     return 0;
 }
 
@@ -971,7 +1003,8 @@ s_on_up_ping (zloop_t *loop, zsock_t *sock, void *arg)
 {
     s_node_t *self = (s_node_t *)arg;
     for (int i = 0;
-         i < S_BATCH && s_pass_frames (sock, self->up_hb_dealer) == 0; i++)
+         i < S_BATCH && s_pass_frames (sock, self->up_hb_dealer, NULL) == 0;
+         i++)
         ;
     return 0;
 }

@@ -538,19 +538,23 @@ START_TEST (test_shared_engines)
         ck_assert_str_eq (bn_result_stdout (result, i), "all\n");
     bn_result_destroy (&result);
     bn_view_destroy (&bcast);
-    //  no connection closes for it: the host node forgets it when its
-    //  heart stops (50 periods of 100 ms)
+    //  no connection closes for it: the host node forgets it as its
+    //  shutdown_reply passes on iopub, not when its heart stops (50
+    //  periods of 100 ms)
     int64_t end = zclock_mono () + 15000;
     while (s_host_stat ("engines") != 2 && zclock_mono () < end)
         zclock_sleep (50);
     ck_assert_int_eq (s_host_stat ("engines"), 2);
+    ck_assert_int_eq (s_host_stat ("unregistered"), 1);
+    ck_assert_int_eq (s_host_stat ("lost"), 0);
     ck_assert_int_eq (s_host_stat ("closed"), 0);
 
     //  the process ends: the two unregister, and are forgotten at once
     zactor_destroy (&engines);
     s_wait_count (client, 0, 5000);
-    ck_assert_int_eq (s_host_stat ("unregistered"), 2);
+    ck_assert_int_eq (s_host_stat ("unregistered"), 3);
     ck_assert_int_eq (s_host_stat ("engines"), 0);
+    ck_assert_int_eq (s_host_stat ("lost"), 0);
     ck_assert_int_eq (s_stat (client, "hub", "heart_failures"), 0);
     bn_view_destroy (&direct);
     bn_client_destroy (&client);
