@@ -101,6 +101,9 @@ static const s_setting_t s_settings[] = {
      S_DUR (S_MS, 1, S_HOUR),
      "time between writes of task records to an sqlite db (a bare number "
      "is ms)"},
+    {"controller.io_threads", BN_CONFIG_INT, "2", S_NUM (1, 64),
+     "ZeroMQ I/O threads of the controller: they move every byte between "
+     "its sockets and the network, one connection each"},
     {"controller.hwm", BN_CONFIG_INT, "0", S_NUM (0, INT_MAX),
      "high-water mark of every controller socket (0 = unlimited)"},
     {"controller.client_hwm", BN_CONFIG_INT, "10000", S_NUM (0, INT_MAX),

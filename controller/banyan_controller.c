@@ -264,6 +264,10 @@ main (int argc, char **argv)
         return 1;
     }
 
+    //  before the first socket and the other context options: czmq makes
+    //  the context again with them
+    zsys_set_io_threads (
+        (size_t)bn_config_int (config, "controller.io_threads"));
     //  a deep broadcast tree needs more sockets than czmq's default 1024
     if (bn_controller_sockets (config) > 1024)
         zsys_set_max_sockets (0);
