@@ -104,7 +104,9 @@ s_read_name (pid_t pid, const char *comm, char *name, size_t size)
     cmdline[got] = 0;
     const char *base = strrchr (cmdline, '/');
     base = base ? base + 1 : cmdline;
-    snprintf (name, size, "%s", *base ? base : comm);
+    //  (a longer name is cut: it only labels the process in the table)
+    if (snprintf (name, size, "%s", *base ? base : comm) >= (int)size)
+        name[size - 1] = 0;
 }
 
 //  VmRSS in kB and the open descriptors of pid; -1 if it is gone.

@@ -41,6 +41,7 @@ static int
 s_shape (bn_benchcase_t *c, int *hosts, int *per_host)
 {
     *hosts = (int)bn_benchcase_long (c, "hosts", 1);
+    *per_host = 0;
     long engines = bn_benchcase_long (c, "engines", 0);
     if (engines == 0)
         *per_host = c->quick ? S_PAYLOAD_QUICK : S_PAYLOAD_PER_HOST;
