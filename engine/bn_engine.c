@@ -59,6 +59,7 @@
 #include "bn_wire.h"
 
 #include <assert.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1540,8 +1541,14 @@ bn_engine_start (bn_engine_t *self, bool shared)
         return -1;
     }
     bn_msg_set_content (msg, content);
+    //  Never blocks: a connection whose security handshake the controller
+    //  refused has no pipe to queue on, and a blocking send waited for
+    //  ever. The request is then lost; the handshake watcher stops the
+    //  engines with the reason, or the registration times out.
     zsock_t *sock = shared ? self->env->registration : self->registration;
-    if (bn_msg_send (&msg, zsock_resolve (sock), self->session))
+    if (bn_msg_send_flags (&msg, zsock_resolve (sock), self->session,
+                           ZMQ_DONTWAIT) &&
+        errno != EAGAIN)
         return -1;
     self->deadline =
         zclock_mono () + (int64_t)(self->env->registration_timeout * 1000);
