@@ -278,10 +278,12 @@ s_register (s_fake_t *fake, int count, int hb_period)
 //  request's msg_id (static buffer).
 typedef void (s_add_fn) (bn_msg_t *msg, void *arg);
 
+//  As s_send_to, with shared (not NULL) in front of the engine's uuid: the
+//  routing id of the connection the engine shares.
 static const char *
-s_send_to (s_fake_t *fake, zsock_t *sock, int index, const char *type,
-           json_t *content, json_t *metadata, s_add_fn *add, void *arg,
-           const char *via)
+s_send_routed (s_fake_t *fake, zsock_t *sock, int index, const char *type,
+               json_t *content, json_t *metadata, s_add_fn *add, void *arg,
+               const char *via, const char *shared)
 {
     static char msg_id[BN_MSG_ID_SIZE];
     int64_t until = zclock_mono () + S_TIMEOUT;
@@ -291,6 +293,8 @@ s_send_to (s_fake_t *fake, zsock_t *sock, int index, const char *type,
         if (via)
             bn_msg_push_ident (msg, via, strlen (via));
         bn_msg_push_ident (msg, fake->uuid[index], strlen (fake->uuid[index]));
+        if (shared)
+            bn_msg_push_ident (msg, shared, strlen (shared));
         bn_msg_set_content (msg,
                             content ? json_incref (content) : json_object ());
         bn_msg_set_metadata (msg, metadata ? json_incref (metadata)
@@ -307,6 +311,15 @@ s_send_to (s_fake_t *fake, zsock_t *sock, int index, const char *type,
     json_decref (content);
     json_decref (metadata);
     return msg_id;
+}
+
+static const char *
+s_send_to (s_fake_t *fake, zsock_t *sock, int index, const char *type,
+           json_t *content, json_t *metadata, s_add_fn *add, void *arg,
+           const char *via)
+{
+    return s_send_routed (fake, sock, index, type, content, metadata, add, arg,
+                          via, NULL);
 }
 
 static const char *
@@ -1411,26 +1424,8 @@ static const char *
 s_send_shared (s_fake_t *fake, zsock_t *sock, const char *via, int index,
                const char *type, json_t *content, s_add_fn *add, void *arg)
 {
-    static char msg_id[BN_MSG_ID_SIZE];
-    int64_t until = zclock_mono () + S_TIMEOUT;
-    while (true) {
-        bn_msg_t *msg = bn_msg_new (fake->client, type);
-        bn_msg_push_ident (msg, S_CLIENT, S_CLIENT_SIZE);
-        bn_msg_push_ident (msg, fake->uuid[index], strlen (fake->uuid[index]));
-        bn_msg_push_ident (msg, via, strlen (via));
-        bn_msg_set_content (msg,
-                            content ? json_incref (content) : json_object ());
-        if (add)
-            add (msg, arg);
-        snprintf (msg_id, sizeof msg_id, "%s", bn_msg_id (msg));
-        if (bn_msg_send (&msg, zsock_resolve (sock), fake->client) == 0)
-            break;
-        ck_assert_int_eq (errno, EHOSTUNREACH);
-        ck_assert_int_lt (zclock_mono (), until);
-        zclock_sleep (10);
-    }
-    json_decref (content);
-    return msg_id;
+    return s_send_routed (fake, sock, index, type, content, NULL, add, arg,
+                          NULL, via);
 }
 
 //  The reply of engine index to msg_id on the shared connection via.
