@@ -105,21 +105,6 @@ s_has_key (const char *md, size_t len, const char *quoted)
     return md && memmem (md, len, quoted, strlen (quoted)) != NULL;
 }
 
-bn_merged_shape_t
-bn_merged_shape (bn_msg_t *msg)
-{
-    assert (msg);
-    size_t len;
-    const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
-    if (s_has_key (md, len, "\"" BN_BCAST_TARGETS "\""))
-        return BN_MERGED_TARGETS;
-    if (s_has_key (md, len, "\"" BN_BCAST_GROUPS "\""))
-        return BN_MERGED_GROUPS;
-    if (s_has_key (md, len, "\"" BN_BCAST_REDUCED "\""))
-        return BN_MERGED_REDUCED;
-    return BN_MERGED_NONE;
-}
-
 //  A slice that must be a JSON array: its elements' bounds. -1 if not one.
 static int
 s_array (bn_jscan_slice_t value, const char **at, const char **end)
@@ -165,6 +150,42 @@ s_targets_mark (const char *md, size_t len)
         memcmp (md + 1, S_TARGETS_KEY, strlen (S_TARGETS_KEY)) == 0)
         return md;
     return memmem (md, len, S_TARGETS_MARK, strlen (S_TARGETS_MARK));
+}
+
+bn_merged_shape_t
+bn_merged_shape (bn_msg_t *msg)
+{
+    assert (msg);
+    size_t len;
+    const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
+    if (!md || len == 0)
+        return BN_MERGED_NONE;
+    //  A merging node's spliced lists, after its short base metadata
+    const char *mark = s_targets_mark (md, len);
+    if (mark && s_top_level (md, mark + 1))
+        return BN_MERGED_TARGETS;
+    //  The keys written plainly; none, and no escape that could spell one,
+    //  is a reply of one engine, told without a walk
+    bool plain[3] = {s_has_key (md, len, "\"" BN_BCAST_TARGETS "\""),
+                     s_has_key (md, len, "\"" BN_BCAST_GROUPS "\""),
+                     s_has_key (md, len, "\"" BN_BCAST_REDUCED "\"")};
+    if (!plain[0] && !plain[1] && !plain[2] && !memchr (md, '\\', len))
+        return BN_MERGED_NONE;
+    //  Otherwise a key counts only at the top level: a value nested in the
+    //  metadata may hold any of them. Metadata that is not well-formed goes
+    //  by the plain keys, for the reader to say what is wrong with it.
+    const char *keys[] = {BN_BCAST_TARGETS, BN_BCAST_GROUPS, BN_BCAST_REDUCED};
+    bn_jscan_slice_t values[3];
+    if (bn_jscan_object (md, len, keys, 3, values, NULL) != 0)
+        for (int k = 0; k < 3; k++)
+            values[k].data = plain[k] ? md : NULL;
+    if (values[0].data)
+        return BN_MERGED_TARGETS;
+    if (values[1].data)
+        return BN_MERGED_GROUPS;
+    if (values[2].data)
+        return BN_MERGED_REDUCED;
+    return BN_MERGED_NONE;
 }
 
 //  Open the targets shape: the spliced lists when a node wrote them, else

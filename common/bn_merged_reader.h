@@ -60,8 +60,9 @@ typedef struct {
 
 typedef struct _bn_merged_reader_t bn_merged_reader_t;
 
-//  The shape of msg's metadata, told from the keys it holds (a look for
-//  their quoted names, no parsing): what to expect of a reader.
+//  The shape of msg's metadata, told from the keys its top-level object
+//  holds (a key nested in a value does not count; a walk only when the
+//  text does not settle it at a look): what to expect of a reader.
 bn_merged_shape_t bn_merged_shape (bn_msg_t *msg);
 
 //  Create a reader of msg (borrowed: it must outlive the reader and not

@@ -250,6 +250,45 @@ START_TEST (test_engines)
 }
 END_TEST
 
+//  The shape goes by the keys of the metadata's top-level object: a key
+//  nested in a value or quoted in a string is a single engine's metadata,
+//  an escaped key is the key, and text that is not JSON goes by the keys
+//  written in it, for the reader to refuse.
+START_TEST (test_shape)
+{
+    struct {
+        const char *metadata;
+        bn_merged_shape_t shape;
+    } cases[] = {
+        {"{\"status\":\"ok\"}", BN_MERGED_NONE},
+        {"{\"user\":{\"" BN_BCAST_TARGETS "\":[[\"u\",1]]}}", BN_MERGED_NONE},
+        {"{\"note\":\"\\\"" BN_BCAST_TARGETS "\\\":[\",\"a\":1}",
+         BN_MERGED_NONE},
+        {"{\"x\":[{\"" BN_BCAST_GROUPS "\":[]}],\"" BN_BCAST_REDUCED "\":{}}",
+         BN_MERGED_REDUCED},
+        {"{\"broadcast\\u005ftargets\":[]}", BN_MERGED_TARGETS},
+        {"{\"a\":{\"" BN_BCAST_TARGETS "\":[]},\"" BN_BCAST_TARGETS "\":[]}",
+         BN_MERGED_TARGETS},
+        {"{\"" BN_BCAST_GROUPS "\":[", BN_MERGED_GROUPS},
+    };
+    bn_session_t *session = bn_session_new ("key", NULL);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        bn_msg_t *msg = bn_msg_new (session, BN_MSG_APPLY_REPLY);
+        ck_assert_int_eq (bn_msg_set_part_raw (msg, BN_PART_METADATA,
+                                               cases[i].metadata,
+                                               strlen (cases[i].metadata)),
+                          0);
+        ck_assert_msg (bn_merged_shape (msg) == cases[i].shape,
+                       "%s: shape %d, not %d", cases[i].metadata,
+                       bn_merged_shape (msg), cases[i].shape);
+        if (cases[i].shape == BN_MERGED_NONE)
+            ck_assert_int_eq (bn_merged_engines (msg), -1);
+        bn_msg_destroy (&msg);
+    }
+    bn_session_destroy (&session);
+}
+END_TEST
+
 //  Every entry of the tree's targets replies written again from its
 //  fields, and the whole metadata from the base and the entries: the same
 //  bytes as the node wrote.
@@ -707,6 +746,7 @@ main (void)
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_reader);
     tcase_add_test (tc, test_engines);
+    tcase_add_test (tc, test_shape);
     tcase_add_test (tc, test_writer);
     tcase_add_test (tc, test_escapes);
     tcase_add_test (tc, test_empty_base);
