@@ -140,6 +140,30 @@ s_top_level (const char *md, const char *at)
     return depth == 1 && !quoted;
 }
 
+//  True if the JSON array opening at open closes at close: a walk of its
+//  text that stops there, so that a replies key found after it is the one
+//  following the list, not one nested in a later value.
+static bool
+s_closes_at (const char *open, const char *close)
+{
+    int depth = 0;
+    bool quoted = false;
+    for (const char *c = open; c <= close; c++) {
+        if (quoted) {
+            if (*c == '\\')
+                c++;
+            else if (*c == '"')
+                quoted = false;
+        } else if (*c == '"')
+            quoted = true;
+        else if (*c == '[' || *c == '{')
+            depth++;
+        else if ((*c == ']' || *c == '}') && --depth == 0)
+            return c == close;
+    }
+    return false;
+}
+
 //  The character before the first spliced targets key in md: the comma
 //  after the base metadata, or md's opening brace when the base is empty
 //  (the mark is as long either way). NULL if there is none.
@@ -200,7 +224,8 @@ s_open_targets (bn_merged_reader_t *self)
                                         S_REPLIES_MARK, strlen (S_REPLIES_MARK))
                               : NULL;
     if (replies && md_end - md >= 2 && md_end[-1] == '}' && md_end[-2] == ']' &&
-        s_top_level (md, mark + 1)) {
+        s_top_level (md, mark + 1) &&
+        s_closes_at (mark + strlen (S_TARGETS_MARK) - 1, replies)) {
         self->spliced = true;
         self->targets = mark + strlen (S_TARGETS_MARK) - 1;
         self->replies_list = replies + strlen (S_REPLIES_MARK) - 1;

@@ -289,6 +289,32 @@ START_TEST (test_shape)
 }
 END_TEST
 
+//  A replies key nested in a value after the targets, in a text that ends
+//  as a node's splice does, is not the list of the targets' replies.
+START_TEST (test_nested_replies)
+{
+    const char *md = "{\"" BN_BCAST_TARGETS
+                     "\":[[\"u\",1]],\"y\":[{\"a\":[1],\"" BN_BCAST_REPLIES
+                     "\":[{\"status\":\"ok\",\"nbuffers\":0}]}]}";
+    bn_session_t *session = bn_session_new ("key", NULL);
+    bn_msg_t *msg = bn_msg_new (session, BN_MSG_APPLY_REPLY);
+    ck_assert_int_eq (
+        bn_msg_set_part_raw (msg, BN_PART_METADATA, md, strlen (md)), 0);
+    bn_merged_reader_t *reader = bn_merged_reader_new (msg);
+    ck_assert_ptr_nonnull (reader);
+    ck_assert (!bn_merged_reader_spliced (reader));
+    bn_merged_entry_t entry;
+    int rc;
+    while ((rc = bn_merged_reader_next (reader, &entry)) == 1)
+        ck_assert_msg (entry.status == NULL || strcmp (entry.status, "ok") != 0,
+                       "an entry read from the nested list");
+    ck_assert (!bn_merged_reader_spliced (reader));
+    bn_merged_reader_destroy (&reader);
+    bn_msg_destroy (&msg);
+    bn_session_destroy (&session);
+}
+END_TEST
+
 //  Every entry of the tree's targets replies written again from its
 //  fields, and the whole metadata from the base and the entries: the same
 //  bytes as the node wrote.
@@ -747,6 +773,7 @@ main (void)
     tcase_add_test (tc, test_reader);
     tcase_add_test (tc, test_engines);
     tcase_add_test (tc, test_shape);
+    tcase_add_test (tc, test_nested_replies);
     tcase_add_test (tc, test_writer);
     tcase_add_test (tc, test_escapes);
     tcase_add_test (tc, test_empty_base);
