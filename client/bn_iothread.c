@@ -11,6 +11,7 @@
 #include "bn_log.h"
 #include "bn_msgtypes.h"
 #include "bn_replies.h"
+#include "bn_watch.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -22,8 +23,31 @@
 
 #define S_BATCH 256     //  messages read from one socket per turn
 #define S_LINGER_MS 250 //  how long unsent messages may delay destroy
+//  How long the loss of the broadcast scheduler's connection waits for
+//  news of the controller's end: when the controller dies, both
+//  connections drop, and its requests should say so, not that engines
+//  died.
+#define S_BCAST_GRACE_MS 200
 
 enum { S_CMD_SEND, S_CMD_STOP };
+
+//  What the thread watches beside the request sockets (bn_sock_t).
+enum {
+    S_IOPUB = BN_SOCK_COUNT,
+    S_NOTIFY,
+    S_MONITOR,
+    S_BCAST_MONITOR,
+    S_PIPE,
+    S_SOURCES
+};
+
+//  A watched socket and what it is.
+typedef struct {
+    bn_iothread_t *self;
+    int kind;              //  a bn_sock_t or one of the above
+    void *socket;          //  the socket, NULL if the client has none
+    bn_watch_item_t *item; //  its watch
+} s_source_t;
 
 //  What user threads pass to the thread over the pipe.
 typedef struct {
@@ -41,6 +65,11 @@ struct _bn_iothread_t {
     pthread_mutex_t pipe_lock; //  guards pipe and pipe_closed
     bool pipe_closed;          //  no more commands can be sent
     pthread_t thread;          //  the thread
+    bn_watch_t *watch;         //  the thread's sockets
+    s_source_t sources[S_SOURCES];
+    bool changed;       //  the tracker changed in this turn
+    bool stop;          //  STOP was read
+    int64_t bcast_lost; //  when the broadcast connection dropped
 };
 
 static void
@@ -192,12 +221,40 @@ bn_iothread_monitor_event (void *monitor)
 
 //  The broadcast scheduler's connection dropped: what was sent there gets
 //  no reply (the connection comes back by itself for later requests).
+//  Whether a monitor's events, read to the last, tell of a disconnection.
 static bool
+s_disconnected (void *monitor)
+{
+    bool disconnected = false;
+    uint16_t event;
+    while ((event = bn_iothread_monitor_event (monitor)) != 0)
+        disconnected |= event == ZMQ_EVENT_DISCONNECTED;
+    return disconnected;
+}
+
+//  The broadcast scheduler's connection dropped: noted, and settled after
+//  the grace (s_settle_broadcast) unless the controller's end came first.
+static void
 s_on_bcast_monitor (bn_iothread_t *self)
 {
-    if (bn_iothread_monitor_event (self->args.bcast_monitor) !=
-        ZMQ_EVENT_DISCONNECTED)
-        return false;
+    if (s_disconnected (self->args.bcast_monitor) && !self->bcast_lost)
+        self->bcast_lost = zclock_mono ();
+}
+
+//  The time left of the broadcast connection's grace, -1 if none runs.
+static int
+s_bcast_grace (bn_iothread_t *self)
+{
+    if (!self->bcast_lost)
+        return -1;
+    int64_t left = self->bcast_lost + S_BCAST_GRACE_MS - zclock_mono ();
+    return left > 0 ? (int)left : 0;
+}
+
+static bool
+s_settle_broadcast (bn_iothread_t *self)
+{
+    self->bcast_lost = 0;
     bn_log_info ("client: lost the connection to the broadcast scheduler");
     bn_tracker_lock (self->args.tracker);
     bool changed = bn_tracker_broadcast_lost (self->args.tracker);
@@ -208,9 +265,9 @@ s_on_bcast_monitor (bn_iothread_t *self)
 static bool
 s_on_monitor (bn_iothread_t *self)
 {
-    if (bn_iothread_monitor_event (self->args.monitor) !=
-        ZMQ_EVENT_DISCONNECTED)
+    if (!s_disconnected (self->args.monitor))
         return false;
+    self->bcast_lost = 0;
     bn_log_info ("client: lost the connection to the controller");
     bn_tracker_lock (self->args.tracker);
     bn_tracker_close (self->args.tracker, BN_ENOCONTROLLER);
@@ -239,6 +296,8 @@ s_on_pipe (bn_iothread_t *self)
                              zmq_strerror (errno));
         }
         free (cmd.msgs);
+        //  sending may have taken the signal of a reply that came meanwhile
+        bn_watch_check (self->watch, self->sources[cmd.sock].item);
     }
     return false;
 }
@@ -253,83 +312,93 @@ s_close_socket (void **socket_p, int linger)
     *socket_p = NULL;
 }
 
+//  Read what a socket holds, up to a batch; false when it held more.
+static bool
+s_read (bn_iothread_t *self, s_source_t *source)
+{
+    for (int k = 0; k < S_BATCH; k++) {
+        bn_msg_t *msg = bn_msg_recv_flags (source->socket, ZMQ_DONTWAIT);
+        if (!msg)
+            return true;
+        if (source->kind == S_IOPUB)
+            self->changed |= s_on_iopub (self, msg);
+        else if (source->kind == S_NOTIFY)
+            self->changed |= s_on_notification (self, msg);
+        else
+            self->changed |= s_on_reply (self, msg, (bn_sock_t)source->kind);
+        bn_msg_destroy (&msg);
+    }
+    return false;
+}
+
+//  Replies are read before notifications and connection events, so that
+//  a reply that arrived together with the news of its engine's (or the
+//  controller's) end still counts.
+static void
+s_read_replies (bn_iothread_t *self)
+{
+    for (int kind = 0; kind < BN_SOCK_COUNT; kind++) {
+        s_source_t *source = &self->sources[kind];
+        if (source->item && !s_read (self, source))
+            bn_watch_again (self->watch, source->item);
+    }
+}
+
+//  bn_watch_fn: a socket of the thread has input (a reader's handler:
+//  it reads until the socket is empty, or asks to be called again).
+static void
+s_on_ready (bn_watch_item_t *item, void *arg)
+{
+    s_source_t *source = arg;
+    bn_iothread_t *self = source->self;
+    if (source->kind == S_PIPE)
+        self->stop |= s_on_pipe (self);
+    else if (source->kind == S_MONITOR) {
+        s_read_replies (self);
+        self->changed |= s_on_monitor (self);
+    } else if (source->kind == S_BCAST_MONITOR)
+        s_on_bcast_monitor (self);
+    else {
+        if (source->kind == S_NOTIFY)
+            s_read_replies (self);
+        if (!s_read (self, source))
+            bn_watch_again (self->watch, item);
+    }
+}
+
+static void
+s_unwatch (bn_iothread_t *self)
+{
+    if (!self->watch)
+        return;
+    for (int i = 0; i < S_SOURCES; i++)
+        bn_watch_cancel (self->watch, &self->sources[i].item);
+    bn_watch_destroy (&self->watch);
+}
+
 static void *
 s_run (void *arg)
 {
     bn_iothread_t *self = arg;
     bn_log_set_ident ("client");
-    //  Within one turn replies are read before output, notifications and
-    //  connection events, so that a reply that arrived together with the
-    //  news of its engine's (or the controller's) end still counts.
-    enum {
-        P_IOPUB = BN_SOCK_COUNT,
-        P_NOTIFY,
-        P_MONITOR,
-        P_BCAST_MONITOR,
-        P_PIPE,
-        P_ALL
-    };
-    zmq_pollitem_t items[P_ALL];
-    memset (items, 0, sizeof items);
-    void *sockets[P_ALL];
-    for (int i = 0; i < BN_SOCK_COUNT; i++)
-        sockets[i] = self->args.sockets[i];
-    sockets[P_IOPUB] = self->args.iopub;
-    sockets[P_NOTIFY] = self->args.notification;
-    sockets[P_MONITOR] = self->args.monitor;
-    sockets[P_BCAST_MONITOR] = self->args.bcast_monitor;
-    sockets[P_PIPE] = self->pipe_back;
-    int n = 0;
-    int kind[P_ALL];
-    for (int i = 0; i < P_ALL; i++)
-        if (sockets[i]) {
-            items[n].socket = sockets[i];
-            items[n].events = ZMQ_POLLIN;
-            kind[n++] = i;
-        }
-    bool stop = false;
-    while (!stop) {
-        if (zmq_poll (items, n, -1) < 0) {
-            if (errno == EINTR)
-                continue;
+    //  A wake-up costs for the sockets that have input, not for each of
+    //  the dozen the thread holds (as zmq_poll does).
+    while (!self->stop) {
+        if (bn_watch_wait (self->watch, s_bcast_grace (self)) != 0) {
+            bn_log_error ("client: cannot wait for its sockets: %s",
+                          strerror (errno));
             break;
         }
-        bool changed = false;
-        for (int i = 0; i < n; i++) {
-            if (!(items[i].revents & ZMQ_POLLIN))
-                continue;
-            if (kind[i] == P_PIPE) {
-                stop = s_on_pipe (self);
-                continue;
-            }
-            if (kind[i] == P_MONITOR) {
-                changed |= s_on_monitor (self);
-                continue;
-            }
-            if (kind[i] == P_BCAST_MONITOR) {
-                changed |= s_on_bcast_monitor (self);
-                continue;
-            }
-            for (int k = 0; k < S_BATCH; k++) {
-                bn_msg_t *msg =
-                    bn_msg_recv_flags (items[i].socket, ZMQ_DONTWAIT);
-                if (!msg)
-                    break;
-                if (kind[i] == P_IOPUB)
-                    changed |= s_on_iopub (self, msg);
-                else if (kind[i] == P_NOTIFY)
-                    changed |= s_on_notification (self, msg);
-                else
-                    changed |= s_on_reply (self, msg, (bn_sock_t)kind[i]);
-                bn_msg_destroy (&msg);
-            }
-        }
-        if (changed) {
+        if (s_bcast_grace (self) == 0)
+            self->changed |= s_settle_broadcast (self);
+        if (self->changed) {
             bn_tracker_lock (self->args.tracker);
             bn_tracker_changed (self->args.tracker);
             bn_tracker_unlock (self->args.tracker);
+            self->changed = false;
         }
     }
+    s_unwatch (self);
     bn_tracker_lock (self->args.tracker);
     int linger = bn_tracker_state (self->args.tracker) == BN_ENOCONTROLLER
                      ? 0
@@ -365,6 +434,33 @@ s_open_pipe (bn_iothread_t *self)
     return 0;
 }
 
+//  The thread's sockets in its watch set (made here, used only by the
+//  thread once it runs).
+static int
+s_watch (bn_iothread_t *self)
+{
+    self->watch = bn_watch_new (NULL);
+    if (!self->watch)
+        return -1;
+    for (int i = 0; i < BN_SOCK_COUNT; i++)
+        self->sources[i].socket = self->args.sockets[i];
+    self->sources[S_IOPUB].socket = self->args.iopub;
+    self->sources[S_NOTIFY].socket = self->args.notification;
+    self->sources[S_MONITOR].socket = self->args.monitor;
+    self->sources[S_BCAST_MONITOR].socket = self->args.bcast_monitor;
+    self->sources[S_PIPE].socket = self->pipe_back;
+    for (int i = 0; i < S_SOURCES; i++) {
+        s_source_t *source = &self->sources[i];
+        source->self = self;
+        source->kind = i;
+        if (source->socket &&
+            !(source->item = bn_watch_reader (self->watch, source->socket,
+                                              s_on_ready, source)))
+            return -1;
+    }
+    return 0;
+}
+
 bn_iothread_t *
 bn_iothread_new (bn_iothread_args_t *args)
 {
@@ -377,8 +473,9 @@ bn_iothread_new (bn_iothread_args_t *args)
     self->args = *args;
     self->session_len = strlen (args->session_id);
     pthread_mutex_init (&self->pipe_lock, NULL);
-    if (s_open_pipe (self) != 0 ||
+    if (s_open_pipe (self) != 0 || s_watch (self) != 0 ||
         pthread_create (&self->thread, NULL, s_run, self) != 0) {
+        s_unwatch (self);
         s_close_socket (&self->pipe, 0);
         s_close_socket (&self->pipe_back, 0);
         pthread_mutex_destroy (&self->pipe_lock);

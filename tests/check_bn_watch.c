@@ -1,5 +1,5 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
-/*  check_bn_engine_watch: the engine's epoll watch set (bn_watch):
+/*  check_bn_watch: the epoll watch set (bn_watch) in a zloop and alone:
     sockets and descriptors, handlers that stop early, cancelling during a
     batch, many sockets.  */
 #include "bn_watch.h"
@@ -232,6 +232,53 @@ START_TEST (test_input_after_send)
 }
 END_TEST
 
+//  A set of its own, run by bn_watch_wait, with libzmq socket handles: a
+//  handler that reads one message per call is called again without new
+//  input, and input that a send took the signal of is seen after
+//  bn_watch_check.
+START_TEST (test_alone)
+{
+    bn_watch_t *watch = bn_watch_new (NULL);
+    ck_assert_ptr_nonnull (watch);
+    ck_assert_ptr_null (bn_watch_loop (watch));
+    zsock_t *router = zsock_new_router ("inproc://check-watch-alone");
+    zsock_t *dealer = zsock_new_dealer ("inproc://check-watch-alone");
+    s_state_t state = {watch, 0, 0, 3, dealer, -1, NULL, NULL, -1};
+    bn_watch_item_t *item =
+        bn_watch_socket (watch, zsock_resolve (dealer), s_read_one, &state);
+    ck_assert_ptr_nonnull (item);
+    //  the router learns the dealer's routing id from its first message
+    zstr_send (dealer, "hello");
+    zframe_t *id = zframe_recv (router);
+    char *hello = zstr_recv (router);
+    ck_assert_str_eq (hello, "hello");
+    free (hello);
+    for (int i = 0; i < 3; i++) {
+        zframe_send (&id, router, ZFRAME_MORE | ZFRAME_REUSE);
+        zstr_send (router, "m");
+    }
+    //  one message a call, and never a wait while one is left
+    for (int turn = 0; turn < 100 && state.received < 3; turn++)
+        ck_assert_int_eq (bn_watch_wait (watch, 5000), 0);
+    ck_assert_int_eq (state.received, 3);
+    //  input that arrives while the watched socket sends
+    zframe_send (&id, router, ZFRAME_MORE | ZFRAME_REUSE);
+    zstr_send (router, "late");
+    zmq_pollitem_t pollitem = {zsock_resolve (dealer), 0, ZMQ_POLLIN, 0};
+    ck_assert_int_eq (zmq_poll (&pollitem, 1, 5000), 1);
+    zstr_send (dealer, "out");
+    bn_watch_check (watch, item);
+    for (int turn = 0; turn < 100 && state.received < 4; turn++)
+        ck_assert_int_eq (bn_watch_wait (watch, 5000), 0);
+    ck_assert_int_eq (state.received, 4);
+    bn_watch_cancel (watch, &item);
+    zframe_destroy (&id);
+    zsock_destroy (&dealer);
+    zsock_destroy (&router);
+    bn_watch_destroy (&watch);
+}
+END_TEST
+
 static int s_total; //  messages s_count read
 
 static void
@@ -301,6 +348,7 @@ main (void)
     tcase_add_test (tc, test_end_of_file_cancels_itself);
     tcase_add_test (tc, test_input_after_send);
     tcase_add_test (tc, test_many_sockets);
+    tcase_add_test (tc, test_alone);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);

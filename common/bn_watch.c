@@ -1,6 +1,6 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
-/*  bn_watch: an epoll set of descriptors and libzmq sockets, itself one
-    item of a zloop.
+/*  bn_watch: an epoll set of descriptors and libzmq sockets, one item of
+    a zloop or a loop of its own (bn_watch_wait).
 
     zmq_poll costs time for every item on every call (about 28 ms for
     12,000 sockets here), and zloop rebuilds its poll set and stops
@@ -13,8 +13,14 @@
     it fires, ZMQ_EVENTS tells whether there is input, and libzmq clears
     the signal whenever the socket is used, also by a send. So a socket
     whose handler stopped early, or that was sent on, is put on a ready
-    list and looked at again without waiting for its descriptor; an
-    eventfd in the set wakes the loop for that.
+    list and looked at again without waiting for its descriptor: in a
+    zloop an eventfd in the set wakes the loop for that, on its own the
+    next wait does not block.
+
+    Asking ZMQ_EVENTS costs system calls too (libzmq looks at the socket's
+    mailbox), as many as a receive that finds nothing; so a reader, whose
+    handler receives until the socket has nothing left, is called when
+    its descriptor fires without a look before or after.
 
     Items cancelled while a batch of events is being dispatched are only
     marked; they are freed after the batch.  */
@@ -35,19 +41,21 @@
 #define S_BATCH 256 //  events taken per epoll_wait
 
 struct _bn_watch_item_t {
-    zsock_t *sock; //  watched socket, or NULL
-    int fd;        //  watched descriptor (ZMQ_FD for a socket)
+    void *handle; //  watched libzmq socket, or NULL
+    int fd;       //  watched descriptor (ZMQ_FD for a socket)
     bn_watch_fn *fn;
     void *arg;
+    bool drains;           //  its handler reads until the socket is empty
     bool dead;             //  cancelled; free when not referenced
     bool queued;           //  on the ready list
     bn_watch_item_t *next; //  ready list or graveyard link
 };
 
 struct _bn_watch_t {
-    zloop_t *loop;
+    zloop_t *loop;               //  the loop polling the set, or NULL
     int epfd;                    //  the epoll set
     int wakefd;                  //  eventfd: the ready list is not empty
+                                 //  (with a loop; else -1)
     zmq_pollitem_t item;         //  epfd, as registered with loop
     bn_watch_item_t *ready;      //  sockets to look at again
     bn_watch_item_t **ready_end; //  where the next ready item goes
@@ -57,10 +65,20 @@ struct _bn_watch_t {
     size_t size;                 //  live items
 };
 
+//  Whether a libzmq socket has a message to receive.
+static bool
+s_readable (void *handle)
+{
+    int events = 0;
+    size_t size = sizeof events;
+    return zmq_getsockopt (handle, ZMQ_EVENTS, &events, &size) == 0 &&
+           (events & ZMQ_POLLIN);
+}
+
 static void
 s_wake (bn_watch_t *self)
 {
-    if (self->woken)
+    if (self->woken || self->wakefd < 0)
         return;
     uint64_t one = 1;
     if (write (self->wakefd, &one, sizeof one) == sizeof one)
@@ -86,14 +104,14 @@ s_dispatch (bn_watch_t *self, bn_watch_item_t *item)
 {
     if (item->dead)
         return;
-    if (!item->sock) {
+    if (!item->handle || item->drains) {
         item->fn (item, item->arg);
         return;
     }
-    if (!(zsock_events (item->sock) & ZMQ_POLLIN))
+    if (!s_readable (item->handle))
         return;
     item->fn (item, item->arg);
-    if (!item->dead && (zsock_events (item->sock) & ZMQ_POLLIN))
+    if (!item->dead && s_readable (item->handle))
         s_queue (self, item);
 }
 
@@ -108,13 +126,14 @@ s_bury (bn_watch_t *self)
     }
 }
 
+//  Take the events of up to timeout ms and call what is ready.
 static int
-s_event (zloop_t *loop, zmq_pollitem_t *pollitem, void *arg)
+s_turn (bn_watch_t *self, int timeout)
 {
-    bn_watch_t *self = (bn_watch_t *)arg;
     self->dispatching++;
     struct epoll_event events[S_BATCH];
-    int count = epoll_wait (self->epfd, events, S_BATCH, 0);
+    int count = epoll_wait (self->epfd, events, S_BATCH, timeout);
+    int rc = count < 0 && errno != EINTR ? -1 : 0;
     for (int i = 0; i < count; i++) {
         bn_watch_item_t *item = (bn_watch_item_t *)events[i].data.ptr;
         if (item)
@@ -149,23 +168,29 @@ s_event (zloop_t *loop, zmq_pollitem_t *pollitem, void *arg)
     self->dispatching--;
     if (!self->dispatching)
         s_bury (self);
+    return rc;
+}
+
+static int
+s_event (zloop_t *loop, zmq_pollitem_t *pollitem, void *arg)
+{
+    s_turn ((bn_watch_t *)arg, 0);
     return 0;
 }
 
 bn_watch_t *
 bn_watch_new (zloop_t *loop)
 {
-    assert (loop);
     bn_watch_t *self = calloc (1, sizeof *self);
     if (!self)
         return NULL;
     self->loop = loop;
     self->ready_end = &self->ready;
     self->epfd = epoll_create1 (EPOLL_CLOEXEC);
-    self->wakefd = eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC);
+    self->wakefd = loop ? eventfd (0, EFD_NONBLOCK | EFD_CLOEXEC) : -1;
     struct epoll_event event = {EPOLLIN, {.ptr = NULL}};
-    if (self->epfd < 0 || self->wakefd < 0 ||
-        epoll_ctl (self->epfd, EPOLL_CTL_ADD, self->wakefd, &event)) {
+    if (self->epfd < 0 || (loop && self->wakefd < 0) ||
+        (loop && epoll_ctl (self->epfd, EPOLL_CTL_ADD, self->wakefd, &event))) {
         int saved = errno;
         if (self->epfd >= 0)
             close (self->epfd);
@@ -175,9 +200,11 @@ bn_watch_new (zloop_t *loop)
         errno = saved;
         return NULL;
     }
-    self->item = (zmq_pollitem_t){NULL, self->epfd, ZMQ_POLLIN, 0};
-    zloop_poller (loop, &self->item, s_event, self);
-    zloop_poller_set_tolerant (loop, &self->item);
+    if (loop) {
+        self->item = (zmq_pollitem_t){NULL, self->epfd, ZMQ_POLLIN, 0};
+        zloop_poller (loop, &self->item, s_event, self);
+        zloop_poller_set_tolerant (loop, &self->item);
+    }
     return self;
 }
 
@@ -189,9 +216,11 @@ bn_watch_destroy (bn_watch_t **self_p)
     if (!self)
         return;
     assert (!self->dispatching);
-    zloop_poller_end (self->loop, &self->item);
+    if (self->loop)
+        zloop_poller_end (self->loop, &self->item);
     close (self->epfd);
-    close (self->wakefd);
+    if (self->wakefd >= 0)
+        close (self->wakefd);
     //  Owners cancel their items first; cancelled ones may still wait on
     //  the ready list.
     while (self->ready) {
@@ -212,13 +241,21 @@ bn_watch_loop (bn_watch_t *self)
     return self->loop;
 }
 
+int
+bn_watch_wait (bn_watch_t *self, int timeout)
+{
+    assert (self);
+    assert (!self->loop);
+    return s_turn (self, self->ready ? 0 : timeout);
+}
+
 static bn_watch_item_t *
-s_add (bn_watch_t *self, zsock_t *sock, int fd, bn_watch_fn *fn, void *arg)
+s_add (bn_watch_t *self, void *handle, int fd, bn_watch_fn *fn, void *arg)
 {
     bn_watch_item_t *item = calloc (1, sizeof *item);
     if (!item)
         return NULL;
-    item->sock = sock;
+    item->handle = handle;
     item->fd = fd;
     item->fn = fn;
     item->arg = arg;
@@ -231,7 +268,7 @@ s_add (bn_watch_t *self, zsock_t *sock, int fd, bn_watch_fn *fn, void *arg)
     }
     self->size++;
     //  A socket may hold input already: its signal may have been taken.
-    if (sock)
+    if (handle)
         s_queue (self, item);
     return item;
 }
@@ -247,10 +284,30 @@ bn_watch_fd (bn_watch_t *self, int fd, bn_watch_fn *fn, void *arg)
 bn_watch_item_t *
 bn_watch_sock (bn_watch_t *self, zsock_t *sock, bn_watch_fn *fn, void *arg)
 {
-    assert (self);
     assert (sock);
+    return bn_watch_socket (self, zsock_resolve (sock), fn, arg);
+}
+
+bn_watch_item_t *
+bn_watch_socket (bn_watch_t *self, void *handle, bn_watch_fn *fn, void *arg)
+{
+    assert (self);
+    assert (handle);
     assert (fn);
-    return s_add (self, sock, zsock_fd (sock), fn, arg);
+    int fd;
+    size_t size = sizeof fd;
+    if (zmq_getsockopt (handle, ZMQ_FD, &fd, &size) != 0)
+        return NULL;
+    return s_add (self, handle, fd, fn, arg);
+}
+
+bn_watch_item_t *
+bn_watch_reader (bn_watch_t *self, void *handle, bn_watch_fn *fn, void *arg)
+{
+    bn_watch_item_t *item = bn_watch_socket (self, handle, fn, arg);
+    if (item)
+        item->drains = true;
+    return item;
 }
 
 void
@@ -281,8 +338,15 @@ void
 bn_watch_check (bn_watch_t *self, bn_watch_item_t *item)
 {
     assert (self);
-    if (item && item->sock && !item->dead &&
-        (zsock_events (item->sock) & ZMQ_POLLIN))
+    if (item && item->handle && !item->dead && s_readable (item->handle))
+        s_queue (self, item);
+}
+
+void
+bn_watch_again (bn_watch_t *self, bn_watch_item_t *item)
+{
+    assert (self);
+    if (item && !item->dead)
         s_queue (self, item);
 }
 
