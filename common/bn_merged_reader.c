@@ -359,10 +359,15 @@ bn_merged_reader_reduce_error (bn_merged_reader_t *self)
     return bn_merged_json (self->reduce_error);
 }
 
-//  A non-negative JSON integer that fits in size_t; -1 if value is not one.
+//  A non-negative JSON integer that fits in size_t (-0 is 0, as JSON
+//  parsers read it); -1 if value is not one.
 static int
 s_count (bn_jscan_slice_t value, size_t *count)
 {
+    if (value.data && value.size == 2 && memcmp (value.data, "-0", 2) == 0) {
+        *count = 0;
+        return 0;
+    }
     if (!value.data || value.size == 0 || value.size > 19 ||
         *value.data < '0' || *value.data > '9')
         return -1;

@@ -315,6 +315,34 @@ START_TEST (test_nested_replies)
 }
 END_TEST
 
+//  -0 is a count of 0, as JSON parsers read it: the same entry as the
+//  metadata written again by jansson.
+START_TEST (test_minus_zero)
+{
+    const char *md =
+        "{\"" BN_BCAST_TARGETS "\":[[\"v\",-0]],\"" BN_BCAST_REPLIES
+        "\":[{\"status\":\"ok\",\"started\":null,"
+        "\"completed\":null,\"nbuffers\":-0}]}";
+    bn_session_t *session = bn_session_new ("key", NULL);
+    bn_msg_t *msg = bn_msg_new (session, BN_MSG_APPLY_REPLY);
+    ck_assert_int_eq (
+        bn_msg_set_part_raw (msg, BN_PART_METADATA, md, strlen (md)), 0);
+    bn_merged_reader_t *reader = bn_merged_reader_new (msg);
+    ck_assert_ptr_nonnull (reader);
+    bn_merged_entry_t entry;
+    ck_assert_int_eq (bn_merged_reader_next (reader, &entry), 1);
+    ck_assert_str_eq (entry.uuid, "v");
+    ck_assert_int_eq (entry.eid, 0);
+    ck_assert_uint_eq (entry.nbuffers, 0);
+    ck_assert (entry.ok);
+    ck_assert_int_eq (bn_merged_reader_next (reader, &entry), 0);
+    ck_assert_str_eq (bn_merged_reader_error (reader), "");
+    bn_merged_reader_destroy (&reader);
+    bn_msg_destroy (&msg);
+    bn_session_destroy (&session);
+}
+END_TEST
+
 //  Every entry of the tree's targets replies written again from its
 //  fields, and the whole metadata from the base and the entries: the same
 //  bytes as the node wrote.
@@ -774,6 +802,7 @@ main (void)
     tcase_add_test (tc, test_engines);
     tcase_add_test (tc, test_shape);
     tcase_add_test (tc, test_nested_replies);
+    tcase_add_test (tc, test_minus_zero);
     tcase_add_test (tc, test_writer);
     tcase_add_test (tc, test_escapes);
     tcase_add_test (tc, test_empty_base);
