@@ -116,6 +116,29 @@ s_array (bn_jscan_slice_t value, const char **at, const char **end)
     return 0;
 }
 
+//  Walk JSON text from c towards end, counting in *depth the brackets
+//  open outside strings (*quoted: inside one): returns the closing bracket
+//  that brings the depth back to 0, or end, with *depth and *quoted as
+//  they are there.
+static const char *
+s_walk (const char *c, const char *end, int *depth, bool *quoted)
+{
+    for (; c < end; c++) {
+        if (*quoted) {
+            if (*c == '\\')
+                c++;
+            else if (*c == '"')
+                *quoted = false;
+        } else if (*c == '"')
+            *quoted = true;
+        else if (*c == '{' || *c == '[')
+            (*depth)++;
+        else if ((*c == '}' || *c == ']') && --*depth == 0)
+            return c;
+    }
+    return end;
+}
+
 //  True if at (inside md) is in the top-level object itself, not in a
 //  value nested in it: a walk of the text before the spliced lists, the
 //  short base metadata a node wrote them after.
@@ -124,20 +147,7 @@ s_top_level (const char *md, const char *at)
 {
     int depth = 0;
     bool quoted = false;
-    for (const char *c = md; c < at; c++) {
-        if (quoted) {
-            if (*c == '\\')
-                c++;
-            else if (*c == '"')
-                quoted = false;
-        } else if (*c == '"')
-            quoted = true;
-        else if (*c == '{' || *c == '[')
-            depth++;
-        else if (*c == '}' || *c == ']')
-            depth--;
-    }
-    return depth == 1 && !quoted;
+    return s_walk (md, at, &depth, &quoted) == at && depth == 1 && !quoted;
 }
 
 //  True if the JSON array opening at open closes at close: a walk of its
@@ -148,20 +158,7 @@ s_closes_at (const char *open, const char *close)
 {
     int depth = 0;
     bool quoted = false;
-    for (const char *c = open; c <= close; c++) {
-        if (quoted) {
-            if (*c == '\\')
-                c++;
-            else if (*c == '"')
-                quoted = false;
-        } else if (*c == '"')
-            quoted = true;
-        else if (*c == '[' || *c == '{')
-            depth++;
-        else if ((*c == ']' || *c == '}') && --depth == 0)
-            return c == close;
-    }
-    return false;
+    return s_walk (open, close + 1, &depth, &quoted) == close;
 }
 
 //  The character before the first spliced targets key in md: the comma

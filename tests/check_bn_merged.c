@@ -250,6 +250,17 @@ START_TEST (test_engines)
 }
 END_TEST
 
+//  A reply whose metadata part is the text md, as a peer may send it.
+static bn_msg_t *
+s_raw_reply (bn_session_t *session, const char *md)
+{
+    bn_msg_t *msg = bn_msg_new (session, BN_MSG_APPLY_REPLY);
+    ck_assert_ptr_nonnull (msg);
+    ck_assert_int_eq (
+        bn_msg_set_part_raw (msg, BN_PART_METADATA, md, strlen (md)), 0);
+    return msg;
+}
+
 //  The shape goes by the keys of the metadata's top-level object: a key
 //  nested in a value or quoted in a string is a single engine's metadata,
 //  an escaped key is the key, and text that is not JSON goes by the keys
@@ -273,11 +284,7 @@ START_TEST (test_shape)
     };
     bn_session_t *session = bn_session_new ("key", NULL);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        bn_msg_t *msg = bn_msg_new (session, BN_MSG_APPLY_REPLY);
-        ck_assert_int_eq (bn_msg_set_part_raw (msg, BN_PART_METADATA,
-                                               cases[i].metadata,
-                                               strlen (cases[i].metadata)),
-                          0);
+        bn_msg_t *msg = s_raw_reply (session, cases[i].metadata);
         ck_assert_msg (bn_merged_shape (msg) == cases[i].shape,
                        "%s: shape %d, not %d", cases[i].metadata,
                        bn_merged_shape (msg), cases[i].shape);
@@ -297,9 +304,7 @@ START_TEST (test_nested_replies)
                      "\":[[\"u\",1]],\"y\":[{\"a\":[1],\"" BN_BCAST_REPLIES
                      "\":[{\"status\":\"ok\",\"nbuffers\":0}]}]}";
     bn_session_t *session = bn_session_new ("key", NULL);
-    bn_msg_t *msg = bn_msg_new (session, BN_MSG_APPLY_REPLY);
-    ck_assert_int_eq (
-        bn_msg_set_part_raw (msg, BN_PART_METADATA, md, strlen (md)), 0);
+    bn_msg_t *msg = s_raw_reply (session, md);
     bn_merged_reader_t *reader = bn_merged_reader_new (msg);
     ck_assert_ptr_nonnull (reader);
     ck_assert (!bn_merged_reader_spliced (reader));
@@ -324,9 +329,7 @@ START_TEST (test_minus_zero)
         "\":[{\"status\":\"ok\",\"started\":null,"
         "\"completed\":null,\"nbuffers\":-0}]}";
     bn_session_t *session = bn_session_new ("key", NULL);
-    bn_msg_t *msg = bn_msg_new (session, BN_MSG_APPLY_REPLY);
-    ck_assert_int_eq (
-        bn_msg_set_part_raw (msg, BN_PART_METADATA, md, strlen (md)), 0);
+    bn_msg_t *msg = s_raw_reply (session, md);
     bn_merged_reader_t *reader = bn_merged_reader_new (msg);
     ck_assert_ptr_nonnull (reader);
     bn_merged_entry_t entry;
