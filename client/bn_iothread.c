@@ -23,11 +23,13 @@
 
 #define S_BATCH 256     //  messages read from one socket per turn
 #define S_LINGER_MS 250 //  how long unsent messages may delay destroy
-//  How long the loss of the broadcast scheduler's connection waits for
-//  news of the controller's end: when the controller dies, both
-//  connections drop, and its requests should say so, not that engines
-//  died.
-#define S_BCAST_GRACE_MS 200
+//  How long news of an end waits for what may still be on its way: the
+//  loss of the broadcast scheduler's connection for news of the
+//  controller's end (when the controller dies both connections drop, and
+//  its requests should say so, not that engines died), and an engine's
+//  unregistration for its replies (an engine that shuts down answers
+//  first, but the answer comes on another connection than the news).
+#define S_GRACE_MS 200
 
 enum { S_CMD_SEND, S_CMD_STOP };
 
@@ -70,6 +72,10 @@ struct _bn_iothread_t {
     bool changed;       //  the tracker changed in this turn
     bool stop;          //  STOP was read
     int64_t bcast_lost; //  when the broadcast connection dropped
+    int *gone;          //  engines unregistered, not yet settled
+    size_t ngone;
+    size_t gone_max;
+    int64_t gone_since; //  when the first of them was
 };
 
 static void
@@ -150,6 +156,46 @@ s_on_iopub (bn_iothread_t *self, bn_msg_t *msg)
     return changed;
 }
 
+//  Settle the engines unregistered so far: the requests still waiting on
+//  them fail (call with the tracker locked).
+static bool
+s_settle_gone (bn_iothread_t *self)
+{
+    bool changed = false;
+    for (size_t i = 0; i < self->ngone; i++) {
+        char *gone = bn_engines_remove (self->args.engines, self->gone[i]);
+        if (gone) {
+            bn_tracker_engine_died (self->args.tracker, gone, self->gone[i]);
+            changed = true;
+        }
+        free (gone);
+    }
+    self->ngone = 0;
+    self->gone_since = 0;
+    return changed;
+}
+
+//  An engine unregistered: settled after the grace, or at once if the
+//  list cannot grow.
+static void
+s_engine_gone (bn_iothread_t *self, int eid)
+{
+    if (self->ngone == self->gone_max) {
+        size_t max = self->gone_max ? self->gone_max * 2 : 16;
+        int *grown = realloc (self->gone, max * sizeof *grown);
+        if (!grown) {
+            bn_log_warn ("client: out of memory for an engine's end");
+            self->changed |= s_settle_gone (self);
+            return;
+        }
+        self->gone = grown;
+        self->gone_max = max;
+    }
+    if (!self->ngone)
+        self->gone_since = zclock_mono ();
+    self->gone[self->ngone++] = eid;
+}
+
 static bool
 s_on_notification (bn_iothread_t *self, bn_msg_t *msg)
 {
@@ -170,6 +216,8 @@ s_on_notification (bn_iothread_t *self, bn_msg_t *msg)
     bool changed = false;
     bn_tracker_lock (tracker);
     if (strcmp (type, BN_MSG_REGISTRATION_NOTIFICATION) == 0) {
+        //  an engine back under an id that unregistered comes after it
+        changed |= s_settle_gone (self);
         if (json_is_integer (id) &&
             bn_engines_add (self->args.engines, (int)json_integer_value (id),
                             uuid) == 0) {
@@ -183,13 +231,7 @@ s_on_notification (bn_iothread_t *self, bn_msg_t *msg)
         int eid = json_is_integer (id) ? (int)json_integer_value (id) : -1;
         if (json_is_string (id))
             eid = atoi (json_string_value (id));
-        char *gone = bn_engines_remove (self->args.engines, eid);
-        if (gone) {
-            //  settle the requests still waiting on it
-            bn_tracker_engine_died (tracker, gone, eid);
-            changed = true;
-        }
-        free (gone);
+        s_engine_gone (self, eid);
     } else if (strcmp (type, BN_MSG_SHUTDOWN_NOTIFICATION) == 0) {
         bn_log_info ("client: the controller is shutting down");
         bn_tracker_close (tracker, BN_ENOCONTROLLER);
@@ -241,14 +283,23 @@ s_on_bcast_monitor (bn_iothread_t *self)
         self->bcast_lost = zclock_mono ();
 }
 
-//  The time left of the broadcast connection's grace, -1 if none runs.
+//  The time left of a grace that began at since (0: none), -1 if none.
 static int
-s_bcast_grace (bn_iothread_t *self)
+s_grace_left (int64_t since)
 {
-    if (!self->bcast_lost)
+    if (!since)
         return -1;
-    int64_t left = self->bcast_lost + S_BCAST_GRACE_MS - zclock_mono ();
+    int64_t left = since + S_GRACE_MS - zclock_mono ();
     return left > 0 ? (int)left : 0;
+}
+
+//  The time left until the next grace ends, -1 if none runs.
+static int
+s_grace (bn_iothread_t *self)
+{
+    int bcast = s_grace_left (self->bcast_lost);
+    int gone = s_grace_left (self->gone_since);
+    return bcast < 0 ? gone : gone < 0 || bcast < gone ? bcast : gone;
 }
 
 static bool
@@ -384,13 +435,19 @@ s_run (void *arg)
     //  A wake-up costs for the sockets that have input, not for each of
     //  the dozen the thread holds (as zmq_poll does).
     while (!self->stop) {
-        if (bn_watch_wait (self->watch, s_bcast_grace (self)) != 0) {
+        if (bn_watch_wait (self->watch, s_grace (self)) != 0) {
             bn_log_error ("client: cannot wait for its sockets: %s",
                           strerror (errno));
             break;
         }
-        if (s_bcast_grace (self) == 0)
+        if (s_grace_left (self->bcast_lost) == 0)
             self->changed |= s_settle_broadcast (self);
+        if (s_grace_left (self->gone_since) == 0) {
+            s_read_replies (self);
+            bn_tracker_lock (self->args.tracker);
+            self->changed |= s_settle_gone (self);
+            bn_tracker_unlock (self->args.tracker);
+        }
         if (self->changed) {
             bn_tracker_lock (self->args.tracker);
             bn_tracker_changed (self->args.tracker);
@@ -523,6 +580,7 @@ bn_iothread_destroy (bn_iothread_t **self_p)
     bn_iothread_stop (self);
     bn_session_destroy (&self->args.rx);
     pthread_mutex_destroy (&self->pipe_lock);
+    free (self->gone);
     free (self);
 }
 
