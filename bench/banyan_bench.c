@@ -6,6 +6,7 @@
 #include "bn_benchpublish.h"
 #include "bn_benchresults.h"
 #include "bn_benchrunner.h"
+#include "bn_benchtargets.h"
 #include "bn_config.h"
 #include "bn_path.h"
 #include "bn_soak.h"
@@ -43,7 +44,8 @@ s_usage (FILE *out)
         "                        [--results DIR] [--machine NAME] [run's "
         "options]\n"
         "       banyan-bench publish [--results DIR] [--html DIR]\n"
-        "                        [--markdown FILE]\n"
+        "                        [--markdown FILE] [--readme FILE]\n"
+        "                        [--machine NAME]\n"
         "       banyan-bench soak [--duration D] [--warmup D] [--engines N]\n"
         "                        [--tree-mode MODE] [--max-growth PCT] "
         "[--keep]\n"
@@ -63,7 +65,8 @@ s_usage (FILE *out)
         "              and this build is HEAD (with run's options)\n"
         "  publish     write a static site (index, a page per benchmark,\n"
         "              plots drawn with gnuplot) and table.md, and with\n"
-        "              --markdown the same table as a page of its own\n"
+        "              --markdown the same table as a page of its own;\n"
+        "              with --readme the targets' table in that file\n"
         "  soak        mixed traffic for a duration (direct, broadcast\n"
         "              coalescing, grouped, reduced and forwarded,\n"
         "              load-balanced tasks with dependencies, push and pull\n"
@@ -92,6 +95,10 @@ s_usage (FILE *out)
         "      --html DIR      site folder (html)\n"
         "      --markdown FILE publish: write the table as a markdown\n"
         "                      page, such as doc/performance.md\n"
+        "      --readme FILE   publish: put the performance targets, each\n"
+        "                      met or not by the results, in FILE between\n"
+        "                      its lines " BN_BENCHTARGETS_BEGIN "\n"
+        "                      and " BN_BENCHTARGETS_END "\n"
         "  -h, --help          show this help and exit\n"
         "      --version       show the version and exit\n\n"
         "soak's options:\n"
@@ -118,6 +125,7 @@ s_usage (FILE *out)
         "  banyan-bench compare 1a2b3c4d 5e6f7a8b --only-changed\n"
         "  banyan-bench continuous main HEAD\n"
         "  banyan-bench publish --html site --markdown doc/performance.md\n"
+        "                       --readme README.md --machine vm-2core\n"
         "  nice banyan-bench soak --duration 1h\n");
 }
 
@@ -139,6 +147,7 @@ typedef struct {
     bool only_changed;
     const char *html;
     const char *markdown;
+    const char *readme;
 } s_options_t;
 
 enum {
@@ -151,6 +160,7 @@ enum {
     S_OPT_ONLY_CHANGED,
     S_OPT_HTML,
     S_OPT_MARKDOWN,
+    S_OPT_README,
     S_OPT_VERSION
 };
 
@@ -175,6 +185,7 @@ s_parse (int argc, char **argv, s_options_t *options)
         {"only-changed", no_argument, NULL, S_OPT_ONLY_CHANGED},
         {"html", required_argument, NULL, S_OPT_HTML},
         {"markdown", required_argument, NULL, S_OPT_MARKDOWN},
+        {"readme", required_argument, NULL, S_OPT_README},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, S_OPT_VERSION},
         {NULL, 0, NULL, 0}};
@@ -243,6 +254,9 @@ s_parse (int argc, char **argv, s_options_t *options)
             break;
         case S_OPT_MARKDOWN:
             options->markdown = optarg;
+            break;
+        case S_OPT_README:
+            options->readme = optarg;
             break;
         case 'h':
             s_usage (stdout);
@@ -597,7 +611,8 @@ main (int argc, char **argv)
         }
         char err[512] = "";
         if (bn_benchpublish_run (options.results, options.html,
-                                 options.markdown, err, sizeof err) != 0) {
+                                 options.markdown, options.readme,
+                                 options.machine, err, sizeof err) != 0) {
             fprintf (stderr, "banyan-bench: %s\n", err);
             return S_EXIT_ERROR;
         }
@@ -605,6 +620,8 @@ main (int argc, char **argv)
                 options.html);
         if (options.markdown)
             printf ("page: %s\n", options.markdown);
+        if (options.readme)
+            printf ("targets: %s\n", options.readme);
         return S_EXIT_OK;
     }
     fprintf (stderr,

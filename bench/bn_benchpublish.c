@@ -6,6 +6,7 @@
 #include "bn_benchdef.h"
 #include "bn_benchfmt.h"
 #include "bn_benchresults.h"
+#include "bn_benchtargets.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -178,48 +179,6 @@ s_latest (s_machine_t *machine, const char *name)
         if (bn_benchresults_params (machine->results[i], name))
             return machine->results[i];
     return NULL;
-}
-
-//  The ratio of a case's value to the floor's in the same file; NAN if
-//  the benchmark is not stated against the floor or the floor has no
-//  value there.
-static double
-s_floor_ratio (s_site_t *site, bn_benchresults_t *results, const char *name,
-               json_t *names, const char **values, double value)
-{
-    json_t *entry = json_object_get (site->benchmarks, name);
-    const char *spec =
-        json_string_value (json_object_get (entry, "banyan_floor"));
-    if (!spec)
-        return NAN;
-    //  benchmarks.json files older than the pipelined floor name none
-    const char *floor_name =
-        json_string_value (json_object_get (entry, "banyan_floor_benchmark"));
-    if (!floor_name)
-        floor_name = BN_BENCH_FLOOR_NAME;
-    char buf[128];
-    snprintf (buf, sizeof buf, "%s", spec);
-    const char *parts[2] = {NULL, NULL};
-    char *save;
-    char *word = strtok_r (buf, " ", &save);
-    for (int i = 0; i < 2 && word; i++, word = strtok_r (NULL, " ", &save)) {
-        parts[i] = word;
-        size_t p;
-        json_t *param;
-        json_array_foreach (
-            names, p, param) if (strcmp (json_string_value (param), word) == 0)
-            parts[i] = values[p];
-    }
-    if (!parts[1])
-        return NAN;
-    long index = bn_benchresults_find (results, floor_name, parts, 2);
-    double floor;
-    if (index < 0 ||
-        bn_benchresults_case (results, floor_name, (size_t)index, &floor, NULL,
-                              NULL, NULL) != BN_BENCHRESULT_OK ||
-        floor <= 0)
-        return NAN;
-    return value / floor;
 }
 
 //  Plot of the latest results of name on machine across its parameters:
@@ -554,8 +513,8 @@ s_benchmark_page (s_site_t *site, const char *name, json_t *entry)
                 bn_benchfmt_value (
                     value, count > 1 ? (stats.q_75 - stats.q_25) / 2 : -1, unit,
                     text, sizeof text);
-                double ratio =
-                    s_floor_ratio (site, results, name, names, values, value);
+                double ratio = bn_benchresults_floor_ratio (
+                    results, site->benchmarks, name, values, value);
                 if (!isnan (ratio))
                     snprintf (ratio_text, sizeof ratio_text, "%.2f×", ratio);
             } else if (status == BN_BENCHRESULT_SKIPPED)
@@ -664,9 +623,62 @@ s_write_page (const char *path, const char *table_path, const char *results_dir,
     return rc;
 }
 
+//  The targets' table of the named machine (NULL: the only one) in the
+//  readme at path. Returns 0 or -1.
+static int
+s_write_targets (s_site_t *site, const char *path, const char *name,
+                 const char *results_dir, char *err, size_t errsize)
+{
+    s_machine_t *machine = NULL;
+    for (size_t m = 0; m < site->machine_count; m++)
+        if (site->machines[m].count &&
+            (!name || strcmp (site->machines[m].name, name) == 0)) {
+            if (machine) {
+                snprintf (err, errsize,
+                          "%s holds results of several machines: name one "
+                          "with --machine",
+                          results_dir);
+                return -1;
+            }
+            machine = &site->machines[m];
+        }
+    if (!machine) {
+        snprintf (err, errsize, "%s holds no results%s%s", results_dir,
+                  name ? " of machine " : "", name ? name : "");
+        return -1;
+    }
+    size_t count;
+    const bn_benchtarget_t *targets = bn_benchtargets_builtin (&count);
+    char *table =
+        bn_benchtargets_table (targets, count, site->benchmarks,
+                               machine->results, machine->count, err, errsize);
+    if (!table)
+        return -1;
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream (&text, &size);
+    if (!out) {
+        free (table);
+        snprintf (err, errsize, "out of memory");
+        return -1;
+    }
+    s_machine_line (out, machine, true);
+    fprintf (out,
+             "Each cell is the newest figure in `%s` that was measured "
+             "in one run beside its yardstick (`banyan-bench publish "
+             "--readme`):\n\n%s",
+             results_dir, table);
+    fclose (out);
+    free (table);
+    int rc = bn_benchtargets_splice (path, text, err, errsize);
+    free (text);
+    return rc;
+}
+
 int
 bn_benchpublish_run (const char *results_dir, const char *html_dir,
-                     const char *markdown, char *err, size_t errsize)
+                     const char *markdown, const char *readme,
+                     const char *machine_name, char *err, size_t errsize)
 {
     s_site_t site = {.html_dir = html_dir};
     char path[4096];
@@ -783,6 +795,9 @@ bn_benchpublish_run (const char *results_dir, const char *html_dir,
     site.table = NULL;
     if (markdown &&
         s_write_page (markdown, table_path, results_dir, err, errsize) != 0)
+        goto done;
+    if (readme && s_write_targets (&site, readme, machine_name, results_dir,
+                                   err, errsize) != 0)
         goto done;
     snprintf (path, sizeof path, "%s/data/gnuplot.log", html_dir);
     rc = site.plots ? s_run_gnuplot (script_path, path, err, errsize) : 0;

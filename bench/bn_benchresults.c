@@ -535,6 +535,47 @@ bn_benchresults_find (bn_benchresults_t *self, const char *name,
     return index;
 }
 
+double
+bn_benchresults_floor_ratio (bn_benchresults_t *self, json_t *benchmarks,
+                             const char *name, const char **values,
+                             double value)
+{
+    json_t *entry = json_object_get (benchmarks, name);
+    json_t *names = json_object_get (entry, "param_names");
+    const char *spec =
+        json_string_value (json_object_get (entry, "banyan_floor"));
+    if (!spec)
+        return NAN;
+    //  benchmarks.json files older than the pipelined floor name none
+    const char *floor_name =
+        json_string_value (json_object_get (entry, "banyan_floor_benchmark"));
+    if (!floor_name)
+        floor_name = BN_BENCH_FLOOR_NAME;
+    char buf[128];
+    snprintf (buf, sizeof buf, "%s", spec);
+    const char *parts[2] = {NULL, NULL};
+    char *save;
+    char *word = strtok_r (buf, " ", &save);
+    for (int i = 0; i < 2 && word; i++, word = strtok_r (NULL, " ", &save)) {
+        parts[i] = word;
+        size_t p;
+        json_t *param;
+        json_array_foreach (
+            names, p, param) if (strcmp (json_string_value (param), word) == 0)
+            parts[i] = values[p];
+    }
+    if (!parts[1])
+        return NAN;
+    long index = bn_benchresults_find (self, floor_name, parts, 2);
+    double floor;
+    if (index < 0 ||
+        bn_benchresults_case (self, floor_name, (size_t)index, &floor, NULL,
+                              NULL, NULL) != BN_BENCHRESULT_OK ||
+        floor <= 0)
+        return NAN;
+    return value / floor;
+}
+
 json_t *
 bn_benchresults_params (bn_benchresults_t *self, const char *name)
 {

@@ -87,6 +87,15 @@ bn_benchresult_t bn_benchresults_case (bn_benchresults_t *self,
 long bn_benchresults_find (bn_benchresults_t *self, const char *name,
                            const char **values, size_t count);
 
+//  The ratio of value, case values (repr texts, in the order of its
+//  param_names) of benchmark name, to the floor the benchmark is stated
+//  against in benchmarks (benchmarks.json's object) as measured in the
+//  same results; NAN if it is stated against none or that floor has no
+//  value here.
+double bn_benchresults_floor_ratio (bn_benchresults_t *self, json_t *benchmarks,
+                                    const char *name, const char **values,
+                                    double value);
+
 //  The benchmark's params list of lists, or NULL (borrowed).
 json_t *bn_benchresults_params (bn_benchresults_t *self, const char *name);
 
