@@ -3,7 +3,8 @@
     exit watched through a bn_watch set).
 
     The child is started with posix_spawn (no code runs between fork and
-    exec in this multi-threaded process) in its own process group, so a
+    exec in this multi-threaded process), or by the process's spawner
+    (bn_spawner) where it has one, in its own process group, so a
     time limit or a signal reaches everything it started. Its exit is
     watched through a pidfd, or where pidfds are missing (old kernels,
     valgrind) through a polling timer that only wakes a pipe; no SIGCHLD
@@ -34,6 +35,9 @@ extern char **environ;
 #define S_READ_SIZE 65536     //  bytes read per readable event
 #define S_DRAIN_LIMIT 1048576 //  bytes read from a pipe after the exit
 #define S_WAIT_POLL_MS 20     //  exit polling period without a pidfd
+
+//  The process's spawner (bn_shell_use_spawner), or NULL
+static bn_spawner_t *s_spawner;
 
 //  One output pipe and the partial character it carries.
 typedef struct {
@@ -291,12 +295,24 @@ s_pidfd_open (pid_t pid)
 #endif
 }
 
+void
+bn_shell_use_spawner (bn_spawner_t *spawner)
+{
+    s_spawner = spawner;
+}
+
 //  Spawn the child with its ends of the pipes and in_fd as its stdin
 //  (-1: /dev/null); returns its pid or -1.
 static pid_t
 s_spawn (const char *command, const char *cwd, char *const envp[], int in_fd,
          int out_fd, int err_fd)
 {
+    if (s_spawner) {
+        pid_t pid = bn_spawner_spawn (s_spawner, command, cwd, envp, in_fd,
+                                      out_fd, err_fd);
+        if (pid > 0 || errno != ENOTCONN)
+            return pid;
+    }
     posix_spawn_file_actions_t actions;
     posix_spawnattr_t attr;
     pid_t pid = -1;

@@ -5,6 +5,7 @@
 #ifndef BN_SHELL_H_INCLUDED
 #define BN_SHELL_H_INCLUDED
 
+#include "bn_spawner.h"
 #include "bn_watch.h"
 
 #include <czmq.h>
@@ -53,6 +54,12 @@ bn_shell_t *bn_shell_new_input (bn_watch_t *watch, const char *command,
                                 double time_limit,
                                 bn_shell_output_fn *on_output,
                                 bn_shell_exit_fn *on_exit, void *arg);
+
+//  Start every command of this process through spawner (NULL: with
+//  posix_spawn, the default), which then must outlive the shells; where it
+//  cannot take a command, posix_spawn starts it. Set it before the first
+//  shell starts.
+void bn_shell_use_spawner (bn_spawner_t *spawner);
 
 //  Stop watching the command; one still running is killed with its
 //  process group and reaped. NULL-safe; NULLs the caller's reference.

@@ -1,6 +1,8 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_shell: asynchronous shell commands with streamed output, exit
-    statuses, time limits and signals.  */
+    statuses, time limits and signals; every test twice, the commands
+    started with posix_spawn and through a spawner (bn_spawner), as
+    banyan-engine starts them.  */
 #include "bn_rawtext.h"
 #include "bn_shell.h"
 
@@ -347,12 +349,28 @@ START_TEST (test_end_escalates)
 }
 END_TEST
 
-int
-main (void)
+//  The spawner of the "spawner" case, forked in each test's process (a
+//  checked fixture): its commands are that process's children.
+static bn_spawner_t *s_spawner;
+
+static void
+s_spawner_setup (void)
 {
-    Suite *suite = suite_create ("bn_shell");
-    TCase *tc = tcase_create ("core");
-    tcase_set_timeout (tc, 30);
+    s_spawner = bn_spawner_new ();
+    ck_assert_ptr_nonnull (s_spawner);
+    bn_shell_use_spawner (s_spawner);
+}
+
+static void
+s_spawner_teardown (void)
+{
+    bn_shell_use_spawner (NULL);
+    bn_spawner_destroy (&s_spawner);
+}
+
+static void
+s_add_tests (TCase *tc)
+{
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_output_streams_while_running);
     tcase_add_test (tc, test_large_output_in_order);
@@ -363,6 +381,20 @@ main (void)
     tcase_add_test (tc, test_bytes_as_written);
     tcase_add_test (tc, test_signal_and_destroy);
     tcase_add_test (tc, test_end_escalates);
+}
+
+int
+main (void)
+{
+    Suite *suite = suite_create ("bn_shell");
+    TCase *tc = tcase_create ("posix_spawn");
+    tcase_set_timeout (tc, 30);
+    s_add_tests (tc);
+    suite_add_tcase (suite, tc);
+    tc = tcase_create ("spawner");
+    tcase_set_timeout (tc, 30);
+    tcase_add_checked_fixture (tc, s_spawner_setup, s_spawner_teardown);
+    s_add_tests (tc);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
