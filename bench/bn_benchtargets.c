@@ -66,6 +66,12 @@ static const bn_benchtarget_t s_builtin[] = {
      "process='client','controller','node','engine1','engine2','engine3',"
      "'engine4'",
      BN_BENCHTARGET_BYTES, NULL, 1.25},
+    {"1,024 banyan engines registered in under 2 s",
+     "startup.Registration.track_registered", "engines=1024",
+     BN_BENCHTARGET_AT_MOST, NULL, 2.0},
+    {"one engine of a `--count 1024` process under 2 MB of RSS",
+     "memory.Engine.track_bytes_per_engine", "count=1024",
+     BN_BENCHTARGET_AT_MOST, NULL, 2e6},
 };
 
 const bn_benchtarget_t *
@@ -206,6 +212,8 @@ s_ratio (const bn_benchtarget_t *target, json_t *benchmarks,
         bn_benchresults_case (results, name, (size_t)index, value, NULL, NULL,
                               NULL) != BN_BENCHRESULT_OK)
         return NAN;
+    if (target->kind == BN_BENCHTARGET_AT_MOST)
+        return *value;
     if (target->kind == BN_BENCHTARGET_FLOOR)
         return bn_benchresults_floor_ratio (results, benchmarks, name, values,
                                             *value);
@@ -308,9 +316,13 @@ s_find (const bn_benchtarget_t *target, json_t *benchmarks,
         s_label (name, several, &grid, values, label, sizeof label);
         bn_benchfmt_value (value, -1, unit ? unit : "seconds", text,
                            sizeof text);
-        fprintf (found->list, "%s%s%s%.2f× (%s)",
-                 found->measured > 1 ? "; " : "", label, *label ? ": " : "",
-                 ratio, text);
+        if (target->kind == BN_BENCHTARGET_AT_MOST)
+            fprintf (found->list, "%s%s%s%s", found->measured > 1 ? "; " : "",
+                     label, *label ? ": " : "", text);
+        else
+            fprintf (found->list, "%s%s%s%.2f× (%s)",
+                     found->measured > 1 ? "; " : "", label, *label ? ": " : "",
+                     ratio, text);
         if (found->measured == 1 || ratio > found->worst) {
             found->worst = ratio;
             snprintf (found->worst_label, sizeof found->worst_label, "%s",

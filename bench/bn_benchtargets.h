@@ -14,9 +14,10 @@
 
 //  What a target's cells are measured against.
 typedef enum {
-    BN_BENCHTARGET_FLOOR, //  the floor the benchmark is stated against
-    BN_BENCHTARGET_STACK, //  the same cell with the parameter in versus
-    BN_BENCHTARGET_BYTES  //  the cell's bytes parameter (copies held)
+    BN_BENCHTARGET_FLOOR,  //  the floor the benchmark is stated against
+    BN_BENCHTARGET_STACK,  //  the same cell with the parameter in versus
+    BN_BENCHTARGET_BYTES,  //  the cell's bytes parameter (copies held)
+    BN_BENCHTARGET_AT_MOST //  none: the bound is in the benchmark's unit
 } bn_benchtarget_kind_t;
 
 typedef struct {
@@ -27,7 +28,8 @@ typedef struct {
     bn_benchtarget_kind_t kind;
     const char *versus; //  STACK: the parameter and value compared with,
                         //  as "stack='ipp'"
-    double bound;       //  the ratio every cell must stay within
+    double bound;       //  the ratio every cell must stay within (AT_MOST:
+                        //  the value, in the benchmark's unit)
 } bn_benchtarget_t;
 
 //  banyan's targets (count of them).

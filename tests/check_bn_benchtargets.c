@@ -211,6 +211,24 @@ START_TEST (test_bytes_and_summary)
 }
 END_TEST
 
+START_TEST (test_at_most)
+{
+    bn_benchresults_t *results = s_echo_results (S_OLD);
+    //  a bound on the value itself, in the benchmark's unit
+    bn_benchtarget_t target = {
+        "fast enough",          S_ECHO, "engines=1 bytes=1000",
+        BN_BENCHTARGET_AT_MOST, NULL,   0.005};
+    char *table = s_table (target, &results, 1);
+    s_assert_has (table, "| fast enough | 3.00ms [aaaaaaaa] | yes |");
+    free (table);
+    target.bound = 0.002;
+    table = s_table (target, &results, 1);
+    s_assert_has (table, "| fast enough | 3.00ms [aaaaaaaa] | no |");
+    free (table);
+    bn_benchresults_destroy (&results);
+}
+END_TEST
+
 START_TEST (test_unknown)
 {
     bn_benchresults_t *results = s_echo_results (S_OLD);
@@ -399,6 +417,7 @@ main (void)
     tcase_add_test (tc, test_newest_with_yardstick);
     tcase_add_test (tc, test_stack);
     tcase_add_test (tc, test_bytes_and_summary);
+    tcase_add_test (tc, test_at_most);
     tcase_add_test (tc, test_unknown);
     tcase_add_test (tc, test_builtin);
     tcase_add_test (tc, test_splice);
