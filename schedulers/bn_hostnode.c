@@ -57,6 +57,8 @@
 #define S_FLUSH_MS 1         //  hearts are told to the hub within this
 #define S_WAIT_ACTOR 5000    //  ms the leaf has to answer a command
 #define S_PENDING_MAX 100000 //  registrations awaiting the hub's reply
+#define S_DEPARTED_MS 10000  //  replies of an unregistered engine still pass
+#define S_DEPARTED_MAX 65536 //  such engines remembered at most
 
 //  An engine of this host.
 typedef struct {
@@ -126,6 +128,7 @@ struct _s_node_t {
     int up_leaf;        //  the controller's leaf ours hangs below
     bn_heart_t *heart;  //  pings our engines, once welcomed
     zhashx_t *engines;  //  uuid -> s_engine_t
+    zhashx_t *departed; //  uuid -> s_departed_t: unregistered, shared
     zhashx_t *pending;  //  registration_request msg_id -> uuid it asked for
     json_t *tell_alive; //  uuids to tell the hub
     json_t *tell_lost;
@@ -150,6 +153,50 @@ s_engine_free (void **item)
     free (engine->via);
     free (engine);
     *item = NULL;
+}
+
+//  An engine behind a shared connection that unregistered: its replies
+//  sent before may come after the word that made us forget it (the
+//  iopub shutdown_reply, the unregistration_request: other connections),
+//  and still pass for S_DEPARTED_MS.
+typedef struct {
+    char *via;     //  its shared connection
+    int64_t until; //  zclock_mono
+} s_departed_t;
+
+static void
+s_departed_free (void **item)
+{
+    s_departed_t *departed = (s_departed_t *)*item;
+    if (!departed)
+        return;
+    free (departed->via);
+    free (departed);
+    *item = NULL;
+}
+
+//  Remember engine as departed, forgetting those whose time is up.
+static void
+s_departed_add (s_node_t *self, s_engine_t *engine)
+{
+    int64_t now = zclock_mono ();
+    zlistx_t *expired = zlistx_new ();
+    for (s_departed_t *departed = zhashx_first (self->departed); departed;
+         departed = zhashx_next (self->departed))
+        if (departed->until <= now && expired)
+            zlistx_add_end (expired, (void *)zhashx_cursor (self->departed));
+    for (const char *uuid = expired ? zlistx_first (expired) : NULL; uuid;
+         uuid = zlistx_next (expired))
+        zhashx_delete (self->departed, uuid);
+    zlistx_destroy (&expired);
+    if (zhashx_size (self->departed) >= S_DEPARTED_MAX)
+        return;
+    s_departed_t *departed = calloc (1, sizeof *departed);
+    if (departed && (departed->via = strdup (engine->via))) {
+        departed->until = now + S_DEPARTED_MS;
+        zhashx_update (self->departed, engine->uuid, departed);
+    } else
+        free (departed);
 }
 
 static void
@@ -400,6 +447,7 @@ s_engine_unregistered (s_node_t *self, json_int_t id)
                 bn_log_info ("host: engine %d:%s unregistered", engine->id,
                              engine->uuid);
                 self->stats.unregistered++;
+                s_departed_add (self, engine);
                 s_engine_forget (self, engine);
             }
             return;
@@ -883,8 +931,15 @@ s_unshare (s_node_t *self, bn_msg_t *msg)
         key[uuid_len] = 0;
         engine = zhashx_lookup (self->engines, key);
     }
-    if (!engine || !engine->via || strlen (engine->via) != via_len ||
-        memcmp (engine->via, via, via_len) != 0) {
+    const char *behind = engine ? engine->via : NULL;
+    if (!engine && via && uuid_len > 0 && uuid_len < S_KEY_MAX) {
+        //  a reply of an engine that unregistered a moment ago
+        s_departed_t *departed = zhashx_lookup (self->departed, key);
+        if (departed && departed->until > zclock_mono ())
+            behind = departed->via;
+    }
+    if (!behind || strlen (behind) != via_len ||
+        memcmp (behind, via, via_len) != 0) {
         self->stats.drops.bad_frame++;
         return false;
     }
@@ -1090,6 +1145,7 @@ s_node_destroy (s_node_t **self_p)
     zsock_destroy (&self->up_hb_dealer);
     zloop_destroy (&self->loop);
     zhashx_destroy (&self->engines);
+    zhashx_destroy (&self->departed);
     zhashx_destroy (&self->pending);
     json_decref (self->tell_alive);
     json_decref (self->tell_lost);
@@ -1230,6 +1286,7 @@ s_node_new (zsock_t *pipe, bn_hostnode_args_t *args)
                             : NULL;
     self->session = bn_session_new (bn_connfile_key (self->upstream), NULL);
     self->engines = zhashx_new ();
+    self->departed = zhashx_new ();
     self->pending = zhashx_new ();
     self->tell_alive = json_array ();
     self->tell_lost = json_array ();
@@ -1237,7 +1294,7 @@ s_node_new (zsock_t *pipe, bn_hostnode_args_t *args)
     if (bn_connfile_curve_serverkey (self->upstream))
         self->curve_cert = zcert_new ();
     if (!self->name || !self->ip || !self->connfile_path || !self->link ||
-        !self->session || !self->engines || !self->pending ||
+        !self->session || !self->engines || !self->departed || !self->pending ||
         !self->tell_alive || !self->tell_lost || !self->loop || !leaves ||
         (bn_connfile_curve_serverkey (self->upstream) && !self->curve_cert)) {
         if (!leaves)
@@ -1247,6 +1304,7 @@ s_node_new (zsock_t *pipe, bn_hostnode_args_t *args)
         return NULL;
     }
     zhashx_set_destructor (self->engines, s_engine_free);
+    zhashx_set_destructor (self->departed, s_departed_free);
     zhashx_set_destructor (self->pending, (zhashx_destructor_fn *)zstr_free);
     static const char *names[] = {"mux", "control", "task"};
     static const char *ids[] = {BN_ROUTING_MUX_OUT, BN_ROUTING_CONTROL_OUT,

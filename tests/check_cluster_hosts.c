@@ -2,6 +2,7 @@
     controller, the host node and the engines as actors of this process and
     a libbanyan client: what a client sees of engines on another host.  */
 #include <dirent.h>
+#include <pthread.h>
 
 #include "banyan.h"
 #include "bn_ctltest.h"
@@ -688,6 +689,88 @@ START_TEST (test_shared_process_killed)
 }
 END_TEST
 
+//  bn_view_shutdown of one engine in a thread of its own.
+typedef struct {
+    bn_client_t *client;
+    int target;
+    int rc;
+} s_shutdown_t;
+
+static void *
+s_shutdown_thread (void *arg)
+{
+    s_shutdown_t *shutdown = (s_shutdown_t *)arg;
+    bn_view_t *view = bn_view_new (shutdown->client, BN_VIEW_DIRECT);
+    bn_view_set_target_list (view, &shutdown->target, 1);
+    shutdown->rc = bn_view_shutdown (view, 10);
+    bn_view_destroy (&view);
+    return NULL;
+}
+
+START_TEST (test_shared_reply_after_iopub)
+{
+    //  an engine behind a shared connection answers a shutdown on control
+    //  and on iopub, two connections: the host node forgets it as its
+    //  iopub shutdown_reply passes, and its reply on control, arriving
+    //  after that, still reaches the client
+    s_start ("100", "50");
+    bn_client_t *client = s_client (0);
+    s_pair_t *pair = s_pair_new ();
+    char err[256] = "";
+    bn_connfile_t *file = bn_connfile_load (s_host_file, err, sizeof err);
+    ck_assert_msg (file != NULL, "%s", err);
+    zsock_t *control = t_sock (ZMQ_ROUTER, S_SHARED_ID);
+    t_connect (control, t_port (file, "control"));
+    zsock_t *iopub = t_sock (ZMQ_PUB, NULL);
+    t_connect (iopub, t_port (file, "iopub"));
+    bn_connfile_destroy (&file);
+    int64_t end = zclock_mono () + 10000;
+    while (bn_client_engine_count (client) < 2 && zclock_mono () < end) {
+        s_pair_echo (pair);
+        zclock_sleep (5);
+    }
+    ck_assert_uint_eq (bn_client_engine_count (client), 2);
+
+    s_shutdown_t shutdown = {client, pair->id[0], -1};
+    pthread_t thread;
+    ck_assert_int_eq (
+        pthread_create (&thread, NULL, s_shutdown_thread, &shutdown), 0);
+    bn_msg_t *request = t_recv_within (control, 5000);
+    ck_assert_msg (request != NULL, "the shutdown did not reach the engine");
+    ck_assert_str_eq (bn_msg_type (request), BN_MSG_SHUTDOWN_REQUEST);
+    ck_assert (
+        bn_msg_ident_is (request, 1, pair->uuid[0], strlen (pair->uuid[0])));
+    //  the word on iopub first, until the host node has forgotten it
+    char topic[64];
+    snprintf (topic, sizeof topic, "engine.%d.shutdown", pair->id[0]);
+    end = zclock_mono () + 10000;
+    while (s_host_stat ("unregistered") < 1 && zclock_mono () < end) {
+        t_send_raw (iopub, topic, "<IDS|MSG>", NULL);
+        s_pair_echo (pair);
+        zclock_sleep (20);
+    }
+    ck_assert_int_eq (s_host_stat ("unregistered"), 1);
+    json_int_t dropped = s_host_stat ("bad_frame");
+    //  then the reply
+    bn_msg_t *reply =
+        bn_msg_new_reply (pair->session[0], request, BN_MSG_SHUTDOWN_REPLY);
+    bn_msg_set_content (
+        reply, json_pack ("{s:s, s:b}", "status", "ok", "restart", false));
+    t_send (&reply, control, pair->session[0]);
+    bn_msg_destroy (&request);
+    pthread_join (thread, NULL);
+    ck_assert_msg (shutdown.rc == 0, "the shutdown said %s",
+                   bn_strerror (shutdown.rc));
+    ck_assert_int_eq (s_host_stat ("bad_frame"), dropped);
+
+    zsock_destroy (&control);
+    zsock_destroy (&iopub);
+    s_pair_die (&pair);
+    bn_client_destroy (&client);
+    s_stop ();
+}
+END_TEST
+
 //  Start a host node named name from the controller's engine connection
 //  info, its ports from lowest..highest, its file in s_dir/name; wait until
 //  it says READY. NULL if it did not start.
@@ -914,6 +997,7 @@ main (void)
     tcase_add_test (tc, test_engine_killed);
     tcase_add_test (tc, test_shared_engines);
     tcase_add_test (tc, test_shared_process_killed);
+    tcase_add_test (tc, test_shared_reply_after_iopub);
     tcase_add_test (tc, test_host_killed);
     tcase_add_test (tc, test_ports);
     suite_add_tcase (suite, tc);
