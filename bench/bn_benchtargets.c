@@ -201,16 +201,20 @@ s_label (const char *name, bool several, s_grid_t *grid, const char **values,
 }
 
 //  The yardstick's ratio of a cell in results, or NAN if the cell or its
-//  yardstick was not measured there.
+//  yardstick was not measured there; *skipped when the run found the cell
+//  does not apply (n/a: a tree node of a view without one).
 static double
 s_ratio (const bn_benchtarget_t *target, json_t *benchmarks,
          bn_benchresults_t *results, const char *name, s_grid_t *grid,
-         const char **values, double *value)
+         const char **values, double *value, bool *skipped)
 {
     long index = bn_benchresults_find (results, name, values, grid->params);
-    if (index < 0 ||
-        bn_benchresults_case (results, name, (size_t)index, value, NULL, NULL,
-                              NULL) != BN_BENCHRESULT_OK)
+    bn_benchresult_t status =
+        index < 0 ? BN_BENCHRESULT_MISSING
+                  : bn_benchresults_case (results, name, (size_t)index, value,
+                                          NULL, NULL, NULL);
+    *skipped = status == BN_BENCHRESULT_SKIPPED;
+    if (status != BN_BENCHRESULT_OK)
         return NAN;
     if (target->kind == BN_BENCHTARGET_AT_MOST)
         return *value;
@@ -297,15 +301,19 @@ s_find (const bn_benchtarget_t *target, json_t *benchmarks,
             rest /= grid.counts[p];
         }
         found->cells++;
-        //  the newest file with the cell beside its yardstick
+        //  the newest file with the cell beside its yardstick; a cell the
+        //  newest run holding it found not to apply is not one
         double ratio = NAN, value = 0;
         bn_benchresults_t *source = NULL;
-        for (size_t r = results_count; r-- > 0 && !source;) {
+        bool skipped = false;
+        for (size_t r = results_count; r-- > 0 && !source && !skipped;) {
             ratio = s_ratio (target, benchmarks, results[r], name, &grid,
-                             values, &value);
+                             values, &value, &skipped);
             if (!isnan (ratio))
                 source = results[r];
         }
+        if (skipped)
+            found->cells--;
         if (!source)
             continue;
         s_note_commit (found, bn_benchresults_commit (source));

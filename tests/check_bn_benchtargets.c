@@ -194,6 +194,9 @@ START_TEST (test_bytes_and_summary)
            "[[\"1000\"], [\"'a'\", \"'b'\", \"'c'\", \"'d'\", \"'e'\", "
            "\"'f'\", \"'g'\", \"'h'\"]]",
            peaks, 8);
+    //  and 'h' does not apply (n/a): not a cell of the target
+    bn_benchresults_set_case (results, S_PEAK, 7, BN_BENCHRESULT_SKIPPED, NULL,
+                              0, 0);
     bn_benchtarget_t target = {
         "one copy",
         S_PEAK,
@@ -203,9 +206,9 @@ START_TEST (test_bytes_and_summary)
         1.25};
     char *table = s_table (target, &results, 1);
     //  more cells than a row lists: the count and the worst
-    s_assert_has (table, "| one copy | 7 of 8 within 1.25×; the worst "
+    s_assert_has (table, "| one copy | 6 of 7 within 1.25×; the worst "
                          "1.50× (process=d, ");
-    s_assert_has (table, "); 1 of 9 cells not measured [aaaaaaaa] | no |");
+    s_assert_has (table, "); 1 of 8 cells not measured [aaaaaaaa] | no |");
     free (table);
     bn_benchresults_destroy (&results);
 }
