@@ -566,6 +566,10 @@ bn_benchresults_floor_ratio (bn_benchresults_t *self, json_t *benchmarks,
     }
     if (!parts[1])
         return NAN;
+    //  a floor measured again after the benchmark is of another run
+    if (bn_benchresults_started (self, floor_name) >
+        bn_benchresults_started (self, name))
+        return NAN;
     long index = bn_benchresults_find (self, floor_name, parts, 2);
     double floor;
     if (index < 0 ||
@@ -574,6 +578,14 @@ bn_benchresults_floor_ratio (bn_benchresults_t *self, json_t *benchmarks,
         floor <= 0)
         return NAN;
     return value / floor;
+}
+
+double
+bn_benchresults_started (bn_benchresults_t *self, const char *name)
+{
+    json_t *value =
+        json_array_get (json_object_get (self->columns, name), S_STARTED_AT);
+    return json_is_number (value) ? json_number_value (value) : NAN;
 }
 
 json_t *

@@ -87,11 +87,16 @@ bn_benchresult_t bn_benchresults_case (bn_benchresults_t *self,
 long bn_benchresults_find (bn_benchresults_t *self, const char *name,
                            const char **values, size_t count);
 
+//  When the row of benchmark name was started (ms since the epoch); NAN
+//  if these results have none.
+double bn_benchresults_started (bn_benchresults_t *self, const char *name);
+
 //  The ratio of value, case values (repr texts, in the order of its
 //  param_names) of benchmark name, to the floor the benchmark is stated
 //  against in benchmarks (benchmarks.json's object) as measured in the
-//  same results; NAN if it is stated against none or that floor has no
-//  value here.
+//  same results and run: NAN if it is stated against none, that floor has
+//  no value here, or its row was started after the benchmark's (a later
+//  run measured the floor again, not the benchmark).
 double bn_benchresults_floor_ratio (bn_benchresults_t *self, json_t *benchmarks,
                                     const char *name, const char **values,
                                     double value);

@@ -157,6 +157,19 @@ START_TEST (test_newest_with_yardstick)
     s_assert_has (table, "engines=1: 2.00× (2.00ms); engines=16: 2.50× "
                          "(10.0ms) [bbbbbbbb, aaaaaaaa] | yes |");
     free (table);
+
+    //  the newer run's floor measured again by a later run, which did not
+    //  measure the echo: not the echo's yardstick, the older run's is
+    json_t *grid = json_loads ("[[\"1\"], [\"1000\"]]", 0, NULL);
+    bn_benchresults_begin (results[1], S_FLOOR, grid, "v1", 1.9e12);
+    json_decref (grid);
+    double faster = 0.0005;
+    bn_benchresults_set_case (results[1], S_FLOOR, 0, BN_BENCHRESULT_OK,
+                              &faster, 1, 1);
+    table = s_table (target, results, 2);
+    s_assert_has (table, "engines=1: 3.00× (3.00ms); engines=16: 2.50× "
+                         "(10.0ms) [aaaaaaaa] | yes |");
+    free (table);
     bn_benchresults_destroy (&results[0]);
     bn_benchresults_destroy (&results[1]);
 }
