@@ -664,7 +664,7 @@ s_write_targets (s_site_t *site, const char *path, const char *name,
     }
     s_machine_line (out, machine, true);
     fprintf (out,
-             "Each cell is the newest figure in `%s` that was measured "
+             "\nEach cell is the newest figure in `%s` that was measured "
              "in one run beside its yardstick (`banyan-bench publish "
              "--readme`):\n\n%s",
              results_dir, table);
