@@ -145,6 +145,11 @@ bn_heart_new (zsock_t *ping, zsock_t *pong, int period_ms, int max_misses)
         return NULL;
     self->ping = ping;
     self->pong = pong;
+    //  a heart that connects again under its name takes the name over at
+    //  once, even while its old connection's pipe is still being torn
+    //  down; libzmq would otherwise keep the new pipe aside and read its
+    //  next pong as a name, and the heart would never be heard again
+    zsock_set_router_handover (pong, 1);
     self->period_ms = period_ms;
     self->max_misses = max_misses;
     self->fast_timer = -1;

@@ -338,6 +338,60 @@ s_loop_until (zloop_t *loop, int *count, int want)
     zloop_timer_end (loop, timer);
 }
 
+//  Wait until sock's connection has finished its handshake.
+static void
+s_wait_handshake (zsock_t *sock)
+{
+    char endpoint[64];
+    static int count;
+    snprintf (endpoint, sizeof endpoint, "inproc://check-heart-monitor-%d",
+              count++);
+    ck_assert_int_eq (zmq_socket_monitor (zsock_resolve (sock), endpoint,
+                                          ZMQ_EVENT_HANDSHAKE_SUCCEEDED),
+                      0);
+    zsock_t *monitor = zsock_new (ZMQ_PAIR);
+    ck_assert_int_eq (zsock_connect (monitor, "%s", endpoint), 0);
+    zsock_set_rcvtimeo (monitor, T_TIMEOUT);
+    zmsg_t *event = zmsg_recv (monitor);
+    ck_assert_msg (event != NULL, "no handshake");
+    zmsg_destroy (&event);
+    zmq_socket_monitor (zsock_resolve (sock), NULL, 0);
+    zsock_destroy (&monitor);
+}
+
+START_TEST (test_same_name_again)
+{
+    //  a heart's connection closes, and the heart connects again under the
+    //  same name before its old connection is torn down here (its pipe
+    //  waits for a read that finds its end): what it says on the new
+    //  connection is heard
+    bn_heart_expect (s_heart, "engine-a");
+    bn_heart_ping (s_heart);
+    char *ping = s_fake_ping (&s_fake);
+    ck_assert_ptr_nonnull (ping);
+    s_fake_echo (&s_fake, ping);
+    zstr_free (&ping);
+    s_read_pongs ();
+    ck_assert_int_eq (s_new_count, 1);
+    ck_assert_int_eq (s_stat ("pongs"), 1);
+    s_fake_close (&s_fake);
+    s_fake_open (&s_fake, "engine-a");
+    s_wait_handshake (s_fake.dealer);
+    s_fake_subscribed (&s_fake);
+    bn_heart_ping (s_heart);
+    ping = s_fake_ping (&s_fake);
+    ck_assert_ptr_nonnull (ping);
+    s_fake_echo (&s_fake, ping);
+    zstr_free (&ping);
+    int64_t end = zclock_mono () + T_TIMEOUT;
+    while (s_stat ("pongs") < 2 && zclock_mono () < end)
+        s_read_pongs ();
+    ck_assert_int_eq (s_stat ("pongs"), 2);
+    ck_assert_int_eq (s_stat ("bad_pongs"), 0);
+    ck_assert_int_eq (s_stat ("unknown"), 0);
+}
+END_TEST
+
 START_TEST (test_closed)
 {
     //  a 10 s period: two hearts answer, one's connection closes and it
@@ -541,6 +595,7 @@ s_suite (void)
     tcase_add_test (tc, test_extra_ping);
     tcase_add_test (tc, test_stops_in_loop);
     tcase_add_test (tc, test_held_loop);
+    tcase_add_test (tc, test_same_name_again);
     tcase_add_test (tc, test_closed);
     tcase_add_test (tc, test_shared);
     suite_add_tcase (suite, tc);
