@@ -71,6 +71,16 @@ s_fake_echo (s_fake_t *fake, const char *ping)
     zstr_send (fake->dealer, ping);
 }
 
+//  The fake heart echoes the next ping it receives.
+static void
+s_fake_answer (s_fake_t *fake)
+{
+    char *ping = s_fake_ping (fake);
+    ck_assert_ptr_nonnull (ping);
+    s_fake_echo (fake, ping);
+    zstr_free (&ping);
+}
+
 //  Send pings until the fake's subscription works; drain them.
 static void
 s_fake_subscribed (s_fake_t *fake)
@@ -138,10 +148,7 @@ START_TEST (test_usage)
     ck_assert_int_eq (bn_heart_expect (s_heart, "engine-a"), 0);
     bn_heart_beat (s_heart);
     //  the engine's heart echoes the ping
-    char *ping = s_fake_ping (&s_fake);
-    ck_assert_ptr_nonnull (ping);
-    s_fake_echo (&s_fake, ping);
-    zstr_free (&ping);
+    s_fake_answer (&s_fake);
     s_read_pongs ();
     //  its first good pong makes it a monitored heart
     ck_assert_int_eq (s_new_count, 1);
@@ -367,10 +374,7 @@ START_TEST (test_same_name_again)
     //  connection is heard
     bn_heart_expect (s_heart, "engine-a");
     bn_heart_ping (s_heart);
-    char *ping = s_fake_ping (&s_fake);
-    ck_assert_ptr_nonnull (ping);
-    s_fake_echo (&s_fake, ping);
-    zstr_free (&ping);
+    s_fake_answer (&s_fake);
     s_read_pongs ();
     ck_assert_int_eq (s_new_count, 1);
     ck_assert_int_eq (s_stat ("pongs"), 1);
@@ -379,10 +383,7 @@ START_TEST (test_same_name_again)
     s_wait_handshake (s_fake.dealer);
     s_fake_subscribed (&s_fake);
     bn_heart_ping (s_heart);
-    ping = s_fake_ping (&s_fake);
-    ck_assert_ptr_nonnull (ping);
-    s_fake_echo (&s_fake, ping);
-    zstr_free (&ping);
+    s_fake_answer (&s_fake);
     int64_t end = zclock_mono () + T_TIMEOUT;
     while (s_stat ("pongs") < 2 && zclock_mono () < end)
         s_read_pongs ();
