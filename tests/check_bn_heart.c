@@ -345,9 +345,9 @@ s_loop_until (zloop_t *loop, int *count, int want)
     zloop_timer_end (loop, timer);
 }
 
-//  Wait until sock's connection has finished its handshake.
-static void
-s_wait_handshake (zsock_t *sock)
+//  A monitor of sock's handshakes; set it up before sock connects.
+static zsock_t *
+s_handshake_monitor (zsock_t *sock)
 {
     char endpoint[64];
     static int count;
@@ -359,11 +359,18 @@ s_wait_handshake (zsock_t *sock)
     zsock_t *monitor = zsock_new (ZMQ_PAIR);
     ck_assert_int_eq (zsock_connect (monitor, "%s", endpoint), 0);
     zsock_set_rcvtimeo (monitor, T_TIMEOUT);
-    zmsg_t *event = zmsg_recv (monitor);
+    return monitor;
+}
+
+//  Wait until sock, watched by monitor, has finished a handshake.
+static void
+s_wait_handshake (zsock_t *sock, zsock_t **monitor_p)
+{
+    zmsg_t *event = zmsg_recv (*monitor_p);
     ck_assert_msg (event != NULL, "no handshake");
     zmsg_destroy (&event);
     zmq_socket_monitor (zsock_resolve (sock), NULL, 0);
-    zsock_destroy (&monitor);
+    zsock_destroy (monitor_p);
 }
 
 START_TEST (test_same_name_again)
@@ -379,8 +386,12 @@ START_TEST (test_same_name_again)
     ck_assert_int_eq (s_new_count, 1);
     ck_assert_int_eq (s_stat ("pongs"), 1);
     s_fake_close (&s_fake);
-    s_fake_open (&s_fake, "engine-a");
-    s_wait_handshake (s_fake.dealer);
+    s_fake.sub = t_sock (ZMQ_SUB, NULL);
+    t_connect (s_fake.sub, s_ping_port);
+    s_fake.dealer = t_sock (ZMQ_DEALER, "engine-a");
+    zsock_t *monitor = s_handshake_monitor (s_fake.dealer);
+    t_connect (s_fake.dealer, s_pong_port);
+    s_wait_handshake (s_fake.dealer, &monitor);
     s_fake_subscribed (&s_fake);
     bn_heart_ping (s_heart);
     s_fake_answer (&s_fake);
