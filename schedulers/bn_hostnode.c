@@ -125,10 +125,11 @@ struct _s_node_t {
     zactor_t *leaf;          //  broadcast leaf of our engines
     char *leaf_id;           //  its routing id
     int leaf_port;
-    int up_leaf;        //  the controller's leaf ours hangs below
-    bn_heart_t *heart;  //  pings our engines, once welcomed
-    zhashx_t *engines;  //  uuid -> s_engine_t
-    zhashx_t *departed; //  uuid -> s_departed_t: unregistered, shared
+    int up_leaf;              //  the controller's leaf ours hangs below
+    bn_heart_t *heart;        //  pings our engines, once welcomed
+    zhashx_t *engines;        //  uuid -> s_engine_t
+    zhashx_t *departed;       //  uuid -> s_departed_t: unregistered, shared
+    zlistx_t *departed_order; //  their uuids, oldest first
     zhashx_t *pending;  //  registration_request msg_id -> uuid it asked for
     json_t *tell_alive; //  uuids to tell the hub
     json_t *tell_lost;
@@ -175,28 +176,35 @@ s_departed_free (void **item)
     *item = NULL;
 }
 
-//  Remember engine as departed, forgetting those whose time is up.
+//  Remember engine as departed, forgetting those whose time is up (the
+//  oldest first: they were added in time order).
 static void
 s_departed_add (s_node_t *self, s_engine_t *engine)
 {
     int64_t now = zclock_mono ();
-    zlistx_t *expired = zlistx_new ();
-    for (s_departed_t *departed = zhashx_first (self->departed); departed;
-         departed = zhashx_next (self->departed))
-        if (departed->until <= now && expired)
-            zlistx_add_end (expired, (void *)zhashx_cursor (self->departed));
-    for (const char *uuid = expired ? zlistx_first (expired) : NULL; uuid;
-         uuid = zlistx_next (expired))
-        zhashx_delete (self->departed, uuid);
-    zlistx_destroy (&expired);
+    const char *oldest;
+    while ((oldest = zlistx_first (self->departed_order))) {
+        s_departed_t *departed = zhashx_lookup (self->departed, oldest);
+        if (departed && departed->until > now)
+            break;
+        zhashx_delete (self->departed, oldest);
+        zlistx_delete (self->departed_order,
+                       zlistx_cursor (self->departed_order));
+    }
     if (zhashx_size (self->departed) >= S_DEPARTED_MAX)
         return;
     s_departed_t *departed = calloc (1, sizeof *departed);
-    if (departed && (departed->via = strdup (engine->via))) {
+    char *uuid = strdup (engine->uuid);
+    if (departed && uuid && (departed->via = strdup (engine->via)) &&
+        zlistx_add_end (self->departed_order, uuid)) {
         departed->until = now + S_DEPARTED_MS;
         zhashx_update (self->departed, engine->uuid, departed);
-    } else
-        free (departed);
+        return;
+    }
+    if (departed)
+        free (departed->via);
+    free (departed);
+    free (uuid);
 }
 
 static void
@@ -1146,6 +1154,7 @@ s_node_destroy (s_node_t **self_p)
     zloop_destroy (&self->loop);
     zhashx_destroy (&self->engines);
     zhashx_destroy (&self->departed);
+    zlistx_destroy (&self->departed_order);
     zhashx_destroy (&self->pending);
     json_decref (self->tell_alive);
     json_decref (self->tell_lost);
@@ -1287,6 +1296,7 @@ s_node_new (zsock_t *pipe, bn_hostnode_args_t *args)
     self->session = bn_session_new (bn_connfile_key (self->upstream), NULL);
     self->engines = zhashx_new ();
     self->departed = zhashx_new ();
+    self->departed_order = zlistx_new ();
     self->pending = zhashx_new ();
     self->tell_alive = json_array ();
     self->tell_lost = json_array ();
@@ -1294,8 +1304,9 @@ s_node_new (zsock_t *pipe, bn_hostnode_args_t *args)
     if (bn_connfile_curve_serverkey (self->upstream))
         self->curve_cert = zcert_new ();
     if (!self->name || !self->ip || !self->connfile_path || !self->link ||
-        !self->session || !self->engines || !self->departed || !self->pending ||
-        !self->tell_alive || !self->tell_lost || !self->loop || !leaves ||
+        !self->session || !self->engines || !self->departed ||
+        !self->departed_order || !self->pending || !self->tell_alive ||
+        !self->tell_lost || !self->loop || !leaves ||
         (bn_connfile_curve_serverkey (self->upstream) && !self->curve_cert)) {
         if (!leaves)
             bn_log_error ("host: the controller's connection info has no "
@@ -1305,6 +1316,8 @@ s_node_new (zsock_t *pipe, bn_hostnode_args_t *args)
     }
     zhashx_set_destructor (self->engines, s_engine_free);
     zhashx_set_destructor (self->departed, s_departed_free);
+    zlistx_set_destructor (self->departed_order,
+                           (zlistx_destructor_fn *)zstr_free);
     zhashx_set_destructor (self->pending, (zhashx_destructor_fn *)zstr_free);
     static const char *names[] = {"mux", "control", "task"};
     static const char *ids[] = {BN_ROUTING_MUX_OUT, BN_ROUTING_CONTROL_OUT,
