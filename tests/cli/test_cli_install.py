@@ -14,7 +14,7 @@ import socket
 import subprocess
 import tempfile
 
-from clitest import BUILD, check, describe, finish, processes, tree
+from clitest import BUILD, check, describe, finish, tree
 
 PROGRAMS = ["banyan", "banyan-controller", "banyan-engine",
             "banyan-scheduler", "banyan-bench"]
@@ -116,15 +116,10 @@ try:
                 exes[pid] = os.readlink(f"/proc/{pid}/exe")
             except OSError:
                 pass
-        table = processes()
-        names = sorted(os.path.basename(exe) for pid, exe in exes.items()
-                       if pid in table and table[pid][4] != "banyan-spawner")
-        helpers = [pid for pid in exes
-                   if pid in table and table[pid][4] == "banyan-spawner"]
+        names = sorted(os.path.basename(exe) for exe in exes.values())
         check(names.count("banyan-controller") == 1
-              and names.count("banyan-engine") == 2 and len(helpers) == 2,
-              "a controller and two engine processes (each with its spawning "
-              "helper) run", names)
+              and names.count("banyan-engine") == 2,
+              "a controller and two engine processes run", names)
         check(all(exe.startswith(prefix + "/") for exe in exes.values()),
               "every process of the cluster is an installed program",
               "\n".join(sorted(exes.values())))

@@ -7,7 +7,8 @@ import signal
 import subprocess
 import time
 
-from clitest import BANYAN, Profile, check, describe, finish, run
+from clitest import (BANYAN, Profile, check, describe, finish, processes,
+                     run, wait_until)
 
 HEADER = "---------------\nengines[{}] ({})\n---------------\n"
 
@@ -228,4 +229,30 @@ with Profile("px") as profile:
           "px -b: the bytes too, every engine in one group", repr(grouped))
 
     run(["cluster", "stop"] + profile.args(), timeout=60)
+
+# a process of 128 engines starts its commands from its spawning helper:
+# each is still the engine process's child, and nothing is left at the end
+with Profile("px-many") as profile:
+    start = run(["cluster", "start", "-n", "128", "-k", "128"]
+                + profile.args(), timeout=90)
+    check(start.returncode == 0, "cluster start -n 128 -k 128",
+          describe(start))
+    record = profile.record()
+    engine_pid = record["engine_procs"][0][0] if record else -1
+    table = processes()
+    spawners = [pid for pid, info in table.items()
+                if info[1] == engine_pid and info[4] == "banyan-spawner"]
+    check(len(spawners) == 1, "the engine process has one banyan-spawner",
+          {pid: info[4] for pid, info in table.items()
+           if info[1] == engine_pid})
+    parents = run(["px", "-t", "5,77"] + profile.args() + ["echo $PPID"])
+    check(parents.returncode == 0
+          and parents.stdout.splitlines()
+          == [f"[stdout:{i}] {engine_pid}" for i in (5, 77)],
+          "a command's parent is the engine process", describe(parents))
+    stop = run(["cluster", "stop"] + profile.args(), timeout=60)
+    check(stop.returncode == 0
+          and wait_until(lambda: not any(pid in processes()
+                                         for pid in spawners), 10),
+          "cluster stop leaves no spawning helper", describe(stop))
 finish()
