@@ -19,9 +19,11 @@ typedef void (bn_heart_fn) (void *arg, const char *heart);
 #define BN_HEART_FAST_PING 50
 #define BN_HEART_EXTRA_PING 100
 
-//  Create a heart monitor on a ping PUB and a pong ROUTER (both borrowed)
-//  beating every period_ms; a heart that misses more than max_misses beats
-//  in a row has stopped. Returns NULL if out of memory.
+//  Create a heart monitor on a ping PUB and a pong ROUTER (both borrowed;
+//  the ROUTER is set to ZMQ_ROUTER_HANDOVER, so that a heart connecting
+//  again under its name takes it over) beating every period_ms; a heart
+//  that misses more than max_misses beats in a row has stopped. Returns
+//  NULL if out of memory.
 bn_heart_t *bn_heart_new (zsock_t *ping, zsock_t *pong, int period_ms,
                           int max_misses);
 

@@ -101,6 +101,17 @@ s_assert_has (const char *text, const char *part)
     ck_assert_msg (strstr (text, part) != NULL, "'%s' not in:\n%s", part, text);
 }
 
+//  Assert that the table of one target against results (count of them)
+//  holds part.
+static void
+s_expect (bn_benchtarget_t target, bn_benchresults_t **results, size_t count,
+          const char *part)
+{
+    char *table = s_table (target, results, count);
+    s_assert_has (table, part);
+    free (table);
+}
+
 START_TEST (test_floor)
 {
     bn_benchresults_t *results = s_echo_results (S_OLD);
@@ -115,22 +126,17 @@ START_TEST (test_floor)
 
     //  one cell past the bound
     target.bound = 2.8;
-    table = s_table (target, &results, 1);
-    s_assert_has (table, "| no |\n");
-    free (table);
+    s_expect (target, &results, 1, "| no |\n");
 
     //  a cell no run measured: not met, though none measured is past it
     target.bound = 3.0;
     target.cells = "engines=1,16,64 bytes=1000";
-    table = s_table (target, &results, 1);
-    s_assert_has (table, "(10.0ms); 1 of 3 cells not measured [aaaaaaaa] | "
-                         "not measured |\n");
-    free (table);
+    s_expect (target, &results, 1,
+              "(10.0ms); 1 of 3 cells not measured [aaaaaaaa] | "
+              "not measured |\n");
     //  ...and past the bound where one measured is
     target.bound = 2.8;
-    table = s_table (target, &results, 1);
-    s_assert_has (table, "not measured [aaaaaaaa] | no |\n");
-    free (table);
+    s_expect (target, &results, 1, "not measured [aaaaaaaa] | no |\n");
     bn_benchresults_destroy (&results);
 }
 END_TEST
@@ -145,18 +151,16 @@ START_TEST (test_newest_with_yardstick)
     bn_benchtarget_t target = {
         "echo", S_ECHO, "engines=1,16 bytes=1000", BN_BENCHTARGET_FLOOR,
         NULL,   3.0};
-    char *table = s_table (target, results, 2);
-    s_assert_has (table, "engines=1: 3.00× (3.00ms); engines=16: 2.50× "
-                         "(10.0ms) [aaaaaaaa] | yes |");
-    free (table);
+    s_expect (target, results, 2,
+              "engines=1: 3.00× (3.00ms); engines=16: 2.50× "
+              "(10.0ms) [aaaaaaaa] | yes |");
 
     //  with its floor beside it, the newer figure is the one
     double floor[] = {0.001};
     s_add (results[1], S_FLOOR, "[[\"1\"], [\"1000\"]]", floor, 1);
-    table = s_table (target, results, 2);
-    s_assert_has (table, "engines=1: 2.00× (2.00ms); engines=16: 2.50× "
-                         "(10.0ms) [bbbbbbbb, aaaaaaaa] | yes |");
-    free (table);
+    s_expect (target, results, 2,
+              "engines=1: 2.00× (2.00ms); engines=16: 2.50× "
+              "(10.0ms) [bbbbbbbb, aaaaaaaa] | yes |");
 
     //  the newer run's floor measured again by a later run, which did not
     //  measure the echo: not the echo's yardstick, the older run's is
@@ -166,10 +170,9 @@ START_TEST (test_newest_with_yardstick)
     double faster = 0.0005;
     bn_benchresults_set_case (results[1], S_FLOOR, 0, BN_BENCHRESULT_OK,
                               &faster, 1, 1);
-    table = s_table (target, results, 2);
-    s_assert_has (table, "engines=1: 3.00× (3.00ms); engines=16: 2.50× "
-                         "(10.0ms) [aaaaaaaa] | yes |");
-    free (table);
+    s_expect (target, results, 2,
+              "engines=1: 3.00× (3.00ms); engines=16: 2.50× "
+              "(10.0ms) [aaaaaaaa] | yes |");
     bn_benchresults_destroy (&results[0]);
     bn_benchresults_destroy (&results[1]);
 }
@@ -185,14 +188,11 @@ START_TEST (test_stack)
     bn_benchtarget_t target = {
         "never slower",       S_PEER,        "stack='mixed' engines=1,2",
         BN_BENCHTARGET_STACK, "stack='ipp'", 1.06};
-    char *table = s_table (target, &results, 1);
-    s_assert_has (table, "| never slower | engines=1: 1.00× (1.00ms); "
-                         "engines=2: 1.05× (2.10ms) [aaaaaaaa] | yes |");
-    free (table);
+    s_expect (target, &results, 1,
+              "| never slower | engines=1: 1.00× (1.00ms); "
+              "engines=2: 1.05× (2.10ms) [aaaaaaaa] | yes |");
     target.bound = 1.04;
-    table = s_table (target, &results, 1);
-    s_assert_has (table, "| no |");
-    free (table);
+    s_expect (target, &results, 1, "| no |");
     bn_benchresults_destroy (&results);
 }
 END_TEST
@@ -234,13 +234,9 @@ START_TEST (test_at_most)
     bn_benchtarget_t target = {
         "fast enough",          S_ECHO, "engines=1 bytes=1000",
         BN_BENCHTARGET_AT_MOST, NULL,   0.005};
-    char *table = s_table (target, &results, 1);
-    s_assert_has (table, "| fast enough | 3.00ms [aaaaaaaa] | yes |");
-    free (table);
+    s_expect (target, &results, 1, "| fast enough | 3.00ms [aaaaaaaa] | yes |");
     target.bound = 0.002;
-    table = s_table (target, &results, 1);
-    s_assert_has (table, "| fast enough | 3.00ms [aaaaaaaa] | no |");
-    free (table);
+    s_expect (target, &results, 1, "| fast enough | 3.00ms [aaaaaaaa] | no |");
     bn_benchresults_destroy (&results);
 }
 END_TEST
@@ -255,9 +251,7 @@ START_TEST (test_unknown)
                                BN_BENCHTARGET_FLOOR,
                                NULL,
                                1.2};
-    char *table = s_table (target, &results, 1);
-    s_assert_has (table, "| later | not measured | not measured |");
-    free (table);
+    s_expect (target, &results, 1, "| later | not measured | not measured |");
 
     //  a parameter the benchmark does not have is an error
     target = (bn_benchtarget_t){
