@@ -129,6 +129,9 @@ bn_bcast_front_new (const char *endpoint, const char *root, int hwm,
     zsock_set_sndhwm (self->client, client_hwm > 0 ? client_hwm : hwm);
     zsock_set_rcvhwm (self->client, hwm);
     zsock_set_linger (self->client, 0);
+    //  a client that connects again under its session takes it over from
+    //  its old connection (bn_controller's s_bind)
+    zsock_set_router_handover (self->client, 1);
     zsock_set_backlog (self->client, S_BACKLOG);
     zsock_set_router_mandatory (self->client, 1);
     zsock_set_sndhwm (self->root, hwm);

@@ -147,6 +147,12 @@ s_bind (s_controller_t *self, s_bound_t *bound, int type, const char *id,
         zsock_set_identity (bound->sock, id);
     if (mandatory)
         zsock_set_router_mandatory (bound->sock, 1);
+    //  a peer that connects again under its routing id (an engine's uuid,
+    //  a client's session) takes it over from its old connection, which
+    //  may not be torn down yet: without this, libzmq keeps the new
+    //  connection aside and reads its next message as its name
+    if (type == ZMQ_ROUTER)
+        zsock_set_router_handover (bound->sock, 1);
     if (type == ZMQ_SUB)
         zsock_set_subscribe (bound->sock, "");
     //  the hub hears of every subscription, not only a topic's first

@@ -2028,6 +2028,10 @@ s_socket (s_node_t *self, const char *endpoint, bool bind, int hwm,
     zsock_set_identity (sock, self->id);
     //  an unreachable peer is an error we can report, not a silent drop
     zsock_set_router_mandatory (sock, 1);
+    //  an engine or child node that connects again under its name takes
+    //  it over from its old connection (bn_controller's s_bind)
+    if (bind)
+        zsock_set_router_handover (sock, 1);
     //  a parent node process that was restarted is found again within
     //  S_RECONNECT_IVL instead of ZeroMQ's 100 ms (inproc never waits)
     if (!bind)

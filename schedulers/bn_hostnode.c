@@ -253,8 +253,12 @@ s_local (s_node_t *self, int type, const char *identity, int *port)
     if (!sock)
         return NULL;
     zsock_set_backlog (sock, S_BACKLOG);
-    if (type == ZMQ_ROUTER)
+    if (type == ZMQ_ROUTER) {
         zsock_set_router_mandatory (sock, 1);
+        //  an engine that connects again under its uuid takes it over
+        //  from its old connection (bn_controller's s_bind)
+        zsock_set_router_handover (sock, 1);
+    }
     char endpoint[300];
     if (s_endpoint (self, endpoint, sizeof endpoint)) {
         zsock_destroy (&sock);

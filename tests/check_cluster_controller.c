@@ -432,6 +432,129 @@ s_assert_mux_works (void)
     free (msg_id);
 }
 
+//  The engine's shell (mux, task, broadcast leaf) and control sockets,
+//  named by its uuid, that never connect again by themselves once closed,
+//  with a handshake monitor on each set up before they connect.
+static void
+s_engine_sockets (zsock_t **shell, zsock_t **control, zsock_t *monitors[2])
+{
+    static int count;
+    bn_connfile_t *file = s_ctl->engine;
+    *shell = t_sock (ZMQ_ROUTER, s_engine->uuid);
+    *control = t_sock (ZMQ_ROUTER, s_engine->uuid);
+    zsock_t *socks[2] = {*shell, *control};
+    for (int i = 0; i < 2; i++) {
+        zsock_set_reconnect_ivl (socks[i], -1);
+        char endpoint[64];
+        snprintf (endpoint, sizeof endpoint,
+                  "inproc://check-controller-monitor-%d", count++);
+        ck_assert_int_eq (zmq_socket_monitor (zsock_resolve (socks[i]),
+                                              endpoint,
+                                              ZMQ_EVENT_HANDSHAKE_SUCCEEDED),
+                          0);
+        monitors[i] = zsock_new (ZMQ_PAIR);
+        ck_assert_int_eq (zsock_connect (monitors[i], "%s", endpoint), 0);
+        zsock_set_rcvtimeo (monitors[i], T_TIMEOUT);
+    }
+    t_connect (*shell, t_port (file, "mux"));
+    t_connect (*shell, t_port (file, "task"));
+    size_t leaves = bn_connfile_broadcast_count (file);
+    t_connect (*shell,
+               bn_connfile_broadcast (file, (size_t)s_engine->id % leaves));
+    t_connect (*control, t_port (file, "control"));
+    //  shell: three handshakes (mux, task, leaf); control: one
+    int wanted[2] = {3, 1};
+    for (int i = 0; i < 2; i++) {
+        for (int n = 0; n < wanted[i]; n++) {
+            zmsg_t *event = zmsg_recv (monitors[i]);
+            ck_assert_msg (event != NULL, "no handshake");
+            zmsg_destroy (&event);
+        }
+        zmq_socket_monitor (zsock_resolve (socks[i]), NULL, 0);
+        zsock_destroy (&monitors[i]);
+    }
+}
+
+//  Send one request on channel ("mux", "control", "task" or "broadcast")
+//  and answer it on whichever of old (or NULL) and new it reaches; the
+//  client must get the reply. Returns true if it reached new.
+static bool
+s_request_reaches_new (const char *channel, zsock_t *old, zsock_t *new)
+{
+    bool bcast = streq (channel, "broadcast");
+    bool to_engine = streq (channel, "mux") || streq (channel, "control");
+    const char *type = streq (channel, "control") ? BN_MSG_CLEAR_REQUEST
+                       : streq (channel, "task")  ? BN_MSG_EXECUTE_REQUEST
+                                                  : BN_MSG_APPLY_REQUEST;
+    zsock_t *out = streq (channel, "mux")       ? s_client->mux
+                   : streq (channel, "control") ? s_client->control
+                   : streq (channel, "task")    ? s_client->task
+                                                : s_client->broadcast;
+    bn_msg_t *msg = t_msg (s_client->session, type, NULL,
+                           to_engine ? s_engine->uuid : NULL);
+    if (bcast)
+        bn_msg_set_metadata (msg,
+                             json_pack ("{s:[[s, i]], s:b, s:b}", "targets",
+                                        s_engine->uuid, s_engine->id,
+                                        "is_broadcast", 1, "is_coalescing", 0));
+    t_send (&msg, out, s_client->session);
+    zpoller_t *poller = zpoller_new (new, NULL);
+    if (old)
+        zpoller_add (poller, old);
+    zsock_t *which = NULL;
+    int64_t end = zclock_mono () + T_TIMEOUT;
+    while (!which && zclock_mono () < end) {
+        t_engine_echo (s_engine);
+        which = (zsock_t *)zpoller_wait (poller, 10);
+    }
+    zpoller_destroy (&poller);
+    ck_assert_msg (which != NULL, "%s: the engine got no request", channel);
+    char msg_id[BN_MSG_ID_SIZE + 64];
+    t_engine_answer (s_engine, which, msg_id, sizeof msg_id);
+    bn_msg_t *reply = t_recv (out);
+    ck_assert_msg (reply != NULL, "%s: no reply", channel);
+    ck_assert_str_eq (bn_msg_parent_id (reply), msg_id);
+    bn_msg_destroy (&reply);
+    return which == new;
+}
+
+START_TEST (test_same_uuid_again)
+{
+    //  an engine's connections are made again under its uuid while the
+    //  old ones are still open here (as after a network failure the
+    //  controller has not noticed yet): its requests go to the new ones
+    zsock_destroy (&s_engine->shell);
+    zsock_destroy (&s_engine->control);
+    zsock_t *old_shell, *old_control, *monitors[2];
+    s_engine_sockets (&old_shell, &old_control, monitors);
+    const char *channels[] = {"mux", "control", "task", "broadcast"};
+    for (size_t c = 0; c < 4; c++) {
+        zsock_t *old = streq (channels[c], "control") ? old_control : old_shell;
+        ck_assert (s_request_reaches_new (channels[c], NULL, old));
+    }
+    zsock_t *new_shell, *new_control;
+    s_engine_sockets (&new_shell, &new_control, monitors);
+    for (size_t c = 0; c < 4; c++) {
+        bool control = streq (channels[c], "control");
+        zsock_t *old = control ? old_control : old_shell;
+        zsock_t *new = control ? new_control : new_shell;
+        //  (a request sent before the controller took in the new
+        //  connection still goes to the old one)
+        int tries = 0;
+        while (!s_request_reaches_new (channels[c], old, new))
+            ck_assert_msg (++tries < 20,
+                           "%s: requests still reach the old "
+                           "connection",
+                           channels[c]);
+        ck_assert (s_request_reaches_new (channels[c], old, new));
+    }
+    zsock_destroy (&old_shell);
+    zsock_destroy (&old_control);
+    s_engine->shell = new_shell;
+    s_engine->control = new_control;
+}
+END_TEST
+
 START_TEST (test_bad_input)
 {
     s_assert_mux_works ();
@@ -736,6 +859,7 @@ s_suite (void)
     tcase_add_test (tc, test_engine_shutdown);
     tcase_add_test (tc, test_task_and_broadcast);
     tcase_add_test (tc, test_bad_input);
+    tcase_add_test (tc, test_same_uuid_again);
     suite_add_tcase (suite, tc);
     tc = tcase_create ("binary");
     tcase_add_checked_fixture (tc, s_dir_setup, s_dir_teardown);
