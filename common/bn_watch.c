@@ -45,10 +45,12 @@ struct _bn_watch_item_t {
     int fd;       //  watched descriptor (ZMQ_FD for a socket)
     bn_watch_fn *fn;
     void *arg;
-    bool drains;           //  its handler reads until the socket is empty
-    bool dead;             //  cancelled; free when not referenced
-    bool queued;           //  on the ready list
-    bn_watch_item_t *next; //  ready list or graveyard link
+    zloop_reader_fn *reader; //  or a zloop reader's handler
+    zsock_t *sock;           //  and its socket
+    bool drains;             //  its handler reads until the socket is empty
+    bool dead;               //  cancelled; free when not referenced
+    bool queued;             //  on the ready list
+    bn_watch_item_t *next;   //  ready list or graveyard link
 };
 
 struct _bn_watch_t {
@@ -62,6 +64,7 @@ struct _bn_watch_t {
     bn_watch_item_t *graveyard;  //  cancelled items waiting to be freed
     int dispatching;             //  inside s_event
     bool woken;                  //  wakefd was written
+    bool stop;                   //  a zloop reader's handler returned -1
     size_t size;                 //  live items
 };
 
@@ -94,7 +97,9 @@ s_queue (bn_watch_t *self, bn_watch_item_t *item)
     item->next = NULL;
     *self->ready_end = item;
     self->ready_end = &item->next;
-    s_wake (self);
+    //  inside a turn, the turn wakes the loop for what it leaves queued
+    if (!self->dispatching)
+        s_wake (self);
 }
 
 //  Call a ready item; a socket only if it has input, and queued again if
@@ -110,7 +115,11 @@ s_dispatch (bn_watch_t *self, bn_watch_item_t *item)
     }
     if (!s_readable (item->handle))
         return;
-    item->fn (item, item->arg);
+    if (item->reader) {
+        if (item->reader (self->loop, item->sock, item->arg) == -1)
+            self->stop = true;
+    } else
+        item->fn (item, item->arg);
     if (!item->dead && s_readable (item->handle))
         s_queue (self, item);
 }
@@ -174,8 +183,9 @@ s_turn (bn_watch_t *self, int timeout)
 static int
 s_event (zloop_t *loop, zmq_pollitem_t *pollitem, void *arg)
 {
-    s_turn ((bn_watch_t *)arg, 0);
-    return 0;
+    bn_watch_t *self = (bn_watch_t *)arg;
+    s_turn (self, 0);
+    return self->stop ? -1 : 0;
 }
 
 bn_watch_t *
@@ -299,6 +309,29 @@ bn_watch_socket (bn_watch_t *self, void *handle, bn_watch_fn *fn, void *arg)
     if (zmq_getsockopt (handle, ZMQ_FD, &fd, &size) != 0)
         return NULL;
     return s_add (self, handle, fd, fn, arg);
+}
+
+//  bn_watch_fn of an item that a zloop reader's handler serves instead.
+static void
+s_by_reader (bn_watch_item_t *item, void *arg)
+{
+}
+
+bn_watch_item_t *
+bn_watch_zreader (bn_watch_t *self, zsock_t *sock, zloop_reader_fn *fn,
+                  void *arg)
+{
+    assert (self);
+    assert (self->loop);
+    assert (sock);
+    assert (fn);
+    bn_watch_item_t *item =
+        bn_watch_socket (self, zsock_resolve (sock), s_by_reader, arg);
+    if (item) {
+        item->reader = fn;
+        item->sock = sock;
+    }
+    return item;
 }
 
 bn_watch_item_t *

@@ -46,6 +46,12 @@ bn_watch_item_t *bn_watch_sock (bn_watch_t *self, zsock_t *sock,
 bn_watch_item_t *bn_watch_socket (bn_watch_t *self, void *handle,
                                   bn_watch_fn *fn, void *arg);
 
+//  Watch a socket of a set in a loop with a zloop reader's handler, for
+//  code written for zloop_reader: called with the loop and the socket
+//  when it has input; a return of -1 ends the loop, as in zloop.
+bn_watch_item_t *bn_watch_zreader (bn_watch_t *self, zsock_t *sock,
+                                   zloop_reader_fn *fn, void *arg);
+
 //  Watch a libzmq socket whose handler receives until a receive fails
 //  with EAGAIN, or calls bn_watch_again when it stops before: the handler
 //  is called whenever the socket's descriptor fires, with no look at the

@@ -22,6 +22,7 @@
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
 #include "bn_relay.h"
+#include "bn_watch.h"
 #include "bn_wire.h"
 
 #define S_BATCH 1024       //  messages read per wake-up before polling again
@@ -66,6 +67,9 @@ struct _bn_bcast_front_t {
     zsock_t *root;   //  DEALER to the root's port
     void *client_handle;
     void *root_handle;
+    bn_watch_t *sockets;          //  the two, in the loop
+    bn_watch_item_t *client_item; //  NULL while clients are not read
+    bn_watch_item_t *root_item;
     int port;
     bn_session_t *session;
     const bn_monitor_t *monitor;
@@ -168,12 +172,13 @@ bn_bcast_front_destroy (bn_bcast_front_t **self_p)
     bn_bcast_front_t *self = *self_p;
     if (!self)
         return;
-    if (self->loop) {
-        zloop_reader_end (self->loop, self->client);
-        zloop_reader_end (self->loop, self->root);
-        if (self->retry >= 0)
-            zloop_timer_end (self->loop, self->retry);
+    if (self->sockets) {
+        bn_watch_cancel (self->sockets, &self->client_item);
+        bn_watch_cancel (self->sockets, &self->root_item);
+        bn_watch_destroy (&self->sockets);
     }
+    if (self->loop && self->retry >= 0)
+        zloop_timer_end (self->loop, self->retry);
     bn_msg_destroy (&self->held);
     zhashx_destroy (&self->flights);
     zsock_destroy (&self->client);
@@ -193,6 +198,15 @@ bn_bcast_front_port (bn_bcast_front_t *self)
 //  --------------------------------------------------------------------------
 //  Errors for what the root will not answer
 
+//  After a send on a socket the front reads: the send may have taken the
+//  signal of input that came meanwhile (bn_watch).
+static void
+s_sent (bn_bcast_front_t *self, bn_watch_item_t *item)
+{
+    if (self->sockets)
+        bn_watch_check (self->sockets, item);
+}
+
 //  Report a reply to the records, then send it to its client.
 static void
 s_send_reply (bn_bcast_front_t *self, bn_msg_t **reply_p)
@@ -204,6 +218,7 @@ s_send_reply (bn_bcast_front_t *self, bn_msg_t **reply_p)
                               *reply_p, NULL);
     bn_msg_send_client (reply_p, self->client_handle, self->session,
                         &self->stats.undelivered, "broadcast");
+    s_sent (self, self->client_item);
 }
 
 //  The same for a reply made here.
@@ -457,7 +472,7 @@ s_pause (bn_bcast_front_t *self)
 {
     if (self->retry >= 0 || !self->loop)
         return;
-    zloop_reader_end (self->loop, self->client);
+    bn_watch_cancel (self->sockets, &self->client_item);
     self->retry = zloop_timer (self->loop, S_RETRY, 0, s_on_retry, self);
 }
 
@@ -469,7 +484,8 @@ s_resume (bn_bcast_front_t *self)
         return;
     zloop_timer_end (self->loop, self->retry);
     self->retry = -1;
-    if (zloop_reader (self->loop, self->client, s_on_client, self) != 0)
+    if (!(self->client_item = bn_watch_zreader (self->sockets, self->client,
+                                                s_on_client, self)))
         bn_log_error ("broadcast: cannot read clients again");
 }
 
@@ -535,8 +551,10 @@ s_pass (bn_bcast_front_t *self, bn_msg_t **request_p)
         return true;
     }
     s_report_request (self, *request_p);
-    if (bn_msg_send_routed (request_p, self->root_handle, NULL, ZMQ_DONTWAIT) !=
-        0) {
+    int rc =
+        bn_msg_send_routed (request_p, self->root_handle, NULL, ZMQ_DONTWAIT);
+    s_sent (self, self->root_item);
+    if (rc != 0) {
         s_flight_destroy ((void **)&flight);
         if (*request_p)
             s_refuse_reported (self, *request_p);
@@ -605,10 +623,15 @@ bn_bcast_front_attach (bn_bcast_front_t *self, zloop_t *loop)
     assert (self);
     assert (loop);
     self->loop = loop;
-    return zloop_reader (loop, self->client, s_on_client, self) ||
-                   zloop_reader (loop, self->root, s_on_root, self)
-               ? -1
-               : 0;
+    //  one descriptor in the loop for both sockets (bn_watch)
+    self->sockets = bn_watch_new (loop);
+    return self->sockets &&
+                   (self->client_item = bn_watch_zreader (
+                        self->sockets, self->client, s_on_client, self)) &&
+                   (self->root_item = bn_watch_zreader (
+                        self->sockets, self->root, s_on_root, self))
+               ? 0
+               : -1;
 }
 
 void

@@ -32,6 +32,7 @@
 #include "bn_session.h"
 #include "bn_task.h"
 #include "bn_topology.h"
+#include "bn_watch.h"
 #include "bn_wire.h"
 
 #define S_LISTEN_BACKLOG                                                       \
@@ -92,6 +93,8 @@ typedef struct {
     size_t nleaves;
 
     zloop_t *loop;
+    bn_watch_t *sockets;       //  the actor pipe and the publishers
+    bn_watch_item_t *items[3]; //  their items
     bn_heart_t *heart;
     bn_hub_t *hub;
     bn_relay_t *mux;
@@ -451,6 +454,11 @@ s_controller_destroy (s_controller_t **self_p)
         self->tree_mode->stop (&self->tree);
     bn_monitor_link_destroy (&self->record_link);
     bn_records_destroy (&self->records);
+    if (self->sockets) {
+        for (size_t i = 0; i < sizeof self->items / sizeof self->items[0]; i++)
+            bn_watch_cancel (self->sockets, &self->items[i]);
+        bn_watch_destroy (&self->sockets);
+    }
     zloop_destroy (&self->loop);
     s_bound_t *all[S_OWN_PORTS];
     s_own_ports (self, all);
@@ -529,6 +537,8 @@ s_on_pipe (zloop_t *loop, zsock_t *pipe, void *arg)
         bn_log_warn ("controller: unknown actor command %s", command);
     free (command);
     zmsg_destroy (&request);
+    //  an answer sent may have taken the signal of the next command
+    bn_watch_check (self->sockets, self->items[0]);
     return rc;
 }
 
@@ -652,11 +662,17 @@ s_start_components (s_controller_t *self, int period, int misses,
     bn_hub_set_stats (self->hub, s_stats_query, self);
     //  signals are the main thread's business; only $TERM stops the loop
     zloop_set_nonstop (self->loop, true);
-    if (zloop_reader (self->loop, self->pipe, s_on_pipe, self) ||
-        zloop_reader (self->loop, self->iopub_out.sock, s_on_pub_commands,
-                      NULL) ||
-        zloop_reader (self->loop, self->hb_ping.sock, s_on_pub_commands,
-                      NULL) ||
+    //  Every socket the loop reads is in an epoll set (bn_watch), one per
+    //  component: the loop polls descriptors only, and a wake-up costs for
+    //  the socket that has input, not for each of the loop's sockets.
+    self->sockets = bn_watch_new (self->loop);
+    if (!self->sockets ||
+        !(self->items[0] =
+              bn_watch_zreader (self->sockets, self->pipe, s_on_pipe, self)) ||
+        !(self->items[1] = bn_watch_zreader (
+              self->sockets, self->iopub_out.sock, s_on_pub_commands, NULL)) ||
+        !(self->items[2] = bn_watch_zreader (self->sockets, self->hb_ping.sock,
+                                             s_on_pub_commands, NULL)) ||
         bn_hub_attach (self->hub, self->loop) ||
         bn_heart_attach (self->heart, self->loop) ||
         bn_relay_attach (self->mux, self->loop) ||

@@ -54,6 +54,7 @@
 #include "bn_log.h"
 #include "bn_msg.h"
 #include "bn_msgtypes.h"
+#include "bn_watch.h"
 #include "bn_wire.h"
 
 #define S_BATCH 1024        //  queries read per wake-up before polling again
@@ -115,8 +116,11 @@ typedef struct {
 } s_leaving_t;
 
 struct _bn_hub_t {
-    zsock_t *query;    //  ROUTER (borrowed)
-    zsock_t *notifier; //  XPUB or PUB (borrowed)
+    zsock_t *query;              //  ROUTER (borrowed)
+    zsock_t *notifier;           //  XPUB or PUB (borrowed)
+    bn_watch_t *sockets;         //  the two, in the loop
+    bn_watch_item_t *query_item; //  their items
+    bn_watch_item_t *notify_item;
     bn_session_t *session;
     bn_heart_t *heart;       //  borrowed
     json_t *connection_info; //  Engine connection dict
@@ -261,6 +265,11 @@ bn_hub_destroy (bn_hub_t **self_p)
     bn_hub_t *self = *self_p;
     if (!self)
         return;
+    if (self->sockets) {
+        bn_watch_cancel (self->sockets, &self->query_item);
+        bn_watch_cancel (self->sockets, &self->notify_item);
+        bn_watch_destroy (&self->sockets);
+    }
     zhashx_destroy (&self->stalls);
     zhashx_destroy (&self->links);
     if (self->leaving && self->loop) {
@@ -365,6 +374,15 @@ bn_hub_set_shutdown_handler (bn_hub_t *self, bn_hub_shutdown_fn *fn, void *arg)
     self->shutdown_arg = arg;
 }
 
+//  After a send on a socket the hub reads: the send may have taken the
+//  signal of input that came meanwhile (bn_watch).
+static void
+s_sent (bn_hub_t *self, bn_watch_item_t *item)
+{
+    if (self->sockets)
+        bn_watch_check (self->sockets, item);
+}
+
 //  Send msg on the query socket.
 static void
 s_send_query (bn_hub_t *self, bn_msg_t **msg_p)
@@ -374,6 +392,7 @@ s_send_query (bn_hub_t *self, bn_msg_t **msg_p)
         bn_msg_destroy (msg_p);
         self->stats.send_failed++;
     }
+    s_sent (self, self->query_item);
 }
 
 //  Reply to request with msg_type and content (taken).
@@ -433,6 +452,7 @@ s_notify (bn_hub_t *self, const char *msg_type, json_t *content,
     if (bn_msg_send_flags (&msg, zsock_resolve (self->notifier), self->session,
                            ZMQ_DONTWAIT) != 0)
         self->stats.send_failed++;
+    s_sent (self, self->notify_item);
 }
 
 void
@@ -1743,8 +1763,16 @@ bn_hub_attach (bn_hub_t *self, zloop_t *loop)
                            self);
     bn_heart_set_closed_handler (self->heart, s_on_closed_heart);
     bn_heart_set_unknown_handler (self->heart, s_on_unknown_heart);
-    return zloop_reader (loop, self->query, s_on_query, self) ||
-           zloop_reader (loop, self->notifier, s_on_subscription, self);
+    //  one descriptor in the loop for both sockets (bn_watch)
+    self->sockets = bn_watch_new (loop);
+    return !self->sockets ||
+                   !(self->query_item = bn_watch_zreader (
+                         self->sockets, self->query, s_on_query, self)) ||
+                   !(self->notify_item =
+                         bn_watch_zreader (self->sockets, self->notifier,
+                                           s_on_subscription, self))
+               ? -1
+               : 0;
 }
 
 json_t *

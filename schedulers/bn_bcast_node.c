@@ -174,6 +174,7 @@ typedef struct {
     bool paused;             //  not reading requests (max_requests reached)
     bn_reducers_t *reducers; //  reductions known by name
     const bn_monitor_t *monitor;
+    bn_msg_t *unreported; //  the root's request being dispatched, unreported
     zloop_t *loop;
     bool terminated;
     s_stats_t stats;
@@ -329,16 +330,34 @@ s_slot_take_buffers (s_slot_t *slot, bn_msg_t *msg, size_t first, size_t count)
 
 static void s_request_done (s_node_t *self, s_request_t *req);
 
+//  Report the request being dispatched to the hub, if not yet done.
+static void
+s_report_request (s_node_t *self)
+{
+    if (self->unreported)
+        self->monitor->request (self->monitor->arg, BN_MONITOR_QUEUE_BROADCAST,
+                                self->unreported, NULL);
+    self->unreported = NULL;
+}
+
 static void
 s_send_up (s_node_t *self, bn_msg_t **msg_p)
 {
-    //  the root's replies are what clients get: the hub records them
-    if (self->level == 0 && self->monitor && self->monitor->reply && *msg_p)
-        self->monitor->reply (self->monitor->arg, BN_MONITOR_QUEUE_BROADCAST,
-                              *msg_p, NULL);
+    s_report_request (self);
+    //  the root's replies are what clients get: the hub records them, after
+    //  the client has its reply (the hub's thread, woken by the report,
+    //  would otherwise run before the send on a busy core)
+    bn_msg_t *report =
+        self->level == 0 && self->monitor && self->monitor->reply && *msg_p
+            ? bn_msg_dup (*msg_p)
+            : NULL;
     if (bn_msg_send_flags (msg_p, self->up_handle, self->session,
                            ZMQ_DONTWAIT) != 0)
         self->stats.send_failed++;
+    if (report)
+        self->monitor->reply (self->monitor->arg, BN_MONITOR_QUEUE_BROADCAST,
+                              report, NULL);
+    bn_msg_destroy (&report);
 }
 
 //  This node's hop entry for bn_hops (received = when the request came,
@@ -1290,9 +1309,15 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
         req->next_window = zclock_mono () + req->window_ms;
     if (req->deadline || (req->merge && req->release == S_RELEASE_WINDOW))
         s_timed_add (self, req);
+    //  the hub records the request once it is on its way (see s_send_up),
+    //  or before a reply to it that comes first
     if (root && self->monitor && self->monitor->request)
-        self->monitor->request (self->monitor->arg, BN_MONITOR_QUEUE_BROADCAST,
-                                msg, NULL);
+        self->unreported = msg;
+    if (self->leaf)
+        s_dispatch_engines (self, req, msg, metadata);
+    if (lists)
+        s_dispatch_children (self, req, msg, metadata, lists, nlists);
+    s_report_request (self);
     //  targets no child serves cannot be reached from here
     for (size_t i = 0; i < req->nslots; i++)
         if (!self->leaf && req->slots[i].child < 0) {
@@ -1300,10 +1325,6 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
             s_fail_slot (self, req, &req->slots[i],
                          "not served by this broadcast tree");
         }
-    if (self->leaf)
-        s_dispatch_engines (self, req, msg, metadata);
-    if (lists)
-        s_dispatch_children (self, req, msg, metadata, lists, nlists);
     if (lists)
         for (size_t c = 0; c < nlists; c++)
             json_decref (lists[c]);

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "bn_log.h"
+#include "bn_watch.h"
 
 #define S_BATCH 4096  //  pongs read per wake-up before polling again
 #define S_KEY_MAX 256 //  longest heart id accepted
@@ -52,8 +53,11 @@ typedef struct {
 } s_stats_t;
 
 struct _bn_heart_t {
-    zsock_t *ping;            //  PUB (borrowed)
-    zsock_t *pong;            //  ROUTER (borrowed)
+    zsock_t *ping;       //  PUB (borrowed)
+    zsock_t *pong;       //  ROUTER (borrowed)
+    bn_watch_t *sockets; //  pong and monitor, in the loop
+    bn_watch_item_t *pong_item;
+    bn_watch_item_t *monitor_item;
     int period_ms;            //  Time between beats
     int max_misses;           //  Misses allowed in a row
     zhashx_t *hearts;         //  uuid -> s_heart_t, monitored
@@ -176,9 +180,12 @@ bn_heart_destroy (bn_heart_t **self_p)
         return;
     if (self->loop && self->fast_timer >= 0)
         zloop_timer_end (self->loop, self->fast_timer);
+    if (self->sockets) {
+        bn_watch_cancel (self->sockets, &self->pong_item);
+        bn_watch_cancel (self->sockets, &self->monitor_item);
+        bn_watch_destroy (&self->sockets);
+    }
     if (self->monitor) {
-        if (self->loop)
-            zloop_reader_end (self->loop, self->monitor);
         zmq_socket_monitor (zsock_resolve (self->pong), NULL, 0);
         zsock_destroy (&self->monitor);
     }
@@ -345,7 +352,8 @@ s_watch (bn_heart_t *self)
         return -1;
     }
     if (zsock_connect (self->monitor, "%s", self->monitor_endpoint) != 0 ||
-        zloop_reader (self->loop, self->monitor, s_on_monitor, self) != 0)
+        !(self->monitor_item = bn_watch_zreader (self->sockets, self->monitor,
+                                                 s_on_monitor, self)))
         return -1;
     return 0;
 }
@@ -415,7 +423,11 @@ bn_heart_attach (bn_heart_t *self, zloop_t *loop)
     assert (self);
     assert (loop);
     self->loop = loop;
-    if (zloop_reader (loop, self->pong, s_on_pong, self) != 0)
+    //  one descriptor in the loop for the heart's sockets (bn_watch); the
+    //  heart only reads them
+    self->sockets = bn_watch_new (loop);
+    if (!self->sockets || !(self->pong_item = bn_watch_zreader (
+                                self->sockets, self->pong, s_on_pong, self)))
         return -1;
     if (self->on_closed && s_watch (self) != 0)
         return -1;

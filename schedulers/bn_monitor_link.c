@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bn_log.h"
+#include "bn_watch.h"
 
 //  Kinds of report (first byte of the first frame).
 #define S_REQUEST 'R'
@@ -22,6 +23,8 @@ struct _bn_monitor_link_t {
     zsock_t *push; //  Written by the sending thread
     void *pull_handle;
     void *push_handle;
+    bn_watch_t *sockets; //  pull, in the loop
+    bn_watch_item_t *pull_item;
     const bn_monitor_t *target; //  borrowed
     bn_monitor_t sender;
     atomic_uint_fast64_t dropped; //  Reports the full link refused
@@ -197,6 +200,10 @@ bn_monitor_link_destroy (bn_monitor_link_t **self_p)
     bn_monitor_link_t *self = *self_p;
     if (!self)
         return;
+    if (self->sockets) {
+        bn_watch_cancel (self->sockets, &self->pull_item);
+        bn_watch_destroy (&self->sockets);
+    }
     zsock_destroy (&self->push);
     zsock_destroy (&self->pull);
     free (self);
@@ -322,7 +329,13 @@ bn_monitor_link_attach (bn_monitor_link_t *self, zloop_t *loop)
 {
     assert (self);
     assert (loop);
-    return zloop_reader (loop, self->pull, s_on_pull, self);
+    //  a descriptor of its own in the loop (bn_watch): the link is only
+    //  read here
+    self->sockets = bn_watch_new (loop);
+    return self->sockets && (self->pull_item = bn_watch_zreader (
+                                 self->sockets, self->pull, s_on_pull, self))
+               ? 0
+               : -1;
 }
 
 json_t *

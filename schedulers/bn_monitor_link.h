@@ -35,8 +35,8 @@ int bn_monitor_link_bind (bn_monitor_link_t *self, const char *endpoint);
 //  Destroy a link (its sender must be stopped first); NULL-safe.
 void bn_monitor_link_destroy (bn_monitor_link_t **self_p);
 
-//  Deliver reports in loop, on the thread that runs it. Returns -1 on
-//  failure.
+//  Deliver reports in loop, on the thread that runs it (destroy the link
+//  before the loop). Returns -1 on failure.
 int bn_monitor_link_attach (bn_monitor_link_t *self, zloop_t *loop);
 
 //  The monitor for the other thread (one thread only: the link's sending

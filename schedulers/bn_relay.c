@@ -25,6 +25,7 @@
 #include "bn_hosts.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
+#include "bn_watch.h"
 #include "bn_wire.h"
 
 #define S_BATCH 1024   //  messages read per wake-up before polling again
@@ -77,8 +78,20 @@ struct _bn_relay_t {
     const bn_monitor_t *monitor; //  Told of what passes (borrowed)
     bn_holdq_t *holdq;           //  Requests for engines connecting
     bn_hosts_t *hosts;           //  Links of host nodes (borrowed), or NULL
+    bn_watch_t *sockets;         //  The sockets it reads, in a loop
+    bn_watch_item_t *client_item;
+    bn_watch_item_t *engine_item;
     s_stats_t stats;
 };
+
+//  After a send on a socket the relay reads: the send may have taken the
+//  signal of input that came meanwhile (bn_watch).
+static void
+s_sent (bn_relay_t *self, bn_watch_item_t *item)
+{
+    if (self->sockets)
+        bn_watch_check (self->sockets, item);
+}
 
 static void
 s_pending_free (s_pending_t **self_p)
@@ -179,6 +192,11 @@ bn_relay_destroy (bn_relay_t **self_p)
     bn_relay_t *self = *self_p;
     if (!self)
         return;
+    if (self->sockets) {
+        bn_watch_cancel (self->sockets, &self->client_item);
+        bn_watch_cancel (self->sockets, &self->engine_item);
+        bn_watch_destroy (&self->sockets);
+    }
     bn_holdq_destroy (&self->holdq);
     zhashx_destroy (&self->pending);
     zhashx_destroy (&self->engines);
@@ -188,16 +206,16 @@ bn_relay_destroy (bn_relay_t **self_p)
     *self_p = NULL;
 }
 
-static int
-s_on_client (zloop_t *loop, zsock_t *sock, void *arg)
+static void
+s_on_client (bn_watch_item_t *item, void *arg)
 {
-    return bn_relay_client_ready ((bn_relay_t *)arg);
+    bn_relay_client_ready ((bn_relay_t *)arg);
 }
 
-static int
-s_on_engine (zloop_t *loop, zsock_t *sock, void *arg)
+static void
+s_on_engine (bn_watch_item_t *item, void *arg)
 {
-    return bn_relay_engine_ready ((bn_relay_t *)arg);
+    bn_relay_engine_ready ((bn_relay_t *)arg);
 }
 
 int
@@ -205,10 +223,17 @@ bn_relay_attach (bn_relay_t *self, zloop_t *loop)
 {
     assert (self);
     assert (loop);
-    if (zloop_reader (loop, self->client_side, s_on_client, self) != 0)
+    assert (!self->sockets);
+    //  One descriptor in the loop for the relay's sockets: a wake-up costs
+    //  for the socket that has input, not for each socket of the loop.
+    self->sockets = bn_watch_new (loop);
+    if (!self->sockets ||
+        !(self->client_item = bn_watch_sock (self->sockets, self->client_side,
+                                             s_on_client, self)))
         return -1;
     if (self->swap &&
-        zloop_reader (loop, self->engine_side, s_on_engine, self) != 0)
+        !(self->engine_item = bn_watch_sock (self->sockets, self->engine_side,
+                                             s_on_engine, self)))
         return -1;
     return bn_holdq_attach (self->holdq, loop);
 }
@@ -310,6 +335,7 @@ s_send_client (bn_relay_t *self, bn_msg_t **reply_p)
     if (bn_msg_send_client (reply_p, self->client_handle, self->session,
                             &self->stats.undelivered, self->name) == 0)
         self->stats.forwarded++;
+    s_sent (self, self->client_item);
 }
 
 //  Answer request (idents [client, engine]) with an EngineError.
@@ -410,8 +436,11 @@ s_send_held (void *arg, const char *uuid, void *item)
     bn_msg_t *copy = bn_msg_dup ((bn_msg_t *)item);
     if (!copy)
         return ENOMEM;
-    if (bn_msg_send_flags (&copy, self->engine_handle, NULL, ZMQ_DONTWAIT) != 0)
-        return errno;
+    int rc = bn_msg_send_flags (&copy, self->engine_handle, NULL, ZMQ_DONTWAIT);
+    int error = errno;
+    s_sent (self, self->engine_item);
+    if (rc != 0)
+        return error;
     self->stats.forwarded++;
     return 0;
 }
@@ -495,12 +524,14 @@ s_client_request (bn_relay_t *self, bn_msg_t *msg)
             self->stats.held++;
         return;
     }
-    if (bn_msg_send_flags (&msg, self->engine_handle, NULL, ZMQ_DONTWAIT) ==
-        0) {
+    int rc = bn_msg_send_flags (&msg, self->engine_handle, NULL, ZMQ_DONTWAIT);
+    int error = errno;
+    s_sent (self, self->engine_item);
+    if (rc == 0) {
         self->stats.forwarded++;
         return;
     }
-    s_send_failed (self, engine, pending, errno);
+    s_send_failed (self, engine, pending, error);
 }
 
 int

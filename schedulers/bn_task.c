@@ -45,6 +45,7 @@
 #include "bn_log.h"
 #include "bn_msgtypes.h"
 #include "bn_outcomes.h"
+#include "bn_watch.h"
 #include "bn_wire.h"
 
 #define S_BATCH 1024            //  messages read per wake-up
@@ -142,6 +143,9 @@ struct _bn_task_t {
     zsock_t *engine_side; //  Engine ROUTER (borrowed)
     void *client_handle;
     void *engine_handle;
+    bn_watch_t *sockets;          //  the two, in the loop
+    bn_watch_item_t *client_item; //  NULL while clients are not read
+    bn_watch_item_t *engine_item;
     bn_session_t *session; //  Signs the replies we make
     bn_monitor_t monitor;
     bool has_monitor;
@@ -693,12 +697,22 @@ s_finished (bn_task_t *self, const char *msg_id)
         zlist_append (self->finished, (void *)msg_id);
 }
 
+//  After a send on a socket the scheduler reads: the send may have taken
+//  the signal of input that came meanwhile (bn_watch).
+static void
+s_sent (bn_task_t *self, bn_watch_item_t *item)
+{
+    if (self->sockets)
+        bn_watch_check (self->sockets, item);
+}
+
 static void
 s_send_client (bn_task_t *self, bn_msg_t **msg_p)
 {
     if (bn_msg_send_client (msg_p, self->client_handle, self->session,
                             &self->stats.undelivered, "task") == 0)
         self->stats.forwarded++;
+    s_sent (self, self->client_item);
 }
 
 //  msg_id finished in state (on engine): it is remembered as the newest
@@ -1133,10 +1147,11 @@ s_send_job (bn_task_t *self, s_job_t *job, s_engine_t *engine)
         bn_msg_destroy (&copy);
         return ENOMEM;
     }
-    if (bn_msg_send_flags (&copy, self->engine_handle, self->session,
-                           ZMQ_DONTWAIT) != 0)
-        return errno;
-    return 0;
+    int rc = bn_msg_send_flags (&copy, self->engine_handle, self->session,
+                                ZMQ_DONTWAIT);
+    int error = errno;
+    s_sent (self, self->engine_item);
+    return rc != 0 ? error : 0;
 }
 
 static void s_unmet (bn_task_t *self, s_job_t *job, s_engine_t *engine);
@@ -1492,13 +1507,13 @@ s_flow (bn_task_t *self)
         return;
     size_t held = self->queued + self->held + self->running;
     if (self->reading && held >= self->queue_max) {
-        zloop_reader_end (self->loop, self->client_side);
+        bn_watch_cancel (self->sockets, &self->client_item);
         self->reading = false;
         self->stats.paused++;
         bn_log_info ("task: %zu tasks held; not reading clients", held);
     } else if (!self->reading && held <= self->queue_max / 2 &&
-               zloop_reader (self->loop, self->client_side, s_on_client,
-                             self) == 0) {
+               (self->client_item = bn_watch_zreader (
+                    self->sockets, self->client_side, s_on_client, self))) {
         self->reading = true;
         bn_log_info ("task: reading clients again");
     }
@@ -1952,6 +1967,11 @@ bn_task_destroy (bn_task_t **self_p)
         return;
     if (self->timer >= 0 && self->loop)
         zloop_timer_end (self->loop, self->timer);
+    if (self->sockets) {
+        bn_watch_cancel (self->sockets, &self->client_item);
+        bn_watch_cancel (self->sockets, &self->engine_item);
+        bn_watch_destroy (&self->sockets);
+    }
     bn_holdq_destroy (&self->holdq);
     bn_heap_destroy (&self->deadlines);
     if (self->jobs) {
@@ -1993,8 +2013,13 @@ bn_task_attach (bn_task_t *self, zloop_t *loop)
     assert (self);
     assert (loop);
     self->loop = loop;
-    if (zloop_reader (loop, self->client_side, s_on_client, self) != 0 ||
-        zloop_reader (loop, self->engine_side, s_on_engine, self) != 0 ||
+    //  one descriptor in the loop for both sockets (bn_watch)
+    self->sockets = bn_watch_new (loop);
+    if (!self->sockets ||
+        !(self->client_item = bn_watch_zreader (
+              self->sockets, self->client_side, s_on_client, self)) ||
+        !(self->engine_item = bn_watch_zreader (
+              self->sockets, self->engine_side, s_on_engine, self)) ||
         bn_holdq_attach (self->holdq, loop) != 0)
         return -1;
     self->reading = true;

@@ -138,10 +138,10 @@ START_TEST (test_usage)
     json_decref (stats);
     zstr_send (sender, "DONE");
     zactor_destroy (&sender);
-    zloop_destroy (&loop);
     bn_monitor_link_destroy (&link);
     ck_assert_ptr_null (link);
     bn_monitor_link_destroy (&link);
+    zloop_destroy (&loop);
 }
 END_TEST
 

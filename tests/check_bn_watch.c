@@ -279,6 +279,60 @@ START_TEST (test_alone)
 }
 END_TEST
 
+//  A zloop reader's handler in a set: called with the loop and the
+//  socket, once per message, and its -1 ends the loop as in zloop.
+typedef struct {
+    zloop_t *loop;
+    zsock_t *sock;
+    int messages;
+    bool wrong_args;
+} s_zreader_t;
+
+static int
+s_zreader (zloop_t *loop, zsock_t *sock, void *arg)
+{
+    s_zreader_t *state = (s_zreader_t *)arg;
+    state->wrong_args |= loop != state->loop || sock != state->sock;
+    char *text = zstr_recv (sock);
+    state->messages++;
+    bool stop = text && streq (text, "stop");
+    free (text);
+    return stop ? -1 : 0;
+}
+
+static int
+s_gave_up (zloop_t *loop, int timer_id, void *arg)
+{
+    *(bool *)arg = true;
+    return -1;
+}
+
+START_TEST (test_zreader)
+{
+    zloop_t *loop = zloop_new ();
+    bn_watch_t *watch = bn_watch_new (loop);
+    zsock_t *in = zsock_new_pair ("@inproc://check-watch-zreader");
+    zsock_t *out = zsock_new_pair (">inproc://check-watch-zreader");
+    s_zreader_t state = {loop, in, 0, false};
+    bn_watch_item_t *item = bn_watch_zreader (watch, in, s_zreader, &state);
+    ck_assert_ptr_nonnull (item);
+    bool gave_up = false;
+    zloop_timer (loop, 5000, 1, s_gave_up, &gave_up);
+    zstr_send (out, "a");
+    zstr_send (out, "b");
+    zstr_send (out, "stop");
+    zloop_start (loop);
+    ck_assert (!gave_up);
+    ck_assert (!state.wrong_args);
+    ck_assert_int_eq (state.messages, 3);
+    bn_watch_cancel (watch, &item);
+    zsock_destroy (&out);
+    zsock_destroy (&in);
+    bn_watch_destroy (&watch);
+    zloop_destroy (&loop);
+}
+END_TEST
+
 static int s_total; //  messages s_count read
 
 static void
@@ -349,6 +403,7 @@ main (void)
     tcase_add_test (tc, test_input_after_send);
     tcase_add_test (tc, test_many_sockets);
     tcase_add_test (tc, test_alone);
+    tcase_add_test (tc, test_zreader);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
