@@ -29,10 +29,18 @@ typedef enum {
     S_FIELDS
 } s_field_id_t;
 
+//  The values found share one buffer, each after the last, so that the
+//  whole stays a small allocation (malloc serves one of 1 kB or more from
+//  its large bins, after merging every free chunk of its fast bins): a
+//  value that no longer fits is read by jansson, as a long one is.
+#define S_FIELDS_TEXT 512
+
 typedef struct {
-    bool tried[S_FIELDS];               //  a scan was attempted
-    int length[S_FIELDS];               //  bn_jscan_string's answer
-    char value[S_FIELDS][BN_FIELD_MAX]; //  the values found
+    bool tried[S_FIELDS];     //  a scan was attempted
+    int length[S_FIELDS];     //  bn_jscan_string's answer
+    short offset[S_FIELDS];   //  where the value found is in text
+    short used;               //  bytes of text taken
+    char text[S_FIELDS_TEXT]; //  the values found, each with its NUL
 } s_fields_t;
 
 #define BN_HEADER_FORMAT                                                       \
@@ -696,21 +704,29 @@ s_field (bn_msg_t *self, bn_part_t part, s_field_id_t id, const char *key)
         if (!self->fields)
             return NULL;
         memset (self->fields->tried, 0, sizeof self->fields->tried);
+        self->fields->used = 0;
     }
     s_fields_t *fields = self->fields;
     if (!fields->tried[id]) {
         fields->tried[id] = true;
+        size_t room = S_FIELDS_TEXT - (size_t)fields->used;
+        fields->offset[id] = fields->used;
         fields->length[id] =
-            bn_jscan_string (zmq_msg_data (&self->parts[part]),
-                             zmq_msg_size (&self->parts[part]), key,
-                             fields->value[id], BN_FIELD_MAX);
+            room == 0
+                ? -2
+                : bn_jscan_string (zmq_msg_data (&self->parts[part]),
+                                   zmq_msg_size (&self->parts[part]), key,
+                                   fields->text + fields->used,
+                                   room < BN_FIELD_MAX ? room : BN_FIELD_MAX);
+        if (fields->length[id] >= 0)
+            fields->used += (short)(fields->length[id] + 1);
     }
     if (fields->length[id] == -2) {
         //  longer than the scan buffer: let jansson read it
         json_t *object = bn_msg_part (self, part);
         return json_string_value (json_object_get (object, key));
     }
-    return fields->length[id] >= 0 ? fields->value[id] : NULL;
+    return fields->length[id] >= 0 ? fields->text + fields->offset[id] : NULL;
 }
 
 const char *

@@ -227,6 +227,45 @@ START_TEST (test_fields_without_parsing)
 }
 END_TEST
 
+START_TEST (test_fields_past_the_scan_room)
+{
+    //  five header and parent fields of 200 bytes each: the first two are
+    //  scanned, the rest no longer fit beside them and are read by jansson
+    char value[5][201];
+    for (int f = 0; f < 5; f++) {
+        memset (value[f], 'a' + f, 200);
+        value[f][200] = 0;
+    }
+    char *header = zsys_sprintf (
+        "{\"msg_id\": \"%s\", \"msg_type\": \"%s\", \"session\": \"%s\"}",
+        value[0], value[1], value[2]);
+    char *parent = zsys_sprintf ("{\"msg_id\": \"%s\", \"session\": \"%s\"}",
+                                 value[3], value[4]);
+    zmsg_t *raw = zmsg_new ();
+    zmsg_addstr (raw, BN_DELIM);
+    zmsg_addstr (raw, "");
+    zmsg_addstr (raw, header);
+    zmsg_addstr (raw, parent);
+    zmsg_addstr (raw, "{}");
+    zmsg_addstr (raw, "{}");
+    zmsg_send (&raw, s_out);
+    zstr_free (&header);
+    zstr_free (&parent);
+    bn_msg_t *msg = bn_msg_recv (s_rin);
+    ck_assert_ptr_nonnull (msg);
+    ck_assert_str_eq (bn_msg_id (msg), value[0]);
+    ck_assert_str_eq (bn_msg_type (msg), value[1]);
+    ck_assert_str_eq (bn_msg_session (msg), value[2]);
+    ck_assert_str_eq (bn_msg_parent_id (msg), value[3]);
+    ck_assert_str_eq (bn_msg_parent_session (msg), value[4]);
+    //  asked again, in another order, the same values
+    ck_assert_str_eq (bn_msg_parent_session (msg), value[4]);
+    ck_assert_str_eq (bn_msg_id (msg), value[0]);
+    ck_assert_str_eq (bn_msg_session (msg), value[2]);
+    bn_msg_destroy (&msg);
+}
+END_TEST
+
 START_TEST (test_buffers_shared)
 {
     size_t big = 1 << 20;
@@ -424,6 +463,7 @@ main (void)
     tcase_add_test (tc, test_idents);
     tcase_add_test (tc, test_rewrite_resigns);
     tcase_add_test (tc, test_fields_without_parsing);
+    tcase_add_test (tc, test_fields_past_the_scan_room);
     tcase_add_test (tc, test_buffers_shared);
     tcase_add_test (tc, test_bad_framing);
     tcase_add_test (tc, test_check);
