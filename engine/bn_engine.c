@@ -80,15 +80,26 @@ extern char **environ;
 #define S_ENGINE_ID_VAR "BANYAN_ENGINE_ID"
 #define S_ENGINE_UUID_VAR "BANYAN_ENGINE_UUID"
 
+//  The keys of a request's metadata the engine reads, found in one walk
+//  of its text (bn_jscan_object), not a JSON tree.
+typedef struct {
+    bool object;                 //  the metadata is a JSON object
+    bool output_in_reply;        //  bn_output is "reply" (bn_output)
+    bool is_broadcast;           //  is_broadcast is true
+    bool is_coalescing;          //  is_coalescing is true
+    bn_jscan_slice_t original;   //  original_msg_id's raw value, or none
+    bn_jscan_slice_t time_limit; //  time_limit's raw value, or none
+} s_keys_t;
+
 //  The shell request being handled, while it runs.
 typedef struct {
     bn_msg_t *msg;              //  the request; NULL when idle
+    s_keys_t keys;              //  its metadata's keys
     char started[BN_DATE_SIZE]; //  when handling began
     bn_shell_t *shell;          //  an execute_request's command
     bn_value_t *result;         //  a deferred apply's result
     int timer;                  //  deferral or time limit, or -1
     double time_limit;          //  seconds, 0: none
-    bool quiet;                 //  bn_output "reply": output in the reply
     zchunk_t *out;              //  stdout kept for the reply, or NULL
     zchunk_t *err;              //  stderr kept for the reply, or NULL
     bool truncated;             //  output past S_REPLY_OUTPUT_MAX dropped
@@ -204,46 +215,58 @@ s_close_all (bn_engine_t *self)
     s_close (self, &self->pong, NULL);
 }
 
-//  The raw JSON value of key in request's metadata, scanned without a
-//  JSON tree (the engine reads a few keys of every request): 0 and the
-//  value's text, -1 if absent, -2 if the metadata is not a JSON object.
-static int
-s_metadata_value (bn_msg_t *request, const char *key, const char **value,
-                  size_t *len)
+//  True if slice is exactly the JSON text literal.
+static bool
+s_slice_is (bn_jscan_slice_t slice, const char *literal)
 {
-    size_t size;
-    const void *data = bn_msg_part_data (request, BN_PART_METADATA, &size);
-    return bn_jscan_value (data, size, key, value, len);
+    size_t len = strlen (literal);
+    return slice.data && slice.size == len &&
+           memcmp (slice.data, literal, len) == 0;
 }
 
-//  True if request's metadata is a JSON object.
-static bool
-s_metadata_ok (bn_msg_t *request)
+//  Read the keys of request's metadata into keys.
+static void
+s_keys_read (bn_msg_t *request, s_keys_t *keys)
 {
-    const char *value;
-    size_t len;
-    return s_metadata_value (request, S_OUTPUT_KEY, &value, &len) != -2;
+    static const char *const names[] = {S_OUTPUT_KEY, BN_MD_IS_BROADCAST,
+                                        BN_MD_IS_COALESCING,
+                                        BN_MD_ORIGINAL_MSG_ID, S_TIMELIMIT_KEY};
+    bn_jscan_slice_t values[5];
+    size_t size, used;
+    const char *data =
+        (const char *)bn_msg_part_data (request, BN_PART_METADATA, &size);
+    memset (keys, 0, sizeof *keys);
+    if (!data || bn_jscan_object (data, size, names, 5, values, &used) != 0)
+        return;
+    //  nothing but blanks after the object
+    for (size_t i = used; i < size; i++)
+        if (!strchr (" \t\n\r", data[i]) || data[i] == 0)
+            return;
+    keys->object = true;
+    keys->output_in_reply = s_slice_is (values[0], "\"reply\"");
+    keys->is_broadcast = s_slice_is (values[1], "true");
+    keys->is_coalescing = s_slice_is (values[2], "true");
+    keys->original = values[3];
+    keys->time_limit = values[4];
 }
 
-//  True if the metadata key of request is the JSON true.
-static bool
-s_metadata_true (bn_msg_t *request, const char *key)
+//  The keys of request's metadata: the current request's, read when it
+//  started, or another's read into *other.
+static const s_keys_t *
+s_keys (bn_engine_t *self, bn_msg_t *request, s_keys_t *other)
 {
-    const char *value;
-    size_t len;
-    return s_metadata_value (request, key, &value, &len) == 0 && len == 4 &&
-           memcmp (value, "true", 4) == 0;
+    if (request == self->current.msg)
+        return &self->current.keys;
+    s_keys_read (request, other);
+    return other;
 }
 
 //  True if request asks for its output in the reply (bn_output).
 static bool
-s_output_in_reply (bn_msg_t *request)
+s_output_in_reply (bn_engine_t *self, bn_msg_t *request)
 {
-    const char *value;
-    size_t len;
-    return request &&
-           s_metadata_value (request, S_OUTPUT_KEY, &value, &len) == 0 &&
-           len == 7 && memcmp (value, "\"reply\"", 7) == 0;
+    s_keys_t other;
+    return request && s_keys (self, request, &other)->output_in_reply;
 }
 
 //  Publish on iopub with topic engine.<id>.<kind>; parent is a request or
@@ -253,8 +276,7 @@ static void
 s_publish (bn_engine_t *self, bn_msg_t *parent, const char *msg_type,
            const char *kind, json_t *content, bool with_engine)
 {
-    if (parent && (parent == self->current.msg ? self->current.quiet
-                                               : s_output_in_reply (parent))) {
+    if (parent && s_output_in_reply (self, parent)) {
         json_decref (content);
         return;
     }
@@ -279,7 +301,8 @@ static void
 s_status (bn_engine_t *self, bn_msg_t *parent, const char *state)
 {
     //  a request with its output in the reply has no status messages
-    if (parent && parent == self->current.msg && self->current.quiet)
+    if (parent && parent == self->current.msg &&
+        self->current.keys.output_in_reply)
         return;
     s_publish (self, parent, BN_MSG_STATUS, "status",
                json_pack ("{s:s}", "execution_state", state), true);
@@ -302,22 +325,23 @@ s_reply_metadata (bn_engine_t *self, bn_msg_t *request, const char *status,
 {
     //  the request's keys are scanned; only a long original_msg_id is read
     //  by jansson
+    s_keys_t other;
+    const s_keys_t *keys = s_keys (self, request, &other);
     char buf[256];
-    size_t size;
-    const void *data = bn_msg_part_data (request, BN_PART_METADATA, &size);
-    int len =
-        bn_jscan_string (data, size, BN_MD_ORIGINAL_MSG_ID, buf, sizeof buf);
+    int len = keys->original.data
+                  ? bn_jscan_unescape (keys->original, buf, sizeof buf)
+                  : -1;
     json_t *original =
         len >= 0    ? json_string (buf)
         : len == -2 ? json_incref (json_object_get (bn_msg_metadata (request),
                                                     BN_MD_ORIGINAL_MSG_ID))
                     : NULL;
-    json_t *metadata = json_pack (
-        "{s:s, s:b, s:s, s:b, s:b, s:o, s:s}", "started", started,
-        "dependencies_met", 1, "engine", self->uuid, BN_MD_IS_BROADCAST,
-        s_metadata_true (request, BN_MD_IS_BROADCAST), BN_MD_IS_COALESCING,
-        s_metadata_true (request, BN_MD_IS_COALESCING), BN_MD_ORIGINAL_MSG_ID,
-        original ? original : json_string (""), "status", status);
+    json_t *metadata =
+        json_pack ("{s:s, s:b, s:s, s:b, s:b, s:o, s:s}", "started", started,
+                   "dependencies_met", 1, "engine", self->uuid,
+                   BN_MD_IS_BROADCAST, keys->is_broadcast, BN_MD_IS_COALESCING,
+                   keys->is_coalescing, BN_MD_ORIGINAL_MSG_ID,
+                   original ? original : json_string (""), "status", status);
     if (metadata && strcmp (status, BN_STATUS_ERROR) == 0)
         json_object_set_new (metadata, "engine_info",
                              s_engine_info (self, NULL));
@@ -348,6 +372,18 @@ s_output_into (bn_engine_t *self, bn_msg_t *request, json_t *content)
     json_object_set_new (content, "bn_stderr", s_output_string (err));
 }
 
+//  Send reply (taken) on sock, a request's answer.
+static void
+s_send_reply (bn_engine_t *self, zsock_t *sock, bn_msg_t **reply_p)
+{
+    if (bn_msg_send (reply_p, zsock_resolve (sock), self->session))
+        bn_log_warn ("engine %d: cannot send a reply", self->id);
+    //  Sending may have taken the socket's signal of waiting input.
+    bn_watch_check (self->env->watch, sock == self->shell ? self->shell_item
+                                                          : self->control_item);
+    self->stats.handled++;
+}
+
 //  Send a reply to request on sock: content and metadata taken; value,
 //  when given, is serialized into the buffers (an apply result).
 //  Returns -1 if value cannot be serialized (nothing sent).
@@ -370,17 +406,56 @@ s_reply (bn_engine_t *self, zsock_t *sock, bn_msg_t *request,
         bn_msg_destroy (&reply);
         return -1;
     }
-    if (sock == self->shell && s_output_in_reply (request))
+    if (sock == self->shell && s_output_in_reply (self, request))
         s_output_into (self, request, content);
     bn_msg_set_metadata (reply, metadata);
     bn_msg_set_content (reply, content);
-    if (bn_msg_send (&reply, zsock_resolve (sock), self->session))
-        bn_log_warn ("engine %d: cannot send %s", self->id, reply_type);
-    //  Sending may have taken the socket's signal of waiting input.
-    bn_watch_check (self->env->watch, sock == self->shell ? self->shell_item
-                                                          : self->control_item);
-    self->stats.handled++;
+    s_send_reply (self, sock, &reply);
     return 0;
+}
+
+//  True if the size bytes of text are printable ASCII that a JSON string
+//  holds as they are (no quote, no backslash).
+static bool
+s_plain (const char *text, size_t size)
+{
+    for (size_t i = 0; i < size; i++)
+        if (text[i] < 0x20 || text[i] > 0x7e || text[i] == '"' ||
+            text[i] == '\\')
+            return false;
+    return true;
+}
+
+//  An ok reply's metadata as text into buf: byte for byte the text of
+//  s_reply_metadata's tree (bn_jdump), written without one when every
+//  string in it is plain. Returns its length, or -1 when one is not (or
+//  buf is too small): the tree then.
+static int
+s_ok_metadata_text (bn_engine_t *self, bn_msg_t *request, const char *started,
+                    char *buf, size_t size)
+{
+    s_keys_t other;
+    const s_keys_t *keys = s_keys (self, request, &other);
+    //  a value that is not a string counts as "" (s_reply_metadata)
+    bn_jscan_slice_t original = keys->original;
+    const char *id = "";
+    size_t id_len = 0;
+    if (original.data && original.size >= 2 && original.data[0] == '"') {
+        id = original.data + 1;
+        id_len = original.size - 2;
+    }
+    if (!s_plain (id, id_len) || !s_plain (started, strlen (started)) ||
+        !s_plain (self->uuid, strlen (self->uuid)))
+        return -1;
+    int len = snprintf (
+        buf, size,
+        "{\"started\":\"%s\",\"dependencies_met\":true,\"engine\":\"%s\","
+        "\"" BN_MD_IS_BROADCAST "\":%s,\"" BN_MD_IS_COALESCING "\":%s,"
+        "\"" BN_MD_ORIGINAL_MSG_ID "\":\"%.*s\",\"status\":\"" BN_STATUS_OK
+        "\"}",
+        started, self->uuid, keys->is_broadcast ? "true" : "false",
+        keys->is_coalescing ? "true" : "false", (int)id_len, id);
+    return len > 0 && (size_t)len < size ? len : -1;
 }
 
 //  Copy text into buf (size bytes) as valid UTF-8, replacing invalid
@@ -544,11 +619,12 @@ static double
 s_time_limit (bn_engine_t *self, bn_msg_t *request)
 {
     double limit = self->env->time_limit;
-    const char *text;
-    size_t len;
+    s_keys_t other;
+    bn_jscan_slice_t slice = s_keys (self, request, &other)->time_limit;
+    const char *text = slice.data;
+    size_t len = slice.size;
     char number[64];
-    if (s_metadata_value (request, S_TIMELIMIT_KEY, &text, &len) == 0 &&
-        len > 0 && len < sizeof number &&
+    if (text && len > 0 && len < sizeof number &&
         (text[0] == '-' || (text[0] >= '0' && text[0] <= '9'))) {
         memcpy (number, text, len);
         number[len] = 0;
@@ -573,7 +649,7 @@ s_output_clear (bn_engine_t *self)
 {
     zchunk_destroy (&self->current.out);
     zchunk_destroy (&self->current.err);
-    self->current.quiet = false;
+    memset (&self->current.keys, 0, sizeof self->current.keys);
     self->current.truncated = false;
     self->current.aborting = false;
     self->current.function[0] = 0;
@@ -618,7 +694,7 @@ s_on_output (bn_shell_t *shell, const char *name, const char *text, size_t size,
 {
     bn_engine_t *self = (bn_engine_t *)arg;
     if (bn_rawtext_plain (text, size)) {
-        if (self->current.quiet)
+        if (self->current.keys.output_in_reply)
             s_output_keep (self, name, text, size);
         else
             s_publish (
@@ -629,10 +705,10 @@ s_on_output (bn_shell_t *shell, const char *name, const char *text, size_t size,
     }
     size_t len, replaced_len;
     char *encoded = bn_rawtext_encode (text, size, &len);
-    char *replaced = self->current.quiet
+    char *replaced = self->current.keys.output_in_reply
                          ? NULL
                          : bn_rawtext_replace (text, size, &replaced_len);
-    if (encoded && self->current.quiet)
+    if (encoded && self->current.keys.output_in_reply)
         s_output_keep (self, name, encoded, len);
     else if (encoded && replaced)
         s_publish (self, self->current.msg, BN_MSG_STREAM, name,
@@ -762,15 +838,57 @@ s_execute (bn_engine_t *self, bn_msg_t *request)
 
 //  Reply to the current apply_request with value (or an error if it
 //  cannot be pickled).
+//  The current apply request's ok reply with value, its metadata and
+//  content written as text (the common case: no output kept, plain
+//  strings). Returns 0 when sent, 1 when the reply needs JSON trees
+//  (nothing sent), -1 if value cannot be serialized.
+static int
+s_apply_reply_text (bn_engine_t *self, const bn_value_t *value)
+{
+    s_current_t *current = &self->current;
+    if (current->out || current->err)
+        return 1;
+    char metadata[512];
+    int metadata_len = s_ok_metadata_text (self, current->msg, current->started,
+                                           metadata, sizeof metadata);
+    if (metadata_len < 0)
+        return 1;
+    //  bn_stdout and bn_stderr as s_output_into adds them
+    const char *content = current->keys.output_in_reply
+                              ? "{\"status\":\"" BN_STATUS_OK
+                                "\",\"bn_stdout\":\"\",\"bn_stderr\":\"\"}"
+                              : "{\"status\":\"" BN_STATUS_OK "\"}";
+    bn_msg_t *reply =
+        bn_msg_new_reply (self->session, current->msg, BN_MSG_APPLY_REPLY);
+    if (!reply)
+        return 1;
+    if (value && bn_serialize_object_add (reply, value)) {
+        bn_msg_destroy (&reply);
+        return -1;
+    }
+    if (bn_msg_set_part_raw (reply, BN_PART_METADATA, metadata,
+                             (size_t)metadata_len) ||
+        bn_msg_set_part_raw (reply, BN_PART_CONTENT, content,
+                             strlen (content))) {
+        bn_msg_destroy (&reply);
+        return 1;
+    }
+    s_send_reply (self, self->shell, &reply);
+    return 0;
+}
+
 static void
 s_apply_reply (bn_engine_t *self, const bn_value_t *value)
 {
     s_current_t *current = &self->current;
-    if (s_reply (self, self->shell, current->msg, BN_MSG_APPLY_REPLY,
-                 json_pack ("{s:s}", "status", BN_STATUS_OK),
-                 s_reply_metadata (self, current->msg, BN_STATUS_OK,
-                                   current->started),
-                 value))
+    int rc = s_apply_reply_text (self, value);
+    if (rc == 0)
+        return;
+    if (rc < 0 || s_reply (self, self->shell, current->msg, BN_MSG_APPLY_REPLY,
+                           json_pack ("{s:s}", "status", BN_STATUS_OK),
+                           s_reply_metadata (self, current->msg, BN_STATUS_OK,
+                                             current->started),
+                           value))
         s_reply_error (self, self->shell, current->msg, current->started,
                        "apply", "PicklingError",
                        "the result cannot be pickled for the client", NULL);
@@ -925,8 +1043,8 @@ s_start (bn_engine_t *self, bn_msg_t *request)
     s_current_t *current = &self->current;
     assert (!current->msg);
     current->msg = request;
+    s_keys_read (request, &current->keys);
     current->timer = -1;
-    current->quiet = s_output_in_reply (request);
     bn_session_date (current->started);
     s_status (self, request, "busy");
     const char *type = bn_msg_type (request);
@@ -939,7 +1057,7 @@ s_start (bn_engine_t *self, bn_msg_t *request)
         s_next (self);
         return;
     }
-    if (!bn_msg_content (request) || !s_metadata_ok (request)) {
+    if (!bn_msg_content (request) || !current->keys.object) {
         s_reply_error (self, self->shell, request, current->started, NULL,
                        "ValueError",
                        "metadata and content must be JSON objects", NULL);
@@ -1133,7 +1251,9 @@ s_control_request (bn_engine_t *self, bn_msg_t *request)
     s_status (self, request, "busy");
     const char *type = bn_msg_type (request);
     bool stop = false;
-    if (!bn_msg_content (request) || !s_metadata_ok (request))
+    s_keys_t keys;
+    s_keys_read (request, &keys);
+    if (!bn_msg_content (request) || !keys.object)
         s_reply_error (self, self->control, request, started, NULL,
                        "ValueError",
                        "metadata and content must be JSON objects", NULL);

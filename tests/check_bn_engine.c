@@ -374,6 +374,23 @@ s_reply (s_fake_t *fake, zsock_t *sock, int index, const char *msg_id,
     return reply;
 }
 
+//  The part of msg is byte for byte the compact text jansson writes of
+//  the JSON it holds.
+static void
+s_assert_canonical (bn_msg_t *msg, bn_part_t part)
+{
+    size_t size;
+    const char *raw = (const char *)bn_msg_part_data (msg, part, &size);
+    json_t *parsed = json_loadb (raw, size, 0, NULL);
+    ck_assert_ptr_nonnull (parsed);
+    char *text = json_dumps (parsed, JSON_COMPACT);
+    ck_assert_ptr_nonnull (text);
+    ck_assert_uint_eq (strlen (text), size);
+    ck_assert_int_eq (memcmp (text, raw, size), 0);
+    free (text);
+    json_decref (parsed);
+}
+
 static const char *
 s_status_of (bn_msg_t *reply)
 {
@@ -1285,10 +1302,35 @@ START_TEST (test_output_in_reply)
                          json_incref (quiet), s_add_reference, (void *)echo,
                          "sub_scheduler_0"));
     reply = s_reply (fake, fake->bcast[0], 0, apply_id, BN_MSG_APPLY_REPLY);
+    //  its metadata and content are the text jansson writes of them
+    s_assert_canonical (reply, BN_PART_METADATA);
+    s_assert_canonical (reply, BN_PART_CONTENT);
     content = bn_msg_content (reply);
+    metadata = bn_msg_metadata (reply);
     ck_assert_str_eq (s_status_of (reply), "ok");
     ck_assert_str_eq (
         json_string_value (json_object_get (content, "bn_stdout")), "");
+    ck_assert_str_eq (
+        json_string_value (json_object_get (content, "bn_stderr")), "");
+    ck_assert (json_is_true (json_object_get (metadata, "is_broadcast")));
+    ck_assert (json_is_true (json_object_get (metadata, "dependencies_met")));
+    ck_assert_str_eq (
+        json_string_value (json_object_get (metadata, "original_msg_id")),
+        "orig-1");
+    ck_assert (json_is_string (json_object_get (metadata, "engine")));
+    //  in the order of every other reply's metadata (s_reply_metadata)
+    const char *order[] = {
+        "started",       "dependencies_met", "engine", "is_broadcast",
+        "is_coalescing", "original_msg_id",  "status"};
+    size_t k = 0;
+    const char *key;
+    json_t *value;
+    json_object_foreach (metadata, key, value)
+    {
+        ck_assert_uint_lt (k, 7);
+        ck_assert_str_eq (key, order[k++]);
+    }
+    ck_assert_uint_eq (k, 7);
     char *repr = s_result_repr (reply);
     ck_assert_str_eq (repr, "5");
     free (repr);
@@ -1999,6 +2041,31 @@ START_TEST (test_bad_content_answered)
         s_frames (fake, header, "{}", "null", "{\"code\": \"true\"}", true));
     reply = s_recv_ok (fake->mux);
     ck_assert_str_eq (s_status_of (reply), "error");
+    bn_msg_destroy (&reply);
+    free (header);
+    //  metadata with text after its object is not an object; blanks after
+    //  it are nothing
+    header = s_header (fake, BN_MSG_EXECUTE_REQUEST);
+    s_send_raw (fake, fake->mux, 0,
+                s_frames (fake, header, "{}", "{\"bn_output\": \"reply\"} {}",
+                          "{\"code\": \"true\"}", true));
+    reply = s_recv_ok (fake->mux);
+    ck_assert_str_eq (s_status_of (reply), "error");
+    ck_assert_str_eq (
+        json_string_value (json_object_get (bn_msg_content (reply), "evalue")),
+        "metadata and content must be JSON objects");
+    bn_msg_destroy (&reply);
+    free (header);
+    header = s_header (fake, BN_MSG_EXECUTE_REQUEST);
+    s_send_raw (fake, fake->mux, 0,
+                s_frames (fake, header, "{}",
+                          " {\"bn_output\": \"reply\"}\n\t ",
+                          "{\"code\": \"echo hi\"}", true));
+    reply = s_recv_ok (fake->mux);
+    ck_assert_str_eq (s_status_of (reply), "ok");
+    ck_assert_str_eq (json_string_value (json_object_get (
+                          bn_msg_content (reply), "bn_stdout")),
+                      "hi\n");
     bn_msg_destroy (&reply);
     free (header);
 
