@@ -277,15 +277,22 @@ bn_jscan_object (const void *text, size_t size, const char *const *keys,
 }
 
 int
+bn_jscan_keys (const void *text, size_t size, const char *const *keys, size_t n,
+               bn_jscan_slice_t *values)
+{
+    s_scan_t scan = {text, (const unsigned char *)text + size};
+    if (s_object (&scan, keys, n, values) != 0)
+        return -2;
+    s_skip_ws (&scan);
+    return scan.p == scan.end ? 0 : -2;
+}
+
+int
 bn_jscan_value (const void *text, size_t size, const char *key,
                 const char **value, size_t *value_len)
 {
-    s_scan_t scan = {text, (const unsigned char *)text + size};
     bn_jscan_slice_t found;
-    if (s_object (&scan, &key, 1, &found) != 0)
-        return -2;
-    s_skip_ws (&scan);
-    if (scan.p != scan.end)
+    if (bn_jscan_keys (text, size, &key, 1, &found) != 0)
         return -2;
     if (!found.data)
         return -1;

@@ -51,6 +51,11 @@ typedef struct {
 int bn_jscan_object (const void *text, size_t size, const char *const *keys,
                      size_t n, bn_jscan_slice_t *values, size_t *used);
 
+//  The same for a whole text: the object, with nothing but blanks after
+//  it. Returns 0, or -2 if the text is not that (as bn_jscan_value).
+int bn_jscan_keys (const void *text, size_t size, const char *const *keys,
+                   size_t n, bn_jscan_slice_t *values);
+
 //  The next element of a JSON array, walking its text up to end: *at is
 //  just past the opening '[' or where the previous call left it. Returns
 //  1 with the element's raw text in *element and *at past it and its

@@ -232,16 +232,12 @@ s_keys_read (bn_msg_t *request, s_keys_t *keys)
                                         BN_MD_IS_COALESCING,
                                         BN_MD_ORIGINAL_MSG_ID, S_TIMELIMIT_KEY};
     bn_jscan_slice_t values[5];
-    size_t size, used;
+    size_t size;
     const char *data =
         (const char *)bn_msg_part_data (request, BN_PART_METADATA, &size);
     memset (keys, 0, sizeof *keys);
-    if (!data || bn_jscan_object (data, size, names, 5, values, &used) != 0)
+    if (!data || bn_jscan_keys (data, size, names, 5, values) != 0)
         return;
-    //  nothing but blanks after the object
-    for (size_t i = used; i < size; i++)
-        if (!strchr (" \t\n\r", data[i]) || data[i] == 0)
-            return;
     keys->object = true;
     keys->output_in_reply = s_slice_is (values[0], "\"reply\"");
     keys->is_broadcast = s_slice_is (values[1], "true");

@@ -243,20 +243,23 @@ s_part_has (bn_msg_t *msg, bn_part_t part, const char *text)
     return memmem (data, len, text, strlen (text)) != NULL;
 }
 
-//  True if the reply content has a non-empty string under key (output a
-//  banyan engine put in its reply; an empty one, the common case, is left
-//  out of the merged entry, which is then built without a JSON tree).
-static bool
-s_has_output (bn_msg_t *msg, const char *key)
+//  The string value of slice into buf (size bytes), or NULL when it is
+//  not a string or does not fit.
+static const char *
+s_slice_string (bn_jscan_slice_t slice, char *buf, size_t size)
 {
-    char quoted[32];
-    snprintf (quoted, sizeof quoted, "\"%s\"", key);
-    if (!s_part_has (msg, BN_PART_CONTENT, quoted))
-        return false;
+    return slice.data && bn_jscan_unescape (slice, buf, size) >= 0 ? buf : NULL;
+}
+
+//  True if slice is a non-empty JSON string (output a banyan engine put in
+//  its reply; an empty one, the common case, is left out of the merged
+//  entry, which is then built without a JSON tree).
+static bool
+s_has_output (bn_jscan_slice_t slice)
+{
     char probe[2];
-    size_t len;
-    const void *data = bn_msg_part_data (msg, BN_PART_CONTENT, &len);
-    int found = bn_jscan_string (data, len, key, probe, sizeof probe);
+    int found =
+        slice.data ? bn_jscan_unescape (slice, probe, sizeof probe) : -1;
     return found > 0 || found == -2;
 }
 
@@ -1339,19 +1342,29 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
 static void
 s_fill_from_reply (s_slot_t *slot, bn_msg_t *msg)
 {
+    //  one walk of the content and one of the metadata
+    static const char *const content_keys[] = {"status", "bn_stdout",
+                                               "bn_stderr"};
+    static const char *const metadata_keys[] = {"status", "started"};
+    bn_jscan_slice_t in_content[3], in_metadata[2];
+    size_t size;
+    const void *data = bn_msg_part_data (msg, BN_PART_CONTENT, &size);
+    if (bn_jscan_keys (data, size, content_keys, 3, in_content) != 0)
+        memset (in_content, 0, sizeof in_content);
+    data = bn_msg_part_data (msg, BN_PART_METADATA, &size);
+    if (bn_jscan_keys (data, size, metadata_keys, 2, in_metadata) != 0)
+        memset (in_metadata, 0, sizeof in_metadata);
     char status[64], started[64], date[64];
-    const char *st =
-        s_scan (msg, BN_PART_CONTENT, "status", status, sizeof status);
+    const char *st = s_slice_string (in_content[0], status, sizeof status);
     if (!st)
-        st = s_scan (msg, BN_PART_METADATA, "status", status, sizeof status);
+        st = s_slice_string (in_metadata[0], status, sizeof status);
     slot->ok = st && streq (st, BN_STATUS_OK);
     const char *s_started =
-        s_scan (msg, BN_PART_METADATA, "started", started, sizeof started);
+        s_slice_string (in_metadata[1], started, sizeof started);
     const char *s_date =
         s_scan (msg, BN_PART_HEADER, "date", date, sizeof date);
     size_t nbuffers = slot->ok ? bn_msg_nbuffers (msg) : 1;
-    bool output =
-        s_has_output (msg, "bn_stdout") || s_has_output (msg, "bn_stderr");
+    bool output = s_has_output (in_content[1]) || s_has_output (in_content[2]);
     //  the common case, an ok reply without output, needs no JSON tree
     json_t *content = !slot->ok || output ? bn_msg_content (msg) : NULL;
     const char *out = NULL, *err = NULL;

@@ -242,6 +242,28 @@ START_TEST (test_object)
 }
 END_TEST
 
+START_TEST (test_keys)
+{
+    //  a whole text: the object with blanks around it, and nothing else
+    const char *keys[] = {"status", "started"};
+    bn_jscan_slice_t values[2];
+    const char *text = " {\"started\":\"t\",\"status\":\"ok\"}\n\t ";
+    ck_assert_int_eq (bn_jscan_keys (text, strlen (text), keys, 2, values), 0);
+    ck_assert_mem_eq (values[0].data, "\"ok\"", 4);
+    ck_assert_mem_eq (values[1].data, "\"t\"", 3);
+    const char *bad[] = {"{} {}", "{\"status\":\"ok\"}x", "{\"a\":1", "",
+                         "null"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_int_eq (
+            bn_jscan_keys (bad[i], strlen (bad[i]), keys, 2, values), -2);
+    //  and as bn_jscan_value reads one key
+    const char *value;
+    size_t len;
+    ck_assert_int_eq (bn_jscan_value ("{} {}", 5, "a", &value, &len), -2);
+    ck_assert_int_eq (bn_jscan_value (" {} ", 4, "a", &value, &len), -1);
+}
+END_TEST
+
 //  The elements of an array one by one, as their raw text.
 START_TEST (test_next)
 {
@@ -336,6 +358,7 @@ main (void)
     tcase_add_test (tc, test_array_size);
     tcase_add_test (tc, test_value);
     tcase_add_test (tc, test_object);
+    tcase_add_test (tc, test_keys);
     tcase_add_test (tc, test_next);
     tcase_add_test (tc, test_next_object);
     tcase_add_test (tc, test_unescape);
