@@ -81,7 +81,7 @@ extern char **environ;
 #define S_ENGINE_UUID_VAR "BANYAN_ENGINE_UUID"
 
 //  The keys of a request's metadata the engine reads, found in one walk
-//  of its text (bn_jscan_object), not a JSON tree.
+//  of its text (bn_jscan_keys), not a JSON tree.
 typedef struct {
     bool object;                 //  the metadata is a JSON object
     bool output_in_reply;        //  bn_output is "reply" (bn_output)
@@ -832,8 +832,6 @@ s_execute (bn_engine_t *self, bn_msg_t *request)
     s_spawn (self);
 }
 
-//  Reply to the current apply_request with value (or an error if it
-//  cannot be pickled).
 //  The current apply request's ok reply with value, its metadata and
 //  content written as text (the common case: no output kept, plain
 //  strings). Returns 0 when sent, 1 when the reply needs JSON trees
@@ -873,6 +871,8 @@ s_apply_reply_text (bn_engine_t *self, const bn_value_t *value)
     return 0;
 }
 
+//  Reply to the current apply_request with value (or an error if it
+//  cannot be pickled).
 static void
 s_apply_reply (bn_engine_t *self, const bn_value_t *value)
 {
