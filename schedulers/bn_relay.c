@@ -478,6 +478,16 @@ s_fail_held (void *arg, const char *uuid, void *item, bn_holdq_why_t why,
         s_send_failed (self, engine, pending, error ? error : EHOSTUNREACH);
 }
 
+//  Tell the monitor of a request to engine (report taken; NULL: none).
+static void
+s_report_request (bn_relay_t *self, bn_msg_t **report_p, s_engine_t *engine)
+{
+    if (*report_p)
+        self->monitor->request (self->monitor->arg, self->name, *report_p,
+                                engine->uuid);
+    bn_msg_destroy (report_p);
+}
+
 static void
 s_client_request (bn_relay_t *self, bn_msg_t *msg)
 {
@@ -509,11 +519,13 @@ s_client_request (bn_relay_t *self, bn_msg_t *msg)
         return;
     }
     s_pending_t *pending = s_track (self, engine, msg);
-    if (self->monitor && self->monitor->request)
-        self->monitor->request (self->monitor->arg, self->name, msg,
-                                engine->uuid);
+    //  the monitor (the hub's records, on this thread) is told once the
+    //  request is on its way, not before (its copy shares the frames)
+    bn_msg_t *report =
+        self->monitor && self->monitor->request ? bn_msg_dup (msg) : NULL;
     bn_msg_swap_idents (msg);
     if (bn_hosts_wrap (self->hosts, msg) != 0) {
+        s_report_request (self, &report, engine);
         s_send_failed (self, engine, pending, ENOMEM);
         bn_msg_destroy (&msg);
         return;
@@ -522,11 +534,13 @@ s_client_request (bn_relay_t *self, bn_msg_t *msg)
     if (bn_holdq_waits (self->holdq, engine->uuid)) {
         if (bn_holdq_send (self->holdq, engine->uuid, msg) == 1)
             self->stats.held++;
+        s_report_request (self, &report, engine);
         return;
     }
     int rc = bn_msg_send_flags (&msg, self->engine_handle, NULL, ZMQ_DONTWAIT);
     int error = errno;
     s_sent (self, self->engine_item);
+    s_report_request (self, &report, engine);
     if (rc == 0) {
         self->stats.forwarded++;
         return;
@@ -593,13 +607,17 @@ s_engine_reply (bn_relay_t *self, bn_msg_t *msg)
             memcmp (ident, pending->engine->uuid, size) == 0)
             s_complete (self, pending);
     }
-    if (self->monitor && self->monitor->reply) {
-        char key[S_KEY_MAX];
-        self->monitor->reply (self->monitor->arg, self->name, msg,
-                              s_ident_key (msg, 0, key, sizeof key));
-    }
+    //  the monitor is told once the client has the reply (as above)
+    bn_msg_t *report =
+        self->monitor && self->monitor->reply ? bn_msg_dup (msg) : NULL;
     bn_msg_swap_idents (msg);
     s_send_client (self, &msg);
+    if (report) {
+        char key[S_KEY_MAX];
+        self->monitor->reply (self->monitor->arg, self->name, report,
+                              s_ident_key (report, 0, key, sizeof key));
+    }
+    bn_msg_destroy (&report);
 }
 
 static void
