@@ -53,6 +53,7 @@
 #include "bn_relay.h"
 #include "bn_session.h"
 #include "bn_topology.h"
+#include "bn_utf8.h"
 #include "bn_wire.h"
 
 #define S_BATCH 1024       //  messages read per wake-up before polling again
@@ -726,24 +727,141 @@ s_timed_add (s_node_t *self, s_request_t *req)
         self->timer = zloop_timer (self->loop, S_TICK, 0, s_on_tick, self);
 }
 
-//  Validate targets: an array of [uuid, eid] pairs.
-static bool
-s_targets_ok (json_t *targets)
+//  A request's targets, read from its metadata's text without a JSON
+//  tree: each [uuid, eid] pair's values, and its raw text for the
+//  children's lists (bn_target_t.ref points at it).
+typedef struct {
+    bn_target_t *list;     //  n targets
+    bn_jscan_slice_t *raw; //  each pair's text
+    char *uuids;           //  their uuids, each with its NUL
+    size_t n;
+} s_targets_t;
+
+static void
+s_targets_free (s_targets_t *targets)
 {
-    if (!json_is_array (targets))
-        return false;
-    size_t i;
-    json_t *target;
-    json_array_foreach (targets, i, target)
-    {
-        if (!json_is_array (target) || json_array_size (target) < 2 ||
-            !json_is_string (json_array_get (target, 0)) ||
-            !json_is_integer (json_array_get (target, 1)) ||
-            json_integer_value (json_array_get (target, 1)) < 0 ||
-            json_integer_value (json_array_get (target, 1)) > INT32_MAX)
-            return false;
+    free (targets->list);
+    free (targets->raw);
+    free (targets->uuids);
+    memset (targets, 0, sizeof *targets);
+}
+
+//  A JSON integer's text (no fraction, no exponent, no leading zero) from
+//  0 to INT32_MAX into *value; -1 if it is not that.
+static int
+s_eid (bn_jscan_slice_t text, int *value)
+{
+    const char *p = text.data;
+    size_t size = text.size;
+    if (size > 0 && p[0] == '-' && size == 2 && p[1] == '0') {
+        *value = 0; //  -0 is 0, as jansson reads it
+        return 0;
     }
-    return true;
+    if (size == 0 || size > 10 || (size > 1 && p[0] == '0'))
+        return -1;
+    int64_t number = 0;
+    for (size_t i = 0; i < size; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return -1;
+        number = number * 10 + (p[i] - '0');
+    }
+    if (number > INT32_MAX)
+        return -1;
+    *value = (int)number;
+    return 0;
+}
+
+//  Read text, the raw value of metadata.targets: an array of [uuid, eid]
+//  pairs (a string and an integer from 0 to INT32_MAX, then anything).
+//  Returns 0, or -1 if it is not that or memory runs out.
+static int
+s_targets_read (bn_jscan_slice_t text, s_targets_t *targets)
+{
+    memset (targets, 0, sizeof *targets);
+    if (!text.data || text.size < 2 || text.data[0] != '[')
+        return -1;
+    const char *end = text.data + text.size;
+    const char *at = text.data + 1;
+    bn_jscan_slice_t pair;
+    size_t n = 0;
+    int rc;
+    while ((rc = bn_jscan_next (&at, end, &pair)) == 1)
+        n++;
+    if (rc != 0)
+        return -1;
+    targets->list = calloc (n ? n : 1, sizeof (bn_target_t));
+    targets->raw = calloc (n ? n : 1, sizeof (bn_jscan_slice_t));
+    targets->uuids = malloc (text.size);
+    if (!targets->list || !targets->raw || !targets->uuids) {
+        s_targets_free (targets);
+        return -1;
+    }
+    char *next = targets->uuids;
+    at = text.data + 1;
+    for (size_t i = 0; i < n; i++) {
+        bn_jscan_next (&at, end, &pair);
+        bn_jscan_slice_t uuid, eid;
+        const char *in = pair.data + 1;
+        const char *in_end = pair.data + pair.size;
+        int len =
+            pair.data[0] == '[' && bn_jscan_next (&in, in_end, &uuid) == 1 &&
+                    bn_jscan_next (&in, in_end, &eid) == 1
+                ? bn_jscan_unescape (
+                      uuid, next, (size_t)(targets->uuids + text.size - next))
+                : -1;
+        if (len < 0 ||
+            !bn_utf8_valid ((const unsigned char *)next, (size_t)len) ||
+            s_eid (eid, &targets->list[i].eid) != 0) {
+            s_targets_free (targets);
+            return -1;
+        }
+        targets->list[i].uuid = next;
+        targets->list[i].ref = &targets->raw[i];
+        targets->raw[i] = pair;
+        next += len + 1;
+    }
+    targets->n = n;
+    return 0;
+}
+
+//  A request's metadata as a JSON object without its targets, which are
+//  read from the text into *targets (by s_targets_read: -1 in *rc when
+//  they are not a list of pairs). NULL if the metadata is not a JSON
+//  object.
+static json_t *
+s_metadata_read (bn_msg_t *msg, s_targets_t *targets, int *rc)
+{
+    static const char *const keys[] = {"targets"};
+    bn_jscan_slice_t value;
+    size_t size;
+    const char *text =
+        (const char *)bn_msg_part_data (msg, BN_PART_METADATA, &size);
+    memset (targets, 0, sizeof *targets);
+    *rc = -1;
+    if (!text || bn_jscan_keys (text, size, keys, 1, &value) != 0)
+        return NULL;
+    json_t *metadata = NULL;
+    if (value.data) {
+        //  the rest parsed by jansson, the list's place taken by a 0
+        size_t head = (size_t)(value.data - text);
+        size_t tail = size - head - value.size;
+        char *rest = malloc (head + 1 + tail);
+        if (rest) {
+            memcpy (rest, text, head);
+            rest[head] = '0';
+            memcpy (rest + head + 1, value.data + value.size, tail);
+            metadata = json_loadb (rest, head + 1 + tail, 0, NULL);
+            free (rest);
+        }
+    } else
+        metadata = json_loadb (text, size, 0, NULL);
+    if (!json_is_object (metadata)) {
+        json_decref (metadata);
+        return NULL;
+    }
+    json_object_del (metadata, "targets");
+    *rc = s_targets_read (value, targets);
+    return metadata;
 }
 
 //  Process what waits on the pipe without blocking (engine registrations
@@ -970,12 +1088,34 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
     free (header);
 }
 
+//  Set msg's metadata to the text of md (an object without targets) with
+//  "targets" the list (an open "[" and the pairs' text). Returns 0 or -1.
+static int
+s_set_metadata_with (bn_msg_t *msg, json_t *md, zchunk_t *list)
+{
+    size_t size;
+    char *text = md ? bn_jdump (md, &size) : NULL;
+    zchunk_t *chunk = text && size >= 2 ? zchunk_new (text, size - 1) : NULL;
+    free (text);
+    if (!chunk)
+        return -1;
+    if (size > 2)
+        zchunk_extend (chunk, ",", 1);
+    zchunk_extend (chunk, "\"targets\":", 10);
+    zchunk_extend (chunk, zchunk_data (list), zchunk_size (list));
+    zchunk_extend (chunk, "]}", 2);
+    int rc = bn_msg_set_part_raw (msg, BN_PART_METADATA, zchunk_data (chunk),
+                                  zchunk_size (chunk));
+    zchunk_destroy (&chunk);
+    return rc;
+}
+
 //  Send each child the request with its own targets: an inner node's
 //  children, or the host nodes' leaves below a leaf, whose deadline comes a
 //  step earlier than the leaf's.
 static void
 s_dispatch_children (s_node_t *self, s_request_t *req, bn_msg_t *request,
-                     json_t *metadata, json_t **lists, size_t count)
+                     json_t *metadata, zchunk_t **lists, size_t count)
 {
     int64_t left = 0;
     if (req->deadline) {
@@ -997,14 +1137,13 @@ s_dispatch_children (s_node_t *self, s_request_t *req, bn_msg_t *request,
         bn_msg_t *copy = md ? bn_msg_dup (request) : NULL;
         int rc = copy ? 0 : -1;
         if (rc == 0) {
-            json_object_set (md, "targets", lists[c]);
             json_object_set_new (md, BN_MD_ORIGINAL_MSG_ID,
                                  json_string (req->key));
             if (req->deadline)
                 json_object_set_new (md, S_DEADLINE_LEFT, json_integer (left));
-            bn_msg_set_metadata (copy, md);
-            md = NULL;
-            rc = bn_msg_push_ident (copy, child, strlen (child));
+            rc = s_set_metadata_with (copy, md, lists[c]);
+            if (rc == 0)
+                rc = bn_msg_push_ident (copy, child, strlen (child));
         }
         json_decref (md);
         if (rc == 0)
@@ -1029,7 +1168,7 @@ s_dispatch_children (s_node_t *self, s_request_t *req, bn_msg_t *request,
 //  once. An inner node's lists[child] gets the target.
 static void
 s_add_slot (s_node_t *self, s_request_t *req, const bn_target_t *target,
-            int child, json_t **lists)
+            int child, zchunk_t **lists)
 {
     if (zhashx_lookup (req->by_uuid, target->uuid))
         return;
@@ -1049,9 +1188,14 @@ s_add_slot (s_node_t *self, s_request_t *req, const bn_target_t *target,
         zhashx_insert (req->by_eid, eid, (void *)(uintptr_t)req->nslots);
     }
     if (child >= 0) {
+        //  the pair as the request wrote it
+        const bn_jscan_slice_t *pair = (const bn_jscan_slice_t *)target->ref;
         if (!lists[child])
-            lists[child] = json_array ();
-        json_array_append (lists[child], (json_t *)target->ref);
+            lists[child] = zchunk_new ("[", 1);
+        else
+            zchunk_extend (lists[child], ",", 1);
+        if (lists[child])
+            zchunk_extend (lists[child], pair->data, pair->size);
     }
 }
 
@@ -1089,9 +1233,10 @@ s_host_index (s_node_t *self, const char *id, bool add)
 }
 
 static int
-s_add_slots (s_node_t *self, s_request_t *req, json_t *targets, json_t **lists)
+s_add_slots (s_node_t *self, s_request_t *req, s_targets_t *targets,
+             zchunk_t **lists)
 {
-    size_t n = json_array_size (targets);
+    size_t n = targets->n;
     size_t nchildren = self->nchildren;
     //  given, then the split (an inner node), then the children's offsets
     void *block = malloc ((n ? 2 * n : 1) * sizeof (bn_target_t) +
@@ -1101,12 +1246,7 @@ s_add_slots (s_node_t *self, s_request_t *req, json_t *targets, json_t **lists)
     bn_target_t *given = (bn_target_t *)block;
     bn_target_t *split = given + n;
     size_t *offsets = (size_t *)(split + n);
-    for (size_t i = 0; i < n; i++) {
-        json_t *target = json_array_get (targets, i);
-        given[i] = (bn_target_t){
-            json_string_value (json_array_get (target, 0)),
-            (int)json_integer_value (json_array_get (target, 1)), target};
-    }
+    memcpy (given, targets->list, n * sizeof (bn_target_t));
     if (self->leaf) {
         //  its engines, and those of the host nodes below it
         for (size_t i = 0; i < n; i++) {
@@ -1169,6 +1309,9 @@ s_add_slots (s_node_t *self, s_request_t *req, json_t *targets, json_t **lists)
     return 0;
 }
 
+static void s_on_request_read (s_node_t *self, bn_msg_t *msg, json_t *metadata,
+                               s_targets_t *targets, int targets_rc);
+
 static void
 s_on_request (s_node_t *self, bn_msg_t *msg)
 {
@@ -1179,7 +1322,21 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
                       root ? BN_MSG_CHECK_REPLAY : BN_MSG_CHECK_SIGNATURE,
                       &self->stats.drops, "%s", self->id))
         return;
-    json_t *metadata = bn_msg_metadata (msg);
+    s_targets_t targets;
+    int targets_rc;
+    json_t *metadata = s_metadata_read (msg, &targets, &targets_rc);
+    s_on_request_read (self, msg, metadata, &targets, targets_rc);
+    s_targets_free (&targets);
+    json_decref (metadata);
+}
+
+//  s_on_request with the request's metadata (without targets) and targets
+//  read (targets_rc -1 if they are not a list of pairs).
+static void
+s_on_request_read (s_node_t *self, bn_msg_t *msg, json_t *metadata,
+                   s_targets_t *targets, int targets_rc)
+{
+    bool root = self->level == 0;
     const char *msg_id = bn_msg_id (msg);
     if (!metadata || !msg_id || !bn_msg_type (msg) || !bn_msg_header (msg)) {
         self->stats.bad_request++;
@@ -1198,8 +1355,7 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
         json_is_string (original) ? json_string_value (original) : msg_id;
     bool coalescing =
         json_is_true (json_object_get (metadata, BN_MD_IS_COALESCING));
-    json_t *targets = json_object_get (metadata, "targets");
-    if (!s_targets_ok (targets)) {
+    if (targets_rc != 0) {
         self->stats.bad_request++;
         if (root)
             s_refuse (self, msg, key, coalescing, "ValueError",
@@ -1274,7 +1430,7 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
                        ? json_integer_value (ms)
                        : S_DEADLINE_MAX;
     }
-    size_t n = json_array_size (targets);
+    size_t n = targets->n;
     req->slots = n ? calloc (n, sizeof (s_slot_t)) : NULL;
     req->by_uuid = zhashx_new ();
     if (reduce || json_is_true (json_object_get (metadata, BN_BCAST_GROUP)))
@@ -1284,7 +1440,7 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
     s_drain_pipe (self);
     //  the targets of each child (a leaf's: each host node's leaf)
     size_t nlists = self->leaf ? self->nhosts : self->nchildren;
-    json_t **lists = nlists ? calloc (nlists, sizeof (json_t *)) : NULL;
+    zchunk_t **lists = nlists ? calloc (nlists, sizeof (zchunk_t *)) : NULL;
     if (!req->key || (n && !req->slots) || !req->by_uuid || !req->request ||
         ((req->group || req->reduce) && !req->by_eid) ||
         (reduce && !req->by_eid) || (nlists && !lists) ||
@@ -1330,7 +1486,7 @@ s_on_request (s_node_t *self, bn_msg_t *msg)
         }
     if (lists)
         for (size_t c = 0; c < nlists; c++)
-            json_decref (lists[c]);
+            zchunk_destroy (&lists[c]);
     free (lists);
     s_progress (self, req);
 }

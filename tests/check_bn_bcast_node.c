@@ -526,6 +526,28 @@ START_TEST (test_bad_requests)
     ck_assert_ptr_nonnull (reply);
     ck_assert_str_eq (t_content_str (reply, "ename"), "ValueError");
     bn_msg_destroy (&reply);
+    //  targets that are not [uuid, engine id] pairs: the same
+    const char *bad[] = {
+        "[[\"e0\", 1.0]]", "[[\"e0\", 01]]", "[[\"e0\", 2147483648]]",
+        "[[\"e0\", -1]]",  "[[\"e0\"]]",     "[[0, 0]]",
+        "[\"e0\", 0]",     "{\"e0\": 0}",    "[[\"e\xff\", 0]]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, NULL);
+        char *metadata =
+            zsys_sprintf ("{\"is_broadcast\": true, \"targets\": %s}", bad[i]);
+        ck_assert_int_eq (bn_msg_set_part_raw (msg, BN_PART_METADATA, metadata,
+                                               strlen (metadata)),
+                          0);
+        zstr_free (&metadata);
+        t_send (&msg, s_client->broadcast, s_client->session);
+        reply = t_recv (s_client->broadcast);
+        ck_assert_msg (reply != NULL, "no reply to targets %s", bad[i]);
+        ck_assert_str_eq (t_content_str (reply, "ename"), "ValueError");
+        ck_assert_msg (strstr (t_content_str (reply, "evalue"), "targets"),
+                       "targets %s: %s", bad[i],
+                       t_content_str (reply, "evalue"));
+        bn_msg_destroy (&reply);
+    }
     //  garbage and a bad signature are dropped and counted
     t_send_raw (s_client->broadcast, "junk", NULL);
     t_send_raw (s_client->broadcast, BN_DELIM, "bad", "{}", "{}", "{}", "{}",
@@ -1003,6 +1025,36 @@ START_TEST (test_target_from_another_subtree)
             expected[c]);
         bn_msg_destroy (&request);
     }
+    //  each child's pairs go as the request wrote them, with the other
+    //  keys of its metadata
+    msg = t_msg (session, BN_MSG_APPLY_REQUEST, NULL, "sub_scheduler_00");
+    const char *written =
+        "{\"is_broadcast\": true, \"targets\": [[\"e\\u0030\", -0, {\"k\": "
+        "[1]}], [\"e1\", 1]], \"is_coalescing\": false, \"x\": [1, 2]}";
+    ck_assert_int_eq (
+        bn_msg_set_part_raw (msg, BN_PART_METADATA, written, strlen (written)),
+        0);
+    char *second = strdup (bn_msg_id (msg));
+    t_send (&msg, parent, session);
+    for (int c = 0; c < 2; c++) {
+        bn_msg_t *request = t_recv (children[c]);
+        ck_assert_msg (request != NULL, "child %d got no request", c);
+        json_t *md = bn_msg_metadata (request);
+        json_t *want = c == 0 ? json_pack ("[[s, i, {s:[i]}]]", "e0", 0, "k", 1)
+                              : json_pack ("[[s, i]]", "e1", 1);
+        ck_assert (json_equal (json_object_get (md, "targets"), want));
+        json_decref (want);
+        want = json_pack ("[i, i]", 1, 2);
+        ck_assert (json_equal (json_object_get (md, "x"), want));
+        json_decref (want);
+        ck_assert (json_is_true (json_object_get (md, "is_broadcast")));
+        ck_assert_str_eq (
+            json_string_value (json_object_get (md, "original_msg_id")),
+            second);
+        bn_msg_destroy (&request);
+    }
+    free (second);
+
     bn_msg_t *reply = t_recv (parent);
     ck_assert_msg (reply != NULL, "no EngineError for engine 2");
     ck_assert_str_eq (t_content_str (reply, "ename"), "EngineError");
