@@ -63,6 +63,7 @@ struct _bn_watch_t {
     bn_watch_item_t **ready_end; //  where the next ready item goes
     bn_watch_item_t *graveyard;  //  cancelled items waiting to be freed
     int dispatching;             //  inside s_event
+    bn_watch_item_t *current;    //  the reader whose handler runs
     bool woken;                  //  wakefd was written
     bool stop;                   //  a zloop reader's handler returned -1
     size_t size;                 //  live items
@@ -110,7 +111,10 @@ s_dispatch (bn_watch_t *self, bn_watch_item_t *item)
     if (item->dead)
         return;
     if (!item->handle || item->drains) {
+        bn_watch_item_t *outer = self->current;
+        self->current = item;
         item->fn (item, item->arg);
+        self->current = outer;
         return;
     }
     if (!s_readable (item->handle))
@@ -371,6 +375,9 @@ void
 bn_watch_check (bn_watch_t *self, bn_watch_item_t *item)
 {
     assert (self);
+    //  a reader's own handler reads on until its socket is empty
+    if (item && item->drains && item == self->current)
+        return;
     if (item && item->handle && !item->dead && s_readable (item->handle))
         s_queue (self, item);
 }

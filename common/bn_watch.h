@@ -65,7 +65,9 @@ bn_watch_item_t *bn_watch_reader (bn_watch_t *self, void *handle,
 void bn_watch_cancel (bn_watch_t *self, bn_watch_item_t **item_p);
 
 //  After sending on a watched socket: libzmq may have taken the socket's
-//  wake-up while sending, so look for waiting input now.
+//  wake-up while sending, so look for waiting input now. (Nothing to do
+//  for a reader inside its own handler, which reads on until its socket
+//  is empty.)
 void bn_watch_check (bn_watch_t *self, bn_watch_item_t *item);
 
 //  Call the item again soon, without waiting for its descriptor: a

@@ -1340,11 +1340,18 @@ bn_engine_control_request (bn_engine_t *self, bn_msg_t **msg_p)
         s_control_request (self, msg);
 }
 
+//  The shell and control sockets are watched as readers (bn_watch_reader):
+//  each handler reads until a receive finds the socket empty, or asks to be
+//  called again when it stops before, with no other look at the socket.
 static void
 s_shell_event (bn_watch_item_t *item, void *arg)
 {
     bn_engine_t *self = (bn_engine_t *)arg;
-    for (int i = 0; i < S_DRAIN && self->state == BN_ENGINE_RUNNING; i++) {
+    for (int i = 0; self->state == BN_ENGINE_RUNNING; i++) {
+        if (i == S_DRAIN) {
+            bn_watch_again (self->env->watch, item);
+            break;
+        }
         bn_msg_t *msg =
             bn_msg_recv_flags (zsock_resolve (self->shell), ZMQ_DONTWAIT);
         if (!msg)
@@ -1362,7 +1369,11 @@ static void
 s_control_event (bn_watch_item_t *item, void *arg)
 {
     bn_engine_t *self = (bn_engine_t *)arg;
-    for (int i = 0; i < S_DRAIN && self->state == BN_ENGINE_RUNNING; i++) {
+    for (int i = 0; self->state == BN_ENGINE_RUNNING; i++) {
+        if (i == S_DRAIN) {
+            bn_watch_again (self->env->watch, item);
+            break;
+        }
         bn_msg_t *msg =
             bn_msg_recv_flags (zsock_resolve (self->control), ZMQ_DONTWAIT);
         if (!msg)
@@ -1495,10 +1506,10 @@ s_own_sockets (bn_engine_t *self)
         bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
         return -1;
     }
-    self->shell_item =
-        bn_watch_sock (self->env->watch, self->shell, s_shell_event, self);
-    self->control_item =
-        bn_watch_sock (self->env->watch, self->control, s_control_event, self);
+    self->shell_item = bn_watch_reader (
+        self->env->watch, zsock_resolve (self->shell), s_shell_event, self);
+    self->control_item = bn_watch_reader (
+        self->env->watch, zsock_resolve (self->control), s_control_event, self);
     if (!self->shell_item || !self->control_item) {
         bn_log_error ("engine %d: cannot watch its sockets", self->id);
         bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
