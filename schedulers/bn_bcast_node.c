@@ -753,7 +753,7 @@ s_eid (bn_jscan_slice_t text, int *value)
 {
     const char *p = text.data;
     size_t size = text.size;
-    if (size > 0 && p[0] == '-' && size == 2 && p[1] == '0') {
+    if (size == 2 && p[0] == '-' && p[1] == '0') {
         *value = 0; //  -0 is 0, as jansson reads it
         return 0;
     }
@@ -993,9 +993,9 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
             drained = true;
         }
     }
-    //  what every engine's copy shares: the metadata without targets
+    //  what every engine's copy shares: the metadata (read without its
+    //  targets, s_metadata_read) less the deadline
     json_t *md = json_copy (metadata);
-    json_object_del (md, "targets");
     json_object_del (md, S_DEADLINE_LEFT);
     json_object_set_new (md, BN_MD_ORIGINAL_MSG_ID, json_string (req->key));
     char *md_text = md ? bn_jdump (md, NULL) : NULL;
