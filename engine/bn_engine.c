@@ -375,8 +375,12 @@ s_send_reply (bn_engine_t *self, zsock_t *sock, bn_msg_t **reply_p)
     if (bn_msg_send (reply_p, zsock_resolve (sock), self->session))
         bn_log_warn ("engine %d: cannot send a reply", self->id);
     //  Sending may have taken the socket's signal of waiting input.
-    bn_watch_check (self->env->watch, sock == self->shell ? self->shell_item
-                                                          : self->control_item);
+    bn_engine_env_t *env = self->env;
+    bool shell = sock == self->shell;
+    bn_watch_check (env->watch,
+                    env->shell
+                        ? (shell ? env->shell_item : env->control_item)
+                        : (shell ? self->shell_item : self->control_item));
     self->stats.handled++;
 }
 
@@ -1400,6 +1404,8 @@ s_send_unregistration (bn_engine_t *self, zsock_t *sock)
                            ZMQ_DONTWAIT))
         bn_log_warn ("engine %d: cannot send unregistration_request: %s",
                      self->id, zmq_strerror (zmq_errno ()));
+    if (sock == self->env->registration)
+        bn_watch_check (self->env->watch, self->env->registration_item);
 }
 
 //  Build the commands' environment: ours plus the engine's id and uuid.
@@ -1673,9 +1679,11 @@ bn_engine_start (bn_engine_t *self, bool shared)
     //  ever. The request is then lost; the handshake watcher stops the
     //  engines with the reason, or the registration times out.
     zsock_t *sock = shared ? self->env->registration : self->registration;
-    if (bn_msg_send_flags (&msg, zsock_resolve (sock), self->session,
-                           ZMQ_DONTWAIT) &&
-        errno != EAGAIN)
+    int rc = bn_msg_send_flags (&msg, zsock_resolve (sock), self->session,
+                                ZMQ_DONTWAIT);
+    bn_watch_check (self->env->watch, shared ? self->env->registration_item
+                                             : self->registration_item);
+    if (rc && errno != EAGAIN)
         return -1;
     self->deadline =
         zclock_mono () + (int64_t)(self->env->registration_timeout * 1000);

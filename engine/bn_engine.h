@@ -56,6 +56,12 @@ typedef struct {
                              //  after the peer's routing id
     zsock_t *control;        //  ditto for control
     zsock_t *pong;           //  ditto, DEALER to hb_pong: [uuid, ping]
+    //  The owner's watches of registration, shell and control (NULL
+    //  when not watched): an engine that sends on one of them asks the
+    //  watch to look at it, since a send may take its signal of input.
+    bn_watch_item_t *registration_item;
+    bn_watch_item_t *shell_item;
+    bn_watch_item_t *control_item;
     bn_functions_t *functions;   //  what apply_request can call
     const char *cwd;             //  folder commands run in, NULL: current
     double registration_timeout; //  seconds to wait for registration_reply

@@ -27,11 +27,11 @@
     turns, an engine's timeout measures how long the controller takes to
     answer it.
 
-    The timer does not check the deadlines itself: it pokes an inproc PAIR
-    whose reader does. An engine that stops closes sockets and ends
-    pollers, which is safe in a reader handler (zloop rebuilds its poll
-    set before dispatching again) but not in a timer handler (zloop would
-    still dispatch a ready poller it has just ended).  */
+    Every socket, the engines' and the shared ones, sits in one bn_watch
+    set, the only item the zloop polls: a wake-up looks only at the
+    sockets that have work (zloop would look at every reader on every
+    turn, a poll and more inside libzmq for each). An engine that stops
+    cancels its watches, which is safe anywhere, the timer included.  */
 #include "bn_engine_actor.h"
 #include "bn_curve.h"
 #include "bn_engine.h"
@@ -66,9 +66,12 @@ typedef enum {
 } s_mode_t;
 
 typedef struct {
-    zsock_t *pipe; //  to the actor's owner
-    zloop_t *loop;
-    bn_watch_t *watch; //  the engines' sockets and commands
+    zsock_t *pipe;     //  to the actor's owner
+    zloop_t *loop;     //  runs the timers and polls watch
+    bn_watch_t *watch; //  every socket: the engines' and those below
+    //  the watches of the sockets below, by their handlers' order
+    bn_watch_item_t *ping_item, *handshake_item, *registration_item, *pipe_item,
+        *shell_item, *control_item;
     bn_connfile_t *connfile;
     zsock_t *iopub;        //  shared PUB
     zsock_t *ping;         //  shared heartbeat SUB
@@ -80,7 +83,6 @@ typedef struct {
     zsock_t *handshakes;   //  its monitor until a handshake succeeds
     int refusals;          //  handshakes the controller refused (bn_curve)
     zlistx_t *waiting;     //  engines waiting to start a command
-    zsock_t *wake[2];      //  PAIR: the tick timer pokes [0]
     bn_functions_t *functions;
     zcert_t *curve_cert; //  when the controller uses CURVE
     char *cwd;
@@ -111,6 +113,8 @@ s_report_stopped (s_actor_t *self)
                 : self->exit_code      ? "1"
                                        : "0",
                 NULL);
+    if (self->watch)
+        bn_watch_check (self->watch, self->pipe_item);
 }
 
 //  Answer a pending WAIT once every engine has registered or settled.
@@ -135,6 +139,7 @@ s_check_wait (s_actor_t *self, int64_t now)
         answer = "TIMEOUT";
     if (answer) {
         zstr_send (self->pipe, answer);
+        bn_watch_check (self->watch, self->pipe_item);
         self->wait_until = 0;
     }
 }
@@ -248,20 +253,10 @@ static int
 s_tick_timer (zloop_t *loop, int timer_id, void *arg)
 {
     s_actor_t *self = (s_actor_t *)arg;
-    zmq_send (zsock_resolve (self->wake[0]), "", 0, ZMQ_DONTWAIT);
-    return 0;
-}
-
-static int
-s_tick (zloop_t *loop, zsock_t *sock, void *arg)
-{
-    s_actor_t *self = (s_actor_t *)arg;
-    char byte;
-    while (zmq_recv (zsock_resolve (sock), &byte, 1, ZMQ_DONTWAIT) >= 0)
-        ;
     //  a reply may be waiting behind other engines' work: read it before
     //  judging deadlines
     s_registration_drain (self);
+    bn_watch_check (self->watch, self->registration_item);
     int64_t now = zclock_mono ();
     //  an engine not started yet has no deadline
     for (int i = 0; i < self->started; i++)
@@ -286,7 +281,7 @@ s_handshake_event (zloop_t *loop, zsock_t *sock, void *arg)
     bool refused = bn_curve_refused (&self->refusals, event);
     if (refused || event == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
         zmq_socket_monitor (zsock_resolve (self->registration), NULL, 0);
-        zloop_reader_end (loop, sock);
+        bn_watch_cancel (self->watch, &self->handshake_item);
     }
     if (refused) {
         bn_log_error (
@@ -333,14 +328,16 @@ s_ping_event (zloop_t *loop, zsock_t *sock, void *arg)
 }
 
 //  Hand each request waiting on a shared socket to the engine it names
-//  ([peer, uuid, ...]); drop what names none of ours.
+//  ([peer, uuid, ...]); drop what names none of ours. The socket is
+//  watched as a reader: read until it is empty, or ask to be called again.
 static void
-s_shared_drain (s_actor_t *self, zsock_t *sock, bool control)
+s_shared_drain (s_actor_t *self, bn_watch_item_t *item, zsock_t *sock,
+                bool control)
 {
     for (int n = 0; n < S_DRAIN; n++) {
         bn_msg_t *msg = bn_msg_recv_flags (zsock_resolve (sock), ZMQ_DONTWAIT);
         if (!msg)
-            break;
+            return;
         char *uuid =
             bn_msg_nidents (msg) >= 2 ? bn_msg_ident_strdup (msg, 1) : NULL;
         bn_engine_t *engine = uuid ? zhashx_lookup (self->by_uuid, uuid) : NULL;
@@ -355,20 +352,21 @@ s_shared_drain (s_actor_t *self, zsock_t *sock, bool control)
         else
             bn_engine_shell_request (engine, &msg);
     }
+    bn_watch_again (self->watch, item);
 }
 
-static int
-s_shared_shell_event (zloop_t *loop, zsock_t *sock, void *arg)
+static void
+s_shared_shell_event (bn_watch_item_t *item, void *arg)
 {
-    s_shared_drain ((s_actor_t *)arg, sock, false);
-    return 0;
+    s_actor_t *self = (s_actor_t *)arg;
+    s_shared_drain (self, item, self->shell, false);
 }
 
-static int
-s_shared_control_event (zloop_t *loop, zsock_t *sock, void *arg)
+static void
+s_shared_control_event (bn_watch_item_t *item, void *arg)
 {
-    s_shared_drain ((s_actor_t *)arg, sock, true);
-    return 0;
+    s_actor_t *self = (s_actor_t *)arg;
+    s_shared_drain (self, item, self->control, true);
 }
 
 static char *
@@ -469,11 +467,18 @@ s_actor_destroy (s_actor_t *self)
     for (int i = 0; self->engines && i < self->count; i++)
         bn_engine_destroy (&self->engines[i]);
     free (self->engines);
+    if (self->watch) {
+        bn_watch_item_t **items[] = {
+            &self->ping_item, &self->handshake_item, &self->registration_item,
+            &self->pipe_item, &self->shell_item,     &self->control_item,
+        };
+        for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
+            bn_watch_cancel (self->watch, items[i]);
+        bn_watch_destroy (&self->watch);
+    }
     zhashx_destroy (&self->by_uuid);
     if (self->ping)
         zsock_destroy (&self->ping);
-    zsock_destroy (&self->wake[0]);
-    zsock_destroy (&self->wake[1]);
     if (self->handshakes && self->registration)
         zmq_socket_monitor (zsock_resolve (self->registration), NULL, 0);
     zsock_destroy (&self->handshakes);
@@ -493,7 +498,6 @@ s_actor_destroy (s_actor_t *self)
             zsock_destroy (shared[i]);
         }
     zlistx_destroy (&self->waiting);
-    bn_watch_destroy (&self->watch);
     zloop_destroy (&self->loop);
     bn_functions_destroy (&self->functions);
     zcert_destroy (&self->curve_cert);
@@ -780,26 +784,27 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
             return -1;
         }
     }
-    char *wake = zsys_sprintf ("inproc://bn-engine-wake-%p", (void *)self);
-    self->wake[0] = zsock_new (ZMQ_PAIR);
-    self->wake[1] = zsock_new (ZMQ_PAIR);
-    rc = wake && self->wake[0] && self->wake[1] &&
-                 zsock_bind (self->wake[1], "%s", wake) == 0 &&
-                 zsock_connect (self->wake[0], "%s", wake) == 0
-             ? 0
-             : -1;
-    free (wake);
-    if (rc)
+    //  in the watch, these cost nothing while they are quiet; zloop
+    //  would look at each of them on every wake-up
+    bn_watch_t *watch = self->watch;
+    if (!(self->ping_item =
+              bn_watch_zreader (watch, self->ping, s_ping_event, self)) ||
+        !(self->handshake_item = bn_watch_zreader (watch, self->handshakes,
+                                                   s_handshake_event, self)) ||
+        !(self->registration_item = bn_watch_zreader (
+              watch, self->registration, s_registration_event, self)) ||
+        !(self->pipe_item =
+              bn_watch_zreader (watch, self->pipe, s_pipe_event, self)) ||
+        (shared && (!(self->shell_item =
+                          bn_watch_reader (watch, zsock_resolve (self->shell),
+                                           s_shared_shell_event, self)) ||
+                    !(self->control_item =
+                          bn_watch_reader (watch, zsock_resolve (self->control),
+                                           s_shared_control_event, self)))))
         return -1;
-    zloop_reader (self->loop, self->ping, s_ping_event, self);
-    zloop_reader (self->loop, self->handshakes, s_handshake_event, self);
-    zloop_reader (self->loop, self->registration, s_registration_event, self);
-    zloop_reader (self->loop, self->pipe, s_pipe_event, self);
-    if (shared) {
-        zloop_reader (self->loop, self->shell, s_shared_shell_event, self);
-        zloop_reader (self->loop, self->control, s_shared_control_event, self);
-    }
-    zloop_reader (self->loop, self->wake[1], s_tick, self);
+    self->env.registration_item = self->registration_item;
+    self->env.shell_item = self->shell_item;
+    self->env.control_item = self->control_item;
     zloop_timer (self->loop, S_TICK_MS, 0, s_tick_timer, self);
     s_start_more (self);
     return 0;
