@@ -86,45 +86,200 @@ bn_apply_function (const bn_bytes_t *bufs, size_t nbufs)
     return name;
 }
 
+//  Runs of buffers a memo keeps a copy of, up to this many bytes.
+#define S_MEMO_MAX (64 * 1024)
+
+//  A copy of a run of buffers: their count, sizes and bytes.
+typedef struct {
+    size_t count;  //  buffers, 0: none
+    size_t *sizes; //  their sizes
+    byte *bytes;   //  their bytes, one after the other
+} s_run_t;
+
+struct _bn_apply_memo_t {
+    s_run_t f_run;    //  f's buffers
+    bn_apply_t f;     //  what they decoded to (no args or kwargs)
+    s_run_t info_run; //  the info buffer
+    bn_value_t *info; //  what it decoded to
+};
+
+static void
+s_run_clear (s_run_t *run)
+{
+    free (run->sizes);
+    free (run->bytes);
+    memset (run, 0, sizeof *run);
+}
+
+//  Whether bufs starts with the buffers of run.
+static bool
+s_run_same (const s_run_t *run, const bn_bytes_t *bufs, size_t nbufs)
+{
+    if (run->count == 0 || run->count > nbufs)
+        return false;
+    const byte *at = run->bytes;
+    for (size_t i = 0; i < run->count; i++) {
+        if (bufs[i].size != run->sizes[i] ||
+            (run->sizes[i] && memcmp (bufs[i].data, at, run->sizes[i])))
+            return false;
+        at += run->sizes[i];
+    }
+    return true;
+}
+
+//  Keep a copy of the first count buffers; -1 (run empty) if they are
+//  too large to keep or memory is short.
+static int
+s_run_keep (s_run_t *run, const bn_bytes_t *bufs, size_t count)
+{
+    s_run_clear (run);
+    size_t total = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (bufs[i].size > S_MEMO_MAX - total)
+            return -1;
+        total += bufs[i].size;
+    }
+    run->sizes = (size_t *)malloc (count * sizeof *run->sizes);
+    run->bytes = (byte *)malloc (total ? total : 1);
+    if (!run->sizes || !run->bytes) {
+        s_run_clear (run);
+        return -1;
+    }
+    byte *at = run->bytes;
+    for (size_t i = 0; i < count; i++) {
+        run->sizes[i] = bufs[i].size;
+        if (bufs[i].size)
+            memcpy (at, bufs[i].data, bufs[i].size);
+        at += bufs[i].size;
+    }
+    run->count = count;
+    return 0;
+}
+
+bn_apply_memo_t *
+bn_apply_memo_new (void)
+{
+    return (bn_apply_memo_t *)calloc (1, sizeof (bn_apply_memo_t));
+}
+
+void
+bn_apply_memo_destroy (bn_apply_memo_t **self_p)
+{
+    assert (self_p);
+    bn_apply_memo_t *self = *self_p;
+    if (!self)
+        return;
+    s_run_clear (&self->f_run);
+    bn_apply_clear (&self->f);
+    s_run_clear (&self->info_run);
+    bn_value_destroy (&self->info);
+    free (self);
+    *self_p = NULL;
+}
+
+//  f and the names that say what it is, copied; -1 if out of memory.
+static int
+s_copy_f (const bn_apply_t *from, bn_apply_t *to)
+{
+    to->kind = from->kind;
+    to->module = from->module ? strdup (from->module) : NULL;
+    to->name = from->name ? strdup (from->name) : NULL;
+    to->description = from->description ? strdup (from->description) : NULL;
+    to->f = bn_value_dup (from->f);
+    return (from->module && !to->module) || (from->name && !to->name) ||
+                   (from->description && !to->description) || !to->f
+               ? -1
+               : 0;
+}
+
+//  f, decoded from the count buffers at bufs into out, kept in memo.
+static void
+s_memo_keep_f (bn_apply_memo_t *memo, const bn_bytes_t *bufs, size_t count,
+               const bn_apply_t *out)
+{
+    bn_apply_clear (&memo->f);
+    if (s_run_keep (&memo->f_run, bufs, count) || s_copy_f (out, &memo->f)) {
+        s_run_clear (&memo->f_run);
+        bn_apply_clear (&memo->f);
+    }
+}
+
+//  info, decoded from buf, kept in memo: taken (NULLed) when kept.
+static void
+s_memo_keep_info (bn_apply_memo_t *memo, const bn_bytes_t *buf,
+                  bn_value_t **info_p)
+{
+    bn_value_destroy (&memo->info);
+    if (s_run_keep (&memo->info_run, buf, 1) == 0) {
+        memo->info = *info_p;
+        *info_p = NULL;
+    }
+}
+
 int
 bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
                  char *err, size_t errsize)
+{
+    return bn_apply_unpack_with (NULL, bufs, nbufs, out, err, errsize);
+}
+
+int
+bn_apply_unpack_with (bn_apply_memo_t *memo, const bn_bytes_t *bufs,
+                      size_t nbufs, bn_apply_t *out, char *err, size_t errsize)
 {
     assert (bufs || nbufs == 0);
     assert (out);
     memset (out, 0, sizeof (*out));
     char reason[256] = "";
-    bn_value_t *info = NULL;
+    bn_value_t *info = NULL; //  decoded here, when memo did not keep it
+    const bn_value_t *read_info = NULL; //  info or memo's
     size_t used = 0;
     if (nbufs < 2) {
         bn_error_set (err, errsize,
                       "apply_request has %zu buffers, wants 2 or more", nbufs);
         return -1;
     }
-    out->f =
-        bn_deserialize_object (bufs, nbufs, &used, reason, sizeof (reason));
-    if (!out->f) {
-        bn_error_set (err, errsize, "f: %s", reason);
-        goto failed;
-    }
-    if (s_classify (out)) {
-        bn_error_set (err, errsize, "out of memory");
-        goto failed;
+    if (memo && s_run_same (&memo->f_run, bufs, nbufs)) {
+        used = memo->f_run.count;
+        if (s_copy_f (&memo->f, out)) {
+            bn_error_set (err, errsize, "out of memory");
+            goto failed;
+        }
+    } else {
+        out->f =
+            bn_deserialize_object (bufs, nbufs, &used, reason, sizeof (reason));
+        if (!out->f) {
+            bn_error_set (err, errsize, "f: %s", reason);
+            goto failed;
+        }
+        if (s_classify (out)) {
+            bn_error_set (err, errsize, "out of memory");
+            goto failed;
+        }
+        if (memo)
+            s_memo_keep_f (memo, bufs, used, out);
     }
     if (used >= nbufs) {
         bn_error_set (err, errsize, "no info buffer after f");
         goto failed;
     }
-    info = bn_pickle_decode (bufs[used].data, bufs[used].size, reason,
-                             sizeof (reason));
-    used++;
-    if (!info) {
-        bn_error_set (err, errsize, "info: %s", reason);
-        goto failed;
+    if (memo && memo->info && s_run_same (&memo->info_run, bufs + used, 1))
+        read_info = memo->info;
+    else {
+        info = bn_pickle_decode (bufs[used].data, bufs[used].size, reason,
+                                 sizeof (reason));
+        if (!info) {
+            bn_error_set (err, errsize, "info: %s", reason);
+            goto failed;
+        }
+        read_info = info;
+        if (memo)
+            s_memo_keep_info (memo, bufs + used, &info);
     }
-    int64_t nargs = s_info_count (info, "nargs");
-    int64_t narg_bufs = s_info_count (info, "narg_bufs");
-    const bn_value_t *kw_keys = bn_value_dict_get (info, "kw_keys");
+    used++;
+    int64_t nargs = s_info_count (read_info, "nargs");
+    int64_t narg_bufs = s_info_count (read_info, "narg_bufs");
+    const bn_value_t *kw_keys = bn_value_dict_get (read_info, "kw_keys");
     size_t nkw = kw_keys ? bn_value_size (kw_keys) : 0;
     bool keys_ok = kw_keys && bn_value_type (kw_keys) == BN_VALUE_LIST;
     for (size_t i = 0; keys_ok && i < nkw; i++)

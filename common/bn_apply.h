@@ -39,6 +39,25 @@ typedef struct {
 int bn_apply_unpack (const bn_bytes_t *bufs, size_t nbufs, bn_apply_t *out,
                      char *err, size_t errsize);
 
+//  What bn_apply_unpack_with remembers of the last apply_request: the
+//  bytes of its f and info buffers and what they decoded to, so that a
+//  run of requests calling one function with arguments of one shape
+//  decodes only the arguments.
+typedef struct _bn_apply_memo_t bn_apply_memo_t;
+
+//  Create an empty memo; NULL if out of memory.
+bn_apply_memo_t *bn_apply_memo_new (void);
+
+//  Destroy a memo; NULL-safe.
+void bn_apply_memo_destroy (bn_apply_memo_t **self_p);
+
+//  bn_apply_unpack, taking f and info from memo (NULL: none) when their
+//  buffers hold the bytes memo last saw, and leaving these in memo
+//  otherwise. The result is the same either way.
+int bn_apply_unpack_with (bn_apply_memo_t *memo, const bn_bytes_t *bufs,
+                          size_t nbufs, bn_apply_t *out, char *err,
+                          size_t errsize);
+
 //  What the function of an apply_request's buffers is, decoding f alone:
 //  a Reference's name ("echo"), a global's or a function's module.name
 //  ("builtins.sum"), else its type; a new string, or NULL if f cannot be

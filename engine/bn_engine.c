@@ -930,7 +930,8 @@ s_apply (bn_engine_t *self, bn_msg_t *request)
     int rc = bufs ? 0 : -1;
     if (bufs) {
         bn_bytes_from_msg (request, bufs, nbufs);
-        rc = bn_apply_unpack (bufs, nbufs, &apply, err, sizeof err);
+        rc = bn_apply_unpack_with (self->env->apply_memo, bufs, nbufs, &apply,
+                                   err, sizeof err);
     }
     if (bufs != small)
         free (bufs);

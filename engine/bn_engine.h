@@ -5,6 +5,7 @@
 #ifndef BN_ENGINE_H_INCLUDED
 #define BN_ENGINE_H_INCLUDED
 
+#include "bn_apply.h"
 #include "bn_connfile.h"
 #include "bn_functions.h"
 #include "bn_msg.h"
@@ -63,6 +64,8 @@ typedef struct {
     bn_watch_item_t *shell_item;
     bn_watch_item_t *control_item;
     bn_functions_t *functions;   //  what apply_request can call
+    bn_apply_memo_t *apply_memo; //  the last apply_request's f and info,
+                                 //  decoded (NULL: decode every one)
     const char *cwd;             //  folder commands run in, NULL: current
     double registration_timeout; //  seconds to wait for registration_reply
                                  //  while no engine of the process gets

@@ -84,7 +84,8 @@ typedef struct {
     int refusals;          //  handshakes the controller refused (bn_curve)
     zlistx_t *waiting;     //  engines waiting to start a command
     bn_functions_t *functions;
-    zcert_t *curve_cert; //  when the controller uses CURVE
+    bn_apply_memo_t *apply_memo; //  the engines' last apply_request
+    zcert_t *curve_cert;         //  when the controller uses CURVE
     char *cwd;
     bn_engine_env_t env; //  handed to every engine
     bn_engine_t **engines;
@@ -500,6 +501,7 @@ s_actor_destroy (s_actor_t *self)
     zlistx_destroy (&self->waiting);
     zloop_destroy (&self->loop);
     bn_functions_destroy (&self->functions);
+    bn_apply_memo_destroy (&self->apply_memo);
     zcert_destroy (&self->curve_cert);
     bn_connfile_destroy (&self->connfile);
     free (self->cwd);
@@ -748,9 +750,10 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
         zsock_destroy (&self->handshakes);
     zstr_free (&monitor);
     self->by_uuid = zhashx_new ();
-    if (!self->loop || !self->watch || !self->iopub || !self->ping ||
-        !self->registration || !self->handshakes || !self->by_uuid ||
-        (shared && s_shared_channels (self) != 0))
+    self->apply_memo = bn_apply_memo_new ();
+    if (!self->apply_memo || !self->loop || !self->watch || !self->iopub ||
+        !self->ping || !self->registration || !self->handshakes ||
+        !self->by_uuid || (shared && s_shared_channels (self) != 0))
         return -1;
 
     self->env.loop = self->loop;
@@ -763,6 +766,7 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     self->env.control = self->control;
     self->env.pong = self->pong;
     self->env.functions = self->functions;
+    self->env.apply_memo = self->apply_memo;
     self->env.cwd = self->cwd;
     self->env.curve_cert = self->curve_cert;
     self->env.on_state = s_on_state;

@@ -203,6 +203,107 @@ START_TEST (test_apply_unpack)
 }
 END_TEST
 
+//  Unpack the request with memo and without: the same outcome either way.
+static int
+s_unpack_both (bn_apply_memo_t *memo, zmsg_t *request, size_t drop)
+{
+    bn_bytes_t bufs[16];
+    size_t nbufs = t_zmsg_bytes (request, bufs, 16) - drop;
+    bn_apply_t plain, memoed;
+    char err[256] = "", memo_err[256] = "";
+    int rc = bn_apply_unpack (bufs, nbufs, &plain, err, sizeof err);
+    ck_assert_int_eq (bn_apply_unpack_with (memo, bufs, nbufs, &memoed,
+                                            memo_err, sizeof memo_err),
+                      rc);
+    ck_assert_str_eq (memo_err, err);
+    ck_assert_int_eq (memoed.kind, plain.kind);
+    ck_assert_pstr_eq (memoed.module, plain.module);
+    ck_assert_pstr_eq (memoed.name, plain.name);
+    ck_assert_pstr_eq (memoed.description, plain.description);
+    ck_assert (rc ? !memoed.f : bn_value_equal (memoed.f, plain.f));
+    ck_assert (rc ? !memoed.args : bn_value_equal (memoed.args, plain.args));
+    ck_assert (rc ? !memoed.kwargs
+                  : bn_value_equal (memoed.kwargs, plain.kwargs));
+    bn_apply_clear (&plain);
+    bn_apply_clear (&memoed);
+    return rc;
+}
+
+//  A request calling fname (args: n ints from first, and flag=first when
+//  flag).
+static zmsg_t *
+s_request (const char *fname, int n, int first, bool flag)
+{
+    bn_value_t *args = bn_value_new_list ();
+    for (int i = 0; i < n; i++)
+        bn_value_append (args, bn_value_new_int (first + i));
+    bn_value_t *kwargs = bn_value_new_dict ();
+    if (flag)
+        bn_value_dict_set_str (kwargs, "flag", bn_value_new_int (first));
+    zmsg_t *request =
+        strchr (fname, '.')
+            ? bn_apply_pack_global ("builtins", "sum", args, kwargs)
+            : bn_apply_pack_reference (fname, args, kwargs);
+    ck_assert_ptr_nonnull (request);
+    bn_value_destroy (&args);
+    bn_value_destroy (&kwargs);
+    return request;
+}
+
+START_TEST (test_apply_memo)
+{
+    //  An engine's run of requests, each unpacked through the memo the
+    //  previous ones left: the same function with other arguments, another
+    //  function whose name is as long, another shape of arguments, a
+    //  global, broken requests between good ones.
+    bn_apply_memo_t *memo = bn_apply_memo_new ();
+    ck_assert_ptr_nonnull (memo);
+    struct {
+        const char *fname;
+        int n, first;
+        bool flag;
+        size_t drop; //  buffers left off the end
+        int rc;
+    } runs[] = {
+        {"echo", 2, 1, true, 0, 0},
+        {"echo", 2, 7, true, 0, 0},
+        {"echo", 2, 9, true, 0, 0},
+        {"ecko", 2, 9, true, 0, 0},
+        {"ecko", 3, 1, false, 0, 0},
+        {"echo", 3, 4, false, 0, 0},
+        {"builtins.sum", 1, 5, false, 0, 0},
+        {"echo", 2, 1, true, 1, -1}, //  a kwarg's buffer missing
+        {"echo", 2, 1, true, 2, -1}, //  and an arg's
+        {"echo", 2, 1, true, 0, 0},
+        {"echo", 0, 0, false, 0, 0},
+        {"echo", 0, 0, false, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        zmsg_t *request =
+            s_request (runs[i].fname, runs[i].n, runs[i].first, runs[i].flag);
+        ck_assert_int_eq (s_unpack_both (memo, request, runs[i].drop),
+                          runs[i].rc);
+        zmsg_destroy (&request);
+    }
+
+    //  The info buffer broken after a good request of the same function.
+    zmsg_t *request = s_request ("echo", 1, 1, false);
+    zframe_t *info = zmsg_next (zmsg_first (request) ? request : NULL);
+    ck_assert_ptr_nonnull (info);
+    ck_assert_int_eq (s_unpack_both (memo, request, 0), 0);
+    memset (zframe_data (info), 'x', zframe_size (info));
+    ck_assert_int_eq (s_unpack_both (memo, request, 0), -1);
+    zmsg_destroy (&request);
+    request = s_request ("echo", 1, 1, false);
+    ck_assert_int_eq (s_unpack_both (memo, request, 0), 0);
+    zmsg_destroy (&request);
+
+    bn_apply_memo_destroy (&memo);
+    ck_assert_ptr_null (memo);
+    bn_apply_memo_destroy (&memo);
+}
+END_TEST
+
 START_TEST (test_apply_pack)
 {
     bn_value_t *args =
@@ -272,6 +373,7 @@ main (void)
     tcase_add_test (tc, test_fuzz_apply);
     tcase_add_test (tc, test_apply_unpack);
     tcase_add_test (tc, test_apply_pack);
+    tcase_add_test (tc, test_apply_memo);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
