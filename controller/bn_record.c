@@ -18,13 +18,19 @@
 #include "bn_serialize.h"
 #include "bn_wire.h"
 
+//  Buffers a record keeps in memory of its own (s_keep): from libzmq's
+//  batch size, past which a received frame has memory of its own, to a
+//  size where a second copy would cost more than its pages
+#define S_OWN_MIN 8192
+#define S_OWN_MAX (64 * 1024 * 1024)
+
 struct _bn_record_t {
     char *msg_id;
     const char *queue; //  BN_MONITOR_QUEUE_* or NULL
     char *engine_uuid;
     char *resubmitted;
-    bn_msg_t *request;    //  No idents; buffers shared
-    bn_msg_t *reply;      //  No idents; buffers shared
+    bn_msg_t *request;    //  No idents; buffers kept (s_keep)
+    bn_msg_t *reply;      //  No idents; buffers kept (s_keep)
     int64_t received;     //  Microseconds since the epoch, 0 if no reply
     zlistx_t *iopub;      //  bn_msg_t *, in arrival order, or NULL
     zlistx_t *parts;      //  Broadcast: bn_msg_t * of every reply, merged
@@ -479,12 +485,40 @@ bn_record_msg_id (bn_record_t *self)
     return self->msg_id;
 }
 
-//  A copy of msg sharing its frames, without idents, in *field.
+//  A copy of msg to keep: buffers of S_OWN_MIN ... S_OWN_MAX bytes in
+//  memory of the record's own, the other frames shared. A shared buffer
+//  is the one libzmq received into; while a record keeps it, the next
+//  message of that size needs fresh pages, which libzmq's I/O thread
+//  faults in as it receives, ahead of the relay: the cost of keeping
+//  the bytes would fall on the path of every later request. Copied here,
+//  it falls on the thread that keeps the records, after the relay's
+//  send. Larger buffers stay shared, so that no process holds a second
+//  copy of a payload of gigabytes.
+static bn_msg_t *
+s_keep (bn_msg_t *msg)
+{
+    bn_msg_t *copy = bn_msg_dup (msg);
+    size_t count = copy ? bn_msg_nbuffers (copy) : 0;
+    for (size_t i = 0; i < count; i++) {
+        zmq_msg_t *frame = bn_msg_buffer (copy, i);
+        size_t size = zmq_msg_size (frame);
+        zmq_msg_t own;
+        if (size < S_OWN_MIN || size > S_OWN_MAX ||
+            zmq_msg_init_size (&own, size) != 0)
+            continue;
+        memcpy (zmq_msg_data (&own), zmq_msg_data (frame), size);
+        zmq_msg_move (frame, &own);
+        zmq_msg_close (&own);
+    }
+    return copy;
+}
+
+//  A copy of msg (s_keep), without idents, in *field.
 static void
 s_store (bn_record_t *self, bn_msg_t **field, bn_msg_t *msg)
 {
     bn_msg_destroy (field);
-    *field = msg ? bn_msg_dup (msg) : NULL;
+    *field = msg ? s_keep (msg) : NULL;
     if (*field)
         bn_msg_clear_idents (*field);
     self->bytes = s_bytes (self);
@@ -624,7 +658,7 @@ bn_record_add_part (bn_record_t *self, bn_msg_t *reply, bool merged)
     assert (reply);
     if (!self->parts && !(self->parts = zlistx_new ()))
         return -1;
-    bn_msg_t *copy = bn_msg_dup (reply);
+    bn_msg_t *copy = s_keep (reply);
     if (!copy || !zlistx_add_end (self->parts, copy)) {
         bn_msg_destroy (&copy);
         return -1;

@@ -1,6 +1,7 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  bn_record: one task record of the hub (doc/wire.md 5.1, 5.2): the request
-    and reply as bn_msg_t copies sharing the relays' frames, the iopub
+    and reply as bn_msg_t copies (the relays' frames shared, buffers of
+    8 kB to 64 MB copied: see bn_record_set_request), the iopub
     output published for it, and the 7.1.0 TaskRecord dict built from them
     only when a query asks. bn_records keeps them; a record read back from
     SQLite is a temporary one.  */
@@ -47,9 +48,14 @@ void bn_record_keep (bn_record_t *self);
 //  The record's msg_id, owned by the record.
 const char *bn_record_msg_id (bn_record_t *self);
 
-//  Store a copy of request (sharing its frames, without idents) sent on
-//  queue (a static BN_MONITOR_QUEUE_* string) and, unless NULL, the engine
-//  it went to. request may be NULL (the queue is still set).
+//  Store a copy of request (without idents) sent on queue (a static
+//  BN_MONITOR_QUEUE_* string) and, unless NULL, the engine it went to.
+//  request may be NULL (the queue is still set). The copy shares the
+//  frames, except buffers of 8 kB to 64 MB, which it copies: libzmq
+//  receives a message of that size into memory of its own, and a record
+//  that kept it would have libzmq fault in fresh pages for the next one
+//  on the path of every request; the copy is made on the records' thread
+//  after the relay sent.
 void bn_record_set_request (bn_record_t *self, const char *queue,
                             bn_msg_t *request, const char *engine_uuid);
 
@@ -58,7 +64,7 @@ void bn_record_set_request (bn_record_t *self, const char *queue,
 void bn_record_set_reply (bn_record_t *self, bn_msg_t *reply,
                           const char *engine_uuid);
 
-//  Keep a copy (sharing its frames) of one reply of a broadcast, merged
+//  Keep a copy (as bn_record_set_request's) of one reply of a broadcast, merged
 //  or one engine's; the result content is then the first failing one's.
 //  Only a merged one's buffers count in bn_record_bytes (an engine's own
 //  reply counts in its own record). Returns 0, or -1 if out of memory.

@@ -1,7 +1,7 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_record: one task record: the TaskRecord a request, its reply
-    and its output make, the buffers it shares, and a record written to
-    SQLite and read back.  */
+    and its output make, the buffers it shares and keeps, and a record
+    written to SQLite and read back.  */
 #include <check.h>
 #include <czmq.h>
 #include <string.h>
@@ -151,6 +151,57 @@ START_TEST (test_shared_buffers)
 }
 END_TEST
 
+//  Buffers from libzmq's batch size up are kept in memory of the
+//  record's own, so that libzmq can receive the next message into the
+//  memory of the last; the bytes are the same, and stay when the message
+//  is gone.
+START_TEST (test_kept_buffers)
+{
+    bn_msg_t *request = s_request ();
+    size_t sizes[] = {8191, 8192, 100000};
+    for (size_t i = 0; i < 3; i++) {
+        char *data = malloc (sizes[i]);
+        memset (data, 'a' + (int)i, sizes[i]);
+        ck_assert_int_eq (bn_msg_add_buffer (request, data, sizes[i]), 0);
+        free (data);
+    }
+    bn_msg_t *reply = s_reply (request);
+    char *big = malloc (50000);
+    memset (big, 'z', 50000);
+    ck_assert_int_eq (bn_msg_add_buffer (reply, big, 50000), 0);
+    bn_record_t *record = bn_record_new (bn_msg_id (request));
+    bn_record_set_request (record, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
+    bn_record_set_reply (record, reply, NULL);
+    ck_assert_uint_eq (bn_record_bytes (record),
+                       100 + 8191 + 8192 + 100000 + 50 + 50000);
+    ck_assert_uint_eq (bn_record_nbuffers (record, false), 4);
+    //  100 and 8191 bytes shared, 8192 and 100000 kept
+    for (size_t i = 0; i < 4; i++) {
+        zmq_msg_t *kept = bn_record_buffer (record, false, i);
+        zmq_msg_t *sent = bn_msg_buffer (request, i);
+        ck_assert_uint_eq (zmq_msg_size (kept), zmq_msg_size (sent));
+        ck_assert_mem_eq (zmq_msg_data (kept), zmq_msg_data (sent),
+                          zmq_msg_size (sent));
+        if (i < 2)
+            ck_assert_ptr_eq (zmq_msg_data (kept), zmq_msg_data (sent));
+        else
+            ck_assert_ptr_ne (zmq_msg_data (kept), zmq_msg_data (sent));
+    }
+    ck_assert_ptr_ne (zmq_msg_data (bn_record_buffer (record, true, 1)),
+                      zmq_msg_data (bn_msg_buffer (reply, 1)));
+    bn_msg_destroy (&request);
+    bn_msg_destroy (&reply);
+    zmq_msg_t *kept = bn_record_buffer (record, false, 3);
+    ck_assert_uint_eq (zmq_msg_size (kept), 100000);
+    const char *bytes = zmq_msg_data (kept);
+    ck_assert (bytes[0] == 'c' && bytes[99999] == 'c');
+    kept = bn_record_buffer (record, true, 1);
+    ck_assert_mem_eq (zmq_msg_data (kept), big, 50000);
+    free (big);
+    bn_record_destroy (&record);
+}
+END_TEST
+
 //  As bn_records reads one back from SQLite: a temporary record.
 static int
 s_read_row (void *arg, const bn_records_row_t *row)
@@ -229,6 +280,7 @@ main (void)
     tcase_set_timeout (tc, 30);
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_shared_buffers);
+    tcase_add_test (tc, test_kept_buffers);
     tcase_add_test (tc, test_sqlite);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
