@@ -401,6 +401,9 @@ bn_msg_dup (bn_msg_t *self)
         return NULL;
     copy->framed = self->framed;
     copy->signed_ok = self->signed_ok;
+    //  the header fields read so far, which the copy's reader reads again
+    if (self->fields && (copy->fields = malloc (sizeof *copy->fields)))
+        memcpy (copy->fields, self->fields, sizeof *copy->fields);
     int rc = bn_msg_copy_idents (copy, self);
     rc |= zmq_msg_copy (&copy->sig, &self->sig);
     for (int i = 0; i < 4; i++)
@@ -689,6 +692,41 @@ bn_msg_content (bn_msg_t *self)
     return bn_msg_part (self, BN_PART_CONTENT);
 }
 
+//  Scan every field of part (the header's or the parent's) in one walk of
+//  its text into fields, each as bn_jscan_string finds it.
+static void
+s_fields_scan (bn_msg_t *self, s_fields_t *fields, bn_part_t part)
+{
+    static const char *const header_keys[] = {"msg_id", "msg_type", "session"};
+    static const s_field_id_t header_ids[] = {S_FIELD_MSG_ID, S_FIELD_MSG_TYPE,
+                                              S_FIELD_SESSION};
+    static const char *const parent_keys[] = {"msg_id", "session"};
+    static const s_field_id_t parent_ids[] = {S_FIELD_PARENT_ID,
+                                              S_FIELD_PARENT_SESSION};
+    bool header = part == BN_PART_HEADER;
+    const char *const *keys = header ? header_keys : parent_keys;
+    const s_field_id_t *ids = header ? header_ids : parent_ids;
+    size_t n = header ? 3 : 2;
+    bn_jscan_slice_t values[3];
+    bool object =
+        bn_jscan_keys (zmq_msg_data (&self->parts[part]),
+                       zmq_msg_size (&self->parts[part]), keys, n, values) == 0;
+    for (size_t k = 0; k < n; k++) {
+        s_field_id_t id = ids[k];
+        size_t room = S_FIELDS_TEXT - (size_t)fields->used;
+        fields->tried[id] = true;
+        fields->offset[id] = fields->used;
+        fields->length[id] =
+            !object ? -1
+            : room == 0
+                ? -2
+                : bn_jscan_unescape (values[k], fields->text + fields->used,
+                                     room < BN_FIELD_MAX ? room : BN_FIELD_MAX);
+        if (fields->length[id] >= 0)
+            fields->used += (short)(fields->length[id] + 1);
+    }
+}
+
 //  A string field of a part: from the parsed part when there is one (it
 //  may have been changed), else scanned from the raw bytes without
 //  building a JSON tree, which is all a relay needs.
@@ -707,20 +745,8 @@ s_field (bn_msg_t *self, bn_part_t part, s_field_id_t id, const char *key)
         self->fields->used = 0;
     }
     s_fields_t *fields = self->fields;
-    if (!fields->tried[id]) {
-        fields->tried[id] = true;
-        size_t room = S_FIELDS_TEXT - (size_t)fields->used;
-        fields->offset[id] = fields->used;
-        fields->length[id] =
-            room == 0
-                ? -2
-                : bn_jscan_string (zmq_msg_data (&self->parts[part]),
-                                   zmq_msg_size (&self->parts[part]), key,
-                                   fields->text + fields->used,
-                                   room < BN_FIELD_MAX ? room : BN_FIELD_MAX);
-        if (fields->length[id] >= 0)
-            fields->used += (short)(fields->length[id] + 1);
-    }
+    if (!fields->tried[id])
+        s_fields_scan (self, fields, part);
     if (fields->length[id] == -2) {
         //  longer than the scan buffer: let jansson read it
         json_t *object = bn_msg_part (self, part);

@@ -227,6 +227,44 @@ START_TEST (test_fields_without_parsing)
 }
 END_TEST
 
+//  A copy reads the fields its original read, and its own once changed;
+//  a field that is not a string is none, the others still read.
+START_TEST (test_fields_of_a_copy)
+{
+    const char *frames[] = {
+        BN_DELIM,
+        "",
+        "{\"msg_type\": 7, \"session\": \"s\\\"q\", \"msg_id\": \"m1\", "
+        "\"msg_id\": \"m2\"}",
+        "{\"session\": \"ps\"}",
+        "{}",
+        "{}"};
+    zmsg_t *raw = zmsg_new ();
+    for (int i = 0; i < 6; i++)
+        zmsg_addstr (raw, frames[i]);
+    zmsg_send (&raw, s_out);
+    bn_msg_t *msg = bn_msg_recv (s_rin);
+    ck_assert_ptr_nonnull (msg);
+    ck_assert_str_eq (bn_msg_id (msg), "m2"); //  the last one wins
+    ck_assert_ptr_null (bn_msg_type (msg));
+    ck_assert_str_eq (bn_msg_session (msg), "s\"q");
+    ck_assert_ptr_null (bn_msg_parent_id (msg));
+    bn_msg_t *copy = bn_msg_dup (msg);
+    ck_assert_ptr_nonnull (copy);
+    ck_assert_str_eq (bn_msg_id (copy), "m2");
+    ck_assert_ptr_null (bn_msg_type (copy));
+    ck_assert_str_eq (bn_msg_session (copy), "s\"q");
+    ck_assert_str_eq (bn_msg_parent_session (copy), "ps");
+    ck_assert_ptr_null (bn_msg_parent_id (copy));
+    ck_assert_int_eq (bn_msg_set_msg_id (copy, "m3"), 0);
+    ck_assert_str_eq (bn_msg_id (copy), "m3");
+    ck_assert_str_eq (bn_msg_id (msg), "m2");
+    ck_assert_str_eq (bn_msg_parent_session (msg), "ps");
+    bn_msg_destroy (&copy);
+    bn_msg_destroy (&msg);
+}
+END_TEST
+
 START_TEST (test_fields_past_the_scan_room)
 {
     //  five header and parent fields of 200 bytes each: the first two are
@@ -464,6 +502,7 @@ main (void)
     tcase_add_test (tc, test_rewrite_resigns);
     tcase_add_test (tc, test_fields_without_parsing);
     tcase_add_test (tc, test_fields_past_the_scan_room);
+    tcase_add_test (tc, test_fields_of_a_copy);
     tcase_add_test (tc, test_buffers_shared);
     tcase_add_test (tc, test_bad_framing);
     tcase_add_test (tc, test_check);
