@@ -3,6 +3,7 @@
     they answer, their results decoded outside the lock.  */
 #include "bn_replies.h"
 
+#include "bn_jscan.h"
 #include "bn_log.h"
 #include "bn_merged_reader.h"
 #include "bn_msgtypes.h"
@@ -55,26 +56,88 @@ bn_replies_decode (bn_msg_t *msg, size_t start, size_t end, size_t *used,
     return value;
 }
 
-bool
-bn_replies_deliver (bn_item_t *item, bn_msg_t *msg, bn_value_t *value,
-                    int decode_error, const char *why, int engine_id)
+//  What an item records of a plain reply's metadata, read from the part's
+//  text in one walk rather than a JSON tree of it all.
+typedef struct {
+    const char *started; //  metadata.started, or NULL
+    const char *engine;  //  metadata.engine, or NULL
+    json_t *hops;        //  metadata.bn_hops (a reference), or NULL
+    json_t *tree;        //  the part's tree, when a value did not fit here
+    char started_text[64];
+    char engine_text[64];
+} s_metadata_t;
+
+//  Read msg's metadata into md; -1 if it is not a JSON object. Release md
+//  with s_metadata_clear.
+static int
+s_metadata_read (bn_msg_t *msg, s_metadata_t *md)
+{
+    static const char *const keys[] = {"started", "engine", BN_BCAST_HOPS};
+    memset (md, 0, sizeof *md);
+    bn_jscan_slice_t values[3];
+    size_t size;
+    const void *data = bn_msg_part_data (msg, BN_PART_METADATA, &size);
+    if (!data || bn_jscan_keys (data, size, keys, 3, values) != 0)
+        return -1;
+    int started = bn_jscan_unescape (values[0], md->started_text,
+                                     sizeof md->started_text);
+    int engine =
+        bn_jscan_unescape (values[1], md->engine_text, sizeof md->engine_text);
+    if (started == -2 || engine == -2) {
+        //  longer than the room here: as the tree has them
+        md->tree = json_incref (bn_msg_metadata (msg));
+        md->started = s_str (md->tree, "started");
+        md->engine = s_str (md->tree, "engine");
+        md->hops = json_incref (json_object_get (md->tree, BN_BCAST_HOPS));
+        return md->tree ? 0 : -1;
+    }
+    md->started = started >= 0 ? md->started_text : NULL;
+    md->engine = engine >= 0 ? md->engine_text : NULL;
+    if (values[2].data)
+        md->hops = json_loadb (values[2].data, values[2].size, 0, NULL);
+    return 0;
+}
+
+static void
+s_metadata_clear (s_metadata_t *md)
+{
+    json_decref (md->hops);
+    json_decref (md->tree);
+    memset (md, 0, sizeof *md);
+}
+
+static bool
+s_deliver_plain (bn_item_t *item, bn_msg_t *msg, const s_metadata_t *md,
+                 bn_value_t *value, int decode_error, const char *why,
+                 int engine_id)
 {
     json_t *content = bn_msg_content (msg);
-    json_t *metadata = bn_msg_metadata (msg);
     bn_reply_t reply = {.type = bn_msg_type (msg),
                         .content = content,
-                        .started = s_str (metadata, "started"),
-                        .completed = s_str (bn_msg_header (msg), "date"),
+                        .started = md->started,
+                        .completed = bn_msg_date (msg),
                         .out = s_str (content, "bn_stdout"),
                         .err = s_str (content, "bn_stderr"),
                         .value = value,
                         .decode_error = decode_error,
                         .why = why,
-                        .hops = json_object_get (metadata, BN_BCAST_HOPS),
-                        .uuid = s_str (metadata, "engine"),
+                        .hops = md->hops,
+                        .uuid = md->engine,
                         .engine_id = engine_id,
                         .raw = msg};
     return bn_item_on_entry (item, &reply);
+}
+
+bool
+bn_replies_deliver (bn_item_t *item, bn_msg_t *msg, bn_value_t *value,
+                    int decode_error, const char *why, int engine_id)
+{
+    s_metadata_t md;
+    s_metadata_read (msg, &md);
+    bool completed =
+        s_deliver_plain (item, msg, &md, value, decode_error, why, engine_id);
+    s_metadata_clear (&md);
+    return completed;
 }
 
 //  With the lock held: hand reply to item, and stop tracking it when it
@@ -327,7 +390,7 @@ s_on_merged (bn_tracker_t *tracker, bn_engines_t *engines, bn_msg_t *msg,
                          .engines = engines,
                          .msg = msg,
                          .type = bn_msg_type (msg),
-                         .date = s_str (bn_msg_header (msg), "date")};
+                         .date = bn_msg_date (msg)};
     merged.apply = strcmp (merged.type, BN_MSG_APPLY_REPLY) == 0;
     merged.ok = json_pack ("{s:s}", "status", BN_STATUS_OK);
     bn_merged_reader_t *reader = bn_merged_reader_new (msg);
@@ -415,8 +478,8 @@ bn_replies_on_reply (bn_tracker_t *tracker, bn_engines_t *engines,
     //  a merged reply's entries are read without a tree of its metadata
     if (broadcast && bn_merged_shape (msg) != BN_MERGED_NONE)
         return s_on_merged (tracker, engines, msg, drop, arg);
-    json_t *metadata = bn_msg_metadata (msg);
-    if (!metadata) {
+    s_metadata_t md;
+    if (s_metadata_read (msg, &md) != 0) {
         drop (arg, "reply without metadata");
         return false;
     }
@@ -436,15 +499,16 @@ bn_replies_on_reply (bn_tracker_t *tracker, bn_engines_t *engines,
     if (item) {
         int engine_id = -1;
         if (!bn_item_engine_uuid (item))
-            engine_id = bn_engines_id_of (engines, s_str (metadata, "engine"));
+            engine_id = bn_engines_id_of (engines, md.engine);
         bn_result_count_message (bn_item_result (item));
         changed =
-            bn_replies_deliver (item, msg, value, error, problem, engine_id);
+            s_deliver_plain (item, msg, &md, value, error, problem, engine_id);
         value = NULL;
         if (changed)
             bn_tracker_untrack (tracker, item);
     }
     bn_tracker_unlock (tracker);
+    s_metadata_clear (&md);
     if (!item) {
         bn_value_destroy (&value);
         drop (arg, "reply to no outstanding request");

@@ -602,8 +602,7 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
     for (size_t i = 0; rc == 0 && i < nitems; i++) {
         bn_msg_t *msg = msgs[self->kind == BN_VIEW_DIRECT ? i : 0];
         const char *msg_id = bn_msg_id (msg);
-        const char *date =
-            json_string_value (json_object_get (bn_msg_header (msg), "date"));
+        const char *date = bn_msg_date (msg);
         char sub_id[512];
         if (self->kind == BN_VIEW_BROADCAST) {
             //  The tree gives each engine's copy this msg_id (doc/wire.md 7.3)
@@ -779,10 +778,9 @@ s_control_to (bn_client_t *client, const char *type, bn_target_t *targets,
         }
         bn_msg_set_content (msg, contents[i]);
         contents[i] = NULL;
-        bn_item_t *item = bn_result_add (
-            result, bn_msg_id (msg),
-            json_string_value (json_object_get (bn_msg_header (msg), "date")),
-            targets[i].id, targets[i].uuid, kind);
+        bn_item_t *item =
+            bn_result_add (result, bn_msg_id (msg), bn_msg_date (msg),
+                           targets[i].id, targets[i].uuid, kind);
         if (!item || bn_tracker_track (bn_client_tracker (client), item) != 0)
             rc = BN_ENOMEM;
     }

@@ -24,6 +24,7 @@ typedef enum {
     S_FIELD_MSG_ID,
     S_FIELD_MSG_TYPE,
     S_FIELD_SESSION,
+    S_FIELD_DATE,
     S_FIELD_PARENT_ID,
     S_FIELD_PARENT_SESSION,
     S_FIELDS
@@ -697,17 +698,18 @@ bn_msg_content (bn_msg_t *self)
 static void
 s_fields_scan (bn_msg_t *self, s_fields_t *fields, bn_part_t part)
 {
-    static const char *const header_keys[] = {"msg_id", "msg_type", "session"};
+    static const char *const header_keys[] = {"msg_id", "msg_type", "session",
+                                              "date"};
     static const s_field_id_t header_ids[] = {S_FIELD_MSG_ID, S_FIELD_MSG_TYPE,
-                                              S_FIELD_SESSION};
+                                              S_FIELD_SESSION, S_FIELD_DATE};
     static const char *const parent_keys[] = {"msg_id", "session"};
     static const s_field_id_t parent_ids[] = {S_FIELD_PARENT_ID,
                                               S_FIELD_PARENT_SESSION};
     bool header = part == BN_PART_HEADER;
     const char *const *keys = header ? header_keys : parent_keys;
     const s_field_id_t *ids = header ? header_ids : parent_ids;
-    size_t n = header ? 3 : 2;
-    bn_jscan_slice_t values[3];
+    size_t n = header ? 4 : 2;
+    bn_jscan_slice_t values[4];
     bool object =
         bn_jscan_keys (zmq_msg_data (&self->parts[part]),
                        zmq_msg_size (&self->parts[part]), keys, n, values) == 0;
@@ -774,6 +776,13 @@ bn_msg_session (bn_msg_t *self)
 {
     assert (self);
     return s_field (self, BN_PART_HEADER, S_FIELD_SESSION, "session");
+}
+
+const char *
+bn_msg_date (bn_msg_t *self)
+{
+    assert (self);
+    return s_field (self, BN_PART_HEADER, S_FIELD_DATE, "date");
 }
 
 const char *

@@ -132,6 +132,7 @@ json_t *bn_msg_content (bn_msg_t *self);
 const char *bn_msg_type (bn_msg_t *self);
 const char *bn_msg_id (bn_msg_t *self);
 const char *bn_msg_session (bn_msg_t *self);
+const char *bn_msg_date (bn_msg_t *self);
 //  parent_header.msg_id and parent_header.session, or NULL.
 const char *bn_msg_parent_id (bn_msg_t *self);
 const char *bn_msg_parent_session (bn_msg_t *self);

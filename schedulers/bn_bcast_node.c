@@ -1510,15 +1510,14 @@ s_fill_from_reply (s_slot_t *slot, bn_msg_t *msg)
     data = bn_msg_part_data (msg, BN_PART_METADATA, &size);
     if (bn_jscan_keys (data, size, metadata_keys, 2, in_metadata) != 0)
         memset (in_metadata, 0, sizeof in_metadata);
-    char status[64], started[64], date[64];
+    char status[64], started[64];
     const char *st = s_slice_string (in_content[0], status, sizeof status);
     if (!st)
         st = s_slice_string (in_metadata[0], status, sizeof status);
     slot->ok = st && streq (st, BN_STATUS_OK);
     const char *s_started =
         s_slice_string (in_metadata[1], started, sizeof started);
-    const char *s_date =
-        s_scan (msg, BN_PART_HEADER, "date", date, sizeof date);
+    const char *s_date = bn_msg_date (msg);
     size_t nbuffers = slot->ok ? bn_msg_nbuffers (msg) : 1;
     bool output = s_has_output (in_content[1]) || s_has_output (in_content[2]);
     //  the common case, an ok reply without output, needs no JSON tree

@@ -657,6 +657,68 @@ START_TEST (test_engines_follow_notifications)
 }
 END_TEST
 
+//  A direct reply's metadata as its item records it: the start time, the
+//  hops, one start time longer than dates are; a reply whose metadata is
+//  not an object is dropped and counted, its request left waiting.
+START_TEST (test_direct_reply_metadata)
+{
+    s_mock_t *mock = s_mock_new (1);
+    bn_client_t *client = s_mock_client (mock);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_DIRECT);
+    char long_start[100];
+    memset (long_start, 's', sizeof long_start - 1);
+    long_start[sizeof long_start - 1] = 0;
+    const char *starts[] = {"2026-01-01T00:00:00.000001Z", long_start, NULL};
+    for (int i = 0; i < 3; i++) {
+        bn_result_t *result;
+        ck_assert_int_eq (bn_view_apply (view, "noop", NULL, NULL, &result), 0);
+        bn_msg_t *request =
+            s_mock_expect (mock, mock->mux, BN_MSG_APPLY_REQUEST);
+        bn_msg_t *reply =
+            bn_msg_new_reply (mock->session, request, BN_MSG_APPLY_REPLY);
+        if (starts[i])
+            bn_msg_set_metadata (
+                reply,
+                json_pack ("{s:s, s:s, s:[{s:s, s:s, s:s}]}", "started",
+                           starts[i], "engine", mock->uuids[0], "bn_hops",
+                           "node", "n0", "received", "r0", "sent", "s0"));
+        else
+            ck_assert_int_eq (
+                bn_msg_set_part_raw (reply, BN_PART_METADATA, "[1]", 3), 0);
+        bn_msg_set_content (reply, s_ok ());
+        bn_value_t *value = bn_value_new_int (i);
+        ck_assert_int_eq (bn_serialize_object_add (reply, value), 0);
+        s_mock_status (mock, request, 0, "busy");
+        ck_assert_int_eq (
+            bn_msg_send (&reply, zsock_resolve (mock->mux), mock->session), 0);
+        s_mock_status (mock, request, 0, "idle");
+        bn_msg_destroy (&request);
+        if (starts[i]) {
+            ck_assert_int_eq (bn_result_get (result, 5), 0);
+            ck_assert (bn_value_equal (bn_result_value (result, 0), value));
+            ck_assert_str_eq (bn_result_started (result, 0), starts[i]);
+            ck_assert_ptr_nonnull (bn_result_completed (result, 0));
+            ck_assert_uint_eq (bn_result_hop_count (result, 0), 1);
+            const char *node, *received, *sent;
+            ck_assert_int_eq (
+                bn_result_hop (result, 0, 0, &node, &received, &sent), 0);
+            ck_assert_str_eq (node, "n0");
+            ck_assert_str_eq (sent, "s0");
+        } else {
+            for (int k = 0; k < 500 && bn_client_dropped (client) == 0; k++)
+                usleep (10000);
+            ck_assert_uint_eq (bn_client_dropped (client), 1);
+            ck_assert_int_eq (bn_result_get (result, 0), BN_ETIMEDOUT);
+        }
+        bn_value_destroy (&value);
+        bn_result_destroy (&result);
+    }
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_mock_destroy (&mock);
+}
+END_TEST
+
 START_TEST (test_apply_by_name)
 {
     s_mock_t *mock = s_mock_new (1);
@@ -2683,6 +2745,7 @@ main (void)
     tcase_add_test (tc, test_connect_failures);
     tcase_add_test (tc, test_engines_follow_notifications);
     tcase_add_test (tc, test_apply_by_name);
+    tcase_add_test (tc, test_direct_reply_metadata);
     tcase_add_test (tc, test_push_pull);
     tcase_add_test (tc, test_partial_results_and_output);
     tcase_add_test (tc, test_remote_errors);

@@ -208,6 +208,10 @@ START_TEST (test_fields_without_parsing)
     msg = bn_msg_recv (s_rin);
     const char *scanned = bn_msg_id (msg);
     ck_assert_ptr_nonnull (scanned);
+    const char *date = bn_msg_date (msg);
+    ck_assert_ptr_nonnull (date);
+    ck_assert_str_eq (date, json_string_value (
+                                json_object_get (bn_msg_header (msg), "date")));
     ck_assert_str_eq (bn_msg_type (msg), "execute_request");
     ck_assert_str_eq (bn_msg_session (msg), bn_session_id (s_session));
     //  the scan agrees with the parse, and a rewrite is seen at once
@@ -249,6 +253,7 @@ START_TEST (test_fields_of_a_copy)
     ck_assert_ptr_null (bn_msg_type (msg));
     ck_assert_str_eq (bn_msg_session (msg), "s\"q");
     ck_assert_ptr_null (bn_msg_parent_id (msg));
+    ck_assert_ptr_null (bn_msg_date (msg));
     bn_msg_t *copy = bn_msg_dup (msg);
     ck_assert_ptr_nonnull (copy);
     ck_assert_str_eq (bn_msg_id (copy), "m2");
