@@ -323,6 +323,11 @@ s_flush (bn_msg_t *self)
         }
         self->dirty[i] = false;
         self->signed_ok = false;
+        //  fields scanned from the text before it changed
+        if (i == BN_PART_HEADER || i == BN_PART_PARENT) {
+            free (self->fields);
+            self->fields = NULL;
+        }
     }
     return 0;
 }

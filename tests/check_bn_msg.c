@@ -265,6 +265,12 @@ START_TEST (test_fields_of_a_copy)
     ck_assert_str_eq (bn_msg_id (copy), "m3");
     ck_assert_str_eq (bn_msg_id (msg), "m2");
     ck_assert_str_eq (bn_msg_parent_session (msg), "ps");
+    //  a copy of a changed message reads the change
+    bn_msg_t *again = bn_msg_dup (copy);
+    ck_assert_ptr_nonnull (again);
+    ck_assert_str_eq (bn_msg_id (again), "m3");
+    ck_assert_str_eq (bn_msg_session (again), "s\"q");
+    bn_msg_destroy (&again);
     bn_msg_destroy (&copy);
     bn_msg_destroy (&msg);
 }
