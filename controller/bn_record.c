@@ -513,26 +513,41 @@ s_keep (bn_msg_t *msg)
     return copy;
 }
 
-//  A copy of msg (s_keep), without idents, in *field.
+//  A copy of msg (s_keep, or sharing every frame when msg is already a
+//  record's), without idents, in *field.
 static void
-s_store (bn_record_t *self, bn_msg_t **field, bn_msg_t *msg)
+s_store (bn_record_t *self, bn_msg_t **field, bn_msg_t *msg, bool kept)
 {
     bn_msg_destroy (field);
-    *field = msg ? s_keep (msg) : NULL;
+    *field = !msg ? NULL : kept ? bn_msg_dup (msg) : s_keep (msg);
     if (*field)
         bn_msg_clear_idents (*field);
     self->bytes = s_bytes (self);
     s_changed (self);
 }
 
+static void
+s_set_request (bn_record_t *self, const char *queue, bn_msg_t *request,
+               const char *engine_uuid, bool kept)
+{
+    assert (self);
+    s_store (self, &self->request, request, kept);
+    self->queue = queue;
+    s_set_string (&self->engine_uuid, engine_uuid);
+}
+
 void
 bn_record_set_request (bn_record_t *self, const char *queue, bn_msg_t *request,
                        const char *engine_uuid)
 {
-    assert (self);
-    s_store (self, &self->request, request);
-    self->queue = queue;
-    s_set_string (&self->engine_uuid, engine_uuid);
+    s_set_request (self, queue, request, engine_uuid, false);
+}
+
+void
+bn_record_share_request (bn_record_t *self, const char *queue,
+                         bn_msg_t *request, const char *engine_uuid)
+{
+    s_set_request (self, queue, request, engine_uuid, true);
 }
 
 void
@@ -540,7 +555,7 @@ bn_record_set_reply (bn_record_t *self, bn_msg_t *reply,
                      const char *engine_uuid)
 {
     assert (self);
-    s_store (self, &self->reply, reply);
+    s_store (self, &self->reply, reply, false);
     self->received = s_now ();
     s_set_string (&self->engine_uuid, engine_uuid);
 }

@@ -59,6 +59,11 @@ const char *bn_record_msg_id (bn_record_t *self);
 void bn_record_set_request (bn_record_t *self, const char *queue,
                             bn_msg_t *request, const char *engine_uuid);
 
+//  The same for a request another record keeps already (a broadcast's,
+//  for one engine's record): the copy shares every frame.
+void bn_record_share_request (bn_record_t *self, const char *queue,
+                              bn_msg_t *request, const char *engine_uuid);
+
 //  Store a copy of reply (as the request), received now, from engine_uuid
 //  unless NULL.
 void bn_record_set_reply (bn_record_t *self, bn_msg_t *reply,

@@ -385,10 +385,13 @@ s_record_add (bn_records_t *self, const char *msg_id)
 //  Store request in record (taking a shared copy).
 static void
 s_record_request (bn_records_t *self, bn_record_t *record, const char *queue,
-                  bn_msg_t *request, const char *engine_uuid)
+                  bn_msg_t *request, const char *engine_uuid, bool kept)
 {
     uint64_t bytes = bn_record_bytes (record);
-    bn_record_set_request (record, queue, request, engine_uuid);
+    if (kept)
+        bn_record_share_request (record, queue, request, engine_uuid);
+    else
+        bn_record_set_request (record, queue, request, engine_uuid);
     self->bytes += bn_record_bytes (record) - bytes;
 }
 
@@ -452,7 +455,7 @@ bn_records_request (bn_records_t *self, const char *queue, bn_msg_t *request,
         record = s_record_add (self, msg_id);
     if (!record)
         return;
-    s_record_request (self, record, queue, request, engine_uuid);
+    s_record_request (self, record, queue, request, engine_uuid, false);
     s_maybe_cull (self);
 }
 
@@ -542,7 +545,7 @@ s_broadcast_reply (bn_records_t *self, const char *parent_id, bn_msg_t *reply,
             record = s_record_add (self, parent_id);
         if (record && !bn_record_request (record)) {
             bn_msg_t *request = original ? bn_record_request (original) : NULL;
-            s_record_request (self, record, s_broadcast, request, NULL);
+            s_record_request (self, record, s_broadcast, request, NULL, true);
             if (bn_record_request (record))
                 bn_msg_set_msg_id (bn_record_request (record), parent_id);
         }

@@ -303,7 +303,7 @@ END_TEST
 START_TEST (test_broadcast)
 {
     bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
-    bn_msg_t *request = s_request (1);
+    bn_msg_t *request = s_request (100000);
     bn_msg_set_metadata (request,
                          json_pack ("{s:[[s,i],[s,i]], s:b, s:b}", "targets",
                                     S_ENGINE, 0, "other", 1, "is_broadcast", 1,
@@ -328,6 +328,11 @@ START_TEST (test_broadcast)
         ck_assert (bn_record_completed (record));
         ck_assert_str_eq (s_str (bn_record_json (record), "queue"),
                           "broadcast");
+        //  an engine's record shares the bytes the original's keeps
+        bn_record_t *original = bn_records_get (records, orig);
+        ck_assert_ptr_eq (zmq_msg_data (bn_record_buffer (record, false, 0)),
+                          zmq_msg_data (bn_record_buffer (original, false, 0)));
+        bn_record_release (&original);
         bn_record_release (&record);
         bn_msg_destroy (&per_engine);
         bn_msg_destroy (&reply);
