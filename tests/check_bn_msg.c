@@ -176,6 +176,17 @@ START_TEST (test_rewrite_resigns)
 }
 END_TEST
 
+//  Send frames as they are, and receive them as a message.
+static bn_msg_t *
+s_send_raw (int count, const char **frames)
+{
+    zmsg_t *raw = zmsg_new ();
+    for (int i = 0; i < count; i++)
+        zmsg_addstr (raw, frames[i]);
+    zmsg_send (&raw, s_out);
+    return bn_msg_recv (s_rin);
+}
+
 START_TEST (test_fields_without_parsing)
 {
     const char *frames[] = {
@@ -188,11 +199,7 @@ START_TEST (test_fields_without_parsing)
         "\"p\\u00e9\", \"n\": 123456789012345678901234567890}",
         "{}",
         "{}"};
-    zmsg_t *raw = zmsg_new ();
-    for (int i = 0; i < 6; i++)
-        zmsg_addstr (raw, frames[i]);
-    zmsg_send (&raw, s_out);
-    bn_msg_t *msg = bn_msg_recv (s_rin);
+    bn_msg_t *msg = s_send_raw (6, frames);
     //  a malformed header yields no field, scanned or parsed
     ck_assert_ptr_null (bn_msg_id (msg));
     ck_assert_ptr_null (bn_msg_header (msg));
@@ -243,11 +250,7 @@ START_TEST (test_fields_of_a_copy)
         "{\"session\": \"ps\"}",
         "{}",
         "{}"};
-    zmsg_t *raw = zmsg_new ();
-    for (int i = 0; i < 6; i++)
-        zmsg_addstr (raw, frames[i]);
-    zmsg_send (&raw, s_out);
-    bn_msg_t *msg = bn_msg_recv (s_rin);
+    bn_msg_t *msg = s_send_raw (6, frames);
     ck_assert_ptr_nonnull (msg);
     ck_assert_str_eq (bn_msg_id (msg), "m2"); //  the last one wins
     ck_assert_ptr_null (bn_msg_type (msg));
@@ -339,16 +342,6 @@ START_TEST (test_buffers_shared)
     bn_msg_destroy (&third);
 }
 END_TEST
-
-static bn_msg_t *
-s_send_raw (int count, const char **frames)
-{
-    zmsg_t *raw = zmsg_new ();
-    for (int i = 0; i < count; i++)
-        zmsg_addstr (raw, frames[i]);
-    zmsg_send (&raw, s_out);
-    return bn_msg_recv (s_rin);
-}
 
 START_TEST (test_bad_framing)
 {
