@@ -29,8 +29,8 @@ struct _bn_record_t {
     const char *queue; //  BN_MONITOR_QUEUE_* or NULL
     char *engine_uuid;
     char *resubmitted;
-    bn_msg_t *request;    //  No idents; buffers kept (s_keep)
-    bn_msg_t *reply;      //  No idents; buffers kept (s_keep)
+    bn_msg_t *request;    //  No idents; large buffers copied (s_keep)
+    bn_msg_t *reply;      //  No idents; buffers shared
     int64_t received;     //  Microseconds since the epoch, 0 if no reply
     zlistx_t *iopub;      //  bn_msg_t *, in arrival order, or NULL
     zlistx_t *parts;      //  Broadcast: bn_msg_t * of every reply, merged
@@ -513,13 +513,13 @@ s_keep (bn_msg_t *msg)
     return copy;
 }
 
-//  A copy of msg (s_keep, or sharing every frame when msg is already a
-//  record's), without idents, in *field.
+//  A copy of msg without idents in *field: sharing every frame, or with
+//  its large buffers copied (s_keep).
 static void
-s_store (bn_record_t *self, bn_msg_t **field, bn_msg_t *msg, bool kept)
+s_store (bn_record_t *self, bn_msg_t **field, bn_msg_t *msg, bool shared)
 {
     bn_msg_destroy (field);
-    *field = !msg ? NULL : kept ? bn_msg_dup (msg) : s_keep (msg);
+    *field = !msg ? NULL : shared ? bn_msg_dup (msg) : s_keep (msg);
     if (*field)
         bn_msg_clear_idents (*field);
     self->bytes = s_bytes (self);
@@ -555,7 +555,7 @@ bn_record_set_reply (bn_record_t *self, bn_msg_t *reply,
                      const char *engine_uuid)
 {
     assert (self);
-    s_store (self, &self->reply, reply, false);
+    s_store (self, &self->reply, reply, true);
     self->received = s_now ();
     s_set_string (&self->engine_uuid, engine_uuid);
 }
@@ -673,7 +673,7 @@ bn_record_add_part (bn_record_t *self, bn_msg_t *reply, bool merged)
     assert (reply);
     if (!self->parts && !(self->parts = zlistx_new ()))
         return -1;
-    bn_msg_t *copy = s_keep (reply);
+    bn_msg_t *copy = bn_msg_dup (reply);
     if (!copy || !zlistx_add_end (self->parts, copy)) {
         bn_msg_destroy (&copy);
         return -1;

@@ -5,9 +5,9 @@
     The schedulers report through bn_records_monitor: each request of the
     mux, task and broadcast queues, its assignment to an engine, its reply,
     and the iopub output published for it. A record keeps the request and
-    reply as bn_msg_t copies that share the relays' frames, apart from
-    buffers of 8 kB to 64 MB, copied after the relay sent (bn_record), and
-    the iopub messages likewise; JSON is parsed only
+    reply as bn_msg_t copies that share the relays' frames, apart from a
+    request's buffers of 8 kB to 64 MB, copied after the relay sent
+    (bn_record), and the iopub messages likewise; JSON is parsed only
     when a query reads the record. Storage is in memory with 7.1.0's DictDB
    limits (record_limit, size_limit, culling the oldest tenth of the completed
     records), optionally written through to SQLite (bn_records_sqlite), or
