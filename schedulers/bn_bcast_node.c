@@ -106,6 +106,8 @@ typedef struct {
     zhashx_t *by_uuid;           //  uuid -> slot index + 1
     bn_msg_t *last;              //  last reply received (merging)
     bool last_spliced;           //  it is a child's, read as spliced
+    size_t last_whole;           //  slots it filled when it filled one for
+                                 //  each of its entries, else 0
     void *timed;                 //  handle in the node's timed list, or NULL
     bn_group_t *group;           //  bn_group: outcomes grouped (merging)
     bn_reduce_t *reduce;         //  bn_reduce: the partial reduction (merging)
@@ -126,6 +128,7 @@ typedef struct {
     uint64_t replies;        //  replies received from below
     uint64_t forwarded;      //  replies sent up unchanged
     uint64_t merged;         //  merged messages sent up
+    uint64_t passed;         //  of which a child's, sent on as it came
     uint64_t late;           //  replies for no request or a filled slot
     uint64_t stray;          //  replies from an unknown peer
     uint64_t engine_lost;    //  slots failed: engine unregistered
@@ -405,6 +408,21 @@ s_add_hop (s_node_t *self, s_request_t *req, bn_msg_t *msg)
     bn_msg_touch (msg, BN_PART_METADATA);
 }
 
+//  A slot done whose entry and buffers went into a message sent: released,
+//  and what was sent is not needed any more.
+static void
+s_slot_release (s_slot_t *slot)
+{
+    slot->state = S_RELEASED;
+    for (size_t b = 0; b < slot->nbuffers; b++)
+        zmq_msg_close (&slot->buffers[b]);
+    free (slot->buffers);
+    slot->buffers = NULL;
+    slot->nbuffers = 0;
+    free (slot->entry);
+    slot->entry = NULL;
+}
+
 //  Mark the slots done as released.
 static void
 s_release_all_done (s_request_t *req)
@@ -425,7 +443,6 @@ s_merge_plain (s_request_t *req, bn_msg_t *out, bn_merged_writer_t *writer)
         s_slot_t *slot = &req->slots[i];
         if (slot->state != S_DONE)
             continue;
-        slot->state = S_RELEASED;
         char lost[96];
         if (!slot->entry) {
             //  its entry could not be made (out of memory)
@@ -451,14 +468,7 @@ s_merge_plain (s_request_t *req, bn_msg_t *out, bn_merged_writer_t *writer)
         }
         for (size_t b = 0; b < slot->nbuffers; b++)
             bn_msg_add_buffer_msg (out, &slot->buffers[b]);
-        //  what was sent is not needed any more
-        for (size_t b = 0; b < slot->nbuffers; b++)
-            zmq_msg_close (&slot->buffers[b]);
-        free (slot->buffers);
-        slot->buffers = NULL;
-        slot->nbuffers = 0;
-        free (slot->entry);
-        slot->entry = NULL;
+        s_slot_release (slot);
     }
     return failure;
 }
@@ -502,12 +512,56 @@ s_merge_reduced (s_request_t *req, bn_msg_t *out, json_t *metadata)
     return failure ? json_deep_copy (failure) : NULL;
 }
 
+//  An inner node's merged message would say what the last child's merged
+//  message says when that message's slots are all it releases and the
+//  node has nothing of its own to add (no bn_partial, no hops, no
+//  reduction or groups): the child's message then goes on as it came,
+//  with its buffers back and the client's idents. Merging it again would
+//  write the same metadata and content, and sign them again. True if
+//  sent.
+static bool
+s_pass_through (s_node_t *self, s_request_t *req, int partial)
+{
+    bn_msg_t *last = req->last;
+    if (self->leaf || !last || !req->last_spliced || req->reduce ||
+        req->group || req->timestamps || partial >= 0 ||
+        req->last_whole != req->unreleased ||
+        s_part_has (last, BN_PART_METADATA, "\"" BN_BCAST_PARTIAL "\"") ||
+        s_part_has (last, BN_PART_METADATA, "\"" BN_BCAST_HOPS "\""))
+        return false;
+    bn_msg_t *out = bn_msg_dup (last);
+    if (!out || bn_msg_copy_idents (out, req->request) != 0) {
+        bn_msg_destroy (&out);
+        return false;
+    }
+    int rc = 0;
+    for (size_t i = 0; i < req->nslots && rc == 0; i++) {
+        s_slot_t *slot = &req->slots[i];
+        for (size_t b = 0; slot->state == S_DONE && b < slot->nbuffers; b++)
+            rc = bn_msg_add_buffer_msg (out, &slot->buffers[b]);
+    }
+    if (rc != 0) {
+        bn_msg_destroy (&out);
+        return false;
+    }
+    for (size_t i = 0; i < req->nslots; i++) {
+        s_slot_t *slot = &req->slots[i];
+        if (slot->state == S_DONE)
+            s_slot_release (slot);
+    }
+    req->unreleased = 0;
+    self->stats.merged++;
+    self->stats.passed++;
+    s_send_up (self, &out);
+    return true;
+}
+
 //  A merged message of the slots done and not yet released; partial
 //  is -1 (no bn_partial key), 0 or 1.
 static void
 s_send_merged (s_node_t *self, s_request_t *req, int partial)
 {
-    if (req->unreleased == 0)
+    if (req->unreleased == 0 || s_pass_through (self, req, partial))
         return;
     //  built on the last reply; with none (every slot failed here), a
     //  reply to the request
@@ -1554,7 +1608,7 @@ typedef struct {
 //  malformed (then nothing changed).
 static int
 s_take_merged (s_node_t *self, s_request_t *req, bn_msg_t *msg, char *err,
-               size_t errsize, bool *spliced)
+               size_t errsize, bool *spliced, bool *whole)
 {
     bn_merged_reader_t *reader = bn_merged_reader_new (msg);
     size_t count = 0, cap = 16;
@@ -1634,6 +1688,7 @@ s_take_merged (s_node_t *self, s_request_t *req, bn_msg_t *msg, char *err,
         filled++;
     }
     free (pieces);
+    *whole = filled == (int)count;
     return filled;
 }
 
@@ -1786,10 +1841,13 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
     int rc = 0;
     char err[256] = "";
     bool spliced = false;
+    bool whole = false;
+    size_t whole_slots = 0;
     if (!req->merge) {
         //  forward as it came
         if (plain)
-            rc = s_take_merged (self, req, msg, err, sizeof err, &spliced) < 0
+            rc = s_take_merged (self, req, msg, err, sizeof err, &spliced,
+                                &whole) < 0
                      ? -1
                      : 0;
         else if (merged)
@@ -1833,10 +1891,12 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
             req->unreleased++;
             req->owed--;
         }
-    } else if (plain)
-        rc = s_take_merged (self, req, msg, err, sizeof err, &spliced) < 0 ? -1
-                                                                           : 0;
-    else if (merged) {
+    } else if (plain) {
+        int filled =
+            s_take_merged (self, req, msg, err, sizeof err, &spliced, &whole);
+        rc = filled < 0 ? -1 : 0;
+        whole_slots = whole && filled > 0 ? (size_t)filled : 0;
+    } else if (merged) {
         rc = -1;
         snprintf (err, sizeof err, "a merged message of another shape");
     } else {
@@ -1857,6 +1917,7 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
     bn_msg_destroy (&req->last);
     req->last = msg;
     req->last_spliced = spliced;
+    req->last_whole = whole_slots;
     *msg_p = NULL;
     s_progress (self, req);
 }
@@ -1967,6 +2028,7 @@ s_stats (s_node_t *self)
         {"replies", s->replies},
         {"forwarded", s->forwarded},
         {"merged", s->merged},
+        {"passed", s->passed},
         {"late", s->late},
         {"stray", s->stray},
         {"engine_lost", s->engine_lost},

@@ -318,6 +318,71 @@ START_TEST (test_split)
 }
 END_TEST
 
+//  The root's merged reply of the engines of one leaf is that leaf's,
+//  sent on as it came (its counters say so): the client gets the same
+//  targets, entries, failure and buffers as from a merge. Engines of two
+//  leaves are merged at the root.
+static int
+s_root_stat (const char *name)
+{
+    json_t *stats = t_stats (s_ctl);
+    json_t *nodes =
+        json_object_get (json_object_get (stats, "broadcast"), "nodes");
+    int value = (int)json_integer_value (
+        json_object_get (json_array_get (nodes, 0), name));
+    json_decref (stats);
+    return value;
+}
+
+START_TEST (test_one_leaf_passed_on)
+{
+    s_start (1, NULL);
+    //  engines 0 and 2 are the first leaf's (e % 2)
+    const int even[] = {0, 2, -1};
+    char *original = s_broadcast (true, even, NULL);
+    bn_msg_t *r0 = s_engine_receive (0, original);
+    bn_msg_t *r2 = s_engine_receive (2, original);
+    s_engine_reply (2, r2, false);
+    s_engine_reply (0, r0, true);
+    bn_msg_t *reply = s_merged (original, even);
+    //  the parent is the last engine's copy of the request, as a merge
+    //  at the root would have it
+    char parent[256];
+    snprintf (parent, sizeof parent, "%s_%s", original, s_engines[0]->uuid);
+    ck_assert_str_eq (bn_msg_parent_id (reply), parent);
+    ck_assert_str_eq (t_content_str (reply, "status"), "error");
+    ck_assert_str_eq (t_content_str (reply, "ename"), "ValueError");
+    ck_assert_str_eq (t_metadata_str (reply, "status"), "error");
+    ck_assert_uint_eq (bn_msg_nbuffers (reply), 2);
+    ck_assert_mem_eq (zmq_msg_data (bn_msg_buffer (reply, 0)), "r0", 2);
+    ck_assert_mem_eq (zmq_msg_data (bn_msg_buffer (reply, 1)), "\x80\x04N.", 4);
+    json_t *replies =
+        json_object_get (bn_msg_metadata (reply), BN_BCAST_REPLIES);
+    ck_assert_str_eq (json_string_value (json_object_get (
+                          json_array_get (replies, 1), "status")),
+                      "error");
+    bn_msg_destroy (&reply);
+    free (original);
+    ck_assert_int_eq (s_root_stat ("passed"), 1);
+    ck_assert_int_eq (s_root_stat ("merged"), 1);
+    //  both leaves: merged again
+    s_round_trip (true, (const int[]){0, 2, 1, 3, -1});
+    ck_assert_int_eq (s_root_stat ("passed"), 1);
+    ck_assert_int_eq (s_root_stat ("merged"), 2);
+    //  with timestamps the root adds its hop
+    json_t *extra = json_pack ("{s:b}", BN_BCAST_TIMESTAMPS, 1);
+    original = s_broadcast (true, (const int[]){2, -1}, extra);
+    s_engine_reply (2, s_engine_receive (2, original), true);
+    reply = s_merged (original, (const int[]){2, -1});
+    json_t *hops = json_object_get (bn_msg_metadata (reply), BN_BCAST_HOPS);
+    ck_assert_uint_eq (json_array_size (hops), 2);
+    bn_msg_destroy (&reply);
+    free (original);
+    ck_assert_int_eq (s_root_stat ("passed"), 1);
+    s_stop ();
+}
+END_TEST
+
 START_TEST (test_errors_keep_alignment)
 {
     s_start (2, NULL);
@@ -1087,6 +1152,7 @@ main (void)
     tcase_add_loop_test (tc, test_depths, 0, 4);
     tcase_add_test (tc, test_split);
     tcase_add_test (tc, test_errors_keep_alignment);
+    tcase_add_test (tc, test_one_leaf_passed_on);
     tcase_add_test (tc, test_engine_lost);
     tcase_add_test (tc, test_deadline);
     tcase_add_test (tc, test_deadline_far);
