@@ -2,6 +2,7 @@
 /*  bn_jscan: read fields of a JSON object, and the elements of an array,
     without building a tree.  */
 #include "bn_jscan.h"
+#include "bn_utf8.h"
 
 #include <assert.h>
 #include <stdbool.h>
@@ -274,6 +275,144 @@ bn_jscan_object (const void *text, size_t size, const char *const *keys,
     if (used)
         *used = (size_t)(scan.p - (const unsigned char *)text);
     return rc;
+}
+
+//  A string at s->p, checked as jansson reads it: escapes, no control
+//  characters, UTF-8 without surrogates. Returns 0, or -1.
+static int
+s_strict_string (s_scan_t *s)
+{
+    const unsigned char *start = s->p + 1;
+    size_t len;
+    bool full;
+    if (s_string (s, NULL, 0, &len, &full) != 0)
+        return -1;
+    const unsigned char *end = s->p - 1;
+    for (const unsigned char *p = start; p < end;) {
+        uint32_t code = *p;
+        size_t length =
+            code < 0x80 ? 1 : bn_utf8_decode (p, (size_t)(end - p), &code);
+        if (!length || (code >= 0xD800 && code <= 0xDFFF))
+            return -1;
+        p += length;
+    }
+    return 0;
+}
+
+static bool
+s_digit (s_scan_t *s)
+{
+    return s->p < s->end && *s->p >= '0' && *s->p <= '9';
+}
+
+//  A number, true, false or null at s->p. Returns 0, or -1.
+static int
+s_strict_scalar (s_scan_t *s)
+{
+    static const char *const literals[] = {"true", "false", "null"};
+    for (int i = 0; i < 3; i++) {
+        size_t len = strlen (literals[i]);
+        if ((size_t)(s->end - s->p) >= len &&
+            memcmp (s->p, literals[i], len) == 0) {
+            s->p += len;
+            return 0;
+        }
+    }
+    if (s->p < s->end && *s->p == '-')
+        s->p++;
+    if (s->p < s->end && *s->p == '0')
+        s->p++;
+    else if (s_digit (s))
+        while (s_digit (s))
+            s->p++;
+    else
+        return -1;
+    if (s->p < s->end && *s->p == '.') {
+        s->p++;
+        if (!s_digit (s))
+            return -1;
+        while (s_digit (s))
+            s->p++;
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+            s->p++;
+        if (!s_digit (s))
+            return -1;
+        while (s_digit (s))
+            s->p++;
+    }
+    return 0;
+}
+
+bool
+bn_jscan_valid_object (const void *text, size_t size)
+{
+    s_scan_t s = {text, (const unsigned char *)text + size};
+    char open[S_MAX_DEPTH]; //  the containers we are in, '{' or '['
+    int depth = 0;
+    s_skip_ws (&s);
+    if (s.p >= s.end || *s.p != '{')
+        return false;
+    //  want_key: the next thing is an object's key (or its end)
+    bool want_key = false;
+    while (true) {
+        s_skip_ws (&s);
+        if (s.p >= s.end)
+            return false;
+        if (want_key) {
+            if (*s.p != '"' || s_strict_string (&s) != 0)
+                return false;
+            s_skip_ws (&s);
+            if (s.p >= s.end || *s.p != ':')
+                return false;
+            s.p++;
+            want_key = false;
+            continue;
+        }
+        //  a value
+        unsigned char c = *s.p;
+        if (c == '{' || c == '[') {
+            if (depth == S_MAX_DEPTH)
+                return false;
+            open[depth++] = (char)c;
+            s.p++;
+            s_skip_ws (&s);
+            if (s.p < s.end && *s.p == (c == '{' ? '}' : ']')) {
+                s.p++;
+                depth--;
+            } else {
+                want_key = c == '{';
+                continue;
+            }
+        } else if (c == '"') {
+            if (s_strict_string (&s) != 0)
+                return false;
+        } else if (s_strict_scalar (&s) != 0)
+            return false;
+        //  after a value: a comma, or the ends of containers
+        while (true) {
+            s_skip_ws (&s);
+            if (depth == 0) {
+                s_skip_ws (&s);
+                return s.p == s.end;
+            }
+            if (s.p >= s.end)
+                return false;
+            char close = open[depth - 1] == '{' ? '}' : ']';
+            if (*s.p == close) {
+                s.p++;
+                depth--;
+                continue;
+            }
+            if (*s.p != ',')
+                return false;
+            s.p++;
+            want_key = open[depth - 1] == '{';
+            break;
+        }
+    }
 }
 
 int

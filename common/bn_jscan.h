@@ -6,6 +6,7 @@
 #ifndef BN_JSCAN_H_INCLUDED
 #define BN_JSCAN_H_INCLUDED
 
+#include <stdbool.h>
 #include <stddef.h>
 
 //  Find the string value of the top-level key in the JSON object text
@@ -71,6 +72,12 @@ int bn_jscan_next (const char **at, const char *end, bn_jscan_slice_t *element);
 int bn_jscan_next_object (const char **at, const char *end,
                           const char *const *keys, size_t n,
                           bn_jscan_slice_t *values, bn_jscan_slice_t *element);
+
+//  True if text (size bytes) is one JSON object and nothing but blanks
+//  after it, by JSON's whole grammar as jansson reads it: strings of
+//  UTF-8 without surrogates and without NUL, numbers, true, false and
+//  null, at most 512 levels deep. No tree is built.
+bool bn_jscan_valid_object (const void *text, size_t size);
 
 //  Unescape the raw text of a JSON string value (quotes included) into
 //  out (outsize bytes, NUL-terminated). Returns its length; -1 if value is

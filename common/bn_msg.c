@@ -674,6 +674,17 @@ bn_msg_part (bn_msg_t *self, bn_part_t part)
     return self->json[part];
 }
 
+bool
+bn_msg_part_is_object (bn_msg_t *self, bn_part_t part)
+{
+    assert (self);
+    assert (part <= BN_PART_CONTENT);
+    if (self->tried[part] || self->dirty[part])
+        return self->json[part] != NULL;
+    return bn_jscan_valid_object (zmq_msg_data (&self->parts[part]),
+                                  zmq_msg_size (&self->parts[part]));
+}
+
 json_t *
 bn_msg_header (bn_msg_t *self)
 {

@@ -122,6 +122,9 @@ const void *bn_msg_part_data (bn_msg_t *self, bn_part_t part, size_t *size);
 //  message). NULL if the part is missing, not JSON, or not an object.
 json_t *bn_msg_part (bn_msg_t *self, bn_part_t part);
 json_t *bn_msg_header (bn_msg_t *self);
+//  True when the part is a JSON object (bn_msg_part would give one),
+//  checked without building its tree when it was not parsed yet.
+bool bn_msg_part_is_object (bn_msg_t *self, bn_part_t part);
 json_t *bn_msg_parent (bn_msg_t *self);
 json_t *bn_msg_metadata (bn_msg_t *self);
 json_t *bn_msg_content (bn_msg_t *self);

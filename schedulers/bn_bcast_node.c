@@ -64,9 +64,6 @@
 #define S_DEADLINE_MAX INT64_C (1000000000000)
 #define S_RECONNECT_IVL 10 //  ms between attempts to reach the parent
 #define S_FIELD 256        //  longest metadata string scanned in place
-#define S_MARKER                                                               \
-    "\x01"                                                                     \
-    "bn-msg-id\x01"
 #define S_DEADLINE_LEFT "bn_deadline_left"
 
 //  A pickled None (protocol 4): the buffer a failed engine contributes to
@@ -923,31 +920,33 @@ s_metadata_read (bn_msg_t *msg, s_targets_t *targets, int *rc)
 //  wait until the request is dispatched.
 static void s_drain_pipe (s_node_t *self);
 
-//  The per-engine header: the request header with msg_id replaced, built
-//  as prefix + id + suffix around a marker so that no JSON is built per
-//  engine. Returns 0 and sets *prefix/*suffix (the caller frees *prefix).
+//  The per-engine header: the request's header as it came with its
+//  msg_id's value replaced, written around that value so that no JSON is
+//  built per engine. Returns 0 with *text_p the header's text (the caller
+//  frees it), *size its bytes, *at where the value's characters start
+//  (past its opening quote) and *marker_len how many there are; -1 if the
+//  header has no string msg_id.
 static int
-s_header_template (bn_msg_t *request, char **text_p, size_t *at,
+s_header_template (bn_msg_t *request, char **text_p, size_t *size, size_t *at,
                    size_t *marker_len)
 {
-    json_t *header = json_copy (bn_msg_header (request));
-    if (!header)
+    size_t len;
+    const char *header = bn_msg_part_data (request, BN_PART_HEADER, &len);
+    const char *value;
+    size_t value_len;
+    if (!header ||
+        bn_jscan_value (header, len, "msg_id", &value, &value_len) != 0 ||
+        value_len < 2 || *value != '"')
         return -1;
-    json_object_set_new (header, "msg_id", json_string (S_MARKER));
-    char *text = bn_jdump (header, NULL);
-    json_decref (header);
+    char *text = malloc (len + 1);
     if (!text)
         return -1;
-    //  jansson writes the control characters as \u0001
-    const char *escaped = "\\u0001bn-msg-id\\u0001";
-    char *found = strstr (text, escaped);
-    if (!found) {
-        free (text);
-        return -1;
-    }
+    memcpy (text, header, len);
+    text[len] = 0;
     *text_p = text;
-    *at = (size_t)(found - text);
-    *marker_len = strlen (escaped);
+    *size = len;
+    *at = (size_t)(value - header) + 1;
+    *marker_len = value_len - 2;
     return 0;
 }
 
@@ -1055,10 +1054,11 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
     char *md_text = md ? bn_jdump (md, NULL) : NULL;
     json_decref (md);
     char *header = NULL;
-    size_t at = 0, marker = 0;
+    size_t header_len = 0, at = 0, marker = 0;
     zmq_msg_t md_frame;
     zmq_msg_init (&md_frame);
-    if (!md_text || s_header_template (request, &header, &at, &marker) != 0 ||
+    if (!md_text ||
+        s_header_template (request, &header, &header_len, &at, &marker) != 0 ||
         zmq_msg_init_size (&md_frame, strlen (md_text)) != 0) {
         free (md_text);
         free (header);
@@ -1073,7 +1073,6 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
     }
     memcpy (zmq_msg_data (&md_frame), md_text, strlen (md_text));
     free (md_text);
-    size_t header_len = strlen (header);
     const char *suffix = header + at + marker;
     size_t suffix_len = header_len - at - marker;
     size_t key_len = strlen (req->key);
@@ -1392,11 +1391,12 @@ s_on_request_read (s_node_t *self, bn_msg_t *msg, json_t *metadata,
 {
     bool root = self->level == 0;
     const char *msg_id = bn_msg_id (msg);
-    if (!metadata || !msg_id || !bn_msg_type (msg) || !bn_msg_header (msg)) {
+    bool header = bn_msg_part_is_object (msg, BN_PART_HEADER);
+    if (!metadata || !msg_id || !bn_msg_type (msg) || !header) {
         self->stats.bad_request++;
         //  (a root answers what it can: whoever passed the request on
         //  counts on an answer to each)
-        if (root && msg_id && bn_msg_type (msg) && bn_msg_header (msg))
+        if (root && msg_id && bn_msg_type (msg) && header)
             s_refuse (self, msg, msg_id, false, "ValueError",
                       "a broadcast request's metadata must be a JSON object");
         else

@@ -318,6 +318,39 @@ START_TEST (test_split)
 }
 END_TEST
 
+//  An engine's copy of a request carries the client's header as it came
+//  (its keys, their order and spacing) with only msg_id's value changed.
+START_TEST (test_header_as_sent)
+{
+    s_start (0, NULL);
+    const char *header =
+        "{\"msg_id\": \"k1\", \"msg_type\": \"apply_request\", \"x\": "
+        "[1, {\"b\": \"\\u00e9\"}], \"username\": \"u\"}";
+    bn_msg_t *msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, NULL);
+    bn_msg_set_metadata (msg, json_pack ("{s:[[s, i]], s:b, s:b}", "targets",
+                                         s_engines[1]->uuid, 1, "is_broadcast",
+                                         1, "is_coalescing", 1));
+    ck_assert_int_eq (
+        bn_msg_set_part_raw (msg, BN_PART_HEADER, header, strlen (header)), 0);
+    bn_msg_add_buffer (msg, "payload", 7);
+    t_send (&msg, s_client->broadcast, s_client->session);
+    bn_msg_t *request = s_engine_receive (1, "k1");
+    char *expected = zsys_sprintf (
+        "{\"msg_id\": \"k1_%s\", \"msg_type\": \"apply_request\", \"x\": "
+        "[1, {\"b\": \"\\u00e9\"}], \"username\": \"u\"}",
+        s_engines[1]->uuid);
+    size_t size;
+    const void *got = bn_msg_part_data (request, BN_PART_HEADER, &size);
+    ck_assert_uint_eq (size, strlen (expected));
+    ck_assert_mem_eq (got, expected, size);
+    zstr_free (&expected);
+    s_engine_reply (1, request, true);
+    bn_msg_t *reply = s_merged ("k1", (const int[]){1, -1});
+    bn_msg_destroy (&reply);
+    s_stop ();
+}
+END_TEST
+
 //  The root's merged reply of the engines of one leaf is that leaf's,
 //  sent on as it came (its counters say so): the client gets the same
 //  targets, entries, failure and buffers as from a merge. Engines of two
@@ -627,6 +660,25 @@ START_TEST (test_bad_requests)
     ck_assert_ptr_nonnull (reply);
     ck_assert_str_eq (t_content_str (reply, "ename"), "EngineError");
     bn_msg_destroy (&reply);
+    //  a header that is not JSON by jansson's reading (nor by Python's): no
+    //  engine gets the request, and it is counted
+    int bad_before = s_root_stat ("bad_request");
+    const char *headers[] = {
+        "{\"msg_id\":\"h1\",\"msg_type\":\"apply_request\",\"n\":01}",
+        "{\"msg_id\":\"h2\",\"msg_type\":\"apply_request\",\"s\":\"\xff\"}",
+        "{\"msg_id\":\"h3\",\"msg_type\":\"apply_request\",\"a\":[1 2]}"};
+    for (size_t i = 0; i < sizeof headers / sizeof headers[0]; i++) {
+        msg = t_msg (s_client->session, BN_MSG_APPLY_REQUEST, NULL, NULL);
+        bn_msg_set_metadata (msg, json_pack ("{s:[[s, i]], s:b}", "targets",
+                                             s_engines[0]->uuid, 0,
+                                             "is_broadcast", 1));
+        ck_assert_int_eq (bn_msg_set_part_raw (msg, BN_PART_HEADER, headers[i],
+                                               strlen (headers[i])),
+                          0);
+        t_send (&msg, s_client->broadcast, s_client->session);
+    }
+    ck_assert_ptr_null (t_recv_within (s_engines[0]->shell, 200));
+    ck_assert_int_eq (s_root_stat ("bad_request"), bad_before + 3);
     const int order[] = {0, 2, 1, 3, -1};
     s_round_trip (true, order);
     json_t *stats = t_stats (s_ctl);
@@ -1153,6 +1205,7 @@ main (void)
     tcase_add_test (tc, test_split);
     tcase_add_test (tc, test_errors_keep_alignment);
     tcase_add_test (tc, test_one_leaf_passed_on);
+    tcase_add_test (tc, test_header_as_sent);
     tcase_add_test (tc, test_engine_lost);
     tcase_add_test (tc, test_deadline);
     tcase_add_test (tc, test_deadline_far);

@@ -141,6 +141,90 @@ START_TEST (test_agrees_with_jansson)
 }
 END_TEST
 
+//  The grammar check says what jansson says of the same text: an object,
+//  or not (hand-picked texts, then random edits of well-formed ones).
+static void
+s_valid_as_jansson (const char *text, size_t len)
+{
+    json_t *root = json_loadb (text, len, 0, NULL);
+    bool expect = json_is_object (root);
+    json_decref (root);
+    ck_assert_msg (bn_jscan_valid_object (text, len) == expect,
+                   "%.*s: jansson says %s", (int)len, text,
+                   expect ? "an object" : "not one");
+}
+
+START_TEST (test_valid_object)
+{
+    const char *texts[] = {
+        "{}",
+        " {\"a\":1}\n",
+        "{\"a\":{}}",
+        "{\"a\":[]}",
+        "{\"a\":[{}]}",
+        "{\"a\":[1,2,{\"b\":null}],\"c\":true,\"d\":false,\"e\":-0.5e+10}",
+        "{\"f\":\"x\\u00e9\\n\\\"\",\"g\":\"\xc3\xa9\",\"h\":0,\"i\":1E3}",
+        "{\"a\":\"\\ud83d\\ude00\"}",
+        "{\"a\":\"\xf0\x9f\x98\x80\"}",
+        "",
+        "[]",
+        "{",
+        "}",
+        "{\"a\"}",
+        "{\"a\":}",
+        "{\"a\":1,}",
+        "{,}",
+        "{\"a\":1 \"b\":2}",
+        "{\"a\":01}",
+        "{\"a\":1.}",
+        "{\"a\":.5}",
+        "{\"a\":1e}",
+        "{\"a\":tru}",
+        "{\"a\":truex}",
+        "{\"a\":nan}",
+        "{\"a\":[1 2]}",
+        "{\"a\":[1,]}",
+        "{\"a\":\"\x01\"}",
+        "{\"a\":\"\xff\"}",
+        "{\"a\":\"\xed\xa0\x80\"}",
+        "{\"a\":\"\\u0000\"}",
+        "{\"a\":\"\\ud800\"}",
+        "{\"a\":1} x",
+        "{\"a\":1}}",
+        "{\"a\":]}",
+        "{\"a\":[}",
+        "{1:2}",
+        "{\"a\":-}",
+        "{\"a\":+1}",
+        "{\"a\":1}{}",
+        "{\"a\":\"b}",
+        "{\"a\":[]]}",
+        "{\"a\":{]}",
+        "{\"a\" : [ 1 , { \"b\" : [ ] } ] }",
+        "{\"a\":\"\\x\"}",
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
+        s_valid_as_jansson (texts[i], strlen (texts[i]));
+    const char *seeds[] = {
+        "{\"msg_id\":\"a_1\",\"n\":[1,-2.5e3,{\"t\":true,\"f\":null}]}",
+        "{\"x\": {\"y\": [\"\\u00e9\", \"\xc3\xa9\"]}, \"z\": false}",
+    };
+    const char alphabet[] = "{}[]\":,\\ u0a1_-+.eEtrnlf\x01\xff\xed\xa0\xc3";
+    srand (11);
+    for (size_t seed = 0; seed < sizeof seeds / sizeof seeds[0]; seed++)
+        for (int round = 0; round < 20000; round++) {
+            char text[256];
+            size_t len = strlen (seeds[seed]);
+            memcpy (text, seeds[seed], len);
+            int edits = 1 + rand () % 3;
+            for (int e = 0; e < edits; e++)
+                text[(size_t)rand () % len] =
+                    alphabet[rand () % (int)(sizeof alphabet - 1)];
+            s_valid_as_jansson (text, len);
+        }
+}
+END_TEST
+
 //  Array sizes: what json_array_size says of jansson's tree.
 START_TEST (test_array_size)
 {
@@ -355,6 +439,7 @@ main (void)
     tcase_add_test (tc, test_shapes);
     tcase_add_test (tc, test_deep_nesting);
     tcase_add_test (tc, test_agrees_with_jansson);
+    tcase_add_test (tc, test_valid_object);
     tcase_add_test (tc, test_array_size);
     tcase_add_test (tc, test_value);
     tcase_add_test (tc, test_object);
