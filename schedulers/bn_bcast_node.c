@@ -65,6 +65,9 @@
 #define S_RECONNECT_IVL 10 //  ms between attempts to reach the parent
 #define S_FIELD 256        //  longest metadata string scanned in place
 #define S_DEADLINE_LEFT "bn_deadline_left"
+//  ms the root holds a request's report to the hub, so that the report of
+//  its reply, when it comes by then, wakes the hub's thread once for both
+#define S_REPORT_HOLD 5
 
 //  A pickled None (protocol 4): the buffer a failed engine contributes to
 //  a merged reply, so the buffer list stays aligned.
@@ -176,6 +179,8 @@ typedef struct {
     bn_reducers_t *reducers; //  reductions known by name
     const bn_monitor_t *monitor;
     bn_msg_t *unreported; //  the root's request being dispatched, unreported
+    zlistx_t *held;       //  root: copies of requests sent, not yet reported
+    int held_timer;       //  zloop timer reporting them, -1 when none
     zloop_t *loop;
     bool terminated;
     s_stats_t stats;
@@ -334,20 +339,63 @@ s_slot_take_buffers (s_slot_t *slot, bn_msg_t *msg, size_t first, size_t count)
 
 static void s_request_done (s_node_t *self, s_request_t *req);
 
-//  Report the request being dispatched to the hub, if not yet done.
+//  Report the requests held to the hub, in the order they came.
+static void
+s_report_held (s_node_t *self)
+{
+    if (self->held_timer >= 0)
+        zloop_timer_end (self->loop, self->held_timer);
+    self->held_timer = -1;
+    bn_msg_t *copy;
+    while ((copy = (bn_msg_t *)zlistx_detach (self->held, NULL))) {
+        self->monitor->request (self->monitor->arg, BN_MONITOR_QUEUE_BROADCAST,
+                                copy, NULL);
+        bn_msg_destroy (&copy);
+    }
+}
+
+//  The hold is over (a one-shot timer: czmq ends it, not its handler).
+static int
+s_on_held_timer (zloop_t *loop, int timer_id, void *arg)
+{
+    s_node_t *self = (s_node_t *)arg;
+    self->held_timer = -1;
+    s_report_held (self);
+    return 0;
+}
+
+//  Hold the report of the request being dispatched, if not yet done: it
+//  goes to the hub with the next reply, or S_REPORT_HOLD ms from the first
+//  report held, whichever comes first (then at once, if it cannot be
+//  held).
 static void
 s_report_request (s_node_t *self)
 {
-    if (self->unreported)
-        self->monitor->request (self->monitor->arg, BN_MONITOR_QUEUE_BROADCAST,
-                                self->unreported, NULL);
+    bn_msg_t *request = self->unreported;
     self->unreported = NULL;
+    if (!request)
+        return;
+    bn_msg_t *copy = bn_msg_dup (request);
+    if (copy && zlistx_add_end (self->held, copy)) {
+        if (self->held_timer < 0)
+            self->held_timer = zloop_timer (self->loop, S_REPORT_HOLD, 1,
+                                            s_on_held_timer, self);
+        if (self->held_timer >= 0)
+            return;
+    } else
+        bn_msg_destroy (&copy);
+    s_report_held (self);
+    if (!copy)
+        self->monitor->request (self->monitor->arg, BN_MONITOR_QUEUE_BROADCAST,
+                                request, NULL);
 }
 
 static void
 s_send_up (s_node_t *self, bn_msg_t **msg_p)
 {
     s_report_request (self);
+    if (self->level == 0 && self->monitor && zlistx_size (self->held))
+        s_report_held (self);
     //  the root's replies are what clients get: the hub records them, after
     //  the client has its reply (the hub's thread, woken by the report,
     //  would otherwise run before the send on a busy core)
@@ -2095,6 +2143,8 @@ s_command (s_node_t *self, zmsg_t *request)
     if (!command || streq (command, "$TERM")) {
         rc = -1;
         self->terminated = true;
+        if (zlistx_size (self->held))
+            s_report_held (self);
     } else if (streq (command, "ENGINE_ADD")) {
         char *uuid = zmsg_popstr (request);
         char *eid = zmsg_popstr (request);
@@ -2241,6 +2291,7 @@ s_node_destroy (s_node_t **self_p)
     zhashx_destroy (&self->requests);
     zlistx_destroy (&self->timed);
     zlistx_destroy (&self->losses);
+    zlistx_destroy (&self->held);
     zhashx_destroy (&self->engines);
     zhashx_destroy (&self->hosted);
     zhashx_destroy (&self->via);
@@ -2334,15 +2385,17 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
     self->max_requests = args->hwm > 0 ? (size_t)args->hwm : 0;
     self->monitor = args->monitor;
     self->timer = -1;
+    self->held_timer = -1;
     self->session = bn_session_new (args->key ? args->key : "", NULL);
     self->requests = zhashx_new ();
     self->timed = zlistx_new ();
     self->losses = zlistx_new ();
+    self->held = zlistx_new ();
     self->holdq =
         bn_holdq_new (args->connect_grace_ms, s_send_held, s_fail_held, self);
     self->loop = zloop_new ();
     if (!self->id || !self->session || !self->requests || !self->timed ||
-        !self->losses || !self->holdq || !self->loop ||
+        !self->losses || !self->held || !self->holdq || !self->loop ||
         strlen (self->id) > BN_BCAST_NODE_ID_MAX ||
         //  the root remembers what it received against replays
         (self->level == 0 && bn_session_reserve_history (self->session))) {
@@ -2350,6 +2403,7 @@ s_node_new (zsock_t *pipe, bn_bcast_node_args_t *args)
         return NULL;
     }
     zhashx_set_destructor (self->requests, s_request_free);
+    zlistx_set_destructor (self->held, (zlistx_destructor_fn *)bn_msg_destroy);
     bn_holdq_set_destructor (self->holdq, s_held_free);
     zlistx_set_destructor (self->losses, s_loss_free);
     self->reducers = bn_reducers_new ();

@@ -322,6 +322,52 @@ START_TEST (test_broadcast)
 }
 END_TEST
 
+//  A broadcast is in the records while its engines still work on it (the
+//  tree's root holds its report a moment, to send it with a quick reply's),
+//  and completed once they answered.
+START_TEST (test_broadcast_pending)
+{
+    s_start_controller ();
+    s_start_engines (2);
+    bn_client_t *client = s_client (2);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    bn_result_t *result;
+    ck_assert_int_eq (bn_view_execute (view, "sleep 2", &result), 0);
+    const char *query = "{\"queue\": \"broadcast\", \"completed\": null}";
+    json_t *list = NULL;
+    for (int64_t end = zclock_mono () + 1500;
+         json_array_size (list) == 0 && zclock_mono () < end;) {
+        json_decref (list);
+        char *records = NULL;
+        ck_assert_int_eq (
+            bn_client_db_query (client, query, NULL, 10, &records), 0);
+        list = json_loads (records, 0, NULL);
+        free (records);
+        if (json_array_size (list) == 0)
+            zclock_sleep (10);
+    }
+    ck_assert (!bn_result_ready (result));
+    ck_assert_uint_eq (json_array_size (list), 1);
+    json_decref (list);
+    ck_assert_int_eq (bn_result_get (result, 20), 0);
+    char *records = NULL;
+    ck_assert_int_eq (
+        bn_client_db_query (client,
+                            "{\"queue\": \"broadcast\", \"completed\": "
+                            "{\"$ne\": null}}",
+                            NULL, 10, &records),
+        0);
+    //  the request and each engine's
+    list = json_loads (records, 0, NULL);
+    ck_assert_uint_eq (json_array_size (list), 3);
+    json_decref (list);
+    free (records);
+    bn_result_destroy (&result);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+}
+END_TEST
+
 START_TEST (test_resubmit)
 {
     s_start_controller ();
@@ -525,6 +571,7 @@ s_suite (void)
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_engines_gone);
     tcase_add_test (tc, test_broadcast);
+    tcase_add_test (tc, test_broadcast_pending);
     tcase_add_test (tc, test_resubmit);
     tcase_add_test (tc, test_sqlite_restart);
     tcase_add_test (tc, test_sqlite_unwritable);
