@@ -162,14 +162,51 @@ typedef struct {
     bn_msg_t *msg;         //  the message
     const char *type;      //  its msg_type
     bool apply;            //  an apply_reply: buffers hold results
-    json_t *base;          //  its metadata without the entries
+    json_t *base;          //  its metadata's tree, when it was needed
     const char *original;  //  original_msg_id
     const char *started;   //  metadata.started
     const char *date;      //  header.date
-    json_t *hops;          //  bn_hops, or NULL
-    json_t *ok;            //  {"status": "ok"}, the content of ok entries
-    size_t at;             //  next buffer to decode
+    json_t *hops;          //  bn_hops (a reference), or NULL
+    char original_text[128];
+    char started_text[64];
+    json_t *ok; //  {"status": "ok"}, the content of ok entries
+    size_t at;  //  next buffer to decode
 } s_merged_t;
+
+//  original_msg_id, started and bn_hops of the metadata without the
+//  entries, read from its text; through its tree when a value is longer
+//  than the room here.
+static void
+s_base_read (s_merged_t *merged, bool spliced)
+{
+    static const char *const keys[] = {BN_MD_ORIGINAL_MSG_ID, "started",
+                                       BN_BCAST_HOPS};
+    bn_jscan_slice_t values[3];
+    char *copy = NULL;
+    if (bn_merged_base_keys (merged->msg, spliced, keys, 3, values, &copy) != 0)
+        return;
+    int original = bn_jscan_unescape (values[0], merged->original_text,
+                                      sizeof merged->original_text);
+    int started = bn_jscan_unescape (values[1], merged->started_text,
+                                     sizeof merged->started_text);
+    json_t *hops = NULL;
+    if (original != -2 && started != -2) {
+        merged->original = original >= 0 ? merged->original_text : NULL;
+        merged->started = started >= 0 ? merged->started_text : NULL;
+        if (values[2].data)
+            hops = json_loadb (values[2].data, values[2].size, 0, NULL);
+    } else {
+        merged->base = bn_merged_base (merged->msg, spliced);
+        merged->original = s_str (merged->base, BN_MD_ORIGINAL_MSG_ID);
+        merged->started = s_str (merged->base, "started");
+        hops = json_incref (json_object_get (merged->base, BN_BCAST_HOPS));
+    }
+    free (copy);
+    if (json_is_array (hops))
+        merged->hops = hops;
+    else
+        json_decref (hops);
+}
 
 //  One entry, made ready for its items outside the lock.
 typedef struct {
@@ -426,13 +463,8 @@ s_on_merged (bn_tracker_t *tracker, bn_engines_t *engines, bn_msg_t *msg,
     }
     //  the rest of the metadata: only what precedes the entries when the
     //  reader found them spliced in last
-    if (rc == 0) {
-        merged.base = bn_merged_base (msg, bn_merged_reader_spliced (reader));
-        merged.original = s_str (merged.base, BN_MD_ORIGINAL_MSG_ID);
-        merged.started = s_str (merged.base, "started");
-        json_t *hops = json_object_get (merged.base, BN_BCAST_HOPS);
-        merged.hops = json_is_array (hops) ? hops : NULL;
-    }
+    if (rc == 0)
+        s_base_read (&merged, bn_merged_reader_spliced (reader));
     bool changed = false;
     if (rc == 0 && merged.original) {
         bn_tracker_lock (tracker);
@@ -455,6 +487,7 @@ s_on_merged (bn_tracker_t *tracker, bn_engines_t *engines, bn_msg_t *msg,
     free (pieces);
     bn_merged_reader_destroy (&reader);
     json_decref (merged.ok);
+    json_decref (merged.hops);
     json_decref (merged.base);
     return changed;
 }

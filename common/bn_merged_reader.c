@@ -739,6 +739,45 @@ bn_merged_reader_next (bn_merged_reader_t *self, bn_merged_entry_t *entry)
     return rc;
 }
 
+//  The part of metadata md before its spliced lists at mark, closed:
+//  "{}" when they follow the opening brace. NULL if out of memory.
+static char *
+s_head (const char *md, const char *mark, size_t *size)
+{
+    size_t head = mark == md ? 1 : (size_t)(mark - md);
+    char *text = malloc (head + 1);
+    if (text) {
+        memcpy (text, md, head);
+        text[head] = '}';
+        *size = head + 1;
+    }
+    return text;
+}
+
+int
+bn_merged_base_keys (bn_msg_t *msg, bool spliced, const char *const *keys,
+                     size_t n, bn_jscan_slice_t *values, char **copy_p)
+{
+    assert (msg);
+    assert (copy_p);
+    *copy_p = NULL;
+    size_t len;
+    const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
+    if (!md)
+        return -1;
+    const char *mark = spliced ? s_targets_mark (md, len) : NULL;
+    if (mark) {
+        *copy_p = s_head (md, mark, &len);
+        md = *copy_p;
+    }
+    if (!md || bn_jscan_keys (md, len, keys, n, values) != 0) {
+        free (*copy_p);
+        *copy_p = NULL;
+        return -1;
+    }
+    return 0;
+}
+
 json_t *
 bn_merged_base (bn_msg_t *msg, bool spliced)
 {
@@ -747,17 +786,10 @@ bn_merged_base (bn_msg_t *msg, bool spliced)
     const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
     const char *mark = spliced && md ? s_targets_mark (md, len) : NULL;
     if (mark) {
-        //  the part before the spliced lists, closed: "{}" when they
-        //  follow the opening brace
-        size_t head = mark == md ? 1 : (size_t)(mark - md);
-        char *text = malloc (head + 1);
-        json_t *base = NULL;
-        if (text) {
-            memcpy (text, md, head);
-            text[head] = '}';
-            base = json_loadb (text, head + 1, 0, NULL);
-            free (text);
-        }
+        size_t size;
+        char *text = s_head (md, mark, &size);
+        json_t *base = text ? json_loadb (text, size, 0, NULL) : NULL;
+        free (text);
         if (json_is_object (base))
             return base;
         json_decref (base);

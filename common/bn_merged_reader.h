@@ -108,6 +108,14 @@ json_t *bn_merged_reader_reduce_error (bn_merged_reader_t *self);
 //  none or memory runs out.
 json_t *bn_merged_base (bn_msg_t *msg, bool spliced);
 
+//  The same base's raw values of keys, read without a JSON tree (as
+//  bn_jscan_keys: values[k].data NULL when absent). They point into msg's
+//  metadata or, when the base is the part before spliced lists, into a
+//  closed copy of it that *copy_p then holds (the caller frees it; NULL
+//  otherwise). Returns 0, or -1 if the base is not a JSON object.
+int bn_merged_base_keys (bn_msg_t *msg, bool spliced, const char *const *keys,
+                         size_t n, bn_jscan_slice_t *values, char **copy_p);
+
 //  The number of engines a merged reply answers for (its targets, or the
 //  engines of its sets; 0 for a malformed one), or -1 if msg is not a
 //  merged reply.

@@ -1742,6 +1742,42 @@ START_TEST (test_broadcast_execute_and_hops)
 }
 END_TEST
 
+//  A merged reply in 7.1.0's shape (broadcast_targets only): its entries
+//  take the message's start time and original_msg_id, read from the text,
+//  or through the tree for a value longer than the client's room for it.
+START_TEST (test_broadcast_stock_merged)
+{
+    s_mock_t *mock = s_mock_new (2);
+    bn_client_t *client = s_mock_client (mock);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    ck_assert_int_eq (bn_view_set_coalescing (view, true), 0);
+    ck_assert_int_eq (bn_view_set_output_in_reply (view, true), 0);
+    const char *starts[] = {"2026-01-01T00:00:00.000001Z",
+                            "2026-01-01T00:00:00.000001Z and then some more "
+                            "words, past the sixty-four bytes kept"};
+    for (int i = 0; i < 2; i++) {
+        bn_result_t *result;
+        ck_assert_int_eq (bn_view_execute (view, "true", &result), 0);
+        bn_msg_t *request =
+            s_mock_expect (mock, mock->broadcast, BN_MSG_EXECUTE_REQUEST);
+        int order[] = {1, 0};
+        s_bcast_merged (mock, request, BN_MSG_EXECUTE_REPLY, 1,
+                        json_pack ("{s:o, s:s}", "broadcast_targets",
+                                   s_bcast_targets (mock, order, 2), "started",
+                                   starts[i]),
+                        json_pack ("{s:s}", "status", "ok"), NULL, 0);
+        ck_assert_int_eq (bn_result_get (result, 5), 0);
+        ck_assert_str_eq (bn_result_started (result, 0), starts[i]);
+        ck_assert_str_eq (bn_result_started (result, 1), starts[i]);
+        bn_result_destroy (&result);
+        bn_msg_destroy (&request);
+    }
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_mock_destroy (&mock);
+}
+END_TEST
+
 //  Partial messages: a window release, or a forwarding root above merging
 //  leaves, completes items batch by batch, and bn_result_next streams.
 START_TEST (test_broadcast_partial_messages)
@@ -2760,6 +2796,7 @@ main (void)
     tcase_add_test (tc, test_broadcast_options);
     tcase_add_test (tc, test_broadcast_bn_replies);
     tcase_add_test (tc, test_broadcast_execute_and_hops);
+    tcase_add_test (tc, test_broadcast_stock_merged);
     tcase_add_test (tc, test_broadcast_partial_messages);
     tcase_add_test (tc, test_broadcast_groups);
     tcase_add_test (tc, test_broadcast_reduced);
