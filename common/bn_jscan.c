@@ -415,6 +415,64 @@ bn_jscan_valid_object (const void *text, size_t size)
     }
 }
 
+long
+bn_jscan_drop_keys (const void *text, size_t size, const char *const *drop,
+                    size_t n, char *out)
+{
+    s_scan_t s = {text, (const unsigned char *)text + size};
+    s_skip_ws (&s);
+    if (s.p >= s.end || *s.p != '{')
+        return -1;
+    s.p++;
+    size_t len = 0;
+    out[len++] = '{';
+    s_skip_ws (&s);
+    if (s.p < s.end && *s.p == '}') {
+        s.p++;
+        s_skip_ws (&s);
+        return s.p == s.end ? (long)len : -1;
+    }
+    while (true) {
+        s_skip_ws (&s);
+        if (s.p >= s.end || *s.p != '"')
+            return -1;
+        const unsigned char *member = s.p;
+        char name[64];
+        size_t name_len;
+        bool full;
+        if (s_string (&s, name, sizeof name, &name_len, &full) != 0)
+            return -1;
+        s_skip_ws (&s);
+        if (s.p >= s.end || *s.p != ':')
+            return -1;
+        s.p++;
+        s_skip_ws (&s);
+        if (s_skip_value (&s) != 0)
+            return -1;
+        bool dropped = false;
+        for (size_t k = 0; k < n && !full && !dropped; k++)
+            dropped = strlen (drop[k]) == name_len &&
+                      memcmp (drop[k], name, name_len) == 0;
+        if (!dropped) {
+            if (len > 1)
+                out[len++] = ',';
+            memcpy (out + len, member, (size_t)(s.p - member));
+            len += (size_t)(s.p - member);
+        }
+        s_skip_ws (&s);
+        if (s.p < s.end && *s.p == ',') {
+            s.p++;
+            continue;
+        }
+        if (s.p < s.end && *s.p == '}') {
+            s.p++;
+            s_skip_ws (&s);
+            return s.p == s.end ? (long)len : -1;
+        }
+        return -1;
+    }
+}
+
 int
 bn_jscan_keys (const void *text, size_t size, const char *const *keys, size_t n,
                bn_jscan_slice_t *values)

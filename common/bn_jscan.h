@@ -73,6 +73,14 @@ int bn_jscan_next_object (const char **at, const char *end,
                           const char *const *keys, size_t n,
                           bn_jscan_slice_t *values, bn_jscan_slice_t *element);
 
+//  Copy the JSON object text (size bytes) into out (size bytes of room)
+//  without its top-level members named in drop (n of them) and without
+//  its closing brace: "{", then the members kept as they were, separated
+//  by commas. Returns the bytes written, or -1 if text is not a
+//  well-formed object (checked as bn_jscan_object).
+long bn_jscan_drop_keys (const void *text, size_t size, const char *const *drop,
+                         size_t n, char *out);
+
 //  True if text (size bytes) is one JSON object and nothing but blanks
 //  after it, by JSON's whole grammar as jansson reads it: strings of
 //  UTF-8 without surrogates and without NUL, numbers, true, false and

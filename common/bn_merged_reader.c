@@ -754,6 +754,32 @@ s_head (const char *md, const char *mark, size_t *size)
     return text;
 }
 
+char *
+bn_merged_base_text (bn_msg_t *msg, bool spliced, const char *const *drop,
+                     size_t n, size_t *size)
+{
+    assert (msg);
+    assert (size);
+    size_t len;
+    const char *md = bn_msg_part_data (msg, BN_PART_METADATA, &len);
+    if (!md)
+        return NULL;
+    const char *mark = spliced ? s_targets_mark (md, len) : NULL;
+    char *head = mark ? s_head (md, mark, &len) : NULL;
+    if (mark && !head)
+        return NULL;
+    char *text = malloc (len ? len : 1);
+    long written =
+        text ? bn_jscan_drop_keys (head ? head : md, len, drop, n, text) : -1;
+    free (head);
+    if (written < 0) {
+        free (text);
+        return NULL;
+    }
+    *size = (size_t)written;
+    return text;
+}
+
 int
 bn_merged_base_keys (bn_msg_t *msg, bool spliced, const char *const *keys,
                      size_t n, bn_jscan_slice_t *values, char **copy_p)

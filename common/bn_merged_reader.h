@@ -108,6 +108,14 @@ json_t *bn_merged_reader_reduce_error (bn_merged_reader_t *self);
 //  none or memory runs out.
 json_t *bn_merged_base (bn_msg_t *msg, bool spliced);
 
+//  The metadata as text (when spliced, the part before the lists), without
+//  its top-level members named in drop (n of them: the entries' keys among
+//  them for the base) and without its closing brace (bn_jscan_drop_keys),
+//  malloc'd, its bytes in *size; NULL if it is not a JSON object or memory
+//  runs out.
+char *bn_merged_base_text (bn_msg_t *msg, bool spliced, const char *const *drop,
+                           size_t n, size_t *size);
+
 //  The same base's raw values of keys, read without a JSON tree (as
 //  bn_jscan_keys: values[k].data NULL when absent). They point into msg's
 //  metadata or, when the base is the part before spliced lists, into a

@@ -147,29 +147,37 @@ bn_merged_writer_count (bn_merged_writer_t *self)
     return self->count;
 }
 
+//  Empty lists for the next message.
+static void
+s_start_over (bn_merged_writer_t *self)
+{
+    self->targets.len = self->replies.len = 0;
+    self->targets.failed = self->replies.failed = false;
+    self->count = 0;
+}
+
 int
-bn_merged_writer_finish (bn_merged_writer_t *self, json_t *base, bn_msg_t *msg)
+bn_merged_writer_finish_text (bn_merged_writer_t *self, const char *base,
+                              size_t size, bn_msg_t *msg)
 {
     assert (self);
     assert (base);
     assert (msg);
     static const char targets[] = "\"" BN_BCAST_TARGETS "\":[";
     static const char replies[] = "],\"" BN_BCAST_REPLIES "\":[";
-    char *head = bn_jdump (base, NULL);
-    size_t head_len = head ? strlen (head) : 0;
     int rc = -1;
-    if (head_len >= 2 && head[head_len - 1] == '}' && !self->targets.failed &&
+    if (size >= 1 && base[0] == '{' && !self->targets.failed &&
         !self->replies.failed) {
-        //  head without its '}', a comma unless it is "{", the two lists
-        size_t size = head_len - 1 + (head_len > 2) + sizeof targets - 1 +
-                      self->targets.len + sizeof replies - 1 +
-                      self->replies.len + 2;
+        //  the base, a comma unless it is "{", the two lists
+        size_t total = size + (size > 1) + sizeof targets - 1 +
+                       self->targets.len + sizeof replies - 1 +
+                       self->replies.len + 2;
         zmq_msg_t frame;
-        if (zmq_msg_init_size (&frame, size) == 0) {
+        if (zmq_msg_init_size (&frame, total) == 0) {
             char *at = zmq_msg_data (&frame);
-            memcpy (at, head, head_len - 1);
-            at += head_len - 1;
-            if (head_len > 2)
+            memcpy (at, base, size);
+            at += size;
+            if (size > 1)
                 *at++ = ',';
             memcpy (at, targets, sizeof targets - 1);
             at += sizeof targets - 1;
@@ -186,10 +194,25 @@ bn_merged_writer_finish (bn_merged_writer_t *self, json_t *base, bn_msg_t *msg)
             zmq_msg_close (&frame);
         }
     }
+    s_start_over (self);
+    return rc;
+}
+
+int
+bn_merged_writer_finish (bn_merged_writer_t *self, json_t *base, bn_msg_t *msg)
+{
+    assert (self);
+    assert (base);
+    assert (msg);
+    char *head = bn_jdump (base, NULL);
+    size_t head_len = head ? strlen (head) : 0;
+    int rc = -1;
+    if (head_len >= 2 && head[head_len - 1] == '}')
+        //  without its '}'
+        rc = bn_merged_writer_finish_text (self, head, head_len - 1, msg);
+    else
+        s_start_over (self);
     free (head);
-    self->targets.len = self->replies.len = 0;
-    self->targets.failed = self->replies.failed = false;
-    self->count = 0;
     return rc;
 }
 

@@ -58,6 +58,11 @@ size_t bn_merged_writer_count (bn_merged_writer_t *self);
 int bn_merged_writer_finish (bn_merged_writer_t *self, json_t *base,
                              bn_msg_t *msg);
 
+//  The same with base given as text: an object's opening brace and its
+//  members (size bytes), without the closing brace.
+int bn_merged_writer_finish_text (bn_merged_writer_t *self, const char *base,
+                                  size_t size, bn_msg_t *msg);
+
 //  The bn_replies entry of one engine's reply as JSON text, malloc'd
 //  (NULL if out of memory): status (NULL: "error"), started and completed
 //  (null when NULL), nbuffers, content (borrowed; {} when NULL) when

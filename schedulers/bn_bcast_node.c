@@ -557,6 +557,40 @@ s_merge_reduced (s_request_t *req, bn_msg_t *out, json_t *metadata)
     return failure ? json_deep_copy (failure) : NULL;
 }
 
+//  The keys a merging node sets in its merged message's metadata, beside
+//  its entries: the last reply's are left out of its base.
+static const char *const s_set_here[] = {
+    BN_BCAST_TARGETS,      BN_BCAST_REPLIES,
+    BN_BCAST_GROUPS,       BN_BCAST_REDUCED,
+    BN_BCAST_HOPS,         BN_BCAST_PARTIAL,
+    BN_MD_IS_BROADCAST,    BN_MD_IS_COALESCING,
+    BN_MD_ORIGINAL_MSG_ID, "status"};
+
+//  Write the plain shape's metadata: base (text: "{" and members), the
+//  keys of set (an object) and writer's entries. Returns 0 or -1.
+static int
+s_finish_plain (bn_merged_writer_t *writer, const char *base, size_t base_len,
+                json_t *set, bn_msg_t *out)
+{
+    size_t set_len;
+    char *keys = bn_jdump (set, &set_len);
+    char *head = keys ? malloc (base_len + set_len) : NULL;
+    int rc = -1;
+    if (head && set_len >= 2) {
+        //  base, a comma, set's members without its braces
+        size_t len = base_len;
+        memcpy (head, base, base_len);
+        if (base_len > 1 && set_len > 2)
+            head[len++] = ',';
+        memcpy (head + len, keys + 1, set_len - 2);
+        len += set_len - 2;
+        rc = bn_merged_writer_finish_text (writer, head, len, out);
+    }
+    free (keys);
+    free (head);
+    return rc;
+}
+
 //  An inner node's merged message would say what the last child's merged
 //  message says when that message's slots are all it releases and the
 //  node has nothing of its own to add (no bn_partial, no hops, no
@@ -626,16 +660,28 @@ s_send_merged (s_node_t *self, s_request_t *req, int partial)
     bn_msg_clear_buffers (out);
     bn_msg_copy_idents (out, req->request);
     //  the last reply's metadata without its entries (a child's spliced
-    //  lists are not parsed)
-    json_t *metadata =
-        req->last ? bn_merged_base (req->last, req->last_spliced) : NULL;
+    //  lists are not parsed): for the plain shape its text, without the
+    //  keys this node sets, which metadata then holds alone
+    bool plain = !req->reduce && !req->group;
+    char *base = NULL;
+    size_t base_len = 0;
+    json_t *metadata = NULL;
+    if (plain && req->last)
+        base = bn_merged_base_text (req->last, req->last_spliced, s_set_here,
+                                    sizeof s_set_here / sizeof s_set_here[0],
+                                    &base_len);
+    if (plain && !base && (base = strdup ("{")))
+        base_len = 1;
+    if (!plain && req->last)
+        metadata = bn_merged_base (req->last, req->last_spliced);
     if (!metadata)
         metadata = json_object ();
     json_object_del (metadata, BN_BCAST_HOPS);
-    bn_merged_writer_t *writer =
-        req->reduce || req->group ? NULL : bn_merged_writer_new ();
-    if (!metadata || (!req->reduce && !req->group && !writer)) {
+    bn_merged_writer_t *writer = plain ? bn_merged_writer_new () : NULL;
+    if (!metadata || (plain && (!writer || !base))) {
         json_decref (metadata);
+        bn_merged_writer_destroy (&writer);
+        free (base);
         bn_msg_destroy (&out);
         self->stats.send_failed++;
         return;
@@ -667,10 +713,11 @@ s_send_merged (s_node_t *self, s_request_t *req, int partial)
     }
     int rc = 0;
     if (writer)
-        rc = bn_merged_writer_finish (writer, metadata, out);
+        rc = s_finish_plain (writer, base, base_len, metadata, out);
     else
         bn_msg_set_metadata (out, json_incref (metadata));
     json_decref (metadata);
+    free (base);
     bn_merged_writer_destroy (&writer);
     if (rc != 0) {
         bn_msg_destroy (&out);

@@ -225,6 +225,44 @@ START_TEST (test_valid_object)
 }
 END_TEST
 
+//  Members dropped by name at the top level only, the rest kept as they
+//  were, without the closing brace.
+START_TEST (test_drop_keys)
+{
+    const char *drop[] = {"a", "status"};
+    struct {
+        const char *text;
+        const char *kept; //  NULL: not an object
+    } cases[] = {
+        {"{}", "{"},
+        {" { } ", "{"},
+        {"{\"a\":1}", "{"},
+        {"{\"a\":1,\"b\":[1,{\"a\":2}]}", "{\"b\":[1,{\"a\":2}]"},
+        {"{\"b\" : \"x\", \"a\": {\"status\": 1}, \"c\": null}",
+         "{\"b\" : \"x\",\"c\": null"},
+        {"{\"st\\u0061tus\":\"ok\",\"d\":true}", "{\"d\":true"},
+        {"{\"status\":\"ok\",\"a\":2,\"status\":\"x\"}", "{"},
+        {"{\"a\":1", NULL},
+        {"{\"a\" 1}", NULL},
+        {"[1]", NULL},
+        {"{\"a\":1} x", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        size_t size = strlen (cases[i].text);
+        char out[128];
+        long got = bn_jscan_drop_keys (cases[i].text, size, drop, 2, out);
+        if (!cases[i].kept) {
+            ck_assert_msg (got == -1, "%s: %ld", cases[i].text, got);
+            continue;
+        }
+        ck_assert_msg (got == (long)strlen (cases[i].kept) &&
+                           memcmp (out, cases[i].kept, (size_t)got) == 0,
+                       "%s: %.*s", cases[i].text, (int)(got > 0 ? got : 0),
+                       out);
+    }
+}
+END_TEST
+
 //  Array sizes: what json_array_size says of jansson's tree.
 START_TEST (test_array_size)
 {
@@ -440,6 +478,7 @@ main (void)
     tcase_add_test (tc, test_deep_nesting);
     tcase_add_test (tc, test_agrees_with_jansson);
     tcase_add_test (tc, test_valid_object);
+    tcase_add_test (tc, test_drop_keys);
     tcase_add_test (tc, test_array_size);
     tcase_add_test (tc, test_value);
     tcase_add_test (tc, test_object);

@@ -391,6 +391,38 @@ START_TEST (test_writer)
         ck_assert_ptr_null (json_object_get (base, BN_BCAST_TARGETS));
         json_t *walked = bn_merged_base (c->msg, false);
         ck_assert (json_equal (base, walked));
+        //  the same as text, a key dropped, and a key's raw value
+        const char *drop[] = {BN_MD_ORIGINAL_MSG_ID, BN_BCAST_TARGETS,
+                              BN_BCAST_REPLIES, BN_BCAST_GROUPS,
+                              BN_BCAST_REDUCED};
+        json_t *expect = json_deep_copy (base);
+        json_object_del (expect, BN_MD_ORIGINAL_MSG_ID);
+        for (int spliced = 0; spliced < 2; spliced++) {
+            size_t size;
+            char *text = bn_merged_base_text (c->msg, spliced, drop, 5, &size);
+            ck_assert_ptr_nonnull (text);
+            char *closed = zsys_sprintf ("%.*s}", (int)size, text);
+            json_t *read = json_loads (closed, 0, NULL);
+            ck_assert_msg (json_equal (read, expect), "%s: base text %s",
+                           c->name, closed);
+            json_decref (read);
+            zstr_free (&closed);
+            free (text);
+            const char *keys[] = {BN_MD_ORIGINAL_MSG_ID};
+            bn_jscan_slice_t value;
+            char *copy = NULL;
+            ck_assert_int_eq (
+                bn_merged_base_keys (c->msg, spliced, keys, 1, &value, &copy),
+                0);
+            char original[256] = "";
+            if (value.data)
+                ck_assert_int_ge (
+                    bn_jscan_unescape (value, original, sizeof original), 0);
+            json_t *want = json_object_get (base, BN_MD_ORIGINAL_MSG_ID);
+            ck_assert_str_eq (original, want ? json_string_value (want) : "");
+            free (copy);
+        }
+        json_decref (expect);
         ck_assert_ptr_null (json_object_get (walked, BN_BCAST_REPLIES));
         json_decref (walked);
         bn_msg_t *out = bn_msg_dup (c->msg);
