@@ -93,6 +93,32 @@ s_client (size_t engines)
     return client;
 }
 
+//  How many records the hub finds for query.
+static size_t
+s_count (bn_client_t *client, const char *query)
+{
+    char *records = NULL;
+    ck_assert_int_eq (bn_client_db_query (client, query, NULL, 10, &records),
+                      0);
+    json_t *list = json_loads (records, 0, NULL);
+    free (records);
+    ck_assert (json_is_array (list));
+    size_t count = json_array_size (list);
+    json_decref (list);
+    return count;
+}
+
+//  The same, asked again until there are want of them or msecs passed.
+static size_t
+s_count_within (bn_client_t *client, const char *query, size_t want, int msecs)
+{
+    size_t count;
+    for (int64_t end = zclock_mono () + msecs;
+         (count = s_count (client, query)) < want && zclock_mono () < end;)
+        zclock_sleep (10);
+    return count;
+}
+
 //  Run a direct request on engine id; returns its msg_id (caller frees).
 static char *
 s_run (bn_client_t *client, int id, const char *code, const char *echo)
@@ -308,14 +334,7 @@ START_TEST (test_broadcast)
         ck_assert_str_eq (bn_result_stdout (recorded, 0), "tree\n");
         bn_result_destroy (&recorded);
     }
-    char *records = NULL;
-    ck_assert_int_eq (bn_client_db_query (client, "{\"queue\": \"broadcast\"}",
-                                          NULL, 10, &records),
-                      0);
-    json_t *list = json_loads (records, 0, NULL);
-    ck_assert_uint_eq (json_array_size (list), 3);
-    json_decref (list);
-    free (records);
+    ck_assert_uint_eq (s_count (client, "{\"queue\": \"broadcast\"}"), 3);
     bn_result_destroy (&result);
     bn_view_destroy (&view);
     bn_client_destroy (&client);
@@ -333,35 +352,15 @@ START_TEST (test_broadcast_pending)
     bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
     bn_result_t *result;
     ck_assert_int_eq (bn_view_execute (view, "sleep 2", &result), 0);
-    const char *query = "{\"queue\": \"broadcast\", \"completed\": null}";
-    json_t *list = NULL;
-    for (int64_t end = zclock_mono () + 1500;
-         json_array_size (list) == 0 && zclock_mono () < end;) {
-        json_decref (list);
-        char *records = NULL;
-        ck_assert_int_eq (
-            bn_client_db_query (client, query, NULL, 10, &records), 0);
-        list = json_loads (records, 0, NULL);
-        free (records);
-        if (json_array_size (list) == 0)
-            zclock_sleep (10);
-    }
+    const char *pending = "{\"queue\": \"broadcast\", \"completed\": null}";
+    ck_assert_uint_eq (s_count_within (client, pending, 1, 1500), 1);
     ck_assert (!bn_result_ready (result));
-    ck_assert_uint_eq (json_array_size (list), 1);
-    json_decref (list);
     ck_assert_int_eq (bn_result_get (result, 20), 0);
-    char *records = NULL;
-    ck_assert_int_eq (
-        bn_client_db_query (client,
-                            "{\"queue\": \"broadcast\", \"completed\": "
-                            "{\"$ne\": null}}",
-                            NULL, 10, &records),
-        0);
-    //  the request and each engine's
-    list = json_loads (records, 0, NULL);
-    ck_assert_uint_eq (json_array_size (list), 3);
-    json_decref (list);
-    free (records);
+    //  the request and each engine's (the hub hears of the replies once
+    //  the client has them)
+    const char *done =
+        "{\"queue\": \"broadcast\", \"completed\": {\"$ne\": null}}";
+    ck_assert_uint_eq (s_count_within (client, done, 3, 3000), 3);
     bn_result_destroy (&result);
     bn_view_destroy (&view);
     bn_client_destroy (&client);
