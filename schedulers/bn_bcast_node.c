@@ -1643,29 +1643,41 @@ s_on_request_read (s_node_t *self, bn_msg_t *msg, json_t *metadata,
 //  --------------------------------------------------------------------------
 //  Replies coming up
 
-//  Store an engine's own reply in slot (merging level).
+//  What a node reads of a reply's metadata, in one walk.
+enum { S_MD_ORIGINAL, S_MD_STATUS, S_MD_STARTED, S_MD_KEYS };
+
 static void
-s_fill_from_reply (s_slot_t *slot, bn_msg_t *msg)
+s_metadata_scan (bn_msg_t *msg, bn_jscan_slice_t values[S_MD_KEYS])
 {
-    //  one walk of the content and one of the metadata
+    static const char *const keys[S_MD_KEYS] = {BN_MD_ORIGINAL_MSG_ID, "status",
+                                                "started"};
+    size_t size;
+    const void *data = bn_msg_part_data (msg, BN_PART_METADATA, &size);
+    if (bn_jscan_keys (data, size, keys, S_MD_KEYS, values) != 0)
+        memset (values, 0, S_MD_KEYS * sizeof *values);
+}
+
+//  Store an engine's own reply in slot (merging level), its metadata's
+//  values read (s_metadata_scan).
+static void
+s_fill_from_reply (s_slot_t *slot, bn_msg_t *msg,
+                   const bn_jscan_slice_t in_metadata[S_MD_KEYS])
+{
+    //  one walk of the content
     static const char *const content_keys[] = {"status", "bn_stdout",
                                                "bn_stderr"};
-    static const char *const metadata_keys[] = {"status", "started"};
-    bn_jscan_slice_t in_content[3], in_metadata[2];
+    bn_jscan_slice_t in_content[3];
     size_t size;
     const void *data = bn_msg_part_data (msg, BN_PART_CONTENT, &size);
     if (bn_jscan_keys (data, size, content_keys, 3, in_content) != 0)
         memset (in_content, 0, sizeof in_content);
-    data = bn_msg_part_data (msg, BN_PART_METADATA, &size);
-    if (bn_jscan_keys (data, size, metadata_keys, 2, in_metadata) != 0)
-        memset (in_metadata, 0, sizeof in_metadata);
     char status[64], started[64];
     const char *st = s_slice_string (in_content[0], status, sizeof status);
     if (!st)
-        st = s_slice_string (in_metadata[0], status, sizeof status);
+        st = s_slice_string (in_metadata[S_MD_STATUS], status, sizeof status);
     slot->ok = st && streq (st, BN_STATUS_OK);
     const char *s_started =
-        s_slice_string (in_metadata[1], started, sizeof started);
+        s_slice_string (in_metadata[S_MD_STARTED], started, sizeof started);
     const char *s_date = bn_msg_date (msg);
     size_t nbuffers = slot->ok ? bn_msg_nbuffers (msg) : 1;
     bool output = s_has_output (in_content[1]) || s_has_output (in_content[2]);
@@ -1883,8 +1895,9 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
     //  takes as an inner node takes its children
     bool engine = self->leaf && !s_host_index (self, peer, false);
     char key[S_FIELD];
-    const char *original =
-        s_scan (msg, BN_PART_METADATA, BN_MD_ORIGINAL_MSG_ID, key, sizeof key);
+    bn_jscan_slice_t md[S_MD_KEYS];
+    s_metadata_scan (msg, md);
+    const char *original = s_slice_string (md[S_MD_ORIGINAL], key, sizeof key);
     if (!original || !*original) {
         //  an engine that does not copy original_msg_id: the parent
         //  msg_id is "<original>_<engine uuid>"
@@ -1995,7 +2008,7 @@ s_on_reply (s_node_t *self, bn_msg_t **msg_p)
         rc = -1;
         snprintf (err, sizeof err, "a merged message of another shape");
     } else {
-        s_fill_from_reply (slot, msg);
+        s_fill_from_reply (slot, msg, md);
         slot->state = S_DONE;
         req->unreleased++;
         req->owed--;
