@@ -7,6 +7,7 @@
 #include "bn_jscan.h"
 #include "bn_log.h"
 #include "bn_msgtypes.h"
+#include "bn_text.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -44,10 +45,12 @@ typedef struct {
     char text[S_FIELDS_TEXT]; //  the values found, each with its NUL
 } s_fields_t;
 
-#define BN_HEADER_FORMAT                                                       \
-    "{\"msg_id\":\"%s\",\"msg_type\":\"%s\",\"username\":\"%s\","              \
-    "\"session\":\"%s\",\"date\":\"%s\",\"version\":\"" BN_PROTOCOL_VERSION    \
-    "\"}"
+//  A header's text: its values between these pieces, in this order
+//  (msg_id, msg_type, username, session, date).
+static const char *const s_header_pieces[] = {
+    "{\"msg_id\":\"",     "\",\"msg_type\":\"",
+    "\",\"username\":\"", "\",\"session\":\"",
+    "\",\"date\":\"",     "\",\"version\":\"" BN_PROTOCOL_VERSION "\"}"};
 
 struct _bn_msg_t {
     zmq_msg_t *idents; //  routing frames (inline or heap)
@@ -246,23 +249,26 @@ s_build_header (bn_msg_t *self, bn_session_t *session, const char *msg_type,
     }
     char date[BN_DATE_SIZE];
     bn_session_date (date);
+    const char *values[5] = {msg_id, msg_type,
+                             bn_session_username_json (session),
+                             bn_session_id (session), date};
+    size_t need = 1;
+    for (int i = 0; i < 6; i++)
+        need += strlen (s_header_pieces[i]) + (i < 5 ? strlen (values[i]) : 0);
     char stack[512];
-    const char *user = bn_session_username_json (session);
-    const char *sid = bn_session_id (session);
-    int len = snprintf (stack, sizeof stack, BN_HEADER_FORMAT, msg_id, msg_type,
-                        user, sid, date);
-    if (len < 0) {
-        free (escaped);
-        return -1;
+    char *text = need <= sizeof stack ? stack : malloc (need);
+    long len = -1;
+    if (text) {
+        bn_text_t header;
+        bn_text_init (&header, text, need);
+        for (int i = 0; i < 6; i++) {
+            bn_text_str (&header, s_header_pieces[i]);
+            if (i < 5)
+                bn_text_str (&header, values[i]);
+        }
+        len = bn_text_end (&header);
     }
-    char *text = stack;
-    if ((size_t)len >= sizeof stack) {
-        text = malloc ((size_t)len + 1);
-        if (text)
-            snprintf (text, (size_t)len + 1, BN_HEADER_FORMAT, msg_id, msg_type,
-                      user, sid, date);
-    }
-    int rc = text
+    int rc = len >= 0
                  ? s_set_bytes (&self->parts[BN_PART_HEADER], text, (size_t)len)
                  : -1;
     if (text != stack)

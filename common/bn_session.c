@@ -11,6 +11,7 @@
     context, and this is the hottest function of every relay.  */
 #include "bn_session.h"
 #include "bn_error.h"
+#include "bn_text.h"
 
 //  SHA256_Init/Update/Final are deprecated in OpenSSL 3 in favour of EVP,
 //  which cannot copy a context without allocating (see above).
@@ -273,9 +274,16 @@ size_t
 bn_session_msg_id (bn_session_t *self, char *buf)
 {
     assert (self);
-    int len = snprintf (buf, BN_MSG_ID_SIZE, "%s_%d_%llu", self->id, self->pid,
-                        (unsigned long long)self->counter++);
-    return (size_t)len;
+    //  "<session id>_<pid>_<counter>"
+    bn_text_t id;
+    bn_text_init (&id, buf, BN_MSG_ID_SIZE);
+    bn_text_str (&id, self->id);
+    bn_text_add (&id, "_", 1);
+    bn_text_uint (&id, (unsigned long long)self->pid);
+    bn_text_add (&id, "_", 1);
+    bn_text_uint (&id, (unsigned long long)self->counter++);
+    long len = bn_text_end (&id);
+    return len < 0 ? 0 : (size_t)len;
 }
 
 size_t

@@ -56,6 +56,7 @@
 #include "bn_msgtypes.h"
 #include "bn_rawtext.h"
 #include "bn_shell.h"
+#include "bn_text.h"
 #include "bn_wire.h"
 
 #include <assert.h>
@@ -447,15 +448,20 @@ s_ok_metadata_text (bn_engine_t *self, bn_msg_t *request, const char *started,
     if (!s_plain (id, id_len) || !s_plain (started, strlen (started)) ||
         !s_plain (self->uuid, strlen (self->uuid)))
         return -1;
-    int len = snprintf (
-        buf, size,
-        "{\"started\":\"%s\",\"dependencies_met\":true,\"engine\":\"%s\","
-        "\"" BN_MD_IS_BROADCAST "\":%s,\"" BN_MD_IS_COALESCING "\":%s,"
-        "\"" BN_MD_ORIGINAL_MSG_ID "\":\"%.*s\",\"status\":\"" BN_STATUS_OK
-        "\"}",
-        started, self->uuid, keys->is_broadcast ? "true" : "false",
-        keys->is_coalescing ? "true" : "false", (int)id_len, id);
-    return len > 0 && (size_t)len < size ? len : -1;
+    bn_text_t md;
+    bn_text_init (&md, buf, size);
+    bn_text_str (&md, "{\"started\":\"");
+    bn_text_str (&md, started);
+    bn_text_str (&md, "\",\"dependencies_met\":true,\"engine\":\"");
+    bn_text_str (&md, self->uuid);
+    bn_text_str (&md, "\",\"" BN_MD_IS_BROADCAST "\":");
+    bn_text_str (&md, keys->is_broadcast ? "true" : "false");
+    bn_text_str (&md, ",\"" BN_MD_IS_COALESCING "\":");
+    bn_text_str (&md, keys->is_coalescing ? "true" : "false");
+    bn_text_str (&md, ",\"" BN_MD_ORIGINAL_MSG_ID "\":\"");
+    bn_text_add (&md, id, id_len);
+    bn_text_str (&md, "\",\"status\":\"" BN_STATUS_OK "\"}");
+    return (int)bn_text_end (&md);
 }
 
 //  Copy text into buf (size bytes) as valid UTF-8, replacing invalid
@@ -964,9 +970,17 @@ s_apply (bn_engine_t *self, bn_msg_t *request)
     }
     //  what kernel_info says runs, while it is deferred
     bool global = apply.module && apply.kind != BN_APPLY_REFERENCE;
-    snprintf (current->function, sizeof current->function, "%s%s%s",
-              global ? apply.module : "", global ? "." : "",
-              apply.name ? apply.name : "?");
+    bn_text_t function;
+    bn_text_init (&function, current->function, sizeof current->function);
+    if (global) {
+        bn_text_str (&function, apply.module);
+        bn_text_add (&function, ".", 1);
+    }
+    bn_text_str (&function, apply.name ? apply.name : "?");
+    if (bn_text_end (&function) < 0)
+        snprintf (current->function, sizeof current->function, "%s%s%s",
+                  global ? apply.module : "", global ? "." : "",
+                  apply.name ? apply.name : "?");
     bn_apply_clear (&apply);
     if (rc) {
         s_reply_error (self, self->shell, request, current->started, "apply",
