@@ -8,6 +8,7 @@
 #include <czmq.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *s_key = "e05ab558-73805a94e21c7ce24a0654fe";
 static zsock_t *s_out, *s_in;
@@ -59,6 +60,24 @@ START_TEST (test_usage)
     json_t *header = bn_msg_header (got);
     ck_assert_str_eq (json_string_value (json_object_get (header, "version")),
                       "5.3");
+    //  the header as written is jansson's compact text of it, keys in
+    //  Jupyter's order, and the msg_id is "<session>_<pid>_<counter>"
+    size_t size;
+    const char *raw = bn_msg_part_data (got, BN_PART_HEADER, &size);
+    char *compact = json_dumps (header, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    ck_assert_uint_eq (strlen (compact), size);
+    ck_assert_mem_eq (compact, raw, size);
+    free (compact);
+    ck_assert (strncmp (raw, "{\"msg_id\":", 10) == 0);
+    char prefix[128];
+    snprintf (prefix, sizeof prefix, "%s_%d_", bn_session_id (s_session),
+              (int)getpid ());
+    const char *msg_id = bn_msg_id (got);
+    ck_assert_msg (strncmp (msg_id, prefix, strlen (prefix)) == 0 &&
+                       strspn (msg_id + strlen (prefix), "0123456789") ==
+                           strlen (msg_id + strlen (prefix)) &&
+                       strlen (msg_id) > strlen (prefix),
+                   "msg_id %s", msg_id);
     ck_assert_ptr_nonnull (json_object_get (header, "date"));
     ck_assert_ptr_nonnull (json_object_get (header, "username"));
     ck_assert_str_eq (
