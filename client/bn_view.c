@@ -265,7 +265,7 @@ bn_view_set_timestamps (bn_view_t *self, bool timestamps)
 int
 bn_view_set_output_in_reply (bn_view_t *self, bool in_reply)
 {
-    if (!self || self->kind != BN_VIEW_BROADCAST)
+    if (!self || self->kind == BN_VIEW_LOAD_BALANCED)
         return BN_EINVAL;
     bn_tracker_lock (self->tracker);
     self->output_in_reply = in_reply ? 1 : 0;
@@ -551,7 +551,8 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
     //  by default output comes in the reply where every engine can put
     //  it there (banyan engines), and by iopub where one cannot
     bool in_reply = self->output_in_reply == 1;
-    if (self->output_in_reply == S_AUTO && self->kind == BN_VIEW_BROADCAST) {
+    if (self->output_in_reply == S_AUTO &&
+        self->kind != BN_VIEW_LOAD_BALANCED) {
         in_reply = ntargets > 0;
         for (size_t i = 0; i < ntargets; i++)
             in_reply &= (targets[i].features & BN_ENGINE_OUTPUT_IN_REPLY) != 0;
@@ -563,7 +564,7 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
         result = bn_client_result_new (client, nitems);
         if (!msgs || !result)
             rc = BN_ENOMEM;
-        else if (self->kind == BN_VIEW_BROADCAST)
+        else if (self->kind != BN_VIEW_LOAD_BALANCED)
             bn_result_set_output_in_reply (result, in_reply);
     }
     for (size_t i = 0; rc == 0 && i < nmsgs; i++) {
@@ -585,7 +586,10 @@ s_submit (bn_view_t *self, const char *type, json_t *content,
             if (bn_msg_push_ident (msg, targets[i].uuid,
                                    strlen (targets[i].uuid)) != 0)
                 rc = BN_ENOMEM;
-            else if (input_size && !(metadata = json_object ()))
+            else if ((input_size || in_reply) && !(metadata = json_object ()))
+                rc = BN_ENOMEM;
+            else if (in_reply && json_object_set_new (metadata, BN_BCAST_OUTPUT,
+                                                      json_string ("reply")))
                 rc = BN_ENOMEM;
         } else if (!(metadata = s_metadata (self, targets, ntargets, in_reply)))
             rc = BN_ENOMEM;

@@ -719,6 +719,60 @@ START_TEST (test_direct_reply_metadata)
 }
 END_TEST
 
+//  A direct view asks banyan engines (they said bn_output at registration)
+//  for their output in the reply, and its result holds the output the
+//  reply carried; an engine that did not say so is not asked, nor one
+//  whose view says no.
+START_TEST (test_direct_output_in_reply)
+{
+    s_mock_t *mock = s_mock_new (2);
+    bn_client_t *client = s_mock_client (mock);
+    s_mock_notify (mock, BN_MSG_REGISTRATION_NOTIFICATION,
+                   json_pack ("{s:i, s:s, s:[s]}", "id", 5, "uuid",
+                              mock->uuids[5], BN_REG_FEATURES,
+                              BN_FEATURE_OUTPUT));
+    ck_assert_int_eq (bn_client_wait_for_engines (client, 3, 5), 0);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_DIRECT);
+    int cases[3][2] = {{5, -1}, {0, -1}, {5, 0}}; //  engine, in reply
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq (bn_view_set_target_list (view, &cases[i][0], 1), 0);
+        if (cases[i][1] >= 0)
+            ck_assert_int_eq (bn_view_set_output_in_reply (view, cases[i][1]),
+                              0);
+        bool in_reply = i == 0;
+        bn_result_t *result;
+        ck_assert_int_eq (bn_view_apply (view, "noop", NULL, NULL, &result), 0);
+        bn_msg_t *request =
+            s_mock_expect (mock, mock->mux, BN_MSG_APPLY_REQUEST);
+        json_t *asked =
+            json_object_get (bn_msg_metadata (request), BN_BCAST_OUTPUT);
+        if (in_reply)
+            ck_assert_str_eq (json_string_value (asked), "reply");
+        else
+            ck_assert_ptr_null (asked);
+        bn_msg_t *reply =
+            bn_msg_new_reply (mock->session, request, BN_MSG_APPLY_REPLY);
+        bn_msg_set_content (reply,
+                            json_pack ("{s:s, s:s, s:s}", "status", "ok",
+                                       "bn_stdout", "out\n", "bn_stderr", ""));
+        bn_value_t *value = bn_value_new_int (i);
+        ck_assert_int_eq (bn_serialize_object_add (reply, value), 0);
+        bn_value_destroy (&value);
+        ck_assert_int_eq (
+            bn_msg_send (&reply, zsock_resolve (mock->mux), mock->session), 0);
+        if (!in_reply)
+            s_mock_status (mock, request, cases[i][0], "idle");
+        ck_assert_int_eq (bn_result_get (result, 5), 0);
+        ck_assert_str_eq (bn_result_stdout (result, 0), "out\n");
+        bn_msg_destroy (&request);
+        bn_result_destroy (&result);
+    }
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_mock_destroy (&mock);
+}
+END_TEST
+
 START_TEST (test_apply_by_name)
 {
     s_mock_t *mock = s_mock_new (1);
@@ -1486,7 +1540,9 @@ START_TEST (test_broadcast_options)
     ck_assert_int_eq (bn_view_set_reduce (direct, "sum"), BN_EINVAL);
     ck_assert_int_eq (bn_view_set_deadline_ms (direct, 10), BN_EINVAL);
     ck_assert_int_eq (bn_view_set_timestamps (direct, true), BN_EINVAL);
-    ck_assert_int_eq (bn_view_set_output_in_reply (direct, true), BN_EINVAL);
+    bn_view_t *balanced = bn_view_new (client, BN_VIEW_LOAD_BALANCED);
+    ck_assert_int_eq (bn_view_set_output_in_reply (balanced, true), BN_EINVAL);
+    bn_view_destroy (&balanced);
     //  Bad arguments
     ck_assert_int_eq (bn_view_set_levels (view, NULL, 2), BN_EINVAL);
     bn_level_t bad = (bn_level_t)7;
@@ -2782,6 +2838,7 @@ main (void)
     tcase_add_test (tc, test_engines_follow_notifications);
     tcase_add_test (tc, test_apply_by_name);
     tcase_add_test (tc, test_direct_reply_metadata);
+    tcase_add_test (tc, test_direct_output_in_reply);
     tcase_add_test (tc, test_push_pull);
     tcase_add_test (tc, test_partial_results_and_output);
     tcase_add_test (tc, test_remote_errors);

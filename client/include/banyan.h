@@ -320,12 +320,14 @@ int bn_view_set_deadline_ms (bn_view_t *self, int deadline_ms);
 int bn_view_set_timestamps (bn_view_t *self, bool timestamps);
 
 //  Ask banyan engines to send no iopub output for the request and to
-//  return stdout and stderr inside the reply instead (less traffic, and
-//  output travels merged and grouped with the results). Stock engines
-//  ignore it and publish output as usual; results look the same either
-//  way. By default a request asks for it when every engine it goes to said
-//  at registration that it can (banyan engines behind a banyan
-//  controller), and not otherwise; true or false here fixes it either way.
+//  return stdout and stderr inside the reply instead (less traffic: no
+//  busy and idle statuses either, and output travels merged and grouped
+//  with the results). Stock engines ignore it and publish output as usual;
+//  results look the same either way. By default a request of a broadcast
+//  or a direct view asks for it when every engine it goes to said at
+//  registration that it can (banyan engines behind a banyan controller),
+//  and not otherwise; true or false here fixes it either way. A
+//  load-balanced view (BN_EINVAL) does not know its engine beforehand.
 //  With coalescing and no levels set, the request asks for merging
 //  through bn_levels (every level merges) with is_coalescing false: a
 //  stock 7.1.0 tree, whose merged reply keeps only the last engine's
