@@ -5,6 +5,7 @@
 
 #include "bn_jdump.h"
 #include "bn_msgtypes.h"
+#include "bn_text.h"
 
 #include <assert.h>
 #include <stdbool.h>
@@ -134,8 +135,12 @@ bn_merged_writer_add (bn_merged_writer_t *self, const char *uuid, int eid,
     s_add (&self->targets, "[", 1);
     s_add_json_string (&self->targets, uuid);
     char tail[24];
-    snprintf (tail, sizeof tail, ",%d]", eid);
-    s_add_str (&self->targets, tail);
+    bn_text_t pair;
+    bn_text_init (&pair, tail, sizeof tail);
+    bn_text_add (&pair, ",", 1);
+    bn_text_int (&pair, eid);
+    bn_text_add (&pair, "]", 1);
+    s_add (&self->targets, tail, (size_t)bn_text_end (&pair));
     s_add (&self->replies, entry, size);
     self->count++;
 }
@@ -232,8 +237,11 @@ bn_merged_entry (const char *status, const char *started, const char *completed,
     s_add_str (&text, ",\"completed\":");
     s_add_json_string (&text, completed);
     char count[48];
-    snprintf (count, sizeof count, ",\"nbuffers\":%zu", nbuffers);
-    s_add_str (&text, count);
+    bn_text_t buffers;
+    bn_text_init (&buffers, count, sizeof count);
+    bn_text_str (&buffers, ",\"nbuffers\":");
+    bn_text_uint (&buffers, nbuffers);
+    s_add (&text, count, (size_t)bn_text_end (&buffers));
     if (!ok) {
         char *dumped = content ? json_dumps (content, JSON_COMPACT) : NULL;
         s_add_str (&text, ",\"content\":");

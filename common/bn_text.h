@@ -59,6 +59,17 @@ bn_text_uint (bn_text_t *self, unsigned long long value)
     bn_text_add (self, digits + n, sizeof digits - n);
 }
 
+//  Append value in decimal, with its sign.
+static inline void
+bn_text_int (bn_text_t *self, long long value)
+{
+    if (value < 0) {
+        bn_text_add (self, "-", 1);
+        bn_text_uint (self, 0ULL - (unsigned long long)value);
+    } else
+        bn_text_uint (self, (unsigned long long)value);
+}
+
 //  End the text with its NUL: its length, or -1 if it did not fit.
 static inline long
 bn_text_end (bn_text_t *self)
