@@ -380,21 +380,24 @@ s_report_request (s_node_t *self)
         if (self->held_timer < 0)
             self->held_timer = zloop_timer (self->loop, S_REPORT_HOLD, 1,
                                             s_on_held_timer, self);
-        if (self->held_timer >= 0)
-            return;
-    } else
-        bn_msg_destroy (&copy);
+        //  no timer to end the hold: at once
+        if (self->held_timer < 0)
+            s_report_held (self);
+        return;
+    }
+    //  it cannot be held: what is held, then it, at once
+    bn_msg_destroy (&copy);
     s_report_held (self);
-    if (!copy)
-        self->monitor->request (self->monitor->arg, BN_MONITOR_QUEUE_BROADCAST,
-                                request, NULL);
+    self->monitor->request (self->monitor->arg, BN_MONITOR_QUEUE_BROADCAST,
+                            request, NULL);
 }
 
 static void
 s_send_up (s_node_t *self, bn_msg_t **msg_p)
 {
     s_report_request (self);
-    if (self->level == 0 && self->monitor && zlistx_size (self->held))
+    //  (only a root with a monitor holds reports)
+    if (zlistx_size (self->held))
         s_report_held (self);
     //  the root's replies are what clients get: the hub records them, after
     //  the client has its reply (the hub's thread, woken by the report,
@@ -1017,13 +1020,13 @@ static void s_drain_pipe (s_node_t *self);
 
 //  The per-engine header: the request's header as it came with its
 //  msg_id's value replaced, written around that value so that no JSON is
-//  built per engine. Returns 0 with *text_p the header's text (the caller
-//  frees it), *size its bytes, *at where the value's characters start
-//  (past its opening quote) and *marker_len how many there are; -1 if the
-//  header has no string msg_id.
+//  built per engine. Returns 0 with *text_p the header's text (the
+//  request's own, valid while it is unchanged), *size its bytes, *at where
+//  the value's characters start (past its opening quote) and *marker_len
+//  how many there are; -1 if the header has no string msg_id.
 static int
-s_header_template (bn_msg_t *request, char **text_p, size_t *size, size_t *at,
-                   size_t *marker_len)
+s_header_template (bn_msg_t *request, const char **text_p, size_t *size,
+                   size_t *at, size_t *marker_len)
 {
     size_t len;
     const char *header = bn_msg_part_data (request, BN_PART_HEADER, &len);
@@ -1033,12 +1036,7 @@ s_header_template (bn_msg_t *request, char **text_p, size_t *size, size_t *at,
         bn_jscan_value (header, len, "msg_id", &value, &value_len) != 0 ||
         value_len < 2 || *value != '"')
         return -1;
-    char *text = malloc (len + 1);
-    if (!text)
-        return -1;
-    memcpy (text, header, len);
-    text[len] = 0;
-    *text_p = text;
+    *text_p = header;
     *size = len;
     *at = (size_t)(value - header) + 1;
     *marker_len = value_len - 2;
@@ -1148,7 +1146,7 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
     json_object_set_new (md, BN_MD_ORIGINAL_MSG_ID, json_string (req->key));
     char *md_text = md ? bn_jdump (md, NULL) : NULL;
     json_decref (md);
-    char *header = NULL;
+    const char *header = NULL;
     size_t header_len = 0, at = 0, marker = 0;
     zmq_msg_t md_frame;
     zmq_msg_init (&md_frame);
@@ -1156,7 +1154,6 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
         s_header_template (request, &header, &header_len, &at, &marker) != 0 ||
         zmq_msg_init_size (&md_frame, strlen (md_text)) != 0) {
         free (md_text);
-        free (header);
         zmq_msg_close (&md_frame);
         for (size_t i = 0; i < req->nslots; i++)
             if (req->slots[i].state == S_PENDING) {
@@ -1233,7 +1230,6 @@ s_dispatch_engines (s_node_t *self, s_request_t *req, bn_msg_t *request,
         }
     }
     bn_msg_destroy (&proto);
-    free (header);
 }
 
 //  Set msg's metadata to the text of md (an object without targets) with
