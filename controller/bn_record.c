@@ -8,6 +8,7 @@
 #include <sys/time.h>
 
 #include "bn_apply.h"
+#include "bn_copier.h"
 #include "bn_jscan.h"
 #include "bn_merged_reader.h"
 #include "bn_merged_writer.h"
@@ -43,6 +44,9 @@ struct _bn_record_t {
     uint64_t bytes;       //  Buffer bytes of request and reply
     bool dirty;           //  Changed since written to SQLite
     bool temporary;       //  Read from SQLite: freed on release
+
+    //  The copy of the request's buffers (s_keep), or NULL
+    bn_copier_job_t *copying;
 };
 
 static int64_t
@@ -83,6 +87,16 @@ s_msg_list_destroy (zlistx_t **list_p)
         msg = zlistx_next (*list_p);
     }
     zlistx_destroy (list_p);
+}
+
+//  Wait until the request's buffers are in the record's own memory.
+static void
+s_settle (bn_record_t *self)
+{
+    if (!self->copying)
+        return;
+    bn_copier_job_wait (self->copying);
+    bn_copier_job_release (&self->copying);
 }
 
 //  Mark a record changed.
@@ -398,6 +412,7 @@ bn_record_new_engine (bn_record_t *original, const char *uuid,
     assert (msg_id);
     if (!original->request)
         return NULL;
+    s_settle (original);
     //  (a complete broadcast's parts no longer change)
     if (original->reply && original->parts && !original->split)
         s_split_index (original);
@@ -447,6 +462,7 @@ bn_record_destroy (bn_record_t **self_p)
     bn_record_t *self = *self_p;
     if (!self)
         return;
+    bn_copier_job_release (&self->copying);
     bn_msg_destroy (&self->request);
     bn_msg_destroy (&self->reply);
     s_msg_list_destroy (&self->iopub);
@@ -490,14 +506,20 @@ bn_record_msg_id (bn_record_t *self)
 //  is the one libzmq received into; while a record keeps it, the next
 //  message of that size needs fresh pages, which libzmq's I/O thread
 //  faults in as it receives, ahead of the relay: the cost of keeping
-//  the bytes would fall on the path of every later request. Copied here,
-//  it falls on the thread that keeps the records, after the relay's
-//  send. Larger buffers stay shared, so that no process holds a second
-//  copy of a payload of gigabytes.
+//  the bytes would fall on the path of every later request. Copied by
+//  copier, it falls on a thread of its own; without one, on the thread
+//  that keeps the records, after the relay's send, where a reply that
+//  comes back meanwhile waits for it. Larger buffers stay shared, so
+//  that no process holds a second copy of a payload of gigabytes.
 static bn_msg_t *
-s_keep (bn_msg_t *msg)
+s_keep (bn_record_t *self, bn_msg_t *msg, bn_copier_t *copier)
 {
     bn_msg_t *copy = bn_msg_dup (msg);
+    if (copy && copier) {
+        self->copying = bn_copier_keep (copier, copy, S_OWN_MIN, S_OWN_MAX);
+        if (self->copying)
+            return copy;
+    }
     size_t count = copy ? bn_msg_nbuffers (copy) : 0;
     for (size_t i = 0; i < count; i++) {
         zmq_msg_t *frame = bn_msg_buffer (copy, i);
@@ -514,12 +536,17 @@ s_keep (bn_msg_t *msg)
 }
 
 //  A copy of msg without idents in *field: sharing every frame, or with
-//  its large buffers copied (s_keep).
+//  its large buffers copied (s_keep, by copier unless NULL).
 static void
-s_store (bn_record_t *self, bn_msg_t **field, bn_msg_t *msg, bool shared)
+s_store (bn_record_t *self, bn_msg_t **field, bn_msg_t *msg, bool shared,
+         bn_copier_t *copier)
 {
+    if (field == &self->request)
+        bn_copier_job_release (&self->copying);
     bn_msg_destroy (field);
-    *field = !msg ? NULL : shared ? bn_msg_dup (msg) : s_keep (msg);
+    *field = !msg     ? NULL
+             : shared ? bn_msg_dup (msg)
+                      : s_keep (self, msg, copier);
     if (*field)
         bn_msg_clear_idents (*field);
     self->bytes = s_bytes (self);
@@ -528,26 +555,26 @@ s_store (bn_record_t *self, bn_msg_t **field, bn_msg_t *msg, bool shared)
 
 static void
 s_set_request (bn_record_t *self, const char *queue, bn_msg_t *request,
-               const char *engine_uuid, bool kept)
+               const char *engine_uuid, bool kept, bn_copier_t *copier)
 {
     assert (self);
-    s_store (self, &self->request, request, kept);
+    s_store (self, &self->request, request, kept, copier);
     self->queue = queue;
     s_set_string (&self->engine_uuid, engine_uuid);
 }
 
 void
 bn_record_set_request (bn_record_t *self, const char *queue, bn_msg_t *request,
-                       const char *engine_uuid)
+                       const char *engine_uuid, bn_copier_t *copier)
 {
-    s_set_request (self, queue, request, engine_uuid, false);
+    s_set_request (self, queue, request, engine_uuid, false, copier);
 }
 
 void
 bn_record_share_request (bn_record_t *self, const char *queue,
                          bn_msg_t *request, const char *engine_uuid)
 {
-    s_set_request (self, queue, request, engine_uuid, true);
+    s_set_request (self, queue, request, engine_uuid, true, NULL);
 }
 
 void
@@ -555,7 +582,7 @@ bn_record_set_reply (bn_record_t *self, bn_msg_t *reply,
                      const char *engine_uuid)
 {
     assert (self);
-    s_store (self, &self->reply, reply, true);
+    s_store (self, &self->reply, reply, true, NULL);
     self->received = s_now ();
     s_set_string (&self->engine_uuid, engine_uuid);
 }
@@ -932,6 +959,7 @@ bn_record_json (bn_record_t *self)
     assert (self);
     if (self->json)
         return self->json;
+    s_settle (self);
     json_t *header = self->request ? bn_msg_header (self->request) : NULL;
     json_t *result_header = self->reply ? bn_msg_header (self->reply) : NULL;
     json_t *result_md = self->reply ? bn_msg_metadata (self->reply) : NULL;
@@ -996,6 +1024,8 @@ zmq_msg_t *
 bn_record_buffer (bn_record_t *self, bool result, size_t index)
 {
     assert (self);
+    if (!result)
+        s_settle (self);
     bn_msg_t *msg = result ? self->reply : self->request;
     return msg ? bn_msg_buffer (msg, index) : NULL;
 }
@@ -1004,6 +1034,7 @@ bn_msg_t *
 bn_record_request (bn_record_t *self)
 {
     assert (self);
+    s_settle (self);
     return self->request;
 }
 
@@ -1069,6 +1100,7 @@ bn_record_write (bn_record_t *self, bn_records_sqlite_t *db)
 {
     assert (self);
     assert (db);
+    s_settle (self);
     json_t *io = s_fold_io (self);
     char *io_text = io ? json_dumps (io, JSON_COMPACT) : NULL;
     json_decref (io);

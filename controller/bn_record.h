@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <zmq.h>
 
+#include "bn_copier.h"
 #include "bn_msg.h"
 #include "bn_records_sqlite.h"
 
@@ -54,10 +55,12 @@ const char *bn_record_msg_id (bn_record_t *self);
 //  frames, except buffers of 8 kB to 64 MB, which it copies: libzmq
 //  receives a message of that size into memory of its own, and a record
 //  that kept it would have libzmq fault in fresh pages for the next one
-//  on the path of every request; the copy is made on the records' thread
-//  after the relay sent.
+//  on the path of every request. The copy is made by copier, on its own
+//  thread, unless copier is NULL or cannot take it: then here, after the
+//  relay sent. The record's accessors of the request's bytes wait for it.
 void bn_record_set_request (bn_record_t *self, const char *queue,
-                            bn_msg_t *request, const char *engine_uuid);
+                            bn_msg_t *request, const char *engine_uuid,
+                            bn_copier_t *copier);
 
 //  The same for a request another record keeps already (a broadcast's,
 //  for one engine's record): the copy shares every frame.

@@ -73,6 +73,7 @@ struct _bn_records_t {
     bool bytes_stuck; //  Over size_limit with nothing to cull
     bn_records_sqlite_t *db;
     char *db_path;
+    bn_copier_t *copier; //  Copies the requests' large buffers
     bn_record_t *loaded; //  The broadcast read from SQLite last to split
                          //  an engine's part from, or NULL
     bn_monitor_t monitor;
@@ -234,8 +235,9 @@ bn_records_new (bn_records_kind_t kind, size_t record_limit,
     self->pending = zhashx_new ();
     self->pending_order = zlistx_new ();
     self->engines = zhashx_new ();
+    self->copier = bn_copier_new ();
     if (!self->records || !self->order || !self->pending ||
-        !self->pending_order || !self->engines) {
+        !self->pending_order || !self->engines || !self->copier) {
         bn_records_destroy (&self);
         return NULL;
     }
@@ -271,6 +273,7 @@ bn_records_destroy (bn_records_t **self_p)
     zhashx_destroy (&self->pending);
     zlistx_destroy (&self->pending_order);
     zhashx_destroy (&self->engines);
+    bn_copier_destroy (&self->copier);
     free (self->db_path);
     free (self);
     *self_p = NULL;
@@ -391,7 +394,8 @@ s_record_request (bn_records_t *self, bn_record_t *record, const char *queue,
     if (kept)
         bn_record_share_request (record, queue, request, engine_uuid);
     else
-        bn_record_set_request (record, queue, request, engine_uuid);
+        bn_record_set_request (record, queue, request, engine_uuid,
+                               self->copier);
     self->bytes += bn_record_bytes (record) - bytes;
 }
 

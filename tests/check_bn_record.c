@@ -79,7 +79,8 @@ START_TEST (test_usage)
     bn_msg_t *request = s_request ();
     bn_record_t *record = bn_record_new (bn_msg_id (request));
     ck_assert_ptr_nonnull (record);
-    bn_record_set_request (record, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
+    bn_record_set_request (record, BN_MONITOR_QUEUE_MUX, request, S_ENGINE,
+                           NULL);
     ck_assert (!bn_record_completed (record));
     bn_msg_t *out = s_stream (request, "stdout", "hi\n");
     ck_assert_int_eq (bn_record_add_iopub (record, out), 0);
@@ -116,7 +117,7 @@ START_TEST (test_shared_buffers)
     bn_msg_t *request = s_request ();
     bn_msg_t *reply = s_reply (request);
     bn_record_t *record = bn_record_new (bn_msg_id (request));
-    bn_record_set_request (record, BN_MONITOR_QUEUE_TASK, request, NULL);
+    bn_record_set_request (record, BN_MONITOR_QUEUE_TASK, request, NULL, NULL);
     bn_record_set_reply (record, reply, S_ENGINE);
     ck_assert_uint_eq (bn_record_bytes (record), 150);
     ck_assert_uint_eq (bn_record_nbuffers (record, false), 1);
@@ -154,9 +155,11 @@ END_TEST
 //  A request's buffers from libzmq's batch size up are kept in memory of
 //  the record's own, so that libzmq can receive the next message into the
 //  memory of the last; the bytes are the same, and stay when the message
-//  is gone. A reply's are shared.
+//  is gone. A reply's are shared. Copied here (_i 0) or by a copier on
+//  its thread (_i 1), which the record's accessors wait for.
 START_TEST (test_kept_buffers)
 {
+    bn_copier_t *copier = _i ? bn_copier_new () : NULL;
     bn_msg_t *request = s_request ();
     size_t sizes[] = {8191, 8192, 100000};
     for (size_t i = 0; i < 3; i++) {
@@ -170,7 +173,8 @@ START_TEST (test_kept_buffers)
     memset (big, 'z', 50000);
     ck_assert_int_eq (bn_msg_add_buffer (reply, big, 50000), 0);
     bn_record_t *record = bn_record_new (bn_msg_id (request));
-    bn_record_set_request (record, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
+    bn_record_set_request (record, BN_MONITOR_QUEUE_MUX, request, S_ENGINE,
+                           copier);
     bn_record_set_reply (record, reply, NULL);
     ck_assert_uint_eq (bn_record_bytes (record),
                        100 + 8191 + 8192 + 100000 + 50 + 50000);
@@ -199,6 +203,7 @@ START_TEST (test_kept_buffers)
     ck_assert_mem_eq (zmq_msg_data (kept), big, 50000);
     free (big);
     bn_record_destroy (&record);
+    bn_copier_destroy (&copier);
 }
 END_TEST
 
@@ -225,7 +230,8 @@ START_TEST (test_sqlite)
     bn_msg_t *out = s_stream (request, "stderr", "oops\n");
     bn_msg_t *reply = s_reply (request);
     bn_record_t *record = bn_record_new (bn_msg_id (request));
-    bn_record_set_request (record, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
+    bn_record_set_request (record, BN_MONITOR_QUEUE_MUX, request, S_ENGINE,
+                           NULL);
     bn_record_add_iopub (record, out);
     bn_record_set_reply (record, reply, NULL);
     ck_assert_int_eq (bn_records_sqlite_begin (db), 0);
@@ -280,7 +286,7 @@ main (void)
     tcase_set_timeout (tc, 30);
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_shared_buffers);
-    tcase_add_test (tc, test_kept_buffers);
+    tcase_add_loop_test (tc, test_kept_buffers, 0, 2);
     tcase_add_test (tc, test_sqlite);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
