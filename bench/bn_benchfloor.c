@@ -16,10 +16,13 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#define S_RELAY_ID "relay"
+
 struct _bn_benchfloor_t {
     void *context;   //  this process's ZeroMQ context
     void *router;    //  sends to and hears from every echo socket
     int engines;     //  echo sockets
+    bool relay;      //  through the relay helper (the last of helpers)
     int helpers;     //  helper processes
     pid_t *pids;     //  their process ids
     int *pipes;      //  write ends: the endpoint, then EOF to stop
@@ -27,23 +30,104 @@ struct _bn_benchfloor_t {
     size_t capacity; //  bytes allocated in payload
 };
 
-//  A helper: count DEALER echo sockets named e<first>... connected to the
-//  endpoint read from fd; echoes (or answers each message with an empty
-//  frame) until fd reaches EOF. Never returns.
-static void
-s_helper (int fd, int first, int count, bool echo)
+//  Read a line (an endpoint) from fd into endpoint, without its newline,
+//  waiting up to timeout_ms for each byte. Returns its length (0: none).
+static size_t
+s_read_line (int fd, char *endpoint, size_t size, int timeout_ms)
 {
-    char endpoint[256] = "";
     size_t got = 0;
     struct pollfd pfd = {fd, POLLIN, 0};
-    while (got < sizeof endpoint - 1 && poll (&pfd, 1, 30000) == 1) {
+    while (got < size - 1 && poll (&pfd, 1, timeout_ms) == 1) {
         ssize_t n = read (fd, endpoint + got, 1);
         if (n <= 0 || endpoint[got] == '\n')
             break;
         got++;
     }
     endpoint[got] = 0;
-    if (got == 0)
+    return got;
+}
+
+static void
+s_set_unlimited (void *socket)
+{
+    int zero = 0;
+    zmq_setsockopt (socket, ZMQ_LINGER, &zero, sizeof zero);
+    zmq_setsockopt (socket, ZMQ_SNDHWM, &zero, sizeof zero);
+    zmq_setsockopt (socket, ZMQ_RCVHWM, &zero, sizeof zero);
+}
+
+//  Move every message waiting on from to to, frame by frame, as received
+//  (no copy of their bytes).
+static void
+s_forward (void *from, void *to)
+{
+    while (true) {
+        zmq_msg_t frame;
+        zmq_msg_init (&frame);
+        if (zmq_msg_recv (&frame, from, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close (&frame);
+            return;
+        }
+        if (zmq_msg_send (&frame, to, zmq_msg_more (&frame) ? ZMQ_SNDMORE : 0) <
+            0)
+            zmq_msg_close (&frame);
+    }
+}
+
+//  The relay helper, a mux without its hub: a DEALER named S_RELAY_ID
+//  connected to the endpoint read from fd, and a ROUTER the echo sockets
+//  connect to, whose endpoint it writes to back. Passes [echo socket]
+//  [payload] from the one to the other, and the answers back, until fd
+//  reaches EOF. Never returns.
+static void
+s_relay (int fd, int back)
+{
+    char endpoint[256];
+    if (s_read_line (fd, endpoint, sizeof endpoint, 30000) == 0)
+        _exit (1);
+    void *context = zmq_ctx_new ();
+    void *front = context ? zmq_socket (context, ZMQ_DEALER) : NULL;
+    void *engines = context ? zmq_socket (context, ZMQ_ROUTER) : NULL;
+    if (!front || !engines)
+        _exit (1);
+    s_set_unlimited (front);
+    s_set_unlimited (engines);
+    zmq_setsockopt (front, ZMQ_ROUTING_ID, S_RELAY_ID, strlen (S_RELAY_ID));
+    char bound[256];
+    size_t length = sizeof bound - 1;
+    if (zmq_connect (front, endpoint) != 0 ||
+        zmq_bind (engines, "tcp://127.0.0.1:*") != 0 ||
+        zmq_getsockopt (engines, ZMQ_LAST_ENDPOINT, bound, &length) != 0)
+        _exit (1);
+    strcat (bound, "\n");
+    if (write (back, bound, strlen (bound)) < 0)
+        _exit (1);
+    close (back);
+    zmq_pollitem_t items[3] = {{front, 0, ZMQ_POLLIN, 0},
+                               {engines, 0, ZMQ_POLLIN, 0},
+                               {NULL, fd, ZMQ_POLLIN, 0}};
+    while (zmq_poll (items, 3, -1) >= 0 || errno == EINTR) {
+        if (items[2].revents)
+            break;
+        if (items[0].revents & ZMQ_POLLIN)
+            s_forward (front, engines);
+        if (items[1].revents & ZMQ_POLLIN)
+            s_forward (engines, front);
+    }
+    zmq_close (front);
+    zmq_close (engines);
+    zmq_ctx_term (context);
+    _exit (0);
+}
+
+//  A helper: count DEALER echo sockets named e<first>... connected to the
+//  endpoint read from fd; echoes (or answers each message with an empty
+//  frame) until fd reaches EOF. Never returns.
+static void
+s_helper (int fd, int first, int count, bool echo)
+{
+    char endpoint[256];
+    if (s_read_line (fd, endpoint, sizeof endpoint, 30000) == 0)
         _exit (1);
     void *context = zmq_ctx_new ();
     zmq_ctx_set (context, ZMQ_MAX_SOCKETS, count + 64);
@@ -51,16 +135,13 @@ s_helper (int fd, int first, int count, bool echo)
     zmq_pollitem_t *items = calloc ((size_t)count + 1, sizeof *items);
     if (!context || !sockets || !items)
         _exit (1);
-    int zero = 0;
     for (int i = 0; i < count; i++) {
         char identity[32];
         snprintf (identity, sizeof identity, "e%d", first + i);
         sockets[i] = zmq_socket (context, ZMQ_DEALER);
         zmq_setsockopt (sockets[i], ZMQ_ROUTING_ID, identity,
                         strlen (identity));
-        zmq_setsockopt (sockets[i], ZMQ_LINGER, &zero, sizeof zero);
-        zmq_setsockopt (sockets[i], ZMQ_SNDHWM, &zero, sizeof zero);
-        zmq_setsockopt (sockets[i], ZMQ_RCVHWM, &zero, sizeof zero);
+        s_set_unlimited (sockets[i]);
         if (zmq_connect (sockets[i], endpoint) != 0)
             _exit (1);
         zmq_send (sockets[i], "hello", 5, 0);
@@ -100,8 +181,8 @@ s_helper (int fd, int first, int count, bool echo)
 }
 
 bn_benchfloor_t *
-bn_benchfloor_new (int engines, int per_process, bool echo, double timeout,
-                   char *err, size_t errsize)
+bn_benchfloor_new (int engines, int per_process, bool echo, bool relay,
+                   double timeout, char *err, size_t errsize)
 {
     assert (engines > 0);
     if (per_process < 1)
@@ -110,17 +191,29 @@ bn_benchfloor_new (int engines, int per_process, bool echo, double timeout,
     if (!self)
         return NULL;
     self->engines = engines;
-    self->helpers = (engines + per_process - 1) / per_process;
+    self->relay = relay;
+    int echoers = (engines + per_process - 1) / per_process;
+    self->helpers = echoers + (relay ? 1 : 0);
     self->pids = calloc ((size_t)self->helpers, sizeof *self->pids);
     self->pipes = calloc ((size_t)self->helpers, sizeof *self->pipes);
     if (!self->pids || !self->pipes) {
         bn_benchfloor_destroy (&self);
         return NULL;
     }
+    //  the read end of the relay's pipe back: its echo sockets' endpoint
+    int back = -1;
     for (int h = 0; h < self->helpers; h++) {
-        int fds[2];
+        bool is_relay = h == echoers;
+        int fds[2], back_fds[2];
         if (pipe (fds) != 0) {
             snprintf (err, errsize, "pipe: %s", strerror (errno));
+            bn_benchfloor_destroy (&self);
+            return NULL;
+        }
+        if (is_relay && pipe (back_fds) != 0) {
+            snprintf (err, errsize, "pipe: %s", strerror (errno));
+            close (fds[0]);
+            close (fds[1]);
             bn_benchfloor_destroy (&self);
             return NULL;
         }
@@ -132,9 +225,17 @@ bn_benchfloor_new (int engines, int per_process, bool echo, double timeout,
             close (fds[1]);
             for (int i = 0; i < h; i++)
                 close (self->pipes[i]);
+            if (is_relay) {
+                close (back_fds[0]);
+                s_relay (fds[0], back_fds[1]);
+            }
             s_helper (fds[0], first, count, echo);
         }
         close (fds[0]);
+        if (is_relay) {
+            close (back_fds[1]);
+            back = back_fds[0];
+        }
         if (pid < 0) {
             close (fds[1]);
             snprintf (err, errsize, "fork: %s", strerror (errno));
@@ -163,7 +264,22 @@ bn_benchfloor_new (int engines, int per_process, bool echo, double timeout,
         return NULL;
     }
     strcat (endpoint, "\n");
-    for (int h = 0; h < self->helpers; h++)
+    if (relay) {
+        //  the relay connects to the ROUTER, the echo sockets to the relay
+        bool told =
+            write (self->pipes[echoers], endpoint, strlen (endpoint)) > 0;
+        size_t got = told ? s_read_line (back, endpoint, sizeof endpoint - 1,
+                                         (int)(timeout * 1000))
+                          : 0;
+        close (back);
+        if (got == 0) {
+            snprintf (err, errsize, "the floor's relay did not start");
+            bn_benchfloor_destroy (&self);
+            return NULL;
+        }
+        strcat (endpoint, "\n");
+    }
+    for (int h = 0; h < echoers; h++)
         if (write (self->pipes[h], endpoint, strlen (endpoint)) < 0) {
             snprintf (err, errsize, "a floor helper is gone");
             bn_benchfloor_destroy (&self);
@@ -253,7 +369,9 @@ bn_benchfloor_round (bn_benchfloor_t *self, size_t size, int messages,
         zmq_msg_t copy;
         zmq_msg_init (&copy);
         zmq_msg_copy (&copy, &payload);
-        if (zmq_send (self->router, identity, (size_t)length, ZMQ_SNDMORE) <
+        if ((self->relay && zmq_send (self->router, S_RELAY_ID,
+                                      strlen (S_RELAY_ID), ZMQ_SNDMORE) < 0) ||
+            zmq_send (self->router, identity, (size_t)length, ZMQ_SNDMORE) <
                 0 ||
             zmq_msg_send (&copy, self->router, 0) < 0) {
             zmq_msg_close (&copy);

@@ -3,8 +3,9 @@
     against: one ROUTER sends a payload to N DEALER echo sockets in helper
     processes (laid out as engines are: K per process) and collects the N
     replies (the payload echoed, or an empty answer), one at a time or
-    many in flight. No JSON, no signing, no
-    relay.  */
+    many in flight. No JSON, no signing, and no relay, unless asked for
+    one: then a helper process passes the messages between the ROUTER and
+    the echo sockets, as the controller's mux does.  */
 #ifndef BN_BENCHFLOOR_H_INCLUDED
 #define BN_BENCHFLOOR_H_INCLUDED
 
@@ -18,10 +19,13 @@ typedef struct _bn_benchfloor_t bn_benchfloor_t;
 //  has said hello, or NULL with the reason in err after timeout seconds.
 //  Each echo socket sends back every message it gets (echo), or answers
 //  it with one empty frame (the floor of sending the payload one way).
-//  Must be called before this process creates a ZeroMQ context of its
-//  own (the helpers are forked).
+//  With relay, the echo sockets connect to a relay helper, which passes
+//  every frame on as received, both ways (two hops each way, as through a
+//  mux). Must be called before this process creates a ZeroMQ context of
+//  its own (the helpers are forked).
 bn_benchfloor_t *bn_benchfloor_new (int engines, int per_process, bool echo,
-                                    double timeout, char *err, size_t errsize);
+                                    bool relay, double timeout, char *err,
+                                    size_t errsize);
 
 //  Stop the helpers, wait for them, and NULL *self_p; NULL-safe.
 void bn_benchfloor_destroy (bn_benchfloor_t **self_p);

@@ -514,7 +514,7 @@ s_benchmark_page (s_site_t *site, const char *name, json_t *entry)
                     value, count > 1 ? (stats.q_75 - stats.q_25) / 2 : -1, unit,
                     text, sizeof text);
                 double ratio = bn_benchresults_floor_ratio (
-                    results, site->benchmarks, name, values, value);
+                    results, site->benchmarks, name, values, value, NULL);
                 if (!isnan (ratio))
                     snprintf (ratio_text, sizeof ratio_text, "%.2f×", ratio);
             } else if (status == BN_BENCHRESULT_SKIPPED)

@@ -538,7 +538,7 @@ bn_benchresults_find (bn_benchresults_t *self, const char *name,
 double
 bn_benchresults_floor_ratio (bn_benchresults_t *self, json_t *benchmarks,
                              const char *name, const char **values,
-                             double value)
+                             double value, const char *floor_name)
 {
     json_t *entry = json_object_get (benchmarks, name);
     json_t *names = json_object_get (entry, "param_names");
@@ -547,8 +547,9 @@ bn_benchresults_floor_ratio (bn_benchresults_t *self, json_t *benchmarks,
     if (!spec)
         return NAN;
     //  benchmarks.json files older than the pipelined floor name none
-    const char *floor_name =
-        json_string_value (json_object_get (entry, "banyan_floor_benchmark"));
+    if (!floor_name)
+        floor_name = json_string_value (
+            json_object_get (entry, "banyan_floor_benchmark"));
     if (!floor_name)
         floor_name = BN_BENCH_FLOOR_NAME;
     char buf[128];

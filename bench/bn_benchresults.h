@@ -93,13 +93,14 @@ double bn_benchresults_started (bn_benchresults_t *self, const char *name);
 
 //  The ratio of value, case values (repr texts, in the order of its
 //  param_names) of benchmark name, to the floor the benchmark is stated
-//  against in benchmarks (benchmarks.json's object) as measured in the
-//  same results and run: NAN if it is stated against none, that floor has
-//  no value here, or its row was started after the benchmark's (a later
-//  run measured the floor again, not the benchmark).
+//  against in benchmarks (benchmarks.json's object), or to the floor
+//  benchmark floor_name unless NULL (at the same parameters), as measured
+//  in the same results and run: NAN if it is stated against none, that
+//  floor has no value here, or its row was started after the benchmark's
+//  (a later run measured the floor again, not the benchmark).
 double bn_benchresults_floor_ratio (bn_benchresults_t *self, json_t *benchmarks,
                                     const char *name, const char **values,
-                                    double value);
+                                    double value, const char *floor_name);
 
 //  The benchmark's params list of lists, or NULL (borrowed).
 json_t *bn_benchresults_params (bn_benchresults_t *self, const char *name);

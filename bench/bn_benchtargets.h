@@ -27,7 +27,8 @@ typedef struct {
                             //  "engines=16,64 bytes=1000"
     bn_benchtarget_kind_t kind;
     const char *versus; //  STACK: the parameter and value compared with,
-                        //  as "stack='ipp'"
+                        //  as "stack='ipp'"; FLOOR: another floor than
+                        //  the benchmark's own, by name, or NULL
     double bound;       //  the ratio every cell must stay within (AT_MOST:
                         //  the value, in the benchmark's unit)
 } bn_benchtarget_t;

@@ -2,7 +2,9 @@
 /*  bn_suite_floor: floor.ZmqFloor, the bare ZeroMQ round trip to N echo
     sockets that every banyan figure is stated against: one message to
     each at a time (time_echo), M to each in flight (time_many), or the
-    payload one way with an empty answer (time_push).  */
+    payload one way with an empty answer (time_push); and
+    floor.ZmqRelayFloor, the same push through a bare relay process, the
+    floor of a relay such as the mux.  */
 #include "bn_benchfloor.h"
 #include "bn_suites.h"
 
@@ -12,13 +14,13 @@
 #define S_MANY_BYTES 1000
 
 static int
-s_setup (bn_benchcase_t *c, bool echo)
+s_setup (bn_benchcase_t *c, bool echo, bool relay)
 {
     int engines = (int)bn_benchcase_long (c, "engines", 1);
     char err[256] = "";
     bn_benchfloor_t *floor =
         bn_benchfloor_new (engines, bn_benchcase_per_process (c, engines), echo,
-                           60, err, sizeof err);
+                           relay, 60, err, sizeof err);
     if (!floor)
         return bn_benchcase_fail (c, "%s", *err ? err : "out of memory");
     c->state = floor;
@@ -28,13 +30,19 @@ s_setup (bn_benchcase_t *c, bool echo)
 int
 bn_suite_floor_setup (bn_benchcase_t *c)
 {
-    return s_setup (c, true);
+    return s_setup (c, true, false);
 }
 
 int
 bn_suite_floor_push_setup (bn_benchcase_t *c)
 {
-    return s_setup (c, false);
+    return s_setup (c, false, false);
+}
+
+int
+bn_suite_floor_relay_push_setup (bn_benchcase_t *c)
+{
+    return s_setup (c, false, true);
 }
 
 int

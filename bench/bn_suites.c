@@ -57,6 +57,24 @@ static const bn_benchdef_t s_table[] = {
                     "sockets in helper processes and collects the N empty "
                     "answers",
      .osu = NULL},
+    {.name = BN_BENCH_FLOOR_RELAY_PUSH,
+     .param_names = "engines bytes",
+     .params = "1 2 16 64 128 256 512 1024 | 1000 10000 100000 1000000 2000000",
+     .quick_params = "1 2 | 1000",
+     .unit = NULL,
+     .setup = bn_suite_floor_relay_push_setup,
+     .run = bn_suite_floor_run,
+     .teardown = bn_suite_floor_teardown,
+     .repeat = 0,
+     .number = 0,
+     .warmup = 0,
+     .timeout = 120,
+     .floor = NULL,
+     .description = "bare ZeroMQ through a relay, one way: a ROUTER sends B "
+                    "bytes to N DEALER sockets through a relay process that "
+                    "passes every frame on as received, and collects the N "
+                    "empty answers; the floor of a relay such as the mux",
+     .osu = NULL},
     {.name = "push.DirectViewBroadcast.time_push",
      .param_names = "engines bytes",
      .params = "1 2 16 64 128 256 512 1024 | 1000 10000 100000 1000000 2000000",

@@ -141,6 +141,27 @@ START_TEST (test_floor)
 }
 END_TEST
 
+//  A target stated against another floor than the benchmark's own (the
+//  relay floor of a push through the mux): its cells' ratios are to that
+//  one, at the same parameters; without it, not measured.
+START_TEST (test_other_floor)
+{
+    bn_benchresults_t *results = s_echo_results (S_OLD);
+    bn_benchtarget_t target = {
+        "echo within 2x of a relay",     S_ECHO,
+        "engines=1,16 bytes=1000",       BN_BENCHTARGET_FLOOR,
+        "floor.ZmqRelayFloor.time_echo", 2.0};
+    s_expect (target, &results, 1, "not measured");
+    double relay[] = {0.002, 0.005};
+    s_add (results, "floor.ZmqRelayFloor.time_echo",
+           "[[\"1\", \"16\"], [\"1000\"]]", relay, 2);
+    s_expect (target, &results, 1,
+              "| echo within 2x of a relay | engines=1: 1.50× (3.00ms); "
+              "engines=16: 2.00× (10.0ms) [aaaaaaaa] | yes |\n");
+    bn_benchresults_destroy (&results);
+}
+END_TEST
+
 START_TEST (test_newest_with_yardstick)
 {
     bn_benchresults_t *results[2] = {s_echo_results (S_OLD), s_results (S_NEW)};
@@ -424,6 +445,7 @@ main (void)
     TCase *tc = tcase_create ("core");
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_add_test (tc, test_floor);
+    tcase_add_test (tc, test_other_floor);
     tcase_add_test (tc, test_newest_with_yardstick);
     tcase_add_test (tc, test_stack);
     tcase_add_test (tc, test_bytes_and_summary);

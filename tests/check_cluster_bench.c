@@ -23,6 +23,7 @@
 #define S_FLOOR_MANY "floor.ZmqFloor.time_many"
 #define S_PUSH "push.CoalescingBroadcast.time_push"
 #define S_FLOOR_PUSH "floor.ZmqFloor.time_push"
+#define S_FLOOR_RELAY "floor.ZmqRelayFloor.time_push"
 
 static char s_dir[64];
 
@@ -236,6 +237,37 @@ START_TEST (test_push_against_one_way_floor)
 }
 END_TEST
 
+START_TEST (test_relay_floor)
+{
+    //  The relay floor passes the payload through a relay process to each
+    //  DEALER and their answers back: every case measured, a time each
+    char out[16384], results[128];
+    snprintf (results, sizeof results, "%s/results", s_dir);
+    const char *run[] = {"run",       "--quick",
+                         "-b",        "^floor\\.ZmqRelayFloor\\.time_push",
+                         "--engines", "1,2",
+                         "--results", results,
+                         "--machine", "testbox",
+                         "--commit",  S_COMMIT,
+                         NULL};
+    int rc = s_bench (out, sizeof out, run);
+    ck_assert_msg (rc == 0, "run exited %d:\n%s", rc, out);
+    for (int engines = 1; engines <= 2; engines++) {
+        char cell[128];
+        snprintf (cell, sizeof cell, "%s (%d, 1000)  ", S_FLOOR_RELAY, engines);
+        char *row = strstr (out, cell);
+        ck_assert_msg (row, "no %s in:\n%s", cell, out);
+        char value[64];
+        ck_assert_int_eq (sscanf (row + strlen (cell), "%63s", value), 1);
+        //  "417μs", or "1.2±0.1ms" over several samples
+        size_t length = strlen (value);
+        ck_assert_msg (strtod (value, NULL) > 0 && length > 2 &&
+                           value[length - 1] == 's',
+                       "%s is not a time", value);
+    }
+}
+END_TEST
+
 START_TEST (test_skipped_case)
 {
     //  A case that does not apply (stock engines are one Python process
@@ -372,6 +404,7 @@ main (void)
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_many_against_pipelined_floor);
     tcase_add_test (tc, test_push_against_one_way_floor);
+    tcase_add_test (tc, test_relay_floor);
     tcase_add_test (tc, test_skipped_case);
     tcase_add_test (tc, test_runs_with_other_grids);
     tcase_add_test (tc, test_progress_on_a_terminal);
