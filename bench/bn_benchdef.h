@@ -27,6 +27,8 @@ typedef enum { BN_BENCH_TIME, BN_BENCH_TRACK, BN_BENCH_PEAKMEM } bn_benchkind_t;
 #define BN_BENCH_FLOOR_NAME "floor.ZmqFloor.time_echo"
 #define BN_BENCH_FLOOR_MANY "floor.ZmqFloor.time_many"
 #define BN_BENCH_FLOOR_PUSH "floor.ZmqFloor.time_push"
+#define BN_BENCH_FLOOR_RELAY_ECHO "floor.ZmqRelayFloor.time_echo"
+#define BN_BENCH_FLOOR_RELAY_MANY "floor.ZmqRelayFloor.time_many"
 #define BN_BENCH_FLOOR_RELAY_PUSH "floor.ZmqRelayFloor.time_push"
 #define BN_BENCH_FLOOR_SPAWN "floor.Spawn.time_spawn"
 

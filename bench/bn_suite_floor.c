@@ -3,7 +3,7 @@
     sockets that every banyan figure is stated against: one message to
     each at a time (time_echo), M to each in flight (time_many), or the
     payload one way with an empty answer (time_push); and
-    floor.ZmqRelayFloor, the same push through a bare relay process, the
+    floor.ZmqRelayFloor, the same three through a bare relay process, the
     floor of a relay such as the mux.  */
 #include "bn_benchfloor.h"
 #include "bn_suites.h"
@@ -37,6 +37,12 @@ int
 bn_suite_floor_push_setup (bn_benchcase_t *c)
 {
     return s_setup (c, false, false);
+}
+
+int
+bn_suite_floor_relay_setup (bn_benchcase_t *c)
+{
+    return s_setup (c, true, true);
 }
 
 int

@@ -35,6 +35,7 @@ void bn_suite_pyclient_teardown (bn_benchcase_t *c);
 //  The floor (bn_suite_floor.c).
 int bn_suite_floor_setup (bn_benchcase_t *c);
 int bn_suite_floor_push_setup (bn_benchcase_t *c);
+int bn_suite_floor_relay_setup (bn_benchcase_t *c);
 int bn_suite_floor_relay_push_setup (bn_benchcase_t *c);
 int bn_suite_floor_run (bn_benchcase_t *c, double *value);
 int bn_suite_floor_many_run (bn_benchcase_t *c, double *value);
