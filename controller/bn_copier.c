@@ -220,8 +220,13 @@ bn_copier_keep (bn_copier_t *self, bn_msg_t *msg, size_t min, size_t max)
         s_item_t *item = &job->items[k++];
         zmq_msg_t own;
         atomic_fetch_add (&job->refs, 1);
-        //  cannot fail: the memory is given, not allocated
-        zmq_msg_init_data (&own, item->data, item->size, s_frame_free, job);
+        if (zmq_msg_init_data (&own, item->data, item->size, s_frame_free,
+                               job) != 0) {
+            //  out of memory for libzmq's own record of it: this frame
+            //  stays the one received
+            atomic_fetch_sub (&job->refs, 1);
+            continue;
+        }
         zmq_msg_move (frame, &own);
         zmq_msg_close (&own);
     }
