@@ -441,8 +441,9 @@ s_canned_object (bn_value_t *value)
     bn_value_t *state = bn_value_object_state (value);
     bn_value_t *keys = bn_value_dict_get (state, "keys");
     bn_value_t *hook = bn_value_dict_get (state, "hook");
-    if (bn_value_type (keys) != BN_VALUE_LIST || bn_value_size (keys) != 0 ||
-        !hook || bn_value_type (hook) != BN_VALUE_NONE)
+    if (!keys || bn_value_type (keys) != BN_VALUE_LIST ||
+        bn_value_size (keys) != 0 || !hook ||
+        bn_value_type (hook) != BN_VALUE_NONE)
         return NULL;
     for (size_t i = 0; i < bn_value_size (state); i++) {
         bn_value_t *key = bn_value_dict_key (state, i);
