@@ -69,6 +69,21 @@ s_bench (char *out, size_t size, const char *const *args)
     return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
 }
 
+//  banyan-bench run --quick of the benchmarks pattern matches, at engines,
+//  into this test's results; its output in out. Asserts it exits 0.
+static void
+s_quick_run (char *out, size_t size, const char *pattern, const char *engines)
+{
+    char results[128];
+    snprintf (results, sizeof results, "%s/results", s_dir);
+    const char *run[] = {"run",       "--quick", "-b",        pattern,
+                         "--engines", engines,   "--results", results,
+                         "--machine", "testbox", "--commit",  S_COMMIT,
+                         NULL};
+    int rc = s_bench (out, size, run);
+    ck_assert_msg (rc == 0, "run exited %d:\n%s", rc, out);
+}
+
 static bool
 s_file_has (const char *path, const char *text)
 {
@@ -220,14 +235,8 @@ START_TEST (test_push_against_one_way_floor)
 {
     //  A push (the payload consumed, a short reply back) is stated against
     //  the floor sending the payload one way, not against an echo of it
-    char out[16384], results[128];
-    snprintf (results, sizeof results, "%s/results", s_dir);
-    const char *run[] = {"run",       "--quick", "-b",        "^push\\.Coal",
-                         "--engines", "2",       "--results", results,
-                         "--machine", "testbox", "--commit",  S_COMMIT,
-                         NULL};
-    int rc = s_bench (out, sizeof out, run);
-    ck_assert_msg (rc == 0, "run exited %d:\n%s", rc, out);
+    char out[16384];
+    s_quick_run (out, sizeof out, "^push\\.Coal", "2");
     char *floor = strstr (out, S_FLOOR_PUSH " (2, 1000)  ");
     char *push = strstr (out, S_PUSH " (2, 1000)  ");
     ck_assert_msg (floor && push && floor < push, "floor not first:\n%s", out);
@@ -241,17 +250,8 @@ START_TEST (test_relay_floor)
 {
     //  The relay floor passes the payload through a relay process to each
     //  DEALER and their answers back: every case measured, a time each
-    char out[16384], results[128];
-    snprintf (results, sizeof results, "%s/results", s_dir);
-    const char *run[] = {"run",       "--quick",
-                         "-b",        "^floor\\.ZmqRelayFloor\\.time_push",
-                         "--engines", "1,2",
-                         "--results", results,
-                         "--machine", "testbox",
-                         "--commit",  S_COMMIT,
-                         NULL};
-    int rc = s_bench (out, sizeof out, run);
-    ck_assert_msg (rc == 0, "run exited %d:\n%s", rc, out);
+    char out[16384];
+    s_quick_run (out, sizeof out, "^floor\\.ZmqRelayFloor\\.time_push", "1,2");
     for (int engines = 1; engines <= 2; engines++) {
         char cell[128];
         snprintf (cell, sizeof cell, "%s (%d, 1000)  ", S_FLOOR_RELAY, engines);
@@ -273,17 +273,9 @@ START_TEST (test_skipped_case)
     //  A case that does not apply (stock engines are one Python process
     //  each, so peer mode stops at 16) is reported n/a, with the reason,
     //  and the run goes on
-    char out[16384], results[128];
-    snprintf (results, sizeof results, "%s/results", s_dir);
-    const char *run[] = {"run",       "--quick",
-                         "-b",        "^peer\\.DirectViewBroadcast\\.time_echo",
-                         "--engines", "17",
-                         "--results", results,
-                         "--machine", "testbox",
-                         "--commit",  S_COMMIT,
-                         NULL};
-    int rc = s_bench (out, sizeof out, run);
-    ck_assert_msg (rc == 0, "run exited %d:\n%s", rc, out);
+    char out[16384];
+    s_quick_run (out, sizeof out, "^peer\\.DirectViewBroadcast\\.time_echo",
+                 "17");
     ck_assert_ptr_nonnull (strstr (out, "('ipp', 17, 1000)  n/a"));
     ck_assert_ptr_nonnull (strstr (out, "at most 16"));
 }
