@@ -732,6 +732,55 @@ START_TEST (test_sqlite_restart)
 }
 END_TEST
 
+//  A request's large buffer is copied by the records' copier: the bytes
+//  read from its record are the request's, once the message is gone, and
+//  SQLite gets them the same, written and read back.
+START_TEST (test_large_request_kept)
+{
+    char path[300];
+    snprintf (path, sizeof path, "%s/large.db", s_dir);
+    char err[512];
+    bn_records_t *records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    ck_assert_int_eq (bn_records_open_sqlite (records, path, err, sizeof err),
+                      0);
+    size_t size = 300000;
+    char *bytes = malloc (size);
+    ck_assert_ptr_nonnull (bytes);
+    for (size_t i = 0; i < size; i++)
+        bytes[i] = (char)(i * 7 + i / 251);
+    bn_msg_t *request = bn_msg_new (s_client, BN_MSG_APPLY_REQUEST);
+    ck_assert_ptr_nonnull (request);
+    ck_assert_int_eq (bn_msg_add_buffer (request, bytes, size), 0);
+    char *msg_id = strdup (bn_msg_id (request));
+    const void *sent = zmq_msg_data (bn_msg_buffer (request, 0));
+    bn_records_request (records, BN_MONITOR_QUEUE_MUX, request, S_ENGINE);
+    bn_msg_destroy (&request);
+
+    bn_record_t *record = bn_records_get (records, msg_id);
+    ck_assert_ptr_nonnull (record);
+    zmq_msg_t *kept = bn_record_buffer (record, false, 0);
+    ck_assert_ptr_ne (zmq_msg_data (kept), sent);
+    ck_assert_uint_eq (zmq_msg_size (kept), size);
+    ck_assert (memcmp (zmq_msg_data (kept), bytes, size) == 0);
+    bn_record_release (&record);
+    ck_assert_int_eq (bn_records_flush (records), 0);
+    bn_records_destroy (&records);
+
+    records = bn_records_new (BN_RECORDS_MEMORY, 0, 0);
+    ck_assert_int_eq (bn_records_open_sqlite (records, path, err, sizeof err),
+                      0);
+    record = bn_records_get (records, msg_id);
+    ck_assert_ptr_nonnull (record);
+    kept = bn_record_buffer (record, false, 0);
+    ck_assert_uint_eq (zmq_msg_size (kept), size);
+    ck_assert (memcmp (zmq_msg_data (kept), bytes, size) == 0);
+    bn_record_release (&record);
+    bn_records_destroy (&records);
+    free (msg_id);
+    free (bytes);
+}
+END_TEST
+
 START_TEST (test_sqlite_broadcast)
 {
     //  a coalescing broadcast to three engines: one engine's own error
@@ -965,6 +1014,7 @@ s_suite (void)
     tc = tcase_create ("sqlite");
     tcase_add_checked_fixture (tc, s_tmp_setup, s_tmp_teardown);
     tcase_add_test (tc, test_sqlite_restart);
+    tcase_add_test (tc, test_large_request_kept);
     tcase_add_test (tc, test_sqlite_broadcast);
     tcase_add_test (tc, test_sqlite_abandoned);
     tcase_add_test (tc, test_sqlite_unusable);
