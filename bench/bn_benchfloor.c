@@ -47,6 +47,7 @@ s_read_line (int fd, char *endpoint, size_t size, int timeout_ms)
     return got;
 }
 
+//  No high-water marks and no linger: the floor never drops or waits.
 static void
 s_set_unlimited (void *socket)
 {

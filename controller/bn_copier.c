@@ -175,6 +175,22 @@ s_fits (zmq_msg_t *frame, size_t min, size_t max)
     return size >= min && size <= max;
 }
 
+void
+bn_copier_copy (bn_msg_t *msg, size_t min, size_t max)
+{
+    assert (msg);
+    for (size_t i = 0; i < bn_msg_nbuffers (msg); i++) {
+        zmq_msg_t *frame = bn_msg_buffer (msg, i);
+        size_t size = zmq_msg_size (frame);
+        zmq_msg_t own;
+        if (!s_fits (frame, min, max) || zmq_msg_init_size (&own, size) != 0)
+            continue;
+        memcpy (zmq_msg_data (&own), zmq_msg_data (frame), size);
+        zmq_msg_move (frame, &own);
+        zmq_msg_close (&own);
+    }
+}
+
 bn_copier_job_t *
 bn_copier_keep (bn_copier_t *self, bn_msg_t *msg, size_t min, size_t max)
 {

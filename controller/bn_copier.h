@@ -29,6 +29,10 @@ void bn_copier_destroy (bn_copier_t **self_p);
 bn_copier_job_t *bn_copier_keep (bn_copier_t *self, bn_msg_t *msg, size_t min,
                                  size_t max);
 
+//  The same copy made here, on the caller's thread, with nothing to wait
+//  for: a buffer libzmq has no memory for stays the frame it was.
+void bn_copier_copy (bn_msg_t *msg, size_t min, size_t max);
+
 //  Wait until job's bytes are copied.
 void bn_copier_job_wait (bn_copier_job_t *job);
 

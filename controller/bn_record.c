@@ -515,23 +515,12 @@ static bn_msg_t *
 s_keep (bn_record_t *self, bn_msg_t *msg, bn_copier_t *copier)
 {
     bn_msg_t *copy = bn_msg_dup (msg);
-    if (copy && copier) {
+    if (!copy)
+        return NULL;
+    if (copier)
         self->copying = bn_copier_keep (copier, copy, S_OWN_MIN, S_OWN_MAX);
-        if (self->copying)
-            return copy;
-    }
-    size_t count = copy ? bn_msg_nbuffers (copy) : 0;
-    for (size_t i = 0; i < count; i++) {
-        zmq_msg_t *frame = bn_msg_buffer (copy, i);
-        size_t size = zmq_msg_size (frame);
-        zmq_msg_t own;
-        if (size < S_OWN_MIN || size > S_OWN_MAX ||
-            zmq_msg_init_size (&own, size) != 0)
-            continue;
-        memcpy (zmq_msg_data (&own), zmq_msg_data (frame), size);
-        zmq_msg_move (frame, &own);
-        zmq_msg_close (&own);
-    }
+    if (!self->copying)
+        bn_copier_copy (copy, S_OWN_MIN, S_OWN_MAX);
     return copy;
 }
 

@@ -108,6 +108,29 @@ START_TEST (test_nothing_to_copy)
 }
 END_TEST
 
+//  The same copy on the caller's thread: in-range buffers in new memory
+//  with the same bytes at once, the others shared.
+START_TEST (test_copy_here)
+{
+    size_t sizes[] = {100, 9000, 200000};
+    bn_msg_t *sent = s_message (sizes, 3);
+    bn_msg_t *kept = bn_msg_dup (sent);
+    bn_copier_copy (kept, 8192, 65536);
+    for (size_t i = 0; i < 3; i++) {
+        s_assert_bytes (kept, i, sizes[i]);
+        void *was = zmq_msg_data (bn_msg_buffer (sent, i));
+        void *now = zmq_msg_data (bn_msg_buffer (kept, i));
+        if (i == 1)
+            ck_assert_ptr_ne (now, was);
+        else
+            ck_assert_ptr_eq (now, was);
+    }
+    bn_msg_destroy (&sent);
+    s_assert_bytes (kept, 1, sizes[1]);
+    bn_msg_destroy (&kept);
+}
+END_TEST
+
 //  A message dropped before its copy is done, job not waited for: the
 //  copier still lets go of every frame, and destroying it finishes the
 //  queue (the leak checkers see the rest).
@@ -161,6 +184,7 @@ main (void)
     TCase *tc = tcase_create ("core");
     tcase_add_test (tc, test_keep);
     tcase_add_test (tc, test_nothing_to_copy);
+    tcase_add_test (tc, test_copy_here);
     tcase_add_test (tc, test_dropped_before_done);
     tcase_add_test (tc, test_many);
     suite_add_tcase (suite, tc);
