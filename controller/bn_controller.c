@@ -44,6 +44,11 @@
 //  the flooding client's sends block).
 #define S_TASK_RCVHWM 1000
 
+//  A context option of libzmq 4.3 that zmq.h lists among its drafts
+#ifndef ZMQ_ZERO_COPY_RECV
+#define ZMQ_ZERO_COPY_RECV 10
+#endif
+
 //  One bound socket and the port it got.
 typedef struct {
     zsock_t *sock;
@@ -803,6 +808,14 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
         s_controller_destroy (&self);
         return NULL;
     }
+    //  The records keep requests' and replies' frames as long as they keep
+    //  the records. libzmq receives a frame under 8 kB into the batch it
+    //  read, shared by refcount (about 16 kB with its counters), so a kept
+    //  200-byte frame would hold all of that: with the copy libzmq makes
+    //  when zero-copy receiving is off, each frame has memory of its own.
+    //  For every socket made from here on; one libzmq does not know it
+    //  for receives the same way as before.
+    zmq_ctx_set (zsys_init (), ZMQ_ZERO_COPY_RECV, 0);
     //  a range too small for every port fails now, not at the last bind
     bn_config_ports (config, "controller.ports", &self->ports[0],
                      &self->ports[1]);

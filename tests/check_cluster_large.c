@@ -9,6 +9,7 @@
 #include "bn_config.h"
 #include "bn_controller.h"
 #include "bn_engine_actor.h"
+#include "bn_memtest.h"
 
 #include <check.h>
 #include <czmq.h>
@@ -30,23 +31,6 @@ s_unmap (void *data, void *hint)
 {
     munmap (data, S_SIZE);
     atomic_fetch_add (&s_released, 1);
-}
-
-//  Resident and peak resident kB of this process.
-static long
-s_status_kb (const char *field)
-{
-    FILE *file = fopen ("/proc/self/status", "r");
-    ck_assert_ptr_nonnull (file);
-    char line[256];
-    long kb = -1;
-    size_t length = strlen (field);
-    while (fgets (line, sizeof line, file))
-        if (strncmp (line, field, length) == 0 && line[length] == ':')
-            kb = atol (line + length + 1);
-    fclose (file);
-    ck_assert_int_ge (kb, 0);
-    return kb;
 }
 
 START_TEST (test_push_past_2gib)
@@ -95,7 +79,7 @@ START_TEST (test_push_past_2gib)
         fputs ("5", clear);
         fclose (clear);
     }
-    long before = s_status_kb ("VmRSS");
+    long before = t_status_kb ("VmRSS");
 
     bn_value_t *ns = bn_value_new_dict ();
     ck_assert_int_eq (
@@ -131,7 +115,7 @@ START_TEST (test_push_past_2gib)
     bn_value_destroy (&len);
 
     //  the controller's copy and the engine's: one each, and no more
-    long grown = s_status_kb ("VmHWM") - before;
+    long grown = t_status_kb ("VmHWM") - before;
     ck_assert_msg (grown < (long)(S_SIZE / 1024 * 5 / 2),
                    "%ld kB more for a push of %zu kB", grown, S_SIZE / 1024);
 

@@ -9,6 +9,7 @@
 #include "bn_config.h"
 #include "bn_controller.h"
 #include "bn_engine_actor.h"
+#include "bn_memtest.h"
 
 #include <check.h>
 #include <czmq.h>
@@ -341,6 +342,54 @@ START_TEST (test_broadcast)
 }
 END_TEST
 
+//  The records keep every engine's reply to a broadcast; what that costs
+//  is the replies' bytes, not the buffers libzmq read them with.
+START_TEST (test_kept_replies_memory)
+{
+    enum { ENGINES = 16, ROUNDS = 300 };
+    s_start_controller ();
+    s_start_engines (ENGINES);
+    bn_client_t *client = s_client (ENGINES);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    //  one record a round, its replies merged into one message
+    bn_view_set_coalescing (view, true);
+    char text[1001];
+    memset (text, 'x', sizeof text - 1);
+    text[sizeof text - 1] = 0;
+    bn_value_t *args = bn_value_new_tuple ();
+    bn_value_append (args, bn_value_new_str (text));
+    char *first = NULL;
+    long before = 0;
+    for (int round = -20; round < ROUNDS; round++) {
+        if (round == 0)
+            before = t_status_kb ("VmRSS");
+        bn_result_t *result;
+        ck_assert_int_eq (bn_view_apply (view, "echo", args, NULL, &result), 0);
+        ck_assert_int_eq (bn_result_get (result, 20), 0);
+        ck_assert_uint_eq (bn_result_count (result), ENGINES);
+        if (round == 0)
+            first = strdup (bn_result_msg_id (result, 0));
+        bn_result_destroy (&result);
+    }
+    long grown = t_status_kb ("VmRSS") - before;
+    //  the first measured round's replies are still kept
+    bn_result_t *recorded = NULL;
+    ck_assert_int_eq (bn_client_get_result (client, first, 10, &recorded), 0);
+    ck_assert_str_eq (bn_value_str (bn_result_value (recorded, 0)), text);
+    bn_result_destroy (&recorded);
+    //  a kept reply here costs about 2 kB; as views into the batches libzmq
+    //  received them in, about 11 kB each
+    if (t_memory_measurable ())
+        ck_assert_msg (grown * 1024 < 4096L * ENGINES * ROUNDS,
+                       "%ld kB more for %d replies kept", grown,
+                       ENGINES * ROUNDS);
+    free (first);
+    bn_value_destroy (&args);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+}
+END_TEST
+
 //  A broadcast is in the records while its engines still work on it (the
 //  tree's root holds its report a moment, to send it with a quick reply's),
 //  and completed once they answered.
@@ -571,6 +620,7 @@ s_suite (void)
     tcase_add_test (tc, test_engines_gone);
     tcase_add_test (tc, test_broadcast);
     tcase_add_test (tc, test_broadcast_pending);
+    tcase_add_test (tc, test_kept_replies_memory);
     tcase_add_test (tc, test_resubmit);
     tcase_add_test (tc, test_sqlite_restart);
     tcase_add_test (tc, test_sqlite_unwritable);
