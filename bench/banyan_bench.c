@@ -36,7 +36,8 @@ s_usage (FILE *out)
         "Usage: banyan-bench run [--quick] [-b REGEX]... [--machine NAME]\n"
         "                        [--results DIR] [--engines LIST] [-k N]\n"
         "                        [-p NAME=LIST]...\n"
-        "                        [--commit HASH] [--env NAME] [-e] [-f]\n"
+        "                        [--rounds N] [--commit HASH] [--env NAME]\n"
+        "                        [-e] [-f]\n"
         "       banyan-bench list [-b REGEX]... [--quick] [--engines LIST]\n"
         "       banyan-bench compare A B [--factor F] [--only-changed]\n"
         "                        [--results DIR] [--machine NAME]\n"
@@ -86,6 +87,10 @@ s_usage (FILE *out)
         "  -k, --engines-per-process N\n"
         "                      engines per banyan-engine process (N up to 4\n"
         "                      engines, else the engines over 4 processes)\n"
+        "      --rounds N      run the selection N times over, one whole\n"
+        "                      pass after another, each case's figure over\n"
+        "                      the samples of every pass (1): a case and its\n"
+        "                      floor share the machine's slow and fast spells\n"
         "      --commit HASH   the commit measured (this build's source)\n"
         "      --env NAME      environment name (banyan-<build type>)\n"
         "  -e, --show-stderr   print why failed cases failed, with their log\n"
@@ -139,6 +144,7 @@ typedef struct {
     const char *params[16];
     size_t param_count;
     int per_process;
+    int rounds;
     const char *commit;
     const char *env;
     bool show_stderr;
@@ -161,6 +167,7 @@ enum {
     S_OPT_HTML,
     S_OPT_MARKDOWN,
     S_OPT_README,
+    S_OPT_ROUNDS,
     S_OPT_VERSION
 };
 
@@ -186,6 +193,7 @@ s_parse (int argc, char **argv, s_options_t *options)
         {"html", required_argument, NULL, S_OPT_HTML},
         {"markdown", required_argument, NULL, S_OPT_MARKDOWN},
         {"readme", required_argument, NULL, S_OPT_README},
+        {"rounds", required_argument, NULL, S_OPT_ROUNDS},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, S_OPT_VERSION},
         {NULL, 0, NULL, 0}};
@@ -258,6 +266,13 @@ s_parse (int argc, char **argv, s_options_t *options)
         case S_OPT_README:
             options->readme = optarg;
             break;
+        case S_OPT_ROUNDS:
+            options->rounds = (int)strtol (optarg, &end, 10);
+            if (*end || options->rounds < 1 || options->rounds > 1000) {
+                fprintf (stderr, "banyan-bench: --rounds takes 1 to 1000\n");
+                return -1;
+            }
+            break;
         case 'h':
             s_usage (stdout);
             return -2;
@@ -325,6 +340,7 @@ s_run (bn_benchrunner_t *runner, s_options_t *options)
     bn_benchrunner_set_show_stderr (runner, options->show_stderr);
     bn_benchrunner_set_osu_full (runner, options->full);
     bn_benchrunner_set_per_process (runner, options->per_process);
+    bn_benchrunner_set_rounds (runner, options->rounds);
     char *bin_dir = bn_path_exe_dir ();
     if (bin_dir)
         bn_benchrunner_set_bin_dir (runner, bin_dir);

@@ -46,6 +46,7 @@ struct _bn_benchrunner_t {
     int per_process;                //  engines per process (0: auto)
     bool show_stderr;               //  print why cases failed
     bool osu_full;                  //  -f: OSU min, max, iterations
+    int rounds;                     //  --rounds: passes over the selection
     FILE *out;                      //  where results go
     bool tty;                       //  out is a terminal
     bn_benchresults_t *results;     //  this run's
@@ -69,7 +70,46 @@ typedef struct {
     size_t count;            //  samples
     int number;              //  calls per sample
     char reason[512];        //  why it failed or was skipped
+    int passes;              //  passes pooled in (s_pool)
 } s_outcome_t;
+
+//  Pool outcome, one pass's, into pool (the passes before it), taking its
+//  samples: a case that failed in any pass has failed; else the samples of
+//  every pass together.
+static void
+s_pool (s_outcome_t *pool, s_outcome_t *outcome)
+{
+    if (pool->passes++ == 0) {
+        *pool = *outcome;
+        pool->passes = 1;
+        outcome->samples = NULL;
+        return;
+    }
+    if (pool->status == BN_BENCHRESULT_FAILED) {
+        free (outcome->samples);
+        outcome->samples = NULL;
+        return;
+    }
+    if (outcome->status != BN_BENCHRESULT_OK) {
+        int passes = pool->passes;
+        free (pool->samples);
+        *pool = *outcome;
+        pool->passes = passes;
+        outcome->samples = NULL;
+        return;
+    }
+    double *more = realloc (pool->samples, (pool->count + outcome->count) *
+                                               sizeof *pool->samples);
+    if (more) {
+        memcpy (more + pool->count, outcome->samples,
+                outcome->count * sizeof *more);
+        pool->samples = more;
+        pool->count += outcome->count;
+    }
+    pool->number = outcome->number;
+    free (outcome->samples);
+    outcome->samples = NULL;
+}
 
 bn_benchrunner_t *
 bn_benchrunner_new (const bn_benchdef_t *table, size_t count)
@@ -83,6 +123,7 @@ bn_benchrunner_new (const bn_benchdef_t *table, size_t count)
     self->bin_dir = strdup (".");
     self->commit = strdup ("0000000000000000000000000000000000000000");
     self->env = strdup ("banyan");
+    self->rounds = 1;
     self->out = stdout;
     self->tty = isatty (fileno (stdout));
     self->floor_needed = json_object ();
@@ -227,6 +268,13 @@ void
 bn_benchrunner_set_osu_full (bn_benchrunner_t *self, bool full)
 {
     self->osu_full = full;
+}
+
+void
+bn_benchrunner_set_rounds (bn_benchrunner_t *self, int rounds)
+{
+    assert (self);
+    self->rounds = rounds > 0 ? rounds : 1;
 }
 
 const char *
@@ -801,6 +849,74 @@ s_is_floor (bn_benchrunner_t *self, const bn_benchdef_t *def)
     return false;
 }
 
+//  One pass over benchmark def's cases (round counts from 0), pooled into
+//  pooled (one per case) and recorded; printed in the last pass. Returns 1
+//  if a case has failed, else 0.
+static int
+s_pass (bn_benchrunner_t *self, const bn_benchdef_t *def, json_t *grid,
+        bn_benchresults_t *previous, s_outcome_t *pooled, double *duration,
+        int round)
+{
+    int status = 0;
+    bool last = round == self->rounds - 1;
+    bool floor_only =
+        s_is_floor (self, def) && !bn_benchrunner_selected (self, def);
+    const char *floor = bn_benchdef_floor (def);
+    if (round == 0) {
+        char version[64];
+        bn_benchresults_version (def, version, sizeof version);
+        struct timeval now;
+        gettimeofday (&now, NULL);
+        bn_benchresults_begin (self->results, def->name, grid, version,
+                               (double)now.tv_sec * 1000 +
+                                   (double)now.tv_usec / 1000);
+    }
+    double started = zclock_usecs () / 1e6;
+    char namebuf[256];
+    const char *names[BN_BENCH_MAX_PARAMS];
+    size_t count = s_param_names (def, namebuf, sizeof namebuf, names);
+    size_t cases = s_cases (grid);
+    for (size_t j = 0; j < cases && !s_interrupted; j++) {
+        size_t k = s_run_order (grid, names, count, j);
+        const char *values[BN_BENCH_MAX_PARAMS];
+        s_case_values (grid, k, values);
+        char params[512];
+        s_params_text (values, count, params, sizeof params);
+        if (floor_only) {
+            char key[256];
+            snprintf (key, sizeof key, "%s %s %s", def->name, values[0],
+                      values[1]);
+            if (!json_object_get (self->floor_needed, key)) {
+                //  not asked for: as an earlier run left it, or skipped;
+                //  not printed
+                if (round == 0)
+                    s_keep_case (self, previous, def->name, values, k);
+                self->cases_done++;
+                continue;
+            }
+        }
+        s_progress (self, def->name, params);
+        s_outcome_t outcome;
+        s_run_case (self, def, values, count, &outcome);
+        self->cases_done++;
+        s_outcome_t *pool = &pooled[k];
+        s_pool (pool, &outcome);
+        bn_benchresults_set_case (self->results, def->name, k, pool->status,
+                                  pool->samples, pool->count, pool->number);
+        if (last) {
+            char key[128], ratio[64] = "";
+            if (s_floor_key (def, names, values, count, key, sizeof key))
+                s_floor_ratio (self, floor, key, pool, ratio, sizeof ratio);
+            s_print_outcome (self, def, params, pool, ratio);
+        }
+        if (pool->status == BN_BENCHRESULT_FAILED)
+            status = 1;
+    }
+    *duration += zclock_usecs () / 1e6 - started;
+    bn_benchresults_set_duration (self->results, def->name, *duration);
+    return status;
+}
+
 int
 bn_benchrunner_run (bn_benchrunner_t *self)
 {
@@ -915,76 +1031,60 @@ bn_benchrunner_run (bn_benchrunner_t *self)
     for (size_t i = 0; i < total; i++)
         self->cases_total += s_cases (grids[i]);
 
+    self->cases_total *= (size_t)self->rounds;
+    //  each case's passes so far, per benchmark; its time so far
+    s_outcome_t **pooled = calloc (total, sizeof *pooled);
+    double *durations = calloc (total, sizeof *durations);
+    bool allocated = pooled && durations;
+    for (size_t i = 0; allocated && i < total; i++)
+        allocated = (pooled[i] = calloc (s_cases (grids[i]) + 1,
+                                         sizeof **pooled)) != NULL;
+    if (!allocated) {
+        fprintf (stderr, "banyan-bench: out of memory\n");
+        for (size_t i = 0; pooled && i < total; i++)
+            free (pooled[i]);
+        free (pooled);
+        free (durations);
+        for (size_t i = 0; i < total; i++)
+            json_decref (grids[i]);
+        json_decref (machine);
+        bn_benchresults_destroy (&previous);
+        free (defs);
+        free (grids);
+        return -1;
+    }
+
     int status = 0;
     s_interrupted = 0;
     struct sigaction action = {.sa_handler = s_on_signal}, old_int, old_term;
     sigemptyset (&action.sa_mask);
     sigaction (SIGINT, &action, &old_int);
     sigaction (SIGTERM, &action, &old_term);
-    for (size_t i = 0; i < total && !s_interrupted; i++) {
-        const bn_benchdef_t *def = defs[i];
-        bool floor_only =
-            s_is_floor (self, def) && !bn_benchrunner_selected (self, def);
-        const char *floor = bn_benchdef_floor (def);
-        json_t *grid = grids[i];
-        char version[64];
-        bn_benchresults_version (def, version, sizeof version);
-        struct timeval now;
-        gettimeofday (&now, NULL);
-        bn_benchresults_begin (self->results, def->name, grid, version,
-                               (double)now.tv_sec * 1000 +
-                                   (double)now.tv_usec / 1000);
-        double started = zclock_usecs () / 1e6;
-        char namebuf[256];
-        const char *names[BN_BENCH_MAX_PARAMS];
-        size_t count = s_param_names (def, namebuf, sizeof namebuf, names);
-        size_t cases = s_cases (grid);
-        for (size_t j = 0; j < cases && !s_interrupted; j++) {
-            size_t k = s_run_order (grid, names, count, j);
-            const char *values[BN_BENCH_MAX_PARAMS];
-            s_case_values (grid, k, values);
-            char params[512];
-            s_params_text (values, count, params, sizeof params);
-            s_outcome_t outcome;
-            if (floor_only) {
-                char key[256];
-                snprintf (key, sizeof key, "%s %s %s", def->name, values[0],
-                          values[1]);
-                if (!json_object_get (self->floor_needed, key)) {
-                    //  not asked for: as an earlier run left it, or
-                    //  skipped; not printed
-                    s_keep_case (self, previous, def->name, values, k);
-                    self->cases_done++;
-                    continue;
-                }
-            }
-            s_progress (self, def->name, params);
-            s_run_case (self, def, values, count, &outcome);
-            self->cases_done++;
-            bn_benchresults_set_case (self->results, def->name, k,
-                                      outcome.status, outcome.samples,
-                                      outcome.count, outcome.number);
-            char key[128], ratio[64] = "";
-            if (s_floor_key (def, names, values, count, key, sizeof key))
-                s_floor_ratio (self, floor, key, &outcome, ratio, sizeof ratio);
-            s_print_outcome (self, def, params, &outcome, ratio);
-            if (outcome.status == BN_BENCHRESULT_FAILED)
+    for (int round = 0; round < self->rounds && status >= 0 && !s_interrupted;
+         round++) {
+        for (size_t i = 0; i < total && !s_interrupted; i++) {
+            if (s_pass (self, defs[i], grids[i], previous, pooled[i],
+                        &durations[i], round) != 0)
                 status = 1;
-            free (outcome.samples);
-        }
-        bn_benchresults_set_duration (self->results, def->name,
-                                      zclock_usecs () / 1e6 - started);
-        //  saved after every benchmark: an interrupted run keeps them
-        if (bn_benchresults_save (self->results, self->results_dir, err,
-                                  sizeof err) != 0 ||
-            bn_benchresults_save_benchmarks (self->results_dir, &defs[i],
-                                             &grids[i], 1, err,
-                                             sizeof err) != 0) {
-            fprintf (stderr, "banyan-bench: %s\n", err);
-            status = -1;
-            break;
+            //  saved after every benchmark: an interrupted run keeps them
+            if (bn_benchresults_save (self->results, self->results_dir, err,
+                                      sizeof err) != 0 ||
+                bn_benchresults_save_benchmarks (self->results_dir, &defs[i],
+                                                 &grids[i], 1, err,
+                                                 sizeof err) != 0) {
+                fprintf (stderr, "banyan-bench: %s\n", err);
+                status = -1;
+                break;
+            }
         }
     }
+    for (size_t i = 0; i < total; i++) {
+        for (size_t k = 0; k < s_cases (grids[i]); k++)
+            free (pooled[i][k].samples);
+        free (pooled[i]);
+    }
+    free (pooled);
+    free (durations);
     sigaction (SIGINT, &old_int, NULL);
     sigaction (SIGTERM, &old_term, NULL);
     if (self->tty)

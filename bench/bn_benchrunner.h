@@ -42,6 +42,11 @@ void bn_benchrunner_set_commit (bn_benchrunner_t *self, const char *commit,
 void bn_benchrunner_set_env (bn_benchrunner_t *self, const char *env);
 void bn_benchrunner_set_show_stderr (bn_benchrunner_t *self, bool show);
 void bn_benchrunner_set_osu_full (bn_benchrunner_t *self, bool full);
+//  Run the selection this many times over (1 by default), one whole pass
+//  after the other, so that a case and its floor are measured in every
+//  pass: each case's figure is over the samples of all passes, and the
+//  machine's slower and faster minutes fall on both sides alike.
+void bn_benchrunner_set_rounds (bn_benchrunner_t *self, int rounds);
 
 //  Whether benchmark def is selected by the regexes (all if none).
 bool bn_benchrunner_selected (bn_benchrunner_t *self, const bn_benchdef_t *def);

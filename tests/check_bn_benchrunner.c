@@ -1,8 +1,10 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
 /*  check_bn_benchrunner: the order banyan-bench runs a benchmark's cases
-    in: the grid's (the last parameter fastest), and for a comparison of
-    stacks each cell's stacks one after the other.  */
+    in: the grid's (the last parameter fastest), for a comparison of
+    stacks each cell's stacks one after the other, and with --rounds the
+    whole selection pass after pass, each case's samples pooled.  */
 #include "bn_benchcase.h"
+#include "bn_benchresults.h"
 #include "bn_benchrunner.h"
 #include "bn_testdir.h"
 
@@ -86,14 +88,16 @@ static const bn_benchdef_t s_table[] = {
      .warmup = -1},
 };
 
-//  Run the benchmarks that match regex; the log of their cases.
+//  Run the benchmarks that match regex in as many rounds; the log of their
+//  cases.
 static char *
-s_run_cases (const char *regex)
+s_run_rounds (const char *regex, int rounds)
 {
     unlink (s_log);
     bn_benchrunner_t *runner = bn_benchrunner_new (s_table, 2);
     ck_assert_ptr_nonnull (runner);
     ck_assert_int_eq (bn_benchrunner_add_regex (runner, regex), 0);
+    bn_benchrunner_set_rounds (runner, rounds);
     bn_benchrunner_set_results (runner, s_dir);
     bn_benchrunner_set_machine (runner, "testbox");
     bn_benchrunner_set_commit (runner, S_COMMIT, 1.7e12);
@@ -105,6 +109,12 @@ s_run_cases (const char *regex)
     ck_assert_uint_gt (fread (text, 1, 4095, file), 0);
     fclose (file);
     return text;
+}
+
+static char *
+s_run_cases (const char *regex)
+{
+    return s_run_rounds (regex, 1);
 }
 
 START_TEST (test_stacks_side_by_side)
@@ -125,6 +135,39 @@ START_TEST (test_grid_order)
 }
 END_TEST
 
+START_TEST (test_rounds)
+{
+    char *cases = s_run_rounds ("^order\\.", 3);
+    //  every case of the selection, then all of them again
+    const char *pass = "mixed 1\nipp 1\nmixed 2\nipp 2\nmixed 16\nipp 16\n"
+                       "1 10\n1 20\n2 10\n2 20\n";
+    char want[512];
+    snprintf (want, sizeof want, "%s%s%s", pass, pass, pass);
+    ck_assert_str_eq (cases, want);
+    free (cases);
+    //  each case's figure is over the samples of the three passes
+    char name[256], path[600], err[256];
+    bn_benchresults_filename (S_COMMIT, "banyan", name, sizeof name);
+    snprintf (path, sizeof path, "%s/testbox/%s", s_dir, name);
+    bn_benchresults_t *results = bn_benchresults_load (path, err, sizeof err);
+    ck_assert_msg (results != NULL, "%s", err);
+    const char *benchmarks[] = {"order.Stacks.time_call",
+                                "order.Plain.time_call"};
+    size_t counts[] = {6, 4};
+    for (size_t b = 0; b < 2; b++)
+        for (size_t i = 0; i < counts[b]; i++) {
+            double value, *samples = NULL;
+            size_t count = 0;
+            ck_assert_int_eq (bn_benchresults_case (results, benchmarks[b], i,
+                                                    &value, NULL, &samples,
+                                                    &count),
+                              BN_BENCHRESULT_OK);
+            ck_assert_uint_eq (count, 3);
+        }
+    bn_benchresults_destroy (&results);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -133,6 +176,7 @@ main (void)
     tcase_add_checked_fixture (tc, s_setup, s_teardown);
     tcase_add_test (tc, test_stacks_side_by_side);
     tcase_add_test (tc, test_grid_order);
+    tcase_add_test (tc, test_rounds);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
