@@ -76,7 +76,7 @@ void bn_benchresults_set_duration (bn_benchresults_t *self, const char *name,
                                    double seconds);
 
 //  Case index of benchmark name: its status, and when OK its value, stats
-//  and samples (a pointer into the results; may be NULL with count 0).
+//  and samples (a copy the caller frees; NULL with count 0).
 bn_benchresult_t bn_benchresults_case (bn_benchresults_t *self,
                                        const char *name, size_t index,
                                        double *value, bn_benchstats_t *stats,

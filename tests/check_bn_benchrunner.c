@@ -163,6 +163,7 @@ START_TEST (test_rounds)
                                                     &count),
                               BN_BENCHRESULT_OK);
             ck_assert_uint_eq (count, 3);
+            free (samples);
         }
     bn_benchresults_destroy (&results);
 }
