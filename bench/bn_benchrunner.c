@@ -1039,22 +1039,10 @@ bn_benchrunner_run (bn_benchrunner_t *self)
     for (size_t i = 0; allocated && i < total; i++)
         allocated = (pooled[i] = calloc (s_cases (grids[i]) + 1,
                                          sizeof **pooled)) != NULL;
-    if (!allocated) {
+    if (!allocated)
         fprintf (stderr, "banyan-bench: out of memory\n");
-        for (size_t i = 0; pooled && i < total; i++)
-            free (pooled[i]);
-        free (pooled);
-        free (durations);
-        for (size_t i = 0; i < total; i++)
-            json_decref (grids[i]);
-        json_decref (machine);
-        bn_benchresults_destroy (&previous);
-        free (defs);
-        free (grids);
-        return -1;
-    }
 
-    int status = 0;
+    int status = allocated ? 0 : -1;
     s_interrupted = 0;
     struct sigaction action = {.sa_handler = s_on_signal}, old_int, old_term;
     sigemptyset (&action.sa_mask);
@@ -1078,8 +1066,8 @@ bn_benchrunner_run (bn_benchrunner_t *self)
             }
         }
     }
-    for (size_t i = 0; i < total; i++) {
-        for (size_t k = 0; k < s_cases (grids[i]); k++)
+    for (size_t i = 0; pooled && i < total; i++) {
+        for (size_t k = 0; pooled[i] && k < s_cases (grids[i]); k++)
             free (pooled[i][k].samples);
         free (pooled[i]);
     }

@@ -813,8 +813,8 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
     //  read, shared by refcount (about 16 kB with its counters), so a kept
     //  200-byte frame would hold all of that: with the copy libzmq makes
     //  when zero-copy receiving is off, each frame has memory of its own.
-    //  For every socket made from here on; one libzmq does not know it
-    //  for receives the same way as before.
+    //  It holds for the sockets made from here on; a libzmq without the
+    //  option refuses it and receives as before.
     zmq_ctx_set (zsys_init (), ZMQ_ZERO_COPY_RECV, 0);
     //  a range too small for every port fails now, not at the last bind
     bn_config_ports (config, "controller.ports", &self->ports[0],
