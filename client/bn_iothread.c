@@ -1,10 +1,20 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
-/*  bn_iothread: the thread that owns a client's sockets.
+/*  bn_iothread: the thread that owns a client's sockets, and lends them.
 
     User threads build messages with the tracker's lock held (the tx
-    session numbers them), then pass them over the inproc pipe; this
-    thread signs and sends them with its own session (same key and id), so
-    that the replay history of the rx session is only ever touched here.  */
+    session numbers them), then sign and send them with the sockets'
+    session (same key and id), whose replay history only the sockets'
+    holder touches.
+
+    One thread at a time holds the sockets: the I/O thread, or a user
+    thread. A user thread that sends while nobody holds them takes them
+    and sends itself; one that waits for a reply while nobody holds them
+    reads the sockets itself (bn_tracker_wait_change). A round trip then
+    wakes no other thread of the client. While another thread holds them,
+    sends go over the inproc pipe, which every holder watches, and waiters
+    sleep on the tracker's condition. The I/O thread takes the sockets
+    back once nobody has held them for S_IDLE_US, and lets them go when a
+    user thread waits for them.  */
 #define _GNU_SOURCE //  memmem
 #include "bn_iothread.h"
 
@@ -19,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <zmq.h>
 
 #define S_BATCH 256     //  messages read from one socket per turn
@@ -30,6 +41,19 @@
 //  unregistration for its replies (an engine that shuts down answers
 //  first, but the answer comes on another connection than the news).
 #define S_GRACE_MS 200
+//  How long the sockets stay unheld before the thread takes them back (a
+//  user thread that sends and waits in turn keeps them meanwhile), and
+//  how often the thread looks while a user thread holds them.
+#define S_IDLE_US 2000
+#define S_LOOK_US 20000
+
+//  Who holds the sockets (the tracker's lock guards it).
+typedef enum {
+    S_NOBODY, //  free to take
+    S_THREAD, //  the I/O thread
+    S_READER, //  a user thread waiting for replies, reading them itself
+    S_SENDER  //  a user thread sending
+} s_holder_t;
 
 enum { S_CMD_SEND, S_CMD_STOP };
 
@@ -76,6 +100,14 @@ struct _bn_iothread_t {
     size_t ngone;
     size_t gone_max;
     int64_t gone_since; //  when the first of them was
+    //  the tracker's lock guards these
+    s_holder_t holder;   //  who holds the sockets
+    int64_t freed_at;    //  when they were let go (zclock_usecs)
+    int wanted;          //  user threads waiting while the thread holds
+    int inside;          //  user threads in s_wait
+    bool asked_to_stop;  //  bn_iothread_stop was called
+    bool exiting;        //  the thread is leaving (the waiter is unset)
+    pthread_cond_t wake; //  wakes the thread
 };
 
 static void
@@ -326,7 +358,28 @@ s_on_monitor (bn_iothread_t *self)
     return true;
 }
 
-//  Run commands from the pipe; returns true on STOP.
+//  With the sockets held: sign and send count messages on sock (the
+//  messages are destroyed, the array is not).
+static void
+s_send (bn_iothread_t *self, bn_sock_t sock, bn_msg_t **msgs, size_t count)
+{
+    void *socket = self->args.sockets[sock];
+    for (size_t i = 0; i < count; i++) {
+        if (!socket) {
+            bn_msg_destroy (&msgs[i]);
+            continue;
+        }
+        if (bn_msg_send_flags (&msgs[i], socket, self->args.rx, ZMQ_DONTWAIT) !=
+            0)
+            bn_log_warn ("client: cannot send a request: %s",
+                         zmq_strerror (errno));
+    }
+    //  sending may have taken the signal of a reply that came meanwhile
+    bn_watch_check (self->watch, self->sources[sock].item);
+}
+
+//  With the sockets held: run commands from the pipe; returns true on
+//  STOP.
 static bool
 s_on_pipe (bn_iothread_t *self)
 {
@@ -335,20 +388,8 @@ s_on_pipe (bn_iothread_t *self)
            sizeof cmd) {
         if (cmd.op == S_CMD_STOP)
             return true;
-        void *socket = self->args.sockets[cmd.sock];
-        for (size_t i = 0; i < cmd.count; i++) {
-            if (!socket) {
-                bn_msg_destroy (&cmd.msgs[i]);
-                continue;
-            }
-            if (bn_msg_send_flags (&cmd.msgs[i], socket, self->args.rx,
-                                   ZMQ_DONTWAIT) != 0)
-                bn_log_warn ("client: cannot send a request: %s",
-                             zmq_strerror (errno));
-        }
+        s_send (self, cmd.sock, cmd.msgs, cmd.count);
         free (cmd.msgs);
-        //  sending may have taken the signal of a reply that came meanwhile
-        bn_watch_check (self->watch, self->sources[cmd.sock].item);
     }
     return false;
 }
@@ -427,40 +468,148 @@ s_unwatch (bn_iothread_t *self)
     bn_watch_destroy (&self->watch);
 }
 
+//  With the sockets held: wait up to timeout ms (-1: no limit) for them,
+//  and handle what came. Returns -1 if the sockets cannot be waited on.
+//  A wake-up costs for the sockets that have input, not for each of the
+//  dozen the client holds (as zmq_poll does).
+static int
+s_turn (bn_iothread_t *self, int timeout)
+{
+    int grace = s_grace (self);
+    if (grace >= 0 && (timeout < 0 || grace < timeout))
+        timeout = grace;
+    if (bn_watch_wait (self->watch, timeout) != 0) {
+        bn_log_error ("client: cannot wait for its sockets: %s",
+                      strerror (errno));
+        return -1;
+    }
+    if (s_grace_left (self->bcast_lost) == 0)
+        self->changed |= s_settle_broadcast (self);
+    if (s_grace_left (self->gone_since) == 0) {
+        s_read_replies (self);
+        bn_tracker_lock (self->args.tracker);
+        self->changed |= s_settle_gone (self);
+        bn_tracker_unlock (self->args.tracker);
+    }
+    if (self->changed) {
+        bn_tracker_lock (self->args.tracker);
+        bn_tracker_changed (self->args.tracker);
+        bn_tracker_unlock (self->args.tracker);
+        self->changed = false;
+    }
+    return 0;
+}
+
+//  With the tracker's lock held: sleep on the thread's condition for up
+//  to usecs.
+static void
+s_doze (bn_iothread_t *self, int64_t usecs)
+{
+    //  zclock_usecs is CLOCK_MONOTONIC, as the condition's clock
+    int64_t until = zclock_usecs () + usecs;
+    struct timespec ts = {(time_t)(until / 1000000),
+                          (long)(until % 1000000) * 1000};
+    bn_tracker_wait_on (self->args.tracker, &self->wake, &ts);
+}
+
+//  With the tracker's lock held: let the sockets go; user threads that
+//  slept while another held them look again.
+static void
+s_let_go (bn_iothread_t *self)
+{
+    self->holder = S_NOBODY;
+    self->freed_at = zclock_usecs ();
+    bn_tracker_changed (self->args.tracker);
+    if (self->asked_to_stop)
+        pthread_cond_broadcast (&self->wake);
+}
+
+//  With the tracker's lock held: the thread takes the sockets once they
+//  have been free for S_IDLE_US, or as soon as they are free when asked
+//  to stop.
+static void
+s_take_back (bn_iothread_t *self)
+{
+    while (true) {
+        if (self->holder != S_NOBODY)
+            s_doze (self, S_LOOK_US);
+        else if (self->asked_to_stop || self->stop)
+            break;
+        else {
+            int64_t left = self->freed_at + S_IDLE_US - zclock_usecs ();
+            if (left <= 0)
+                break;
+            s_doze (self, left);
+        }
+    }
+    self->holder = S_THREAD;
+}
+
+//  bn_tracker_waiter_fn: a user thread waits for replies, reading them
+//  itself if nobody holds the sockets.
+static int
+s_wait (void *arg, double deadline)
+{
+    bn_iothread_t *self = arg;
+    bn_tracker_t *tracker = self->args.tracker;
+    double left = deadline < 0 ? -1 : deadline - zclock_usecs () / 1e6;
+    int rc = 0;
+    self->inside++;
+    if (self->holder != S_NOBODY || self->stop || self->asked_to_stop) {
+        bool from_thread = self->holder == S_THREAD;
+        if (from_thread)
+            self->wanted++;
+        rc = bn_tracker_sleep (tracker, deadline);
+        if (from_thread)
+            self->wanted--;
+    } else {
+        int timeout = deadline < 0 ? -1
+                      : left <= 0  ? 0
+                                   : (int)(left * 1000 + 0.999);
+        self->holder = S_READER;
+        bn_tracker_unlock (tracker);
+        s_turn (self, timeout);
+        bn_tracker_lock (tracker);
+        s_let_go (self);
+        if (deadline >= 0 && left <= 0)
+            rc = BN_ETIMEDOUT;
+    }
+    self->inside--;
+    if (self->exiting)
+        pthread_cond_broadcast (&self->wake);
+    return rc;
+}
+
 static void *
 s_run (void *arg)
 {
     bn_iothread_t *self = arg;
+    bn_tracker_t *tracker = self->args.tracker;
     bn_log_set_ident ("client");
-    //  A wake-up costs for the sockets that have input, not for each of
-    //  the dozen the thread holds (as zmq_poll does).
+    bn_tracker_lock (tracker);
     while (!self->stop) {
-        if (bn_watch_wait (self->watch, s_grace (self)) != 0) {
-            bn_log_error ("client: cannot wait for its sockets: %s",
-                          strerror (errno));
-            break;
+        s_take_back (self);
+        while (!self->stop && self->wanted == 0) {
+            bn_tracker_unlock (tracker);
+            int rc = s_turn (self, -1);
+            bn_tracker_lock (tracker);
+            if (rc != 0)
+                self->stop = true;
         }
-        if (s_grace_left (self->bcast_lost) == 0)
-            self->changed |= s_settle_broadcast (self);
-        if (s_grace_left (self->gone_since) == 0) {
-            s_read_replies (self);
-            bn_tracker_lock (self->args.tracker);
-            self->changed |= s_settle_gone (self);
-            bn_tracker_unlock (self->args.tracker);
-        }
-        if (self->changed) {
-            bn_tracker_lock (self->args.tracker);
-            bn_tracker_changed (self->args.tracker);
-            bn_tracker_unlock (self->args.tracker);
-            self->changed = false;
-        }
+        if (!self->stop)
+            s_let_go (self);
     }
+    //  The thread holds the sockets for good: user threads sleep on the
+    //  tracker's condition from now on, once those inside s_wait are out.
+    self->exiting = true;
+    bn_tracker_set_waiter (tracker, NULL, NULL);
+    bn_tracker_changed (tracker);
+    while (self->inside > 0)
+        bn_tracker_wait_on (tracker, &self->wake, NULL);
+    int linger =
+        bn_tracker_state (tracker) == BN_ENOCONTROLLER ? 0 : S_LINGER_MS;
+    bn_tracker_unlock (tracker);
     s_unwatch (self);
-    bn_tracker_lock (self->args.tracker);
-    int linger = bn_tracker_state (self->args.tracker) == BN_ENOCONTROLLER
-                     ? 0
-                     : S_LINGER_MS;
-    bn_tracker_unlock (self->args.tracker);
     for (int i = 0; i < BN_SOCK_COUNT; i++)
         s_close_socket (&self->args.sockets[i], linger);
     s_close_socket (&self->args.iopub, 0);
@@ -530,15 +679,24 @@ bn_iothread_new (bn_iothread_args_t *args)
     self->args = *args;
     self->session_len = strlen (args->session_id);
     pthread_mutex_init (&self->pipe_lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init (&attr);
+    pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
+    pthread_cond_init (&self->wake, &attr);
+    pthread_condattr_destroy (&attr);
     if (s_open_pipe (self) != 0 || s_watch (self) != 0 ||
         pthread_create (&self->thread, NULL, s_run, self) != 0) {
         s_unwatch (self);
         s_close_socket (&self->pipe, 0);
         s_close_socket (&self->pipe_back, 0);
+        pthread_cond_destroy (&self->wake);
         pthread_mutex_destroy (&self->pipe_lock);
         free (self);
         return NULL;
     }
+    bn_tracker_lock (args->tracker);
+    bn_tracker_set_waiter (args->tracker, s_wait, self);
+    bn_tracker_unlock (args->tracker);
     //  the thread has them now
     memset (args->sockets, 0, sizeof args->sockets);
     args->iopub = args->notification = args->monitor = NULL;
@@ -561,6 +719,10 @@ bn_iothread_stop (bn_iothread_t *self)
     pthread_mutex_unlock (&self->pipe_lock);
     if (!running)
         return;
+    bn_tracker_lock (self->args.tracker);
+    self->asked_to_stop = true;
+    pthread_cond_broadcast (&self->wake);
+    bn_tracker_unlock (self->args.tracker);
     //  No command can follow the STOP (pipe_closed is set with it), and
     //  the thread runs every command before it, so none is lost.
     pthread_join (self->thread, NULL);
@@ -579,9 +741,44 @@ bn_iothread_destroy (bn_iothread_t **self_p)
     *self_p = NULL;
     bn_iothread_stop (self);
     bn_session_destroy (&self->args.rx);
+    pthread_cond_destroy (&self->wake);
     pthread_mutex_destroy (&self->pipe_lock);
     free (self->gone);
     free (self);
+}
+
+//  With the sockets free: take them and send count messages on sock
+//  (destroyed, the array NULLed), after what the pipe holds. Returns 0 or
+//  BN_ECLOSED (messages not destroyed); false if the sockets were held.
+static bool
+s_send_direct (bn_iothread_t *self, bn_sock_t sock, bn_msg_t **msgs,
+               size_t count, int *rc)
+{
+    bn_tracker_t *tracker = self->args.tracker;
+    bn_tracker_lock (tracker);
+    //  another user thread sending is quick: wait for it, so that the
+    //  pipe is not left with nobody to read it
+    while (self->holder == S_SENDER)
+        bn_tracker_sleep (tracker, -1);
+    bool direct = self->holder == S_NOBODY && !self->stop;
+    if (direct)
+        self->holder = S_SENDER;
+    bn_tracker_unlock (tracker);
+    if (!direct)
+        return false;
+    pthread_mutex_lock (&self->pipe_lock);
+    *rc = self->pipe_closed ? BN_ECLOSED : 0;
+    if (*rc == 0) {
+        //  what this thread or another handed over before goes first
+        self->stop |= s_on_pipe (self);
+        s_send (self, sock, msgs, count);
+        memset (msgs, 0, count * sizeof *msgs);
+    }
+    pthread_mutex_unlock (&self->pipe_lock);
+    bn_tracker_lock (tracker);
+    s_let_go (self);
+    bn_tracker_unlock (tracker);
+    return true;
 }
 
 int
@@ -590,9 +787,12 @@ bn_iothread_send (bn_iothread_t *self, bn_sock_t sock, bn_msg_t **msgs,
 {
     assert (self);
     assert (sock < BN_SOCK_COUNT);
+    int rc = 0;
+    if (s_send_direct (self, sock, msgs, count, &rc) && rc == 0)
+        return 0;
     s_cmd_t cmd = {S_CMD_SEND, sock, count, NULL};
     cmd.msgs = malloc (count * sizeof *cmd.msgs);
-    int rc = cmd.msgs ? 0 : BN_ENOMEM;
+    rc = cmd.msgs ? 0 : BN_ENOMEM;
     if (cmd.msgs)
         memcpy (cmd.msgs, msgs, count * sizeof *msgs);
     if (rc == 0) {

@@ -14,11 +14,13 @@
 #include <time.h>
 
 struct _bn_tracker_t {
-    pthread_mutex_t lock;  //  guards the state below
-    pthread_cond_t change; //  broadcast when state changes
-    atomic_int refs;       //  client and results holding it
-    int state;             //  0, BN_ENOCONTROLLER or BN_ECLOSED
-    zhashx_t *items;       //  msg_id -> bn_item_t * outstanding
+    pthread_mutex_t lock;         //  guards the state below
+    pthread_cond_t change;        //  broadcast when state changes
+    atomic_int refs;              //  client and results holding it
+    int state;                    //  0, BN_ENOCONTROLLER or BN_ECLOSED
+    zhashx_t *items;              //  msg_id -> bn_item_t * outstanding
+    bn_tracker_waiter_fn *waiter; //  what waiters do, NULL: sleep
+    void *waiter_arg;
 };
 
 bn_tracker_t *
@@ -87,6 +89,31 @@ bn_tracker_deadline (double timeout)
 
 int
 bn_tracker_wait_change (bn_tracker_t *self, double deadline)
+{
+    if (self->waiter)
+        return self->waiter (self->waiter_arg, deadline);
+    return bn_tracker_sleep (self, deadline);
+}
+
+void
+bn_tracker_set_waiter (bn_tracker_t *self, bn_tracker_waiter_fn *fn, void *arg)
+{
+    self->waiter = fn;
+    self->waiter_arg = arg;
+}
+
+void
+bn_tracker_wait_on (bn_tracker_t *self, pthread_cond_t *cond,
+                    const struct timespec *until)
+{
+    if (until)
+        pthread_cond_timedwait (cond, &self->lock, until);
+    else
+        pthread_cond_wait (cond, &self->lock);
+}
+
+int
+bn_tracker_sleep (bn_tracker_t *self, double deadline)
 {
     if (deadline < 0) {
         pthread_cond_wait (&self->change, &self->lock);

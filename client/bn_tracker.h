@@ -13,6 +13,7 @@
 #include "bn_item.h"
 
 #include <jansson.h>
+#include <pthread.h>
 #include <stdbool.h>
 
 typedef struct _bn_tracker_t bn_tracker_t;
@@ -34,6 +35,24 @@ void bn_tracker_unlock (bn_tracker_t *self);
 //  or until deadline (bn_tracker_deadline; negative: none). Returns 0, or
 //  BN_ETIMEDOUT once the deadline has passed.
 int bn_tracker_wait_change (bn_tracker_t *self, double deadline);
+
+//  With the lock held: sleep on the condition until it is signalled or
+//  until deadline, as bn_tracker_wait_change does when no waiter is set.
+int bn_tracker_sleep (bn_tracker_t *self, double deadline);
+
+//  With the lock held: sleep on cond (made for CLOCK_MONOTONIC) until it
+//  is signalled or until the time at until (NULL: no limit).
+void bn_tracker_wait_on (bn_tracker_t *self, pthread_cond_t *cond,
+                         const struct timespec *until);
+
+//  What bn_tracker_wait_change does instead of sleeping: called with the
+//  lock held and returning with it held, it returns 0 once something may
+//  have changed, BN_ETIMEDOUT once deadline has passed.
+typedef int (bn_tracker_waiter_fn) (void *arg, double deadline);
+
+//  With the lock held: have waiters call fn with arg (NULL: sleep).
+void bn_tracker_set_waiter (bn_tracker_t *self, bn_tracker_waiter_fn *fn,
+                            void *arg);
 
 //  With the lock held: wake every waiter.
 void bn_tracker_changed (bn_tracker_t *self);

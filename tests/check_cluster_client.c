@@ -9,6 +9,8 @@
 #include <check.h>
 #include <czmq.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -511,6 +513,82 @@ START_TEST (test_shutdown)
 }
 END_TEST
 
+//  One of the threads of test_threads_share_client: rounds of a call
+//  whose answer is the thread's own, on a view of its own.
+typedef struct {
+    bn_client_t *client;
+    int index;    //  the thread's number
+    int rounds;   //  round trips made
+    bool polling; //  waits by asking bn_result_ready, not bn_result_get
+} s_worker_t;
+
+static void *
+s_worker_main (void *arg)
+{
+    s_worker_t *self = arg;
+    bn_view_t *view = bn_view_new (
+        self->client, self->index % 2 ? BN_VIEW_DIRECT : BN_VIEW_BROADCAST);
+    int target = self->index % 4;
+    if (self->index % 2)
+        bn_view_set_target_list (view, &target, 1);
+    for (int round = 0; round < 100; round++) {
+        int value = self->index * 1000 + round;
+        bn_value_t *args = s_args1 (bn_value_new_int (value));
+        bn_result_t *result = NULL;
+        if (bn_view_apply (view, "echo", args, NULL, &result) != 0)
+            break;
+        bn_value_destroy (&args);
+        double deadline = zclock_usecs () / 1e6 + 20;
+        if (self->polling)
+            while (!bn_result_ready (result) &&
+                   zclock_usecs () / 1e6 < deadline)
+                ;
+        bool right = bn_result_get (result, 20) == 0;
+        for (size_t i = 0; right && i < bn_result_count (result); i++)
+            right = bn_value_int (bn_result_value (result, i)) == value;
+        bn_result_destroy (&result);
+        if (!right)
+            break;
+        self->rounds++;
+    }
+    bn_view_destroy (&view);
+    return NULL;
+}
+
+START_TEST (test_threads_share_client)
+{
+    s_start_cluster (4);
+    bn_client_t *client = s_client (4);
+    //  A request that runs all along, which the main thread waits for
+    bn_view_t *view = bn_view_new (client, BN_VIEW_DIRECT);
+    int target = 0;
+    bn_view_set_target_list (view, &target, 1);
+    bn_result_t *slow;
+    ck_assert_int_eq (bn_view_execute (view, "sleep 1; echo slept", &slow), 0);
+    //  Four threads make round trips meanwhile and after, each seeing its
+    //  own answers: whichever thread reads the sockets, every thread's
+    //  replies reach it, and one that only asks bn_result_ready sees its
+    //  result complete
+    s_worker_t workers[4];
+    pthread_t threads[4];
+    for (int i = 0; i < 4; i++) {
+        workers[i] = (s_worker_t){client, i, 0, i == 3};
+        ck_assert_int_eq (
+            pthread_create (&threads[i], NULL, s_worker_main, &workers[i]), 0);
+    }
+    ck_assert_int_eq (bn_result_get (slow, 20), 0);
+    ck_assert_str_eq (bn_result_stdout (slow, 0), "slept\n");
+    for (int i = 0; i < 4; i++) {
+        pthread_join (threads[i], NULL);
+        ck_assert_int_eq (workers[i].rounds, 100);
+    }
+    bn_result_destroy (&slow);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    s_stop_cluster ();
+}
+END_TEST
+
 START_TEST (test_64_engines)
 {
     s_start_cluster (64);
@@ -555,6 +633,7 @@ main (void)
     tcase_add_test (tc, test_engines_come_and_go);
     tcase_add_test (tc, test_controller_vanishes);
     tcase_add_test (tc, test_shutdown);
+    tcase_add_test (tc, test_threads_share_client);
     tcase_add_test (tc, test_64_engines);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
