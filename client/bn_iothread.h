@@ -1,9 +1,11 @@
 /*  SPDX-License-Identifier: BSD-3-Clause  */
-/*  bn_iothread: a client's I/O thread, the only user of its sockets once
-    connected: it signs and sends what user threads hand it over an
-    inproc pipe, and routes replies (bn_replies), iopub output and the
-    hub's notifications to the tracker's items and the engine table.
-    Internal to libbanyan.  */
+/*  bn_iothread: a client's sockets once connected, and the I/O thread
+    that reads them while no user thread does. Whoever holds the sockets
+    signs and sends what user threads hand over, and routes replies
+    (bn_replies), iopub output and the hub's notifications to the
+    tracker's items and the engine table. A user thread that sends, or
+    waits (bn_tracker_wait_change), while nobody holds them uses them
+    itself. Internal to libbanyan.  */
 #ifndef BN_IOTHREAD_H_INCLUDED
 #define BN_IOTHREAD_H_INCLUDED
 
@@ -44,7 +46,9 @@ typedef struct {
     atomic_size_t *dropped;       //  counts the messages dropped
 } bn_iothread_args_t;
 
-//  Start the thread. NULL if out of memory (args are then unchanged).
+//  Start the thread, and have the tracker's waiters read the sockets
+//  while nobody holds them (bn_tracker_set_waiter). NULL if out of memory
+//  (args are then unchanged).
 bn_iothread_t *bn_iothread_new (bn_iothread_args_t *args);
 
 //  Stop the thread after it has sent every message handed to it before
@@ -55,9 +59,10 @@ void bn_iothread_stop (bn_iothread_t *self);
 //  Stop the thread and destroy it; NULLs the reference; NULL-safe.
 void bn_iothread_destroy (bn_iothread_t **self_p);
 
-//  From any thread: hand count messages (ownership taken and the array
-//  NULLed; they are destroyed on failure too) to the thread to sign and
-//  send on sock. Returns 0, BN_ECLOSED or BN_ENOMEM.
+//  From any thread: sign and send count messages on sock (ownership
+//  taken and the array NULLed; they are destroyed on failure too), at
+//  once if nobody holds the sockets, else by their holder. Returns 0,
+//  BN_ECLOSED or BN_ENOMEM.
 int bn_iothread_send (bn_iothread_t *self, bn_sock_t sock, bn_msg_t **msgs,
                       size_t count);
 

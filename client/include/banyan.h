@@ -44,16 +44,20 @@
     one process do not share anything. The library uses czmq only for its
     containers and never starts czmq's global context (zsys_init), so it
     installs no signal handlers and no exit hooks: a program that does not
-    otherwise use czmq sees no czmq side effects. The I/O thread was
-    chosen over a poll loop run inside each wait because (1) engine
-    (un)registration notifications and output must be consumed while the
-    program is busy elsewhere, or the engine list goes stale and the
-    subscriber queues grow without bound; (2) any number of threads can
-    then wait on results with plain condition variables, none of them
-    owning the sockets; (3) a lost controller is noticed as it happens
-    (socket monitor and ZMTP heartbeats), not at the next wait. The cost
-    is one in-process hop (a pointer passed over an inproc pipe) per
-    submitted batch of messages and one wake-up per reply.
+    otherwise use czmq sees no czmq side effects. The I/O thread reads
+    the sockets whenever no thread of the program does, because (1)
+    engine (un)registration notifications and output must be consumed
+    while the program is busy elsewhere, or the engine list goes stale
+    and the subscriber queues grow without bound; (2) a lost controller
+    is noticed as it happens (socket monitor and ZMTP heartbeats), not at
+    the next wait. One thread at a time uses the sockets: a thread that
+    sends while none does signs and sends itself, and a thread that waits
+    while none does reads the replies itself, so a program that submits
+    and waits in turn wakes no other thread of the client. The I/O thread
+    takes the sockets back once nobody has used them for 2 ms; while it
+    or another thread holds them, submitted messages are passed to the
+    holder over an inproc pipe and waits sleep on the condition variable,
+    so any number of threads can wait on results together.
 
     Lifetimes. Views and results keep their client's memory alive:
     bn_client_destroy disconnects at once (requests still outstanding
