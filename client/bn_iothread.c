@@ -568,8 +568,11 @@ s_wait (void *arg, double deadline)
                                    : (int)(left * 1000 + 0.999);
         self->holder = S_READER;
         bn_tracker_unlock (tracker);
-        s_turn (self, timeout);
+        //  sockets that cannot be waited on end the client's reading, as
+        //  in the thread
+        bool failed = s_turn (self, timeout) != 0;
         bn_tracker_lock (tracker);
+        self->stop |= failed;
         s_let_go (self);
         if (deadline >= 0 && left <= 0)
             rc = BN_ETIMEDOUT;
