@@ -535,9 +535,10 @@ s_worker_main (void *arg)
         int value = self->index * 1000 + round;
         bn_value_t *args = s_args1 (bn_value_new_int (value));
         bn_result_t *result = NULL;
-        if (bn_view_apply (view, "echo", args, NULL, &result) != 0)
-            break;
+        int rc = bn_view_apply (view, "echo", args, NULL, &result);
         bn_value_destroy (&args);
+        if (rc != 0)
+            break;
         double deadline = zclock_usecs () / 1e6 + 20;
         //  (looking now and then, as a program busy elsewhere would)
         if (self->polling)
