@@ -110,6 +110,25 @@ static const bn_benchdef_t s_table[] = {
                     "passes every frame on as received, and collects the N "
                     "empty answers; the floor of a relay such as the mux",
      .osu = NULL},
+    {.name = "floor.Wakeup.time_wakeup",
+     .param_names = "cpus",
+     .params = "'same' 'other'",
+     .quick_params = "'same' 'other'",
+     .unit = NULL,
+     .setup = bn_suite_wakeup_setup,
+     .run = bn_suite_wakeup_run,
+     .teardown = bn_suite_wakeup_teardown,
+     .repeat = 0,
+     .number = 0,
+     .warmup = 0,
+     .timeout = 60,
+     .floor = NULL,
+     .description = "no cluster: two threads pass a token back and forth "
+                    "over eventfds, each asleep until the other writes (two "
+                    "wake-ups a round trip, as a message handed between a "
+                    "socket's thread and libzmq's I/O thread), on one CPU "
+                    "(same) or on two (other)",
+     .osu = NULL},
     {.name = "push.DirectViewBroadcast.time_push",
      .param_names = "engines bytes",
      .params = "1 2 16 64 128 256 512 1024 | 1000 10000 100000 1000000 2000000",

@@ -41,6 +41,11 @@ int bn_suite_floor_run (bn_benchcase_t *c, double *value);
 int bn_suite_floor_many_run (bn_benchcase_t *c, double *value);
 void bn_suite_floor_teardown (bn_benchcase_t *c);
 
+//  The machine's price of waking a thread (bn_suite_wakeup.c).
+int bn_suite_wakeup_setup (bn_benchcase_t *c);
+int bn_suite_wakeup_run (bn_benchcase_t *c, double *value);
+void bn_suite_wakeup_teardown (bn_benchcase_t *c);
+
 //  Test hosts (bn_suite_hosts.c): a host node and engines on each of
 //  `hosts` network-namespace hosts.
 int bn_suite_hosts_coalescing_setup (bn_benchcase_t *c);

@@ -9,6 +9,7 @@
 #include <check.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #define S_PUSH "push.CoalescingBroadcast.time_push"
 #define S_FLOOR_PUSH "floor.ZmqFloor.time_push"
 #define S_FLOOR_RELAY "floor.ZmqRelayFloor.time_push"
+#define S_WAKEUP "floor.Wakeup.time_wakeup"
 
 static char s_dir[64];
 
@@ -281,6 +283,44 @@ START_TEST (test_skipped_case)
 }
 END_TEST
 
+START_TEST (test_wakeup)
+{
+    //  The machine's price of a wake-up, between two threads on one CPU
+    //  and on two: a figure for each, or n/a with the reason where the
+    //  process may use only one CPU
+    char out[16384], results[128], err[256] = "";
+    s_quick_run (out, sizeof out, "^floor\\.Wakeup", "1");
+    ck_assert_msg (strstr (out, S_WAKEUP " ('same')  "), "%s", out);
+    ck_assert_msg (strstr (out, S_WAKEUP " ('other')  "), "%s", out);
+    snprintf (results, sizeof results, "%s/results", s_dir);
+    bn_benchresults_t *saved =
+        bn_benchcompare_find (results, "testbox", S_COMMIT, err, sizeof err);
+    ck_assert_msg (saved != NULL, "%s", err);
+    const char *same[] = {"'same'"}, *other[] = {"'other'"};
+    long index = bn_benchresults_find (saved, S_WAKEUP, same, 1);
+    ck_assert_int_ge (index, 0);
+    double value = 0;
+    ck_assert_int_eq (bn_benchresults_case (saved, S_WAKEUP, (size_t)index,
+                                            &value, NULL, NULL, NULL),
+                      BN_BENCHRESULT_OK);
+    ck_assert (value > 0 && value < 1);
+    cpu_set_t cpus;
+    ck_assert_int_eq (sched_getaffinity (0, sizeof cpus, &cpus), 0);
+    index = bn_benchresults_find (saved, S_WAKEUP, other, 1);
+    ck_assert_int_ge (index, 0);
+    bn_benchresult_t status = bn_benchresults_case (
+        saved, S_WAKEUP, (size_t)index, &value, NULL, NULL, NULL);
+    if (CPU_COUNT (&cpus) > 1) {
+        ck_assert_int_eq (status, BN_BENCHRESULT_OK);
+        ck_assert (value > 0 && value < 1);
+    } else {
+        ck_assert_int_eq (status, BN_BENCHRESULT_SKIPPED);
+        ck_assert_ptr_nonnull (strstr (out, "one CPU only"));
+    }
+    bn_benchresults_destroy (&saved);
+}
+END_TEST
+
 START_TEST (test_runs_with_other_grids)
 {
     //  A --quick run at one commit and a run with other engines at the
@@ -398,6 +438,7 @@ main (void)
     tcase_add_test (tc, test_push_against_one_way_floor);
     tcase_add_test (tc, test_relay_floor);
     tcase_add_test (tc, test_skipped_case);
+    tcase_add_test (tc, test_wakeup);
     tcase_add_test (tc, test_runs_with_other_grids);
     tcase_add_test (tc, test_progress_on_a_terminal);
     suite_add_tcase (suite, tc);
