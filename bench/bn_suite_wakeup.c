@@ -15,11 +15,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <unistd.h>
+#include <unistd.h> //  close
 
 typedef struct {
     int to_peer;       //  the measuring thread's token to the peer
@@ -35,23 +34,20 @@ typedef struct {
 static int
 s_give (int fd)
 {
-    uint64_t one = 1;
-    ssize_t n;
-    do
-        n = write (fd, &one, sizeof one);
-    while (n < 0 && errno == EINTR);
-    return n == sizeof one ? 0 : -1;
+    int rc;
+    while ((rc = eventfd_write (fd, 1)) != 0 && errno == EINTR)
+        ;
+    return rc;
 }
 
 static int
 s_take (int fd)
 {
-    uint64_t token;
-    ssize_t n;
-    do
-        n = read (fd, &token, sizeof token);
-    while (n < 0 && errno == EINTR);
-    return n == sizeof token ? 0 : -1;
+    eventfd_t token;
+    int rc;
+    while ((rc = eventfd_read (fd, &token)) != 0 && errno == EINTR)
+        ;
+    return rc;
 }
 
 static void *
