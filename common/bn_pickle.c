@@ -128,6 +128,13 @@ s_long_le (const unsigned char *p, size_t n, int64_t *value_p)
 //  --------------------------------------------------------------------
 //  Reader
 
+//  What a reader holds in itself before it takes memory from the heap: a
+//  reply's pickle (a list of a few values) fits, and is read without one
+//  allocation of the reader's own.
+#define S_INLINE_STACK 32
+#define S_INLINE_MARKS 8
+#define S_INLINE_MEMO 32
+
 typedef struct {
     const unsigned char *start;
     const unsigned char *p;
@@ -149,7 +156,33 @@ typedef struct {
     char *err;
     size_t errsize;
     bool failed;
+    bn_value_t *stack_inline[S_INLINE_STACK];
+    uint32_t depths_inline[S_INLINE_STACK];
+    size_t marks_inline[S_INLINE_MARKS];
+    bn_value_t *memo_inline[S_INLINE_MEMO];
 } s_reader_t;
+
+//  Grow array, of cap elements of elsize bytes, to newcap elements. An
+//  array still in the reader's inline storage is copied to the heap.
+//  Returns the grown array, or NULL with array unchanged.
+static void *
+s_grow (void *array, const void *inline_array, size_t cap, size_t newcap,
+        size_t elsize)
+{
+    if (array != inline_array)
+        return realloc (array, newcap * elsize);
+    void *grown = malloc (newcap * elsize);
+    if (grown)
+        memcpy (grown, array, cap * elsize);
+    return grown;
+}
+
+static void
+s_release (void *array, const void *inline_array)
+{
+    if (array != inline_array)
+        free (array);
+}
 
 static int s_fail (s_reader_t *r, const char *format, ...)
     __attribute__ ((format (printf, 2, 3)));
@@ -208,13 +241,13 @@ s_push (s_reader_t *r, bn_value_t *value, uint32_t depth)
         return s_fail (r, "nested deeper than %d", BN_PICKLE_MAX_DEPTH);
     }
     if (r->size == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 32;
-        bn_value_t **stack =
-            (bn_value_t **)realloc (r->stack, cap * sizeof (bn_value_t *));
+        size_t cap = 2 * r->cap;
+        bn_value_t **stack = (bn_value_t **)s_grow (
+            r->stack, r->stack_inline, r->cap, cap, sizeof (bn_value_t *));
         if (stack)
             r->stack = stack;
-        uint32_t *depths =
-            (uint32_t *)realloc (r->depths, cap * sizeof (uint32_t));
+        uint32_t *depths = (uint32_t *)s_grow (r->depths, r->depths_inline,
+                                               r->cap, cap, sizeof (uint32_t));
         if (depths)
             r->depths = depths;
         if (!stack || !depths) {
@@ -472,13 +505,13 @@ s_memo_put (s_reader_t *r, size_t index)
     if (index >= r->memo_limit)
         return s_fail (r, "memo index %zu too large", index);
     if (index >= r->memo_cap) {
-        size_t cap = r->memo_cap ? 2 * r->memo_cap : 64;
+        size_t cap = 2 * r->memo_cap;
         while (cap <= index)
             cap *= 2;
         if (cap > r->memo_limit)
             cap = r->memo_limit;
-        bn_value_t **memo =
-            (bn_value_t **)realloc (r->memo, cap * sizeof (bn_value_t *));
+        bn_value_t **memo = (bn_value_t **)s_grow (
+            r->memo, r->memo_inline, r->memo_cap, cap, sizeof (bn_value_t *));
         if (!memo)
             return s_fail (r, "out of memory");
         memset (memo + r->memo_cap, 0,
@@ -1128,8 +1161,9 @@ static int
 s_load_mark (s_reader_t *r)
 {
     if (r->nmarks == r->marks_cap) {
-        size_t cap = r->marks_cap ? 2 * r->marks_cap : 16;
-        size_t *marks = (size_t *)realloc (r->marks, cap * sizeof (size_t));
+        size_t cap = 2 * r->marks_cap;
+        size_t *marks = (size_t *)s_grow (r->marks, r->marks_inline,
+                                          r->marks_cap, cap, sizeof (size_t));
         if (!marks)
             return s_fail (r, "out of memory");
         r->marks = marks;
@@ -1322,6 +1356,13 @@ bn_pickle_decode (const void *data, size_t size, char *err, size_t errsize)
     r->end = r->p + size;
     r->err = err;
     r->errsize = errsize;
+    r->stack = r->stack_inline;
+    r->depths = r->depths_inline;
+    r->cap = S_INLINE_STACK;
+    r->marks = r->marks_inline;
+    r->marks_cap = S_INLINE_MARKS;
+    r->memo = r->memo_inline;
+    r->memo_cap = S_INLINE_MEMO;
     //  Python's memo indices count memoized objects, each at least one
     //  byte of pickle, so larger ones are hostile.
     r->memo_limit = size + 256;
@@ -1343,10 +1384,10 @@ bn_pickle_decode (const void *data, size_t size, char *err, size_t errsize)
     }
     for (size_t i = 0; i < r->size; i++)
         bn_value_destroy (&r->stack[i]);
-    free (r->stack);
-    free (r->depths);
-    free (r->marks);
-    free (r->memo);
+    s_release (r->stack, r->stack_inline);
+    s_release (r->depths, r->depths_inline);
+    s_release (r->marks, r->marks_inline);
+    s_release (r->memo, r->memo_inline);
     bn_value_destroy (&r->spill);
     return result;
 }
