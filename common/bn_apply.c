@@ -241,10 +241,8 @@ bn_apply_unpack_with (bn_apply_memo_t *memo, const bn_bytes_t *bufs,
     }
     if (memo && s_run_same (&memo->f_run, bufs, nbufs)) {
         used = memo->f_run.count;
-        if (s_copy_f (&memo->f, out)) {
-            bn_error_set (err, errsize, "out of memory");
-            goto failed;
-        }
+        *out = memo->f;
+        out->borrowed = true;
     } else {
         out->f =
             bn_deserialize_object (bufs, nbufs, &used, reason, sizeof (reason));
@@ -364,10 +362,12 @@ void
 bn_apply_clear (bn_apply_t *self)
 {
     assert (self);
-    free (self->module);
-    free (self->name);
-    free (self->description);
-    bn_value_destroy (&self->f);
+    if (!self->borrowed) {
+        free (self->module);
+        free (self->name);
+        free (self->description);
+        bn_value_destroy (&self->f);
+    }
     bn_value_destroy (&self->args);
     bn_value_destroy (&self->kwargs);
     memset (self, 0, sizeof (*self));

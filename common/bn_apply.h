@@ -21,6 +21,9 @@ typedef enum {
 } bn_apply_kind_t;
 
 //  An unpacked apply_request (fields owned; free with bn_apply_clear).
+//  Unpacked with a memo that knew f, module, name, description and f are
+//  the memo's (borrowed): they stay valid until the memo's next unpack or
+//  its destruction.
 typedef struct {
     bn_apply_kind_t kind;
     char *module;       //  GLOBAL / CANNED_FUNCTION module, else NULL
@@ -30,6 +33,7 @@ typedef struct {
     bn_value_t *f;      //  f as decoded and uncanned
     bn_value_t *args;   //  LIST of positional args
     bn_value_t *kwargs; //  DICT of keyword args (str keys)
+    bool borrowed;      //  f and its names are a memo's
 } bn_apply_t;
 
 //  ipyparallel.serialize.unpack_apply_message: decode the buffers of an
@@ -53,7 +57,9 @@ void bn_apply_memo_destroy (bn_apply_memo_t **self_p);
 
 //  bn_apply_unpack, taking f and info from memo (NULL: none) when their
 //  buffers hold the bytes memo last saw, and leaving these in memo
-//  otherwise. The result is the same either way.
+//  otherwise. The result is the same either way, except that f and its
+//  names taken from memo are borrowed from it (see bn_apply_t): clear
+//  `out` before memo unpacks again.
 int bn_apply_unpack_with (bn_apply_memo_t *memo, const bn_bytes_t *bufs,
                           size_t nbufs, bn_apply_t *out, char *err,
                           size_t errsize);

@@ -304,6 +304,38 @@ START_TEST (test_apply_memo)
 }
 END_TEST
 
+START_TEST (test_apply_memo_lends)
+{
+    //  f, known to the memo, is lent to each unpack and stays the memo's
+    bn_apply_memo_t *memo = bn_apply_memo_new ();
+    ck_assert_ptr_nonnull (memo);
+    zmsg_t *request = s_request ("echo", 2, 1, true);
+    bn_bytes_t bufs[16];
+    size_t nbufs = t_zmsg_bytes (request, bufs, 16);
+    char err[256] = "";
+    bn_apply_t first, second, third;
+    ck_assert_int_eq (
+        bn_apply_unpack_with (memo, bufs, nbufs, &first, err, sizeof err), 0);
+    ck_assert (!first.borrowed);
+    bn_apply_clear (&first);
+    ck_assert_int_eq (
+        bn_apply_unpack_with (memo, bufs, nbufs, &second, err, sizeof err), 0);
+    ck_assert (second.borrowed);
+    ck_assert_str_eq (second.name, "echo");
+    ck_assert_int_eq (bn_value_size (second.args), 2);
+    const bn_value_t *lent = second.f;
+    bn_apply_clear (&second);
+    ck_assert_int_eq (
+        bn_apply_unpack_with (memo, bufs, nbufs, &third, err, sizeof err), 0);
+    ck_assert (third.borrowed);
+    ck_assert_ptr_eq (third.f, lent);
+    ck_assert_str_eq (third.name, "echo");
+    bn_apply_clear (&third);
+    zmsg_destroy (&request);
+    bn_apply_memo_destroy (&memo);
+}
+END_TEST
+
 START_TEST (test_apply_pack)
 {
     bn_value_t *args =
@@ -374,6 +406,7 @@ main (void)
     tcase_add_test (tc, test_apply_unpack);
     tcase_add_test (tc, test_apply_pack);
     tcase_add_test (tc, test_apply_memo);
+    tcase_add_test (tc, test_apply_memo_lends);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
