@@ -34,6 +34,9 @@ bn_tracker_new (void)
         free (self);
         return NULL;
     }
+    //  keyed by each item's own msg_id, which it keeps while tracked
+    zhashx_set_key_duplicator (self->items, NULL);
+    zhashx_set_key_destructor (self->items, NULL);
     pthread_mutex_init (&self->lock, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init (&attr);

@@ -1578,6 +1578,11 @@ s_on_request_read (s_node_t *self, bn_msg_t *msg, json_t *metadata,
     size_t n = targets->n;
     req->slots = n ? calloc (n, sizeof (s_slot_t)) : NULL;
     req->by_uuid = zhashx_new ();
+    if (req->by_uuid) {
+        //  keyed by the slots' own uuids, which live as long
+        zhashx_set_key_duplicator (req->by_uuid, NULL);
+        zhashx_set_key_destructor (req->by_uuid, NULL);
+    }
     if (reduce || json_is_true (json_object_get (metadata, BN_BCAST_GROUP)))
         req->by_eid = zhashx_new ();
     req->request = bn_msg_dup (msg);
