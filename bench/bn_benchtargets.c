@@ -27,6 +27,10 @@ static const bn_benchtarget_t s_builtin[] = {
      "engines",
      "echo.CoalescingBroadcast.time_echo", "engines=16,64,256,1024 bytes=1000",
      BN_BENCHTARGET_FLOOR, NULL, 2.0},
+    {"the same ≤ 2× a bare ZeroMQ relay (the controller's own floor: two "
+     "hops each way, as the client, the controller and the engines make)",
+     "echo.CoalescingBroadcast.time_echo", "engines=16,64,256,1024 bytes=1000",
+     BN_BENCHTARGET_FLOOR, BN_BENCH_FLOOR_RELAY_ECHO, 2.0},
     {"the same at one engine ≤ 4× the floor",
      "echo.CoalescingBroadcast.time_echo", "engines=1 bytes=1000",
      BN_BENCHTARGET_FLOOR, NULL, 4.0},
@@ -35,6 +39,11 @@ static const bn_benchtarget_t s_builtin[] = {
      "many.CoalescingBroadcast.time_many many.NonCoalescingBroadcast.time_many "
      "many.DirectViewBroadcast.time_many",
      "engines=128 messages=20", BN_BENCHTARGET_FLOOR, NULL, 2.0},
+    {"the same ≤ 2× a bare ZeroMQ relay keeping as many in flight",
+     "many.CoalescingBroadcast.time_many many.NonCoalescingBroadcast.time_many "
+     "many.DirectViewBroadcast.time_many",
+     "engines=128 messages=20", BN_BENCHTARGET_FLOOR, BN_BENCH_FLOOR_RELAY_MANY,
+     2.0},
     {"1 MB broadcast to 64 engines ≤ 1.5× the floor sending it to 64 DEALERs",
      "push.CoalescingBroadcast.time_push", "engines=64 bytes=1000000",
      BN_BENCHTARGET_FLOOR, NULL, 1.5},
