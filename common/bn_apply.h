@@ -21,9 +21,9 @@ typedef enum {
 } bn_apply_kind_t;
 
 //  An unpacked apply_request (fields owned; free with bn_apply_clear).
-//  Unpacked with a memo that knew f, module, name, description and f are
-//  the memo's (borrowed): they stay valid until the memo's next unpack or
-//  its destruction.
+//  When a memo that knew f unpacked it, module, name, description and f
+//  are the memo's (borrowed): they stay valid until the memo's next unpack
+//  or its destruction.
 typedef struct {
     bn_apply_kind_t kind;
     char *module;       //  GLOBAL / CANNED_FUNCTION module, else NULL
