@@ -21,39 +21,41 @@
 //  a target with more cells than this is summed up by its worst cell
 #define S_MAX_LISTED 6
 
+//  Cells stated against two yardsticks: the one-hop floor and the relay's
+#define S_ECHO "echo.CoalescingBroadcast.time_echo"
+#define S_ECHO_GRID "engines=16,64,256,1024 bytes=1000"
+#define S_MANY                                                                 \
+    "many.CoalescingBroadcast.time_many "                                      \
+    "many.NonCoalescingBroadcast.time_many "                                   \
+    "many.DirectViewBroadcast.time_many"
+#define S_MANY_GRID "engines=128 messages=20"
+#define S_MUX_PUSH "push.DirectViewBroadcast.time_push"
+#define S_MUX_PUSH_GRID "engines=1 bytes=1000000"
+
 static const bn_benchtarget_t s_builtin[] = {
     {"1 kB coalescing echo through the tree (C client, banyan engines, a "
      "broadcast view's defaults) ≤ 2× the floor at 16, 64, 256 and 1,024 "
      "engines",
-     "echo.CoalescingBroadcast.time_echo", "engines=16,64,256,1024 bytes=1000",
-     BN_BENCHTARGET_FLOOR, NULL, 2.0},
+     S_ECHO, S_ECHO_GRID, BN_BENCHTARGET_FLOOR, NULL, 2.0},
     {"the same ≤ 2× a bare ZeroMQ relay (the controller's own floor: two "
      "hops each way, as the client, the controller and the engines make)",
-     "echo.CoalescingBroadcast.time_echo", "engines=16,64,256,1024 bytes=1000",
-     BN_BENCHTARGET_FLOOR, BN_BENCH_FLOOR_RELAY_ECHO, 2.0},
-    {"the same at one engine ≤ 4× the floor",
-     "echo.CoalescingBroadcast.time_echo", "engines=1 bytes=1000",
+     S_ECHO, S_ECHO_GRID, BN_BENCHTARGET_FLOOR, BN_BENCH_FLOOR_RELAY_ECHO, 2.0},
+    {"the same at one engine ≤ 4× the floor", S_ECHO, "engines=1 bytes=1000",
      BN_BENCHTARGET_FLOOR, NULL, 4.0},
     {"20 × 1 kB in flight to 128 engines ≤ 2× the floor keeping as many in "
      "flight",
-     "many.CoalescingBroadcast.time_many many.NonCoalescingBroadcast.time_many "
-     "many.DirectViewBroadcast.time_many",
-     "engines=128 messages=20", BN_BENCHTARGET_FLOOR, NULL, 2.0},
-    {"the same ≤ 2× a bare ZeroMQ relay keeping as many in flight",
-     "many.CoalescingBroadcast.time_many many.NonCoalescingBroadcast.time_many "
-     "many.DirectViewBroadcast.time_many",
-     "engines=128 messages=20", BN_BENCHTARGET_FLOOR, BN_BENCH_FLOOR_RELAY_MANY,
-     2.0},
+     S_MANY, S_MANY_GRID, BN_BENCHTARGET_FLOOR, NULL, 2.0},
+    {"the same ≤ 2× a bare ZeroMQ relay keeping as many in flight", S_MANY,
+     S_MANY_GRID, BN_BENCHTARGET_FLOOR, BN_BENCH_FLOOR_RELAY_MANY, 2.0},
     {"1 MB broadcast to 64 engines ≤ 1.5× the floor sending it to 64 DEALERs",
      "push.CoalescingBroadcast.time_push", "engines=64 bytes=1000000",
      BN_BENCHTARGET_FLOOR, NULL, 1.5},
-    {"1 MB push through the mux to one engine ≤ 1.3× the floor",
-     "push.DirectViewBroadcast.time_push", "engines=1 bytes=1000000",
-     BN_BENCHTARGET_FLOOR, NULL, 1.3},
+    {"1 MB push through the mux to one engine ≤ 1.3× the floor", S_MUX_PUSH,
+     S_MUX_PUSH_GRID, BN_BENCHTARGET_FLOOR, NULL, 1.3},
     {"the same ≤ 1.3× a bare ZeroMQ relay (the mux's own floor: two hops "
      "each way, as the mux makes)",
-     "push.DirectViewBroadcast.time_push", "engines=1 bytes=1000000",
-     BN_BENCHTARGET_FLOOR, BN_BENCH_FLOOR_RELAY_PUSH, 1.3},
+     S_MUX_PUSH, S_MUX_PUSH_GRID, BN_BENCHTARGET_FLOOR,
+     BN_BENCH_FLOOR_RELAY_PUSH, 1.3},
     {"stock Python client and stock engines: banyan-controller ≤ 1.05× "
      "ipcontroller in every cell (direct, coalescing, non-coalescing; 1 kB, "
      "100 kB, 1 MB; 1, 2, 16 engines)",
