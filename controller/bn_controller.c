@@ -64,6 +64,7 @@ typedef struct {
     int depth;               //  Broadcast tree depth
     bn_topology_t *topology; //  Broadcast tree shape
     int tree_deadline;       //  Default broadcast deadline, ms (0: none)
+    int fold;                //  controller.fold
     int connect_grace;       //  ms a registered engine's requests wait for
                              //  its shell, control, task and broadcast
                              //  connections instead of failing
@@ -231,6 +232,7 @@ s_start_tree (s_controller_t *self)
                                   .reduce_plugins = self->reduce_plugins,
                                   .records = self->record_link,
                                   .hosts = self->hosts,
+                                  .fold = self->fold,
                                   .program = self->scheduler_path,
                                   .log_file = self->log_file,
                                   .run_dir = self->run_dir};
@@ -745,6 +747,7 @@ s_controller_new (zsock_t *pipe, bn_controller_args_t *args)
         (int)bn_config_msecs (config, "controller.tree_deadline");
     self->connect_grace =
         (int)bn_config_msecs (config, "controller.connect_grace");
+    self->fold = bn_config_int (config, "controller.fold");
     self->stranded_timeout =
         (int)bn_config_msecs (config, "controller.stranded_timeout");
     self->restart_backoff =

@@ -38,6 +38,9 @@ typedef struct {
     bn_hosts_t *hosts;          //  host nodes and their engines (borrowed
                                 //  for the tree's life; read when told of
                                 //  an engine), or NULL
+    //  threads only
+    int fold; //  a tree of 2 ... fold leaves runs folded into its root
+              //  (bn_topology_fold); 0: never
     //  processes only
     const char *program;    //  banyan-scheduler to run (path or PATH name)
     const char *log_file;   //  the nodes' log file; NULL or "" = our stderr

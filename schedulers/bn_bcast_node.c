@@ -1376,6 +1376,33 @@ s_host_index (s_node_t *self, const char *id, bool add)
     return ++self->nhosts;
 }
 
+//  The n targets of given into out, leaf by leaf of the topology's leaves
+//  (e % leaves; the client's order within a leaf, the engines of no leaf
+//  last): the order of a folded tree's merged replies. Returns -1 if out
+//  of memory.
+static int
+s_order_by_leaf (s_node_t *self, const bn_target_t *given, size_t n,
+                 bn_target_t *out)
+{
+    int leaves = bn_topology_leaves (self->topology);
+    size_t *next = calloc ((size_t)leaves + 2, sizeof (size_t));
+    if (!next)
+        return -1;
+    //  a stable counting sort: count, prefix-sum, place
+    for (size_t i = 0; i < n; i++) {
+        int leaf = bn_topology_engine_leaf (self->topology, given[i].eid);
+        next[(leaf < 0 ? leaves : leaf) + 1]++;
+    }
+    for (int leaf = 0; leaf < leaves; leaf++)
+        next[leaf + 1] += next[leaf];
+    for (size_t i = 0; i < n; i++) {
+        int leaf = bn_topology_engine_leaf (self->topology, given[i].eid);
+        out[next[leaf < 0 ? leaves : leaf]++] = given[i];
+    }
+    free (next);
+    return 0;
+}
+
 static int
 s_add_slots (s_node_t *self, s_request_t *req, s_targets_t *targets,
              zchunk_t **lists)
@@ -1392,6 +1419,12 @@ s_add_slots (s_node_t *self, s_request_t *req, s_targets_t *targets,
     size_t *offsets = (size_t *)(split + n);
     memcpy (given, targets->list, n * sizeof (bn_target_t));
     if (self->leaf) {
+        //  the root of a folded tree serves every leaf
+        if (bn_topology_folded (self->topology) &&
+            s_order_by_leaf (self, targets->list, n, given) != 0) {
+            free (block);
+            return -1;
+        }
         //  its engines, and those of the host nodes below it
         for (size_t i = 0; i < n; i++) {
             void *host = self->hosted && given[i].uuid
@@ -2265,6 +2298,21 @@ s_command (s_node_t *self, zmsg_t *request)
         if (index && !self->leaf)
             s_lost (self, NULL, atoi (index), NULL);
         free (index);
+    } else if (streq (command, "BIND")) {
+        //  one more endpoint for the down socket: a folded tree's leaves
+        char *endpoint = zmsg_popstr (request);
+        bool bound_ok = endpoint && bn_wire_bind (self->down, endpoint,
+                                                  BN_WIRE_REBIND_WAIT) >= 0;
+        int error = bound_ok ? 0 : endpoint ? errno : EINVAL;
+        if (!bound_ok)
+            bn_log_error ("%s: cannot bind %s: %s", self->id,
+                          endpoint ? endpoint : "(none)", zmq_strerror (error));
+        char *bound = bound_ok ? zsock_last_endpoint (self->down) : NULL;
+        char code[16];
+        snprintf (code, sizeof code, "%d", error);
+        zstr_sendx (self->pipe, bound ? bound : "", code, NULL);
+        zstr_free (&bound);
+        free (endpoint);
     } else if (streq (command, "ENDPOINTS"))
         zstr_sendx (self->pipe, self->up_endpoint ? self->up_endpoint : "",
                     self->down_endpoint ? self->down_endpoint : "", NULL);

@@ -103,6 +103,9 @@ typedef struct {
 //                            leaf (its host node's), not eid % leaves
 //    ENGINE_UNROUTE eid      no longer
 //    CHILD_LOST index        child index is gone: its slots fail now
+//    BIND endpoint           bind the down socket to endpoint too (the
+//                            leaves of a folded tree, bn_topology.h);
+//                            reply [endpoint as bound or "", errno]
 //    ENDPOINTS               reply [up endpoint, down endpoint] as bound
 //                            or connected
 //    STATS                   reply [JSON object of counters; "requests"

@@ -2,9 +2,10 @@
 /*  bn_bcast_tree: the broadcast tree's nodes as threads of one process.
 
     Nodes start parents first, so that a child connects to an inproc
-    endpoint that is already bound. Links between nodes are trusted (one
-    process, one key): a node does not verify what another node sends it.
-    The nodes share one topology, which they only read.  */
+    endpoint that is already bound. A tree of a few leaves runs folded
+    (options->fold): the root alone, serving every leaf's port. Links between
+   nodes are trusted (one process, one key): a node does not verify what another
+   node sends it. The nodes share one topology, which they only read.  */
 #include "bn_bcast_tree.h"
 
 #include <assert.h>
@@ -55,6 +56,19 @@ s_bound_port (zactor_t *node, bool up)
     return port;
 }
 
+//  Bind node's down socket to endpoint too; the port bound, or -1.
+static int
+s_bind_more (zactor_t *node, const char *endpoint)
+{
+    zstr_sendx (node, "BIND", endpoint, NULL);
+    char *bound = NULL, *error = NULL;
+    zstr_recvx (node, &bound, &error, NULL);
+    int port = bound && *bound ? bn_wire_endpoint_port (bound) : -1;
+    zstr_free (&bound);
+    zstr_free (&error);
+    return port;
+}
+
 static void *
 s_start (bn_topology_t *topology, const char *key,
          const bn_bcast_options_t *options)
@@ -68,6 +82,8 @@ s_start (bn_topology_t *topology, const char *key,
             bn_topology_new (bn_topology_spec (topology),
                              bn_topology_depth (topology), 0, err, sizeof err);
     int leaves = bn_topology_leaves (topology);
+    if (self && self->topology && leaves >= 2 && leaves <= options->fold)
+        bn_topology_fold (self->topology);
     if (self && self->topology) {
         self->size = bn_topology_size (self->topology);
         self->nodes = calloc ((size_t)self->size, sizeof (zactor_t *));
@@ -123,6 +139,17 @@ s_start (bn_topology_t *topology, const char *key,
         if (ok && leaf >= 0)
             ok = (self->leaf_ports[leaf] =
                       s_bound_port (self->nodes[n], false)) > 0;
+        //  a folded tree's root: the other leaves' ports too
+        for (int other = 1;
+             ok && leaf == 0 && bn_topology_folded (topo) && other < leaves;
+             other++) {
+            bn_wire_tcp_bind_endpoint (
+                down, sizeof down, options->ip,
+                options->leaf_ports ? options->leaf_ports[other] : 0,
+                options->lowest_port, options->highest_port);
+            ok = (self->leaf_ports[other] =
+                      s_bind_more (self->nodes[n], down)) > 0;
+        }
     }
     if (!ok) {
         if (self && !self->topology)

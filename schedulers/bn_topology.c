@@ -47,6 +47,7 @@ struct _bn_topology_t {
     int size;                           //  nodes
     int nleaves;                        //  leaves
     int max_fanout;                     //  widest node
+    bool folded;                        //  the root serves every leaf
     s_node_t *nodes;                    //  breadth-first, root 0
     int *leaf_nodes;                    //  leaf index -> node index
     char spec[64];                      //  resolved spec
@@ -283,6 +284,34 @@ bn_topology_new (const char *spec, int depth, int engines, char *err,
               self->size, self->size == 1 ? "" : "s", self->nleaves,
               self->nleaves == 1 ? "f" : "ves");
     return self;
+}
+
+void
+bn_topology_fold (bn_topology_t *self)
+{
+    assert (self);
+    if (self->size == 1)
+        return;
+    s_node_t *root = &self->nodes[0];
+    root->first_child = -1;
+    root->nchildren = 0;
+    root->leaf = 0;
+    for (int leaf = 0; leaf < self->nleaves; leaf++)
+        self->leaf_nodes[leaf] = 0;
+    snprintf (self->description, sizeof self->description,
+              "%s depth %d folded: 1 node, %d leaves", self->spec, self->depth,
+              self->nleaves);
+    self->size = 1;
+    self->depth = 0;
+    self->max_fanout = 0;
+    self->folded = true;
+}
+
+bool
+bn_topology_folded (bn_topology_t *self)
+{
+    assert (self);
+    return self->folded;
 }
 
 void

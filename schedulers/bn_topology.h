@@ -56,7 +56,16 @@
 
     A resolved topology's spec (bn_topology_spec) and depth rebuild the
     same tree without the engine count, so a node process can be given
-    "kary:8" and 1 rather than "auto".  */
+    "kary:8" and 1 rather than "auto".
+
+    Folded: bn_topology_fold makes the root the one node, serving every
+    leaf of the tree, so that the levels of the tree run in one node
+    (doc/broadcast.md, "A folded tree"). The leaves stay: their number, the
+    engine ports and engine e's leaf (e % leaves) are the tree's; each
+    leaf's node is the root, and a node serving several leaves orders
+    their engines leaf by leaf, as the tree's merged replies are ordered.
+    The folded tree has depth 0 and one node; it is built as the tree,
+    from its spec and depth, and folded.  */
 #ifndef BN_TOPOLOGY_H_INCLUDED
 #define BN_TOPOLOGY_H_INCLUDED
 
@@ -88,6 +97,13 @@ typedef struct {
 //  spec, a bad depth, a tree past the node cap, or out of memory.
 bn_topology_t *bn_topology_new (const char *spec, int depth, int engines,
                                 char *err, size_t errsize);
+
+//  Fold the tree into its root (see above); a tree of one node is left
+//  as it is.
+void bn_topology_fold (bn_topology_t *self);
+
+//  True if the tree was folded into its root.
+bool bn_topology_folded (bn_topology_t *self);
 
 //  Destroy a topology and NULL the caller's reference; NULL-safe.
 void bn_topology_destroy (bn_topology_t **self_p);

@@ -14,20 +14,29 @@ static t_controller_t *s_ctl;
 static t_client_t *s_client;
 static t_engine_t *s_engines[S_ENGINES];
 
-//  A controller with a tree of depth (more settings may follow) and
-//  S_ENGINES fake engines with ids 0 ... S_ENGINES-1.
+//  A controller with a tree of depth (more settings may follow), folded
+//  into its root (fold) or not, and S_ENGINES fake engines with ids 0 ...
+//  S_ENGINES-1.
 static void
-s_start (int depth, const char *setting)
+s_start_folded (int depth, bool fold, const char *setting)
 {
     char text[64];
     snprintf (text, sizeof text, "controller.depth=%d", depth);
-    s_ctl = t_controller_start (text, setting, NULL);
+    s_ctl = t_controller_start (
+        text, fold ? "controller.fold=8" : "controller.fold=0", setting, NULL);
     s_client = t_client_new (s_ctl);
     for (int i = 0; i < S_ENGINES; i++) {
         s_engines[i] = t_engine_new (s_ctl);
         ck_assert_int_eq (t_engine_register (s_engines[i], s_ctl, s_client, i),
                           i);
     }
+}
+
+//  The same, the tree's nodes running as its shape says.
+static void
+s_start (int depth, const char *setting)
+{
+    s_start_folded (depth, false, setting);
 }
 
 static void
@@ -293,6 +302,38 @@ START_TEST (test_depths)
     s_start (depth, NULL);
     s_round_trip (false, orders[depth]);
     s_round_trip (true, orders[depth]);
+    s_stop ();
+}
+END_TEST
+
+//  A folded tree: the root alone serves every leaf's port, and the client
+//  gets the tree's order; the stats list one node.
+START_TEST (test_folded)
+{
+    const int orders[4][S_ENGINES + 1] = {
+        {0, 1, 2, 3, -1}, //  depth 0: nothing to fold
+        {0, 2, 1, 3, -1}, //  depth 1: e % 2
+        {0, 1, 2, 3, -1}, //  depth 2: e % 4
+        {0, 1, 2, 3, -1}, //  depth 3: e % 8
+    };
+    int depth = _i;
+    s_start_folded (depth, true, NULL);
+    s_round_trip (false, orders[depth]);
+    s_round_trip (true, orders[depth]);
+    //  targets given out of order come back in the tree's
+    const int some[] = {3, 2, 1, -1};
+    char *original = s_broadcast (true, some, NULL);
+    for (int i = 3; i >= 1; i--)
+        s_engine_reply (i, s_engine_receive (i, original), true);
+    const int ordered[3][4] = {{3, 2, 1, -1}, {2, 3, 1, -1}, {1, 2, 3, -1}};
+    bn_msg_t *reply = s_merged (original, ordered[depth < 2 ? depth : 2]);
+    bn_msg_destroy (&reply);
+    free (original);
+    json_t *stats = t_stats (s_ctl);
+    json_t *nodes =
+        json_object_get (json_object_get (stats, "broadcast"), "nodes");
+    ck_assert_uint_eq (json_array_size (nodes), 1);
+    json_decref (stats);
     s_stop ();
 }
 END_TEST
@@ -1206,6 +1247,7 @@ main (void)
     tcase_add_test (tc, test_output_in_reply);
     tcase_add_test (tc, test_engine_connects_late);
     tcase_add_loop_test (tc, test_depths, 0, 4);
+    tcase_add_loop_test (tc, test_folded, 0, 4);
     tcase_add_test (tc, test_split);
     tcase_add_test (tc, test_errors_keep_alignment);
     tcase_add_test (tc, test_one_leaf_passed_on);

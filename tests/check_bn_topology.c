@@ -323,6 +323,55 @@ START_TEST (test_depth_zero)
 }
 END_TEST
 
+START_TEST (test_fold)
+{
+    //  kary:2 at depth 2 folded: the root serves the tree's four leaves,
+    //  whose ports and engines stay the tree's.
+    bn_topology_t *topology = s_new ("kary:2", 2, 0);
+    ck_assert (!bn_topology_folded (topology));
+    bn_topology_fold (topology);
+    ck_assert (bn_topology_folded (topology));
+    ck_assert_int_eq (bn_topology_size (topology), 1);
+    ck_assert_int_eq (bn_topology_depth (topology), 0);
+    ck_assert_int_eq (bn_topology_leaves (topology), 4);
+    ck_assert_int_eq (bn_topology_max_fanout (topology), 0);
+    ck_assert_str_eq (bn_topology_spec (topology), "kary:2");
+    ck_assert_str_eq (bn_topology_describe (topology),
+                      "kary:2 depth 2 folded: 1 node, 4 leaves");
+    ck_assert (bn_topology_is_leaf (topology, 0));
+    ck_assert_int_eq (bn_topology_nchildren (topology, 0), 0);
+    ck_assert_int_eq (bn_topology_child (topology, 0, 0), -1);
+    ck_assert_int_eq (bn_topology_leaf_index (topology, 0), 0);
+    for (int leaf = 0; leaf < 4; leaf++) {
+        ck_assert_int_eq (bn_topology_leaf_node (topology, leaf), 0);
+        ck_assert (bn_topology_serves_leaf (topology, 0, leaf));
+        ck_assert_int_eq (bn_topology_child_toward (topology, 0, leaf), -1);
+    }
+    ck_assert_int_eq (bn_topology_leaf_node (topology, 4), -1);
+    ck_assert_int_eq (bn_topology_engine_leaf (topology, 7), 3);
+    ck_assert_int_eq (bn_topology_engine_node (topology, 7), 0);
+    ck_assert (bn_topology_serves (topology, 0, 7));
+    ck_assert_str_eq (bn_topology_routing_id (topology, 0), "sub_scheduler_0");
+    ck_assert_int_eq (bn_topology_find (topology, "sub_scheduler_0"), 0);
+    ck_assert_int_eq (bn_topology_find (topology, "sub_scheduler_00"), -1);
+    //  the root has no children to split among
+    bn_target_t target = {"e0", 0, NULL}, out;
+    size_t offsets[1];
+    ck_assert_int_eq (
+        bn_topology_split (topology, 0, &target, 1, &out, offsets, NULL, 0),
+        -1);
+    bn_topology_destroy (&topology);
+
+    //  A tree of one node stays as it is.
+    topology = s_new ("kary:2", 0, 0);
+    bn_topology_fold (topology);
+    ck_assert (!bn_topology_folded (topology));
+    ck_assert_str_eq (bn_topology_describe (topology),
+                      "kary:2 depth 0: 1 node, 1 leaf");
+    bn_topology_destroy (&topology);
+}
+END_TEST
+
 START_TEST (test_default_depth)
 {
     //  Depth not given: 1 for kary and binomial, as IPython Parallel.
@@ -716,6 +765,7 @@ main (void)
     tcase_add_test (tc, test_stock_names);
     tcase_add_test (tc, test_wide_names);
     tcase_add_test (tc, test_depth_zero);
+    tcase_add_test (tc, test_fold);
     tcase_add_test (tc, test_default_depth);
     tcase_add_test (tc, test_fanouts);
     tcase_add_test (tc, test_binomial);

@@ -18,15 +18,22 @@
 
 static t_cluster_t s_cluster;
 
-//  A controller whose tree has depth (kary:2) with S_ENGINES engines.
+//  A controller whose tree has depth (kary:2) with S_ENGINES engines,
+//  folded into its root (doc/broadcast.md) or running as its shape says.
 static void
-s_start_cluster (int depth)
+s_start_tree (int depth, bool fold)
 {
     char text[16];
     snprintf (text, sizeof text, "%d", depth);
     t_cluster_start (&s_cluster, "bn-check-cluster-bcast-view", S_ENGINES,
                      "controller.heartbeat_misses", "50", "controller.depth",
-                     text, NULL);
+                     text, "controller.fold", fold ? "8" : "0", NULL);
+}
+
+static void
+s_start_cluster (int depth)
+{
+    s_start_tree (depth, false);
 }
 
 static void
@@ -122,10 +129,11 @@ s_push_ids (bn_client_t *client)
     }
 }
 
+//  Depths 0 ... 3, then 1 and 2 folded.
 START_TEST (test_same_as_direct)
 {
-    int depth = _i;
-    s_start_cluster (depth);
+    int depth = _i < 4 ? _i : _i - 3;
+    s_start_tree (depth, _i >= 4);
     bn_client_t *client = s_client ();
     s_push_ids (client);
     bn_view_t *direct = bn_view_new (client, BN_VIEW_DIRECT);
@@ -139,8 +147,9 @@ START_TEST (test_same_as_direct)
                               0);
             bn_result_t *result = s_run (bcast, apply);
             char what[64];
-            snprintf (what, sizeof what, "depth %d, %s, mode %d", depth,
-                      apply ? "apply" : "execute", mode);
+            snprintf (what, sizeof what, "depth %d%s, %s, mode %d", depth,
+                      _i >= 4 ? " folded" : "", apply ? "apply" : "execute",
+                      mode);
             s_assert_same (expected, result, what);
             //  Merged: one message for the whole request
             ck_assert_uint_eq (bn_result_messages (result),
@@ -439,7 +448,7 @@ main (void)
     Suite *suite = suite_create ("cluster_bcast_view");
     TCase *tc = tcase_create ("tree");
     tcase_set_timeout (tc, 90);
-    tcase_add_loop_test (tc, test_same_as_direct, 0, 4);
+    tcase_add_loop_test (tc, test_same_as_direct, 0, 6);
     tcase_add_test (tc, test_default_output_in_reply);
     tcase_add_test (tc, test_levels);
     tcase_add_test (tc, test_groups);

@@ -43,7 +43,7 @@ s_run (bn_view_t *view, const char *code, int count)
 START_TEST (test_usage)
 {
     t_cluster_start (&s_cluster, "bn-check-cluster-stats", S_ENGINES,
-                     "controller.depth", "1", NULL);
+                     "controller.depth", "1", "controller.fold", "0", NULL);
     bn_client_t *client = t_cluster_client (&s_cluster, S_ENGINES);
 
     //  one object per actor; the tree of depth 1 lists its three nodes
