@@ -27,6 +27,7 @@ static const bn_args_setting_t s_flags[] = {
     {"--engines", "controller.engines"},
     {"--tree-deadline", "controller.tree_deadline"},
     {"--tree-mode", "controller.tree_mode"},
+    {"--fold", "controller.fold"},
     {"--ping", "controller.heartbeat_period"},
     {"--heartbeat-misses", "controller.heartbeat_misses"},
     {"--registration-timeout", "controller.registration_timeout"},
@@ -100,6 +101,10 @@ s_usage (FILE *file)
         "processes it\n"
         "                        supervises (threads|processes; default: "
         "threads)\n"
+        "  --fold N              a tree of threads with at most N leaves runs "
+        "in its\n"
+        "                        root alone, in the tree's order (0 = never; "
+        "default: 8)\n"
         "  --ping T              time between heartbeats (default: 3s)\n"
         "  --heartbeat-misses N  beats an engine may miss in a row before it "
         "is\n"

@@ -72,6 +72,7 @@ enum {
     S_OPT_DEPTH = 1,
     S_OPT_TOPOLOGY,
     S_OPT_TREE_MODE,
+    S_OPT_FOLD,
     S_OPT_SCHEME,
     S_OPT_HWM,
     S_OPT_IP,
@@ -112,6 +113,8 @@ s_start_option (bn_cliopts_t *opts, int opt, const char *arg, void *data)
         return bn_cliopts_set (opts, "--depth", "controller.depth", arg);
     case S_OPT_TOPOLOGY:
         return bn_cliopts_set (opts, "--topology", "controller.topology", arg);
+    case S_OPT_FOLD:
+        return bn_cliopts_set (opts, "--fold", "controller.fold", arg);
     case S_OPT_TREE_MODE:
         return bn_cliopts_set (opts, "--tree-mode", "controller.tree_mode",
                                arg);
@@ -616,6 +619,7 @@ s_start (int argc, char **argv)
         {"depth", required_argument, NULL, S_OPT_DEPTH},
         {"topology", required_argument, NULL, S_OPT_TOPOLOGY},
         {"tree-mode", required_argument, NULL, S_OPT_TREE_MODE},
+        {"fold", required_argument, NULL, S_OPT_FOLD},
         {"scheme", required_argument, NULL, S_OPT_SCHEME},
         {"hwm", required_argument, NULL, S_OPT_HWM},
         {"ip", required_argument, NULL, S_OPT_IP},
@@ -716,6 +720,11 @@ s_start (int argc, char **argv)
               bn_config_int (config, "controller.depth"));
     bn_launcher_add_controller_arg (launcher, "--depth");
     bn_launcher_add_controller_arg (launcher, depth);
+    char fold[16];
+    snprintf (fold, sizeof fold, "%d",
+              bn_config_int (config, "controller.fold"));
+    bn_launcher_add_controller_arg (launcher, "--fold");
+    bn_launcher_add_controller_arg (launcher, fold);
     //  for the auto topology, which shapes the tree for this many
     char engines[24];
     snprintf (engines, sizeof engines, "%d", (int)args.n);
