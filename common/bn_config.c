@@ -66,8 +66,8 @@ static const s_setting_t s_settings[] = {
      "ms): engines that have not answered by then fail with EngineError"},
     {"controller.fold", BN_CONFIG_INT, "8", S_NUM (0, INT_MAX),
      "a tree of threads with at most this many leaves runs in its root "
-     "alone, which serves every leaf's port and orders the results leaf by "
-     "leaf as the tree does (0 = never)"},
+     "alone, which serves every leaf's port and orders the results as the "
+     "tree does (0 = never)"},
     {"controller.tree_mode", BN_CONFIG_STRING, "threads",
      S_STR ("threads|processes", NULL),
      "how the broadcast tree's nodes run: threads of the controller or one "

@@ -1376,28 +1376,60 @@ s_host_index (s_node_t *self, const char *id, bool add)
     return ++self->nhosts;
 }
 
-//  The n targets of given into out, leaf by leaf of the topology's leaves
-//  (e % leaves; the client's order within a leaf, the engines of no leaf
-//  last): the order of a folded tree's merged replies. Returns -1 if out
+//  The step toward engine eid's leaf at level (bn_topology_leaf_step), or
+//  -1.
+static int
+s_step (s_node_t *self, int eid, int level)
+{
+    return bn_topology_leaf_step (
+        self->topology, bn_topology_engine_leaf (self->topology, eid), level);
+}
+
+//  The n targets of given into out in the order the tree folded into this
+//  node would give them: the node where their ways down part merges them
+//  child by child, the client's order within a child, and the nodes above
+//  it pass its message on; the engines of no leaf last. Returns -1 if out
 //  of memory.
 static int
-s_order_by_leaf (s_node_t *self, const bn_target_t *given, size_t n,
-                 bn_target_t *out)
+s_order_folded (s_node_t *self, const bn_target_t *given, size_t n,
+                bn_target_t *out)
 {
-    int leaves = bn_topology_leaves (self->topology);
-    size_t *next = calloc ((size_t)leaves + 2, sizeof (size_t));
+    //  the level where the ways part: the first where two steps differ
+    //  (none: one leaf, the client's order)
+    int level = 0, steps = 0;
+    for (; level < BN_TOPOLOGY_MAX_DEPTH && !steps; level++) {
+        int first = -1, most = -1;
+        for (size_t i = 0; i < n; i++) {
+            int step = s_step (self, given[i].eid, level);
+            if (step > most)
+                most = step;
+            if (first < 0)
+                first = step;
+            else if (step >= 0 && step != first)
+                steps = most + 1;
+        }
+        if (steps) {
+            for (size_t i = 0; i < n; i++)
+                if (s_step (self, given[i].eid, level) >= steps)
+                    steps = s_step (self, given[i].eid, level) + 1;
+            break;
+        }
+        if (most < 0)
+            break;
+    }
+    //  a stable counting sort by the step there: count, prefix-sum, place
+    size_t *next = calloc ((size_t)steps + 2, sizeof (size_t));
     if (!next)
         return -1;
-    //  a stable counting sort: count, prefix-sum, place
     for (size_t i = 0; i < n; i++) {
-        int leaf = bn_topology_engine_leaf (self->topology, given[i].eid);
-        next[(leaf < 0 ? leaves : leaf) + 1]++;
+        int step = steps ? s_step (self, given[i].eid, level) : 0;
+        next[(step < 0 ? steps : step) + 1]++;
     }
-    for (int leaf = 0; leaf < leaves; leaf++)
-        next[leaf + 1] += next[leaf];
+    for (int step = 0; step < steps; step++)
+        next[step + 1] += next[step];
     for (size_t i = 0; i < n; i++) {
-        int leaf = bn_topology_engine_leaf (self->topology, given[i].eid);
-        out[next[leaf < 0 ? leaves : leaf]++] = given[i];
+        int step = steps ? s_step (self, given[i].eid, level) : 0;
+        out[next[step < 0 ? steps : step]++] = given[i];
     }
     free (next);
     return 0;
@@ -1421,7 +1453,7 @@ s_add_slots (s_node_t *self, s_request_t *req, s_targets_t *targets,
     if (self->leaf) {
         //  the root of a folded tree serves every leaf
         if (bn_topology_folded (self->topology) &&
-            s_order_by_leaf (self, targets->list, n, given) != 0) {
+            s_order_folded (self, targets->list, n, given) != 0) {
             free (block);
             return -1;
         }
@@ -2303,14 +2335,12 @@ s_command (s_node_t *self, zmsg_t *request)
         char *endpoint = zmsg_popstr (request);
         bool bound_ok = endpoint && bn_wire_bind (self->down, endpoint,
                                                   BN_WIRE_REBIND_WAIT) >= 0;
-        int error = bound_ok ? 0 : endpoint ? errno : EINVAL;
         if (!bound_ok)
             bn_log_error ("%s: cannot bind %s: %s", self->id,
-                          endpoint ? endpoint : "(none)", zmq_strerror (error));
+                          endpoint ? endpoint : "(none)",
+                          endpoint ? zmq_strerror (errno) : "no endpoint");
         char *bound = bound_ok ? zsock_last_endpoint (self->down) : NULL;
-        char code[16];
-        snprintf (code, sizeof code, "%d", error);
-        zstr_sendx (self->pipe, bound ? bound : "", code, NULL);
+        zstr_send (self->pipe, bound ? bound : "");
         zstr_free (&bound);
         free (endpoint);
     } else if (streq (command, "ENDPOINTS"))

@@ -105,7 +105,7 @@ typedef struct {
 //    CHILD_LOST index        child index is gone: its slots fail now
 //    BIND endpoint           bind the down socket to endpoint too (the
 //                            leaves of a folded tree, bn_topology.h);
-//                            reply [endpoint as bound or "", errno]
+//                            reply [endpoint as bound, or "" (logged)]
 //    ENDPOINTS               reply [up endpoint, down endpoint] as bound
 //                            or connected
 //    STATS                   reply [JSON object of counters; "requests"

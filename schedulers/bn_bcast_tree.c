@@ -3,9 +3,10 @@
 
     Nodes start parents first, so that a child connects to an inproc
     endpoint that is already bound. A tree of a few leaves runs folded
-    (options->fold): the root alone, serving every leaf's port. Links between
-   nodes are trusted (one process, one key): a node does not verify what another
-   node sends it. The nodes share one topology, which they only read.  */
+    (options->fold): the root alone, serving every leaf's port. Links
+    between nodes are trusted (one process, one key): a node does not
+    verify what another node sends it. The nodes share one topology, which
+    they only read.  */
 #include "bn_bcast_tree.h"
 
 #include <assert.h>
@@ -61,11 +62,9 @@ static int
 s_bind_more (zactor_t *node, const char *endpoint)
 {
     zstr_sendx (node, "BIND", endpoint, NULL);
-    char *bound = NULL, *error = NULL;
-    zstr_recvx (node, &bound, &error, NULL);
+    char *bound = zstr_recv (node);
     int port = bound && *bound ? bn_wire_endpoint_port (bound) : -1;
     zstr_free (&bound);
-    zstr_free (&error);
     return port;
 }
 
@@ -82,8 +81,10 @@ s_start (bn_topology_t *topology, const char *key,
             bn_topology_new (bn_topology_spec (topology),
                              bn_topology_depth (topology), 0, err, sizeof err);
     int leaves = bn_topology_leaves (topology);
-    if (self && self->topology && leaves >= 2 && leaves <= options->fold)
-        bn_topology_fold (self->topology);
+    //  out of memory to fold: the tree runs as its shape says
+    if (self && self->topology && leaves >= 2 && leaves <= options->fold &&
+        bn_topology_fold (self->topology) != 0)
+        bn_log_warn ("broadcast: out of memory to fold the tree");
     if (self && self->topology) {
         self->size = bn_topology_size (self->topology);
         self->nodes = calloc ((size_t)self->size, sizeof (zactor_t *));

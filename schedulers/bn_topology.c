@@ -48,6 +48,9 @@ struct _bn_topology_t {
     int nleaves;                        //  leaves
     int max_fanout;                     //  widest node
     bool folded;                        //  the root serves every leaf
+    short *steps;                       //  folded: per leaf, the child
+                                        //  index taken at each level on
+                                        //  the way down to it, -1 past it
     s_node_t *nodes;                    //  breadth-first, root 0
     int *leaf_nodes;                    //  leaf index -> node index
     char spec[64];                      //  resolved spec
@@ -286,12 +289,21 @@ bn_topology_new (const char *spec, int depth, int engines, char *err,
     return self;
 }
 
-void
+int
 bn_topology_fold (bn_topology_t *self)
 {
     assert (self);
     if (self->size == 1)
-        return;
+        return 0;
+    short *steps =
+        malloc ((size_t)self->nleaves * BN_TOPOLOGY_MAX_DEPTH * sizeof (short));
+    if (!steps)
+        return -1;
+    for (int leaf = 0; leaf < self->nleaves; leaf++)
+        for (int level = 0; level < BN_TOPOLOGY_MAX_DEPTH; level++)
+            steps[leaf * BN_TOPOLOGY_MAX_DEPTH + level] =
+                (short)bn_topology_leaf_step (self, leaf, level);
+    self->steps = steps;
     s_node_t *root = &self->nodes[0];
     root->first_child = -1;
     root->nchildren = 0;
@@ -305,6 +317,24 @@ bn_topology_fold (bn_topology_t *self)
     self->depth = 0;
     self->max_fanout = 0;
     self->folded = true;
+    return 0;
+}
+
+int
+bn_topology_leaf_step (bn_topology_t *self, int leaf, int level)
+{
+    assert (self);
+    if (leaf < 0 || leaf >= self->nleaves || level < 0 ||
+        level >= BN_TOPOLOGY_MAX_DEPTH)
+        return -1;
+    if (self->steps)
+        return self->steps[leaf * BN_TOPOLOGY_MAX_DEPTH + level];
+    int node = self->leaf_nodes[leaf];
+    if (self->nodes[node].level <= level)
+        return -1;
+    while (self->nodes[node].level > level + 1)
+        node = self->nodes[node].parent;
+    return self->nodes[node].child_index;
 }
 
 bool
@@ -321,6 +351,7 @@ bn_topology_destroy (bn_topology_t **self_p)
     if (*self_p) {
         free ((*self_p)->nodes);
         free ((*self_p)->leaf_nodes);
+        free ((*self_p)->steps);
         free (*self_p);
         *self_p = NULL;
     }

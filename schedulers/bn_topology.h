@@ -61,9 +61,10 @@
     Folded: bn_topology_fold makes the root the one node, serving every
     leaf of the tree, so that the levels of the tree run in one node
     (doc/broadcast.md, "A folded tree"). The leaves stay: their number, the
-    engine ports and engine e's leaf (e % leaves) are the tree's; each
-    leaf's node is the root, and a node serving several leaves orders
-    their engines leaf by leaf, as the tree's merged replies are ordered.
+    engine ports and engine e's leaf (e % leaves) are the tree's, and so
+    are the ways down to the leaves (bn_topology_leaf_step), by which the
+    root orders a merged reply as the tree would; each leaf's node is the
+    root.
     The folded tree has depth 0 and one node; it is built as the tree,
     from its spec and depth, and folded.  */
 #ifndef BN_TOPOLOGY_H_INCLUDED
@@ -99,8 +100,8 @@ bn_topology_t *bn_topology_new (const char *spec, int depth, int engines,
                                 char *err, size_t errsize);
 
 //  Fold the tree into its root (see above); a tree of one node is left
-//  as it is.
-void bn_topology_fold (bn_topology_t *self);
+//  as it is. Returns -1 if out of memory (the tree is then unchanged).
+int bn_topology_fold (bn_topology_t *self);
 
 //  True if the tree was folded into its root.
 bool bn_topology_folded (bn_topology_t *self);
@@ -163,6 +164,14 @@ const char *bn_topology_path (bn_topology_t *self, int node);
 //  Node whose routing id (or, without the prefix, path) is `id`, or -1;
 //  it walks the path, so the cost is the depth, not the size.
 int bn_topology_find (bn_topology_t *self, const char *id);
+
+//  The child index taken at level `level` on the way from the root down to
+//  leaf `leaf` (a folded tree keeps its tree's ways), or -1 if the leaf is
+//  at that level or above it, or out of range. A merged reply's engines are
+//  ordered by the step at the first level where their ways part (the
+//  node that merges; the nodes above it pass its message on), the
+//  client's order within a step.
+int bn_topology_leaf_step (bn_topology_t *self, int leaf, int level);
 
 //  Leaf index serving engine eid (eid % leaves), or -1 if eid < 0.
 int bn_topology_engine_leaf (bn_topology_t *self, int eid);

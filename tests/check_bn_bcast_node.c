@@ -307,32 +307,60 @@ START_TEST (test_depths)
 END_TEST
 
 //  A folded tree: the root alone serves every leaf's port, and the client
-//  gets the tree's order; the stats list one node.
+//  gets the order of the tree as its shape runs (the node where the ways
+//  down to the engines' leaves part merges them child by child). Depths
+//  0 ... 3 as they run (_i 0 ... 3), then folded (4 ... 7); the stats
+//  list the nodes that run.
 START_TEST (test_folded)
 {
+    int depth = _i % 4;
+    bool fold = _i >= 4;
     const int orders[4][S_ENGINES + 1] = {
         {0, 1, 2, 3, -1}, //  depth 0: nothing to fold
         {0, 2, 1, 3, -1}, //  depth 1: e % 2
-        {0, 1, 2, 3, -1}, //  depth 2: e % 4
-        {0, 1, 2, 3, -1}, //  depth 3: e % 8
+        {0, 1, 2, 3, -1}, //  depth 2: e % 4, two leaves a child
+        {0, 1, 2, 3, -1}, //  depth 3: e % 8, all below child 0
     };
-    int depth = _i;
-    s_start_folded (depth, true, NULL);
+    s_start_folded (depth, fold, NULL);
     s_round_trip (false, orders[depth]);
     s_round_trip (true, orders[depth]);
-    //  targets given out of order come back in the tree's
+    //  targets given out of order
     const int some[] = {3, 2, 1, -1};
     char *original = s_broadcast (true, some, NULL);
     for (int i = 3; i >= 1; i--)
         s_engine_reply (i, s_engine_receive (i, original), true);
-    const int ordered[3][4] = {{3, 2, 1, -1}, {2, 3, 1, -1}, {1, 2, 3, -1}};
-    bn_msg_t *reply = s_merged (original, ordered[depth < 2 ? depth : 2]);
+    const int ordered[4][4] = {
+        {3, 2, 1, -1}, //  one leaf: the client's order
+        {2, 3, 1, -1}, //  the root merges: leaf 0 (e % 2 == 0), leaf 1
+        {1, 3, 2, -1}, //  the root merges: child 0 (leaf 1), child 1
+        {1, 3, 2, -1}, //  child 0 merges (leaf 1, then 2 and 3 below its
+                       //  child 1); the root passes that on
+    };
+    bn_msg_t *reply = s_merged (original, ordered[depth]);
     bn_msg_destroy (&reply);
     free (original);
     json_t *stats = t_stats (s_ctl);
     json_t *nodes =
         json_object_get (json_object_get (stats, "broadcast"), "nodes");
-    ck_assert_uint_eq (json_array_size (nodes), 1);
+    const size_t sizes[] = {1, 3, 7, 15};
+    ck_assert_uint_eq (json_array_size (nodes), fold ? 1 : sizes[depth]);
+    json_decref (stats);
+    s_stop ();
+}
+END_TEST
+
+//  A binomial tree of order 3 has its 4 leaves at levels 1 to 3 (engine e
+//  on leaf e, below the root's child 2, 0, 1, 0): the root merges them by
+//  that child, as the tree runs and folded.
+START_TEST (test_binomial_order)
+{
+    s_start_folded (3, _i == 1, "controller.topology=binomial");
+    const int order[] = {1, 3, 2, 0, -1};
+    s_round_trip (true, order);
+    json_t *stats = t_stats (s_ctl);
+    ck_assert_uint_eq (json_array_size (json_object_get (
+                           json_object_get (stats, "broadcast"), "nodes")),
+                       _i == 1 ? 1 : 8);
     json_decref (stats);
     s_stop ();
 }
@@ -1247,7 +1275,8 @@ main (void)
     tcase_add_test (tc, test_output_in_reply);
     tcase_add_test (tc, test_engine_connects_late);
     tcase_add_loop_test (tc, test_depths, 0, 4);
-    tcase_add_loop_test (tc, test_folded, 0, 4);
+    tcase_add_loop_test (tc, test_folded, 0, 8);
+    tcase_add_loop_test (tc, test_binomial_order, 0, 2);
     tcase_add_test (tc, test_split);
     tcase_add_test (tc, test_errors_keep_alignment);
     tcase_add_test (tc, test_one_leaf_passed_on);

@@ -329,7 +329,7 @@ START_TEST (test_fold)
     //  whose ports and engines stay the tree's.
     bn_topology_t *topology = s_new ("kary:2", 2, 0);
     ck_assert (!bn_topology_folded (topology));
-    bn_topology_fold (topology);
+    ck_assert_int_eq (bn_topology_fold (topology), 0);
     ck_assert (bn_topology_folded (topology));
     ck_assert_int_eq (bn_topology_size (topology), 1);
     ck_assert_int_eq (bn_topology_depth (topology), 0);
@@ -360,14 +360,39 @@ START_TEST (test_fold)
     ck_assert_int_eq (
         bn_topology_split (topology, 0, &target, 1, &out, offsets, NULL, 0),
         -1);
+
+    //  The ways down stay the tree's: leaf 2 is child 1's child 0.
+    ck_assert_int_eq (bn_topology_leaf_step (topology, 2, 0), 1);
+    ck_assert_int_eq (bn_topology_leaf_step (topology, 2, 1), 0);
+    ck_assert_int_eq (bn_topology_leaf_step (topology, 2, 2), -1);
+    ck_assert_int_eq (bn_topology_leaf_step (topology, 4, 0), -1);
+    ck_assert_int_eq (bn_topology_leaf_step (topology, -1, 0), -1);
+    ck_assert_int_eq (bn_topology_leaf_step (topology, 0, -1), -1);
+    bn_topology_destroy (&topology);
+
+    //  A binomial tree's leaves sit at different levels: leaves 0 ... 3 are
+    //  nodes 3 (path 03), 5 (001), 6 (010) and 7 (0000).
+    topology = s_new ("binomial", 3, 0);
+    const int ways[4][4] = {
+        {2, -1, -1, -1}, {0, 1, -1, -1}, {1, 0, -1, -1}, {0, 0, 0, -1}};
+    for (int fold = 0; fold < 2; fold++) {
+        if (fold)
+            ck_assert_int_eq (bn_topology_fold (topology), 0);
+        ck_assert_int_eq (bn_topology_leaves (topology), 4);
+        for (int leaf = 0; leaf < 4; leaf++)
+            for (int level = 0; level < 4; level++)
+                ck_assert_int_eq (bn_topology_leaf_step (topology, leaf, level),
+                                  ways[leaf][level]);
+    }
     bn_topology_destroy (&topology);
 
     //  A tree of one node stays as it is.
     topology = s_new ("kary:2", 0, 0);
-    bn_topology_fold (topology);
+    ck_assert_int_eq (bn_topology_fold (topology), 0);
     ck_assert (!bn_topology_folded (topology));
     ck_assert_str_eq (bn_topology_describe (topology),
                       "kary:2 depth 0: 1 node, 1 leaf");
+    ck_assert_int_eq (bn_topology_leaf_step (topology, 0, 0), -1);
     bn_topology_destroy (&topology);
 }
 END_TEST
