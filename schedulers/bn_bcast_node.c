@@ -1397,24 +1397,22 @@ s_order_folded (s_node_t *self, const bn_target_t *given, size_t n,
     //  the level where the ways part: the first where two steps differ
     //  (none: one leaf, the client's order)
     int level = 0, steps = 0;
-    for (; level < BN_TOPOLOGY_MAX_DEPTH && !steps; level++) {
+    for (; level < BN_TOPOLOGY_MAX_DEPTH; level++) {
         int first = -1, most = -1;
+        bool parted = false;
         for (size_t i = 0; i < n; i++) {
             int step = s_step (self, given[i].eid, level);
-            if (step > most)
-                most = step;
+            if (step < 0)
+                continue;
             if (first < 0)
                 first = step;
-            else if (step >= 0 && step != first)
-                steps = most + 1;
+            parted |= step != first;
+            if (step > most)
+                most = step;
         }
-        if (steps) {
-            for (size_t i = 0; i < n; i++)
-                if (s_step (self, given[i].eid, level) >= steps)
-                    steps = s_step (self, given[i].eid, level) + 1;
-            break;
-        }
-        if (most < 0)
+        if (parted)
+            steps = most + 1;
+        if (parted || most < 0)
             break;
     }
     //  a stable counting sort by the step there: count, prefix-sum, place
