@@ -1385,17 +1385,16 @@ s_step (s_node_t *self, int eid, int level)
         self->topology, bn_topology_engine_leaf (self->topology, eid), level);
 }
 
-//  The n targets of given into out in the order the tree folded into this
-//  node would give them: the node where their ways down part merges them
-//  child by child, the client's order within a child, and the nodes above
-//  it pass its message on; the engines of no leaf last. Returns -1 if out
-//  of memory.
+//  Put the n targets of given in the order the tree folded into this node
+//  would give them: the node where their ways down part merges them child
+//  by child, the client's order within a child, and the nodes above it
+//  pass its message on; the engines of no leaf last. scratch holds n
+//  targets. Returns -1 if out of memory.
 static int
-s_order_folded (s_node_t *self, const bn_target_t *given, size_t n,
-                bn_target_t *out)
+s_order_folded (s_node_t *self, bn_target_t *given, size_t n,
+                bn_target_t *scratch)
 {
     //  the level where the ways part: the first where two steps differ
-    //  (none: one leaf, the client's order)
     int level = 0, steps = 0;
     for (; level < BN_TOPOLOGY_MAX_DEPTH; level++) {
         int first = -1, most = -1;
@@ -1415,21 +1414,28 @@ s_order_folded (s_node_t *self, const bn_target_t *given, size_t n,
         if (parted || most < 0)
             break;
     }
+    if (!steps)
+        return 0; //  one leaf's engines: the client's order
     //  a stable counting sort by the step there: count, prefix-sum, place
-    size_t *next = calloc ((size_t)steps + 2, sizeof (size_t));
+    size_t inline_next[16] = {0};
+    size_t *next = (size_t)steps + 2 <= 16
+                       ? inline_next
+                       : calloc ((size_t)steps + 2, sizeof (size_t));
     if (!next)
         return -1;
     for (size_t i = 0; i < n; i++) {
-        int step = steps ? s_step (self, given[i].eid, level) : 0;
+        int step = s_step (self, given[i].eid, level);
         next[(step < 0 ? steps : step) + 1]++;
     }
     for (int step = 0; step < steps; step++)
         next[step + 1] += next[step];
     for (size_t i = 0; i < n; i++) {
-        int step = steps ? s_step (self, given[i].eid, level) : 0;
-        out[next[step < 0 ? steps : step]++] = given[i];
+        int step = s_step (self, given[i].eid, level);
+        scratch[next[step < 0 ? steps : step]++] = given[i];
     }
-    free (next);
+    memcpy (given, scratch, n * sizeof (bn_target_t));
+    if (next != inline_next)
+        free (next);
     return 0;
 }
 
@@ -1451,7 +1457,7 @@ s_add_slots (s_node_t *self, s_request_t *req, s_targets_t *targets,
     if (self->leaf) {
         //  the root of a folded tree serves every leaf
         if (bn_topology_folded (self->topology) &&
-            s_order_folded (self, targets->list, n, given) != 0) {
+            s_order_folded (self, given, n, split) != 0) {
             free (block);
             return -1;
         }
