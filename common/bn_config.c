@@ -163,6 +163,9 @@ static const s_setting_t s_settings[] = {
      "SIGTERM, then SIGKILL (a bare number is seconds)"},
     {"engine.plugins", BN_CONFIG_STRING, "", S_STR (NULL, NULL),
      "colon-separated paths of .so function plugins each engine loads"},
+    {"engine.share_broadcast", BN_CONFIG_BOOL, "true", S_BOOL,
+     "the engines of one process ask banyan-controller for one broadcast "
+     "connection between them, not one each"},
     {"engine.heartbeat_misses", BN_CONFIG_INT, "50", S_NUM (1, 1000000),
      "controller pings an engine may miss before it counts the controller "
      "as gone"},

@@ -78,6 +78,12 @@
 //  a stock engine sends none and a stock hub passes none on
 #define BN_REG_FEATURES "bn_features"
 #define BN_FEATURE_OUTPUT "bn_output" //  honours BN_BCAST_OUTPUT "reply"
+//  ...and of the engines of one process that share one broadcast
+//  connection: the request names its routing id (BN_SHARED_PREFIX and a
+//  uuid), and banyan's hub answers with the broadcast port to connect it
+//  to (an index into the connection file's list), when its tree takes one
+#define BN_REG_BROADCAST_VIA "bn_broadcast_via"
+#define BN_REG_BROADCAST_PORT "bn_broadcast_port"
 
 //  Hub notifications
 #define BN_MSG_REGISTRATION_NOTIFICATION "registration_notification"

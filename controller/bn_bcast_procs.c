@@ -306,7 +306,7 @@ s_call (s_procs_t *self, int node, const char *reply, const char *command, ...)
 
 static void
 s_engine (void *arg, const char *uuid, int eid, bool registered,
-          const char *why)
+          const char *why, const char *via)
 {
     s_procs_t *self = (s_procs_t *)arg;
     assert (self);

@@ -649,6 +649,9 @@ s_start_components (s_controller_t *self, int period, int misses,
         bn_hub_add_relay (self->hub, self->mux, true) ||
         bn_hub_add_relay (self->hub, self->control, false))
         return -1;
+    if (self->tree_mode->shared_port)
+        bn_hub_share_broadcast (self->hub, self->tree_mode->shared_port,
+                                self->tree);
     bn_hub_watch_iopub (self->hub, self->iopub);
     bn_hub_set_hosts (self->hub, self->hosts);
     bn_relay_set_hosts (self->mux, self->hosts);

@@ -59,6 +59,7 @@
 
 #define S_BATCH 1024        //  queries read per wake-up before polling again
 #define S_UUID_MAX 255      //  longest engine uuid accepted
+#define S_VIA_MAX 64        //  longest id of a shared broadcast connection
 #define S_FEATURES_MAX 16   //  names an engine's bn_features may list
 #define S_FEATURE_MAX 32    //  longest of them
 #define S_STATE_DELAY_MS 20 //  longest wait to write the state file
@@ -158,8 +159,12 @@ struct _bn_hub_t {
     int64_t early_until; //  ...which count until then
     bn_hosts_t *hosts;   //  Links of host nodes and their engines (borrowed),
                          //  or NULL: no host nodes
-    zhashx_t *links;     //  link id -> s_host_t
-    int next_host;       //  index of the next host node
+    bn_hub_port_fn *port_fn; //  shared broadcast connections, or NULL
+    void *port_arg;
+    zhashx_t *broadcast_via; //  uuid -> routing id of its process's shared
+                             //  broadcast connection
+    zhashx_t *links;         //  link id -> s_host_t
+    int next_host;           //  index of the next host node
     s_stats_t stats;
 };
 
@@ -242,15 +247,19 @@ bn_hub_new (zsock_t *query, zsock_t *notifier, bn_session_t *session,
     self->announce = zlistx_new ();
     self->links = zhashx_new ();
     self->lost = zhashx_new ();
+    self->broadcast_via = zhashx_new ();
     self->state_timer = -1;
     self->join_timer = -1;
     self->state_delay = S_STATE_DELAY_MS;
     if (!connection_info || !self->engines || !self->relays || !self->stalls ||
         !self->leaving || !self->listeners || !self->announce || !self->links ||
-        !self->lost) {
+        !self->lost || !self->broadcast_via) {
         bn_hub_destroy (&self);
         return NULL;
     }
+    zhashx_set_destructor (self->broadcast_via,
+                           (zhashx_destructor_fn *)zstr_free);
+    zhashx_set_duplicator (self->broadcast_via, (zhashx_duplicator_fn *)strdup);
     zhashx_set_destructor (self->stalls, s_stall_destroy);
     zhashx_set_destructor (self->links, s_host_destroy);
     zlistx_set_destructor (self->leaving, s_leaving_destroy);
@@ -296,6 +305,7 @@ bn_hub_destroy (bn_hub_t **self_p)
     zlistx_destroy (&self->listeners);
     zhashx_destroy (&self->restored);
     zhashx_destroy (&self->lost);
+    zhashx_destroy (&self->broadcast_via);
     free (self->state_path);
     bn_record_queries_destroy (&self->queries);
     bn_engine_table_destroy (&self->engines);
@@ -338,9 +348,11 @@ static void
 s_tell_listeners (bn_hub_t *self, const char *uuid, int id, bool registered,
                   const char *why)
 {
+    const char *via =
+        registered ? zhashx_lookup (self->broadcast_via, uuid) : NULL;
     s_listener_t *listener = zlistx_first (self->listeners);
     while (listener) {
-        listener->fn (listener->arg, uuid, id, registered, why);
+        listener->fn (listener->arg, uuid, id, registered, why, via);
         listener = zlistx_next (self->listeners);
     }
 }
@@ -357,6 +369,14 @@ bn_hub_set_hosts (bn_hub_t *self, bn_hosts_t *hosts)
 {
     assert (self);
     self->hosts = hosts;
+}
+
+void
+bn_hub_share_broadcast (bn_hub_t *self, bn_hub_port_fn *fn, void *arg)
+{
+    assert (self);
+    self->port_fn = fn;
+    self->port_arg = arg;
 }
 
 void
@@ -770,6 +790,16 @@ s_features_ok (json_t *features)
     return true;
 }
 
+//  True if via names a shared connection: BN_SHARED_PREFIX and a
+//  printable id of at most S_VIA_MAX bytes.
+static bool
+s_via_ok (const char *via)
+{
+    size_t prefix = strlen (BN_SHARED_PREFIX);
+    return strncmp (via, BN_SHARED_PREFIX, prefix) == 0 &&
+           strlen (via + prefix) <= S_VIA_MAX && s_uuid_ok (via + prefix);
+}
+
 //  A registration_request from an engine, or through the host node of link
 //  via (not NULL).
 static void
@@ -816,6 +846,15 @@ s_registration_request (bn_hub_t *self, bn_msg_t *request, const char *via)
                      BN_REG_FEATURES, uuid, S_FEATURES_MAX);
         features = NULL;
     }
+    json_t *shared = json_object_get (content, BN_REG_BROADCAST_VIA);
+    if (shared &&
+        !(json_is_string (shared) && s_via_ok (json_string_value (shared)))) {
+        self->stats.bad_content++;
+        bn_log_warn ("hub: ignored the %s of engine %s: not '%s' and at most "
+                     "%d printable characters",
+                     BN_REG_BROADCAST_VIA, uuid, BN_SHARED_PREFIX, S_VIA_MAX);
+        shared = NULL;
+    }
     zhashx_delete (self->lost, uuid);
     void *old = self->restored ? zhashx_lookup (self->restored, uuid) : NULL;
     if (old && bn_engine_table_is_pending (self->engines, uuid)) {
@@ -852,10 +891,21 @@ s_registration_request (bn_hub_t *self, bn_msg_t *request, const char *via)
         s_send_query (self, &reply);
         return;
     }
-    bn_msg_set_content (reply, json_pack ("{s:i, s:s, s:i, s:O}", "id", id,
-                                          "status", BN_STATUS_OK, "hb_period",
-                                          self->hb_period_ms, "connection_info",
-                                          self->connection_info));
+    json_t *answer = json_pack ("{s:i, s:s, s:i, s:O}", "id", id, "status",
+                                BN_STATUS_OK, "hb_period", self->hb_period_ms,
+                                "connection_info", self->connection_info);
+    //  through a host node, the engines share all their connections to it
+    int port = shared && !via && self->port_fn
+                   ? self->port_fn (self->port_arg, id)
+                   : -1;
+    if (port >= 0 && answer &&
+        json_object_set_new (answer, BN_REG_BROADCAST_PORT,
+                             json_integer (port)) == 0)
+        zhashx_update (self->broadcast_via, uuid,
+                       (void *)json_string_value (shared));
+    else
+        zhashx_delete (self->broadcast_via, uuid);
+    bn_msg_set_content (reply, answer);
     s_send_query (self, &reply);
 
     s_expect (self, uuid, id, via);
@@ -917,6 +967,7 @@ s_unregister (bn_hub_t *self, const char *uuid, const char *reason,
         return -1;
     }
     bn_heart_forget (self->heart, copy);
+    zhashx_delete (self->broadcast_via, copy);
     if (pending) {
         s_stall_end (self, copy);
         if (self->hosts)

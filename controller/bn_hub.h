@@ -69,8 +69,23 @@ void bn_hub_set_task (bn_hub_t *self, bn_task_t *task);
 //  grace the relays give its pending requests). why says why an engine
 //  was lost when the hub knows more than that its heart stopped ("host
 //  node on h3 (198.18.0.3) stopped answering"), else it is NULL.
+//  via, when registered and not NULL, is the routing id of the connection
+//  that the engine's process shares for broadcast (bn_hub_share_broadcast).
 typedef void (bn_hub_engine_fn) (void *arg, const char *uuid, int eid,
-                                 bool registered, const char *why);
+                                 bool registered, const char *why,
+                                 const char *via);
+
+//  The broadcast port on which the engines of one process may share one
+//  connection to engine eid's leaf, or -1 (a bn_bcast_mode_t shared_port).
+typedef int (bn_hub_port_fn) (void *arg, int eid);
+
+//  Offer the engines of a banyan-engine process one shared broadcast
+//  connection (doc/wire.md 4.1): a registration_request naming the
+//  connection's routing id (bn_broadcast_via) is answered with the port
+//  fn gives (bn_broadcast_port), and the listeners get the routing id
+//  with the engine. Without it, or when fn says -1, an engine connects
+//  its own.
+void bn_hub_share_broadcast (bn_hub_t *self, bn_hub_port_fn *fn, void *arg);
 
 //  Tell fn about engines as they come and go (the broadcast tree, the
 //  task scheduler). Returns -1 if out of memory.

@@ -140,6 +140,7 @@ struct _bn_engine_t {
     s_current_t current;       //  the request being handled
     bool dispatching;          //  inside s_next: no recursion
     bool waiting;              //  in env->waiting for a command slot
+    bool shared_broadcast;     //  its leaf reaches it on env->broadcast
     char **envp;               //  commands' environment
     bn_engine_stats_t stats;
 };
@@ -369,19 +370,36 @@ s_output_into (bn_engine_t *self, bn_msg_t *request, json_t *content)
     json_object_set_new (content, "bn_stderr", s_output_string (err));
 }
 
+//  True if reply answers a request that came on the shared broadcast
+//  connection: its routing frames are [leaf, our uuid, ...] (on our own
+//  shell they are [peer, client, ...]).
+static bool
+s_via_broadcast (bn_engine_t *self, bn_msg_t *reply)
+{
+    if (!self->shared_broadcast || bn_msg_nidents (reply) < 2)
+        return false;
+    size_t size;
+    const void *named = bn_msg_ident (reply, 1, &size);
+    return size == strlen (self->uuid) && memcmp (named, self->uuid, size) == 0;
+}
+
 //  Send reply (taken) on sock, a request's answer.
 static void
 s_send_reply (bn_engine_t *self, zsock_t *sock, bn_msg_t **reply_p)
 {
+    bn_engine_env_t *env = self->env;
+    bool shell = sock == self->shell;
+    bn_watch_item_t *item =
+        env->shell ? (shell ? env->shell_item : env->control_item)
+                   : (shell ? self->shell_item : self->control_item);
+    if (shell && s_via_broadcast (self, *reply_p)) {
+        sock = env->broadcast;
+        item = env->broadcast_item;
+    }
     if (bn_msg_send (reply_p, zsock_resolve (sock), self->session))
         bn_log_warn ("engine %d: cannot send a reply", self->id);
     //  Sending may have taken the socket's signal of waiting input.
-    bn_engine_env_t *env = self->env;
-    bool shell = sock == self->shell;
-    bn_watch_check (env->watch,
-                    env->shell
-                        ? (shell ? env->shell_item : env->control_item)
-                        : (shell ? self->shell_item : self->control_item));
+    bn_watch_check (env->watch, item);
     self->stats.handled++;
 }
 
@@ -1477,6 +1495,18 @@ s_registered (bn_engine_t *self, json_t *content)
                      self->uuid, asked, self->hb_period);
     snprintf (self->topic, sizeof self->topic, "engine.%d.", self->id);
     self->envp = s_make_envp (self);
+    //  banyan's hub took the shared broadcast connection we offered
+    json_t *port = json_object_get (content, BN_REG_BROADCAST_PORT);
+    json_int_t index = json_integer_value (port);
+    if (self->env->broadcast_via && json_is_integer (port) && index >= 0 &&
+        (size_t)index < bn_connfile_broadcast_count (self->env->connfile)) {
+        if (self->env->broadcast_join ((int)index,
+                                       self->env->broadcast_join_arg) != 0) {
+            bn_engine_stop (self, BN_ENGINE_EXIT_REGISTRATION);
+            return;
+        }
+        self->shared_broadcast = true;
+    }
     if (self->env->shell) {
         //  the process's sockets, already connected
         self->shell = self->env->shell;
@@ -1512,7 +1542,7 @@ s_own_sockets (bn_engine_t *self)
         rc = s_connect_key (self, self->shell, "mux");
     if (!rc)
         rc = s_connect_key (self, self->shell, "task");
-    if (!rc && nbroadcast) {
+    if (!rc && nbroadcast && !self->shared_broadcast) {
         char *url =
             bn_connfile_broadcast_url (cf, (size_t)self->id % nbroadcast);
         rc = url ? zsock_connect (self->shell, "%s", url) : -1;
@@ -1683,7 +1713,10 @@ bn_engine_start (bn_engine_t *self, bool shared)
                           : json_pack ("{s:s, s:n}", "uuid", self->uuid, "id");
     if (!content ||
         json_object_set_new (content, BN_REG_FEATURES,
-                             json_pack ("[s]", BN_FEATURE_OUTPUT))) {
+                             json_pack ("[s]", BN_FEATURE_OUTPUT)) ||
+        (self->env->broadcast_via && !self->env->shell &&
+         json_object_set_new (content, BN_REG_BROADCAST_VIA,
+                              json_string (self->env->broadcast_via)))) {
         json_decref (content);
         bn_msg_destroy (&msg);
         return -1;

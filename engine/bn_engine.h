@@ -57,6 +57,16 @@ typedef struct {
                              //  after the peer's routing id
     zsock_t *control;        //  ditto for control
     zsock_t *pong;           //  ditto, DEALER to hb_pong: [uuid, ping]
+    //  A broadcast connection the engines share (doc/wire.md 4.1) when
+    //  banyan's hub offers one: its routing id, named in every
+    //  registration_request (NULL: none asked), and a ROUTER the owner
+    //  connects to the port the hub names (broadcast_join), reads, and
+    //  hands each request to the engine named after the peer's routing id
+    const char *broadcast_via;
+    zsock_t *broadcast;              //  NULL until an engine joins it
+    bn_watch_item_t *broadcast_item; //  its watch
+    int (*broadcast_join) (int port, void *arg); //  0, or -1 (logged)
+    void *broadcast_join_arg;
     //  The owner's watches of registration, shell and control (NULL
     //  when not watched): an engine that sends on one of them asks the
     //  watch to look at it, since a send may take its signal of input.

@@ -27,6 +27,15 @@
     turns, an engine's timeout measures how long the controller takes to
     answer it.
 
+    Straight to banyan-controller, the engines of a process offer to share
+    one broadcast connection (engine.share_broadcast, doc/wire.md 4.1): a
+    ROUTER of routing id `bn-shared <uuid>`, connected to the port the hub
+    names when it takes the offer. A request there reads [leaf, uuid,
+    ...] and goes to the engine it names, as on the shared channels; the
+    engines keep their own mux, task and control connections. One
+    request to the engines of the process is then one batch on one
+    connection, not one on each engine's.
+
     Every socket, the engines' and the shared ones, sits in one bn_watch
     set, the only item the zloop polls: a wake-up looks only at the
     sockets that have work (zloop would look at every reader on every
@@ -79,10 +88,14 @@ typedef struct {
     zsock_t *shell;        //  shared ROUTER (shared channels), or NULL
     zsock_t *control;      //  ditto
     zsock_t *pong;         //  shared DEALER (shared channels), or NULL
-    uint64_t strays;       //  shared requests for no running engine of ours
-    zsock_t *handshakes;   //  its monitor until a handshake succeeds
-    int refusals;          //  handshakes the controller refused (bn_curve)
-    zlistx_t *waiting;     //  engines waiting to start a command
+    zsock_t *broadcast;    //  shared broadcast ROUTER, once joined
+    bn_watch_item_t *broadcast_item;
+    char broadcast_via[64]; //  its routing id, "": not offered
+    bool *joined;           //  broadcast ports it is connected to
+    uint64_t strays;        //  shared requests for no running engine of ours
+    zsock_t *handshakes;    //  its monitor until a handshake succeeds
+    int refusals;           //  handshakes the controller refused (bn_curve)
+    zlistx_t *waiting;      //  engines waiting to start a command
     bn_functions_t *functions;
     bn_apply_memo_t *apply_memo; //  the engines' last apply_request
     zcert_t *curve_cert;         //  when the controller uses CURVE
@@ -370,6 +383,58 @@ s_shared_control_event (bn_watch_item_t *item, void *arg)
     s_shared_drain (self, item, self->control, true);
 }
 
+static void
+s_shared_broadcast_event (bn_watch_item_t *item, void *arg)
+{
+    s_actor_t *self = (s_actor_t *)arg;
+    s_shared_drain (self, item, self->broadcast, false);
+}
+
+static zsock_t *s_shared_channel (s_actor_t *self, int type,
+                                  const char *identity, bool broadcast,
+                                  const char **keys);
+
+//  Connect the shared broadcast ROUTER, made and watched the first time,
+//  to broadcast port `port` unless it is already (env.broadcast_join).
+static int
+s_broadcast_join (int port, void *arg)
+{
+    s_actor_t *self = (s_actor_t *)arg;
+    if (self->joined[port])
+        return 0;
+    if (!self->broadcast) {
+        static const char *none[] = {NULL};
+        self->broadcast = s_shared_channel (self, ZMQ_ROUTER,
+                                            self->broadcast_via, false, none);
+        self->broadcast_item =
+            self->broadcast
+                ? bn_watch_reader (self->watch, zsock_resolve (self->broadcast),
+                                   s_shared_broadcast_event, self)
+                : NULL;
+        if (!self->broadcast_item) {
+            bn_log_error ("engines: cannot make the shared broadcast socket");
+            zsock_destroy (&self->broadcast);
+            return -1;
+        }
+        self->env.broadcast = self->broadcast;
+        self->env.broadcast_item = self->broadcast_item;
+    }
+    char *url = bn_connfile_broadcast_url (self->connfile, (size_t)port);
+    int rc = url ? zsock_connect (self->broadcast, "%s", url) : -1;
+    if (rc)
+        bn_log_error ("engines: cannot connect the shared broadcast socket "
+                      "to %s",
+                      url ? url : "its port");
+    else {
+        self->joined[port] = true;
+        bn_log_info ("engines: their broadcast requests come through %s as "
+                     "'%s'",
+                     url, self->broadcast_via);
+    }
+    free (url);
+    return rc;
+}
+
 static char *
 s_list (s_actor_t *self, bool uuids)
 {
@@ -492,7 +557,8 @@ s_actor_destroy (s_actor_t *self)
         zsock_set_linger (self->registration, 1000);
         zsock_destroy (&self->registration);
     }
-    zsock_t **shared[] = {&self->shell, &self->control, &self->pong};
+    zsock_t **shared[] = {&self->shell, &self->control, &self->pong,
+                          &self->broadcast};
     for (size_t i = 0; i < sizeof shared / sizeof shared[0]; i++)
         if (*shared[i]) {
             zsock_set_linger (*shared[i], 1000);
@@ -505,6 +571,7 @@ s_actor_destroy (s_actor_t *self)
     zcert_destroy (&self->curve_cert);
     bn_connfile_destroy (&self->connfile);
     free (self->cwd);
+    free (self->joined);
 }
 
 //  zlistx comparator: the same engine.
@@ -685,6 +752,8 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
         bn_config_msecs (config, "engine.request_time_limit") / 1000.0;
     self->env.abort_grace =
         bn_config_msecs (config, "engine.abort_grace") / 1000.0;
+    bool share_broadcast =
+        self->count >= 2 && bn_config_bool (config, "engine.share_broadcast");
     self->functions = bn_functions_new ();
     int rc = self->functions ? 0 : -1;
     if (!rc && bn_functions_load_list (
@@ -771,6 +840,21 @@ s_actor_init (s_actor_t *self, bn_engine_args_t *args)
     self->env.curve_cert = self->curve_cert;
     self->env.on_state = s_on_state;
     self->env.arg = self;
+    size_t nbroadcast = bn_connfile_broadcast_count (self->connfile);
+    if (share_broadcast && !shared && nbroadcast) {
+        self->joined = calloc (nbroadcast, sizeof *self->joined);
+        zuuid_t *uuid = zuuid_new ();
+        if (!self->joined || !uuid) {
+            zuuid_destroy (&uuid);
+            return -1;
+        }
+        snprintf (self->broadcast_via, sizeof self->broadcast_via,
+                  BN_SHARED_PREFIX "%s", zuuid_str_canonical (uuid));
+        zuuid_destroy (&uuid);
+        self->env.broadcast_via = self->broadcast_via;
+        self->env.broadcast_join = s_broadcast_join;
+        self->env.broadcast_join_arg = self;
+    }
     self->engines = calloc ((size_t)self->count, sizeof *self->engines);
     if (!self->engines)
         return -1;

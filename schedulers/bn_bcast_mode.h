@@ -70,9 +70,16 @@ typedef struct {
     //  unregistered (a bn_hub_engine_fn; why, when not NULL, is why it was
     //  lost, for its slots' EngineErrors). An engine behind a host node
     //  (options' hosts) is served by the host node's leaf below the leaf
-    //  it names, and the inner nodes above that leaf route it there.
+    //  it names, and the inner nodes above that leaf route it there. via,
+    //  when not NULL, is the routing id of the connection its process
+    //  shares for broadcast (shared_port).
     void (*engine) (void *self, const char *uuid, int eid, bool registered,
-                    const char *why);
+                    const char *why, const char *via);
+    //  The broadcast port (an index into the connection file's list) on
+    //  which the engines of one banyan-engine process may share one
+    //  connection to engine eid's leaf (doc/wire.md 4.1, "A shared
+    //  broadcast connection"); -1 if they may not. NULL: never.
+    int (*shared_port) (void *self, int eid);
     //  A new JSON object: {"requests": requests in flight over all nodes,
     //  "nodes": [each node's counters, in node order], ...}; NULL if out
     //  of memory.

@@ -2186,11 +2186,12 @@ s_stats (s_node_t *self)
 {
     s_stats_t *s = &self->stats;
     json_t *stats = json_pack (
-        "{s:s, s:I, s:I, s:I, s:I, s:I}", "node", self->id, "requests",
+        "{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "node", self->id, "requests",
         (json_int_t)zhashx_size (self->requests), "engines",
-        (json_int_t)(self->engines ? zhashx_size (self->engines) : 0),
-        "received", (json_int_t)s->requests, "hosts", (json_int_t)self->nhosts,
-        "routes", (json_int_t)(self->routes ? zhashx_size (self->routes) : 0));
+        (json_int_t)(self->engines ? zhashx_size (self->engines) : 0), "shared",
+        (json_int_t)(self->via ? zhashx_size (self->via) : 0), "received",
+        (json_int_t)s->requests, "hosts", (json_int_t)self->nhosts, "routes",
+        (json_int_t)(self->routes ? zhashx_size (self->routes) : 0));
     struct {
         const char *name;
         uint64_t value;

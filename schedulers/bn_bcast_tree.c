@@ -179,7 +179,7 @@ s_attach (void *self, zloop_t *loop)
 
 static void
 s_engine (void *arg, const char *uuid, int eid, bool registered,
-          const char *why)
+          const char *why, const char *via)
 {
     s_tree_t *self = (s_tree_t *)arg;
     assert (self);
@@ -204,10 +204,29 @@ s_engine (void *arg, const char *uuid, int eid, bool registered,
             zstr_sendx (self->nodes[up], "ENGINE_ROUTE", id, at, NULL);
         else
             zstr_sendx (self->nodes[up], "ENGINE_UNROUTE", id, NULL);
+    //  the shared connection first: the leaf may send to the engine as
+    //  soon as it is added
+    if (registered && via && leaf < 0)
+        zstr_sendx (self->nodes[node], "ENGINE_VIA", uuid, via, NULL);
     if (registered)
         zstr_sendx (self->nodes[node], "ENGINE_ADD", uuid, id, host, NULL);
     else
         zstr_sendx (self->nodes[node], "ENGINE_REMOVE", uuid, why, NULL);
+}
+
+//  A folded root binds every leaf's port on one socket, where one routing
+//  id may be connected once: a process shares the first port. Otherwise
+//  each leaf has a socket of its own, and the process connects to eid's.
+static int
+s_shared_port (void *arg, int eid)
+{
+    s_tree_t *self = (s_tree_t *)arg;
+    assert (self);
+    if (eid < 0)
+        return -1;
+    return bn_topology_folded (self->topology)
+               ? 0
+               : bn_topology_engine_leaf (self->topology, eid);
 }
 
 static json_t *
@@ -238,4 +257,5 @@ const bn_bcast_mode_t bn_bcast_threads = {.name = "threads",
                                           .port = s_port,
                                           .attach = s_attach,
                                           .engine = s_engine,
+                                          .shared_port = s_shared_port,
                                           .stats = s_stats};

@@ -268,6 +268,51 @@ START_TEST (test_features)
 }
 END_TEST
 
+//  The content of engine's registration_reply when it offers the shared
+//  broadcast connection via (NULL: none).
+static json_t *
+s_offer (t_engine_t *engine, const char *via)
+{
+    json_t *content = json_pack ("{s:s}", "uuid", engine->uuid);
+    if (via)
+        json_object_set_new (content, BN_REG_BROADCAST_VIA, json_string (via));
+    bn_msg_t *msg =
+        t_msg (engine->session, BN_MSG_REGISTRATION_REQUEST, content, NULL);
+    t_send (&msg, engine->reg, engine->session);
+    bn_msg_t *reply = t_recv (engine->reg);
+    ck_assert_ptr_nonnull (reply);
+    ck_assert_str_eq (t_content_str (reply, "status"), "ok");
+    json_t *answer = json_incref (bn_msg_content (reply));
+    bn_msg_destroy (&reply);
+    return answer;
+}
+
+//  An engine that offers a shared broadcast connection (a routing id
+//  "bn-shared ...") is told the broadcast port to connect it to: the
+//  default tree runs folded, and all its engines share the first port. An
+//  offer that names no shared connection is counted as bad content, and
+//  the engine registers as a stock one does.
+START_TEST (test_broadcast_via)
+{
+    const char *offers[] = {
+        BN_SHARED_PREFIX "p1",  BN_SHARED_PREFIX "p1", NULL, "p1",
+        BN_SHARED_PREFIX "a b", BN_SHARED_PREFIX};
+    json_int_t expected[] = {0, 0, -1, -1, -1, -1};
+    for (size_t i = 0; i < sizeof offers / sizeof offers[0]; i++) {
+        t_engine_t *engine = t_engine_new (s_ctl);
+        json_t *answer = s_offer (engine, offers[i]);
+        json_t *port = json_object_get (answer, BN_REG_BROADCAST_PORT);
+        if (expected[i] < 0)
+            ck_assert_msg (!port, "offer %zu got a port", i);
+        else
+            ck_assert_int_eq (json_integer_value (port), expected[i]);
+        json_decref (answer);
+        t_engine_destroy (&engine);
+    }
+    ck_assert_int_eq (t_stat (s_ctl, "hub", "bad_content"), 3);
+}
+END_TEST
+
 START_TEST (test_stalled_registration)
 {
     t_client_destroy (&s_client);
@@ -1311,6 +1356,7 @@ s_suite (void)
     tcase_add_test (tc, test_uuid_in_use);
     tcase_add_test (tc, test_registration_errors);
     tcase_add_test (tc, test_features);
+    tcase_add_test (tc, test_broadcast_via);
     tcase_add_test (tc, test_stalled_registration);
     tcase_add_test (tc, test_unregistration_request);
     tcase_add_test (tc, test_registered_again_in_grace);

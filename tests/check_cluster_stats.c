@@ -150,10 +150,72 @@ START_TEST (test_processes)
     ck_assert_int_eq (s_node_stat (stats, 1, "to_engines") +
                           s_node_stat (stats, 2, "to_engines"),
                       2 * S_ENGINES);
+    //  a banyan-scheduler leaf takes no shared broadcast connection
+    ck_assert_int_eq (
+        s_node_stat (stats, 1, "shared") + s_node_stat (stats, 2, "shared"), 0);
     json_decref (stats);
     bn_view_destroy (&broadcast);
     bn_client_destroy (&client);
     t_cluster_stop (&s_cluster);
+}
+END_TEST
+
+//  A cluster of S_ENGINES engines in one process, the tree of depth 1
+//  folded or not, the engines sharing a broadcast connection or not: every
+//  engine answers a broadcast with its own output, and the nodes
+//  that serve engines reach shared of them through the process's shared
+//  connection (doc/wire.md 4.1).
+static void
+s_shared (const char *fold, const char *share, json_int_t shared)
+{
+    t_cluster_start (&s_cluster, "bn-check-cluster-stats", S_ENGINES,
+                     "controller.depth", "1", "controller.fold", fold,
+                     "engine.share_broadcast", share, NULL);
+    bn_client_t *client = t_cluster_client (&s_cluster, S_ENGINES);
+    bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
+    bn_view_set_coalescing (view, true);
+    for (int round = 0; round < 3; round++) {
+        bn_result_t *result;
+        ck_assert_int_eq (
+            bn_view_execute (view, "echo engine $BANYAN_ENGINE_ID", &result),
+            0);
+        ck_assert_int_eq (bn_result_get (result, 20), 0);
+        ck_assert_uint_eq (bn_result_count (result), S_ENGINES);
+        bool seen[S_ENGINES] = {false};
+        for (size_t i = 0; i < S_ENGINES; i++) {
+            int id = bn_result_engine_id (result, i);
+            ck_assert (id >= 0 && id < S_ENGINES && !seen[id]);
+            seen[id] = true;
+            char expected[32];
+            snprintf (expected, sizeof expected, "engine %d\n", id);
+            ck_assert_str_eq (bn_result_stdout (result, i), expected);
+        }
+        bn_result_destroy (&result);
+    }
+    json_t *stats = t_client_stats (client);
+    size_t nodes = json_array_size (
+        json_object_get (json_object_get (stats, "broadcast"), "nodes"));
+    json_int_t through = 0, copies = 0;
+    for (size_t node = nodes == 1 ? 0 : 1; node < nodes; node++) {
+        through += s_node_stat (stats, node, "shared");
+        copies += s_node_stat (stats, node, "to_engines");
+        ck_assert_int_eq (s_node_stat (stats, node, "stray"), 0);
+        ck_assert_int_eq (s_node_stat (stats, node, "send_failed"), 0);
+    }
+    ck_assert_uint_eq (nodes, streq (fold, "0") ? 3 : 1);
+    ck_assert_int_eq (through, shared);
+    ck_assert_int_eq (copies, 3 * S_ENGINES);
+    json_decref (stats);
+    bn_view_destroy (&view);
+    bn_client_destroy (&client);
+    t_cluster_stop (&s_cluster);
+}
+
+START_TEST (test_shared_broadcast)
+{
+    s_shared ("8", "true", S_ENGINES);
+    s_shared ("0", "true", S_ENGINES);
+    s_shared ("8", "false", 0);
 }
 END_TEST
 
@@ -165,6 +227,7 @@ main (void)
     tcase_set_timeout (tc, 60);
     tcase_add_test (tc, test_usage);
     tcase_add_test (tc, test_processes);
+    tcase_add_test (tc, test_shared_broadcast);
     suite_add_tcase (suite, tc);
     SRunner *runner = srunner_create (suite);
     srunner_run_all (runner, CK_NORMAL);
