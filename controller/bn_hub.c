@@ -169,6 +169,7 @@ struct _bn_hub_t {
 };
 
 static void s_save_state (bn_hub_t *self);
+static bool s_via_ok (const char *via);
 
 static void
 s_stall_destroy (void **item)
@@ -517,6 +518,19 @@ s_save_state (bn_hub_t *self)
     json_t *state = json_pack (
         "{s:o, s:i}", "engines", bn_engine_table_engines (self->engines),
         "next_id", bn_engine_table_next_id (self->engines));
+    //  the engines' shared broadcast connections, which a restored engine
+    //  does not name again
+    json_t *vias = state ? json_object () : NULL;
+    const char *via = zhashx_first (self->broadcast_via);
+    while (vias && via) {
+        const char *uuid = zhashx_cursor (self->broadcast_via);
+        if (bn_engine_table_has (self->engines, uuid))
+            json_object_set_new (vias, uuid, json_string (via));
+        via = zhashx_next (self->broadcast_via);
+    }
+    if (vias && json_object_size (vias))
+        json_object_set (state, BN_REG_BROADCAST_VIA, vias);
+    json_decref (vias);
     char *tmp = zsys_sprintf ("%s.tmp", self->state_path);
     char *dir = strdup (self->state_path);
     char *slash = dir ? strrchr (dir, '/') : NULL;
@@ -621,6 +635,7 @@ bn_hub_set_state_file (bn_hub_t *self, const char *path, bool restore)
     json_t *state = json_load_file (path, 0, &error);
     json_t *engines = json_object_get (state, "engines");
     json_t *next = json_object_get (state, "next_id");
+    json_t *vias = json_object_get (state, BN_REG_BROADCAST_VIA);
     if (!json_is_object (engines)) {
         bn_log_error ("hub: cannot restore engines from %s: %s", path,
                       state ? "no 'engines' dict" : error.text);
@@ -643,6 +658,10 @@ bn_hub_set_state_file (bn_hub_t *self, const char *path, bool restore)
         }
         zhashx_update (self->restored, json_string_value (uuid),
                        (void *)(intptr_t)(id + 1));
+        json_t *via = json_object_get (vias, json_string_value (uuid));
+        if (json_is_string (via) && s_via_ok (json_string_value (via)))
+            zhashx_update (self->broadcast_via, json_string_value (uuid),
+                           (void *)json_string_value (via));
         bn_engine_table_set_next_id (self->engines, (int)id + 1);
         s_expect (self, json_string_value (uuid), (int)id, NULL);
     }
@@ -1365,12 +1384,19 @@ static void
 s_heart_lost (bn_hub_t *self, const char *uuid, const char *why)
 {
     bool pending = bn_engine_table_is_pending (self->engines, uuid);
+    //  one that beats again is reached as before
+    char *via = zhashx_lookup (self->broadcast_via, uuid);
+    via = via ? strdup (via) : NULL;
     int id = bn_hub_unregister (self, uuid, why);
-    if (id < 0)
-        return;
-    self->stats.heart_failures++;
-    if (!pending && zhashx_size (self->lost) < S_LOST_MAX)
-        zhashx_update (self->lost, uuid, (void *)(intptr_t)(id + 1));
+    if (id >= 0) {
+        self->stats.heart_failures++;
+        if (!pending && zhashx_size (self->lost) < S_LOST_MAX) {
+            zhashx_update (self->lost, uuid, (void *)(intptr_t)(id + 1));
+            if (via)
+                zhashx_update (self->broadcast_via, uuid, via);
+        }
+    }
+    free (via);
 }
 
 static void

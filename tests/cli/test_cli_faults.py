@@ -15,7 +15,10 @@ request is served:
   root killed: the controller answers a waiting client's request at once,
   and the restarted root serves;
 - the controller killed (SIGKILL) under a waiting client: it says
-  ControllerGone at once."""
+  ControllerGone at once;
+- the process of two engines that share their broadcast connection
+  stopped: both are unregistered; continued, both are back under their ids
+  and answer px through the connection they share."""
 
 import os
 import signal
@@ -168,6 +171,32 @@ with Profile("faults") as profile:
     check(waiting.returncode == 1 and err.count("ControllerGone") == 2 and took < BOUND,
           f"the controller killed: px says ControllerGone for both engines ({took:.1f} s)",
           f"rc={waiting.returncode}\n{out}\n{err}")
+    run(["cluster", "stop"] + profile.args(), timeout=60)
+
+    # two engines of one process, reached through their shared broadcast
+    # connection
+    start = run(["cluster", "start", "-n", "2", "-k", "2"] + profile.args(),
+                timeout=90, env=ENV)
+    check(start.returncode == 0, "cluster start -n 2 -k 2", describe(start))
+    pair = engines(profile)
+    check(sorted(pair) == [0, 1] and pair[0][1] == pair[1][1],
+          "two engines, one process", pair)
+    stats = run(["stats"] + profile.args()).stdout
+    check(any(line.split()[1:] == ["shared", "2"] for line in stats.splitlines()
+              if line.startswith("broadcast.")),
+          "the tree reaches both through one connection", stats)
+    pid = pair[0][1]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        check(wait_until(lambda: engines(profile) == {}, BOUND),
+              "the stopped process's engines are unregistered", engines(profile))
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    check(wait_until(lambda: engines(profile) == pair, BOUND),
+          "continued, both are back under their ids and uuids", (engines(profile), logs(profile)))
+    both = px(profile, "echo hi")
+    check(both.returncode == 0 and both.stdout == "[stdout:0] hi\n[stdout:1] hi\n",
+          "and both answer px through the connection they share", describe(both))
     run(["cluster", "stop"] + profile.args(), timeout=60)
 
     # the tree's node processes stopped; the tree has a deadline, and the
