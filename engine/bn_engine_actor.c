@@ -535,8 +535,10 @@ s_actor_destroy (s_actor_t *self)
     free (self->engines);
     if (self->watch) {
         bn_watch_item_t **items[] = {
-            &self->ping_item, &self->handshake_item, &self->registration_item,
-            &self->pipe_item, &self->shell_item,     &self->control_item,
+            &self->ping_item,         &self->handshake_item,
+            &self->registration_item, &self->pipe_item,
+            &self->shell_item,        &self->control_item,
+            &self->broadcast_item,
         };
         for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
             bn_watch_cancel (self->watch, items[i]);
