@@ -193,23 +193,34 @@ START_TEST (test_registration_errors)
 }
 END_TEST
 
-//  Register engine with features (taken: NULL for none) added to its
-//  registration_request; returns its registration_notification.
-static bn_msg_t *
-s_register_with (t_engine_t *engine, json_t *features)
+//  Send engine's registration_request with key set to value (taken; NULL:
+//  no key) and return the content of its registration_reply, which must
+//  say ok.
+static json_t *
+s_ask (t_engine_t *engine, const char *key, json_t *value)
 {
     json_t *content = json_pack ("{s:s}", "uuid", engine->uuid);
-    if (features)
-        json_object_set_new (content, BN_REG_FEATURES, features);
+    if (value)
+        json_object_set_new (content, key, value);
     bn_msg_t *msg =
         t_msg (engine->session, BN_MSG_REGISTRATION_REQUEST, content, NULL);
     t_send (&msg, engine->reg, engine->session);
     bn_msg_t *reply = t_recv (engine->reg);
     ck_assert_ptr_nonnull (reply);
     ck_assert_str_eq (t_content_str (reply, "status"), "ok");
-    engine->id = (int)json_integer_value (
-        json_object_get (bn_msg_content (reply), "id"));
+    json_t *answer = json_incref (bn_msg_content (reply));
     bn_msg_destroy (&reply);
+    return answer;
+}
+
+//  Register engine with features (taken: NULL for none) added to its
+//  registration_request; returns its registration_notification.
+static bn_msg_t *
+s_register_with (t_engine_t *engine, json_t *features)
+{
+    json_t *answer = s_ask (engine, BN_REG_FEATURES, features);
+    engine->id = (int)json_integer_value (json_object_get (answer, "id"));
+    json_decref (answer);
     t_engine_connect (engine, s_ctl);
     int64_t end = zclock_mono () + T_TIMEOUT;
     while (zclock_mono () < end) {
@@ -268,25 +279,6 @@ START_TEST (test_features)
 }
 END_TEST
 
-//  The content of engine's registration_reply when it offers the shared
-//  broadcast connection via (NULL: none).
-static json_t *
-s_offer (t_engine_t *engine, const char *via)
-{
-    json_t *content = json_pack ("{s:s}", "uuid", engine->uuid);
-    if (via)
-        json_object_set_new (content, BN_REG_BROADCAST_VIA, json_string (via));
-    bn_msg_t *msg =
-        t_msg (engine->session, BN_MSG_REGISTRATION_REQUEST, content, NULL);
-    t_send (&msg, engine->reg, engine->session);
-    bn_msg_t *reply = t_recv (engine->reg);
-    ck_assert_ptr_nonnull (reply);
-    ck_assert_str_eq (t_content_str (reply, "status"), "ok");
-    json_t *answer = json_incref (bn_msg_content (reply));
-    bn_msg_destroy (&reply);
-    return answer;
-}
-
 //  An engine that offers a shared broadcast connection (a routing id
 //  "bn-shared ...") is told the broadcast port to connect it to: the
 //  default tree runs folded, and all its engines share the first port. An
@@ -300,7 +292,8 @@ START_TEST (test_broadcast_via)
     json_int_t expected[] = {0, 0, -1, -1, -1, -1};
     for (size_t i = 0; i < sizeof offers / sizeof offers[0]; i++) {
         t_engine_t *engine = t_engine_new (s_ctl);
-        json_t *answer = s_offer (engine, offers[i]);
+        json_t *answer = s_ask (engine, BN_REG_BROADCAST_VIA,
+                                offers[i] ? json_string (offers[i]) : NULL);
         json_t *port = json_object_get (answer, BN_REG_BROADCAST_PORT);
         if (expected[i] < 0)
             ck_assert_msg (!port, "offer %zu got a port", i);
