@@ -24,6 +24,7 @@ typedef struct {
     int root_port;     //  the client port the root bound
     int *leaf_ports;   //  the engine port each leaf bound
     bn_hosts_t *hosts; //  host nodes and their engines (borrowed), or NULL
+    bool shares;       //  takes shared broadcast connections
 } s_tree_t;
 
 static void
@@ -91,8 +92,12 @@ s_start (bn_topology_t *topology, const char *key,
         self->leaf_ports = calloc ((size_t)leaves, sizeof (int));
     }
     bool ok = self && self->nodes && self->leaf_ports;
-    if (ok)
+    if (ok) {
         self->hosts = options->hosts;
+        //  a high-water mark counts a connection's messages: shared by an
+        //  engine process, it would count all its engines' together
+        self->shares = options->hwm == 0;
+    }
     bn_topology_t *topo = ok ? self->topology : NULL;
     char up[128], down[128];
     for (int n = 0; ok && n < self->size; n++) {
@@ -217,12 +222,13 @@ s_engine (void *arg, const char *uuid, int eid, bool registered,
 //  A folded root binds every leaf's port on one socket, where one routing
 //  id may be connected once: a process shares the first port. Otherwise
 //  each leaf has a socket of its own, and the process connects to eid's.
+//  None with a high-water mark (controller.hwm).
 static int
 s_shared_port (void *arg, int eid)
 {
     s_tree_t *self = (s_tree_t *)arg;
     assert (self);
-    if (eid < 0)
+    if (eid < 0 || !self->shares)
         return -1;
     return bn_topology_folded (self->topology)
                ? 0

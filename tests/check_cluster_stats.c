@@ -161,16 +161,19 @@ START_TEST (test_processes)
 END_TEST
 
 //  A cluster of S_ENGINES engines in one process, the tree of depth 1
-//  folded or not, the engines sharing a broadcast connection or not: every
+//  folded or not, with a high-water mark or not, the engines offering to
+//  share a broadcast connection or not: every
 //  engine answers a broadcast with its own output, and the nodes
 //  that serve engines reach shared of them through the process's shared
 //  connection (doc/wire.md 4.1).
 static void
-s_shared (const char *fold, const char *share, json_int_t shared)
+s_shared (const char *fold, const char *share, const char *hwm,
+          json_int_t shared)
 {
     t_cluster_start (&s_cluster, "bn-check-cluster-stats", S_ENGINES,
                      "controller.depth", "1", "controller.fold", fold,
-                     "engine.share_broadcast", share, NULL);
+                     "engine.share_broadcast", share, "controller.hwm", hwm,
+                     NULL);
     bn_client_t *client = t_cluster_client (&s_cluster, S_ENGINES);
     bn_view_t *view = bn_view_new (client, BN_VIEW_BROADCAST);
     bn_view_set_coalescing (view, true);
@@ -213,9 +216,11 @@ s_shared (const char *fold, const char *share, json_int_t shared)
 
 START_TEST (test_shared_broadcast)
 {
-    s_shared ("8", "true", S_ENGINES);
-    s_shared ("0", "true", S_ENGINES);
-    s_shared ("8", "false", 0);
+    s_shared ("8", "true", "0", S_ENGINES);
+    s_shared ("0", "true", "0", S_ENGINES);
+    s_shared ("8", "false", "0", 0);
+    //  a high-water mark counts per connection: no sharing under one
+    s_shared ("8", "true", "1000", 0);
 }
 END_TEST
 
