@@ -1714,7 +1714,7 @@ bn_engine_start (bn_engine_t *self, bool shared)
     if (!content ||
         json_object_set_new (content, BN_REG_FEATURES,
                              json_pack ("[s]", BN_FEATURE_OUTPUT)) ||
-        (self->env->broadcast_via && !self->env->shell &&
+        (self->env->broadcast_via &&
          json_object_set_new (content, BN_REG_BROADCAST_VIA,
                               json_string (self->env->broadcast_via)))) {
         json_decref (content);

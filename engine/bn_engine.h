@@ -59,7 +59,8 @@ typedef struct {
     zsock_t *pong;           //  ditto, DEALER to hb_pong: [uuid, ping]
     //  A broadcast connection the engines share (doc/wire.md 4.1) when
     //  banyan's hub offers one: its routing id, named in every
-    //  registration_request (NULL: none asked), and a ROUTER the owner
+    //  registration_request (NULL: none asked; always NULL with the shared
+    //  channels above, which carry broadcast already), and a ROUTER the owner
     //  connects to the port the hub names (broadcast_join), reads, and
     //  hands each request to the engine named after the peer's routing id
     const char *broadcast_via;
